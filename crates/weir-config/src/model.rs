@@ -1,0 +1,152 @@
+//! The validated configuration model. Every value here has passed validation:
+//! references resolve, addresses parse, durations are in range. The data plane
+//! consumes these types directly and never re-checks them.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A whole, validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub global: Global,
+    pub admin: Admin,
+    pub listeners: BTreeMap<String, Listener>,
+    pub routes: BTreeMap<String, Route>,
+    pub pools: BTreeMap<String, Pool>,
+}
+
+/// `[global]`: process-wide settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Global {
+    /// How long in-flight requests and sessions may take to finish on
+    /// shutdown or when their listener is removed. Default 30 s.
+    pub drain_grace: Duration,
+}
+
+/// `[admin]`: where the admin API, metrics and dashboard listen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Admin {
+    /// Default `127.0.0.1:9901`.
+    pub listen: SocketAddr,
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    Http,
+    Tcp,
+}
+
+/// `[listeners.NAME]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listener {
+    pub bind: SocketAddr,
+    pub protocol: Protocol,
+    /// Default pool when no route matches (http); the pool (tcp, required).
+    pub pool: Option<String>,
+    /// Time allowed for a client to send a complete request head. Default 10 s. (http)
+    pub header_timeout: Duration,
+    /// http: keep-alive idle time between requests, default 60 s.
+    /// tcp: a session with no bytes either way for this long is closed, default 1 h.
+    pub idle_timeout: Duration,
+    /// Largest accepted request head in bytes; larger gets 431. Default 64 KiB. (http)
+    pub max_header_bytes: usize,
+}
+
+/// `[routes.NAME]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    pub listener: String,
+    /// `None` matches any host.
+    pub host: Option<HostMatch>,
+    /// Always starts with `/`. Default `/`.
+    pub path_prefix: String,
+    pub pool: String,
+}
+
+/// A route's host pattern, lower-cased, without port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HostMatch {
+    /// `lb.foo.com`
+    Exact(String),
+    /// `*.foo.com`, stored as the suffix `.foo.com`; matches `a.foo.com`,
+    /// `a.b.foo.com`, not `foo.com`.
+    Suffix(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Balance {
+    RoundRobin,
+    LeastConn,
+    Random,
+    P2c,
+    Ewma,
+    Hash,
+    Sticky,
+}
+
+/// `[pools.NAME]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    pub balance: Balance,
+    pub endpoints: Vec<Endpoint>,
+    /// Per endpoint in-flight cap; 0 = no limit.
+    pub max_conn: u32,
+    /// Requests waiting for a slot, per pool.
+    pub max_queue: u32,
+    /// Default 5 s.
+    pub queue_timeout: Duration,
+    /// 429 or 503. Default 503.
+    pub overflow_status: u16,
+    /// Upstream connect timeout. Default 2 s.
+    pub connect_timeout: Duration,
+    /// Time from request sent to response head received. Default 60 s. (http)
+    pub response_timeout: Duration,
+    /// Pooled idle upstream connections close after this. Default 4 s;
+    /// lowered per connection by the backend's `Keep-Alive: timeout=`.
+    pub idle_timeout: Duration,
+    pub health: Health,
+    pub retry: Retry,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Endpoint {
+    pub addr: SocketAddr,
+    /// 1..=1000. Default 1.
+    pub weight: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HealthCheck {
+    None,
+    Tcp,
+    Http,
+}
+
+/// `[pools.NAME.health]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Health {
+    /// Default `none`.
+    pub check: HealthCheck,
+    /// Default `/healthz`.
+    pub path: String,
+    /// Inclusive range. Default 200..=399.
+    pub expect_status: (u16, u16),
+    /// Default 1 s.
+    pub interval: Duration,
+    /// Default 500 ms; must be below `interval`.
+    pub timeout: Duration,
+    /// Default 2.
+    pub rise: u32,
+    /// Default 2.
+    pub fall: u32,
+}
+
+/// `[pools.NAME.retry]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retry {
+    /// Retries after the first try. Default 2.
+    pub attempts: u32,
+}
