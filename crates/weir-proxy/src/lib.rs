@@ -1,1 +1,181 @@
-//! weir-proxy
+//! weir's data plane: listeners, HTTP and TCP proxying, routing, balancing and
+//! upstream connection pools.
+//!
+//! The control side ([`Proxy::apply`]) turns a validated config into an
+//! immutable [`snapshot::Snapshot`] and publishes it with one atomic swap; the
+//! data plane reads it once per request or session, never under a lock.
+
+pub mod balancer;
+pub mod endpoint;
+pub mod http;
+pub mod listener;
+pub mod pool;
+pub mod reason;
+pub mod router;
+pub mod snapshot;
+pub mod tcp;
+pub mod upstream;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use tracing::info;
+use weir_config::Config;
+
+use crate::listener::{BindError, Running};
+use crate::snapshot::{Registry, Snapshot};
+
+pub use crate::reason::Reason;
+
+/// What the data plane reads.
+pub struct Shared {
+    pub snapshot: ArcSwap<Snapshot>,
+}
+
+/// The running data plane. Cheap to share; all methods take `&self`.
+pub struct Proxy {
+    shared: Arc<Shared>,
+    control: Mutex<Control>,
+}
+
+struct Control {
+    /// By bind address.
+    listeners: HashMap<SocketAddr, Running>,
+    next_slot: usize,
+    registry: Registry,
+    drain_grace: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Bind(#[from] BindError),
+    #[error("starting listener: {0}")]
+    Start(#[from] std::io::Error),
+}
+
+impl Proxy {
+    /// An empty data plane; call [`Proxy::apply`] to give it a config. Must be
+    /// called within a tokio runtime (it starts the idle-connection sweeper).
+    pub fn new() -> Arc<Proxy> {
+        let proxy = Arc::new(Proxy {
+            shared: Arc::new(Shared {
+                snapshot: ArcSwap::from_pointee(Snapshot::default()),
+            }),
+            control: Mutex::new(Control {
+                listeners: HashMap::new(),
+                next_slot: 0,
+                registry: Registry::new(),
+                drain_grace: Duration::from_secs(30),
+            }),
+        });
+        tokio::spawn(sweep(Arc::downgrade(&proxy.shared)));
+        proxy
+    }
+
+    /// Makes `cfg` the running configuration. New listeners are bound first;
+    /// if any bind fails nothing changes. Then one snapshot swap, after which
+    /// removed listeners stop accepting and drain.
+    pub fn apply(&self, cfg: &Config) -> Result<(), ApplyError> {
+        let mut control = self.control.lock().unwrap();
+        let mut fresh = Vec::new();
+        for l in cfg.listeners.values() {
+            if !control.listeners.contains_key(&l.bind) && !fresh.iter().any(|b: &listener::Bound| b.addr == l.bind) {
+                fresh.push(listener::bind(l.bind)?);
+            }
+        }
+        let mut slots: HashMap<String, usize> = HashMap::new();
+        let mut fresh_slots = Vec::new();
+        for (name, l) in &cfg.listeners {
+            let slot = match control.listeners.get(&l.bind) {
+                Some(r) => r.slot,
+                None => match fresh_slots.iter().find(|(a, _)| *a == l.bind) {
+                    Some((_, s)) => *s,
+                    None => {
+                        let s = control.next_slot;
+                        control.next_slot += 1;
+                        fresh_slots.push((l.bind, s));
+                        s
+                    }
+                },
+            };
+            slots.insert(name.clone(), slot);
+        }
+
+        let snapshot = Snapshot::build(cfg, &slots, &mut control.registry);
+        self.shared.snapshot.store(Arc::new(snapshot));
+        control.drain_grace = cfg.global.drain_grace;
+
+        for bound in fresh {
+            let slot = fresh_slots.iter().find(|(a, _)| *a == bound.addr).map(|(_, s)| *s).unwrap_or_default();
+            let addr = bound.addr;
+            let running = listener::start(bound, slot, self.shared.clone())?;
+            info!(bind = %addr, "listening");
+            control.listeners.insert(addr, running);
+        }
+        let keep: Vec<SocketAddr> = cfg.listeners.values().map(|l| l.bind).collect();
+        let grace = control.drain_grace;
+        control.listeners.retain(|addr, r| {
+            let kept = keep.contains(addr);
+            if !kept {
+                info!(bind = %addr, "listener removed; draining");
+                r.stop(grace);
+            }
+            kept
+        });
+        Ok(())
+    }
+
+    /// The actual local address of each listener, by configured bind address.
+    pub fn local_addrs(&self) -> Vec<(SocketAddr, SocketAddr)> {
+        let control = self.control.lock().unwrap();
+        control.listeners.iter().map(|(b, r)| (*b, r.local_addr)).collect()
+    }
+
+    /// Stops accepting everywhere, lets in-flight requests finish within the
+    /// drain grace, then cuts what is left.
+    pub async fn shutdown(&self) {
+        let (listeners, grace) = {
+            let mut control = self.control.lock().unwrap();
+            (std::mem::take(&mut control.listeners), control.drain_grace)
+        };
+        for r in listeners.values() {
+            r.drain.cancel();
+            r.tracker.close();
+        }
+        let all = async {
+            for r in listeners.values() {
+                r.tracker.wait().await;
+            }
+        };
+        if tokio::time::timeout(grace, all).await.is_err() {
+            info!("drain grace of {grace:?} over; closing remaining connections");
+            for r in listeners.values() {
+                r.kill.cancel();
+            }
+            for r in listeners.values() {
+                let _ = tokio::time::timeout(Duration::from_secs(1), r.tracker.wait()).await;
+            }
+        }
+    }
+}
+
+/// Closes expired idle upstream connections, so that backends are not left
+/// holding sockets weir will never reuse.
+async fn sweep(shared: std::sync::Weak<Shared>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let Some(shared) = shared.upgrade() else { return };
+        let snap = shared.snapshot.load_full();
+        let now = Instant::now();
+        for pool in snap.pools.values() {
+            for ep in &pool.endpoints {
+                ep.sweep(now);
+            }
+        }
+    }
+}

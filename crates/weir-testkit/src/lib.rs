@@ -1,1 +1,20 @@
-//! weir-testkit
+//! weir-testkit: fake upstreams (HTTP and TCP) and a small HTTP client for weir's tests,
+//! benchmarks and `weir demo`.
+//!
+//! Every knob a load balancer has to cope with is a builder option or a path on the fake
+//! backend: latency, a worker-pool concurrency cap, stale keep-alive closes, flapping
+//! (`stop`/`start`), streaming bodies, close-delimited bodies, hanging requests.
+
+mod body;
+pub mod client;
+mod conn;
+mod http;
+mod latency;
+mod listener;
+mod routes;
+mod tcp;
+
+pub use body::pattern;
+pub use http::{HttpUpstream, HttpUpstreamBuilder, RequestRecord};
+pub use latency::{parse_duration, Latency};
+pub use tcp::TcpUpstream;

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of weir, HAProxy and nginx. Started by bench/run.sh,
+which installs the tools and builds weir first; see bench/README.md.
+
+usage: bench.py [scenario ...]      (default: all)
+
+Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
+BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),
+BENCH_TCP_BYTES (1 GiB), BENCH_TCP_STREAMS (3), BENCH_PROXIES (e.g. "weir,haproxy"), BENCH_PORT_BASE
+(18000), BENCH_QUICK=1 (1 round x 3 s, 256 MiB), BENCH_OUT_DIR, BENCH_BIN_DIR.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from harness import (PROCS, BenchError, CpuSnap, SyscallCounter, cpu_delta_us, install_signal_handlers,
+                     process_tree, vm_hwm_kib)
+from proxies import Ctx, nginx_stream_module, versions
+from report import render_markdown
+from scenarios import SCENARIOS, Scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def env_int(name: str, default: int) -> int:
+    v = os.environ.get(name, "")
+    return int(v) if v.strip() else default
+
+
+def options() -> dict:
+    quick = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+    return {
+        "quick": quick,
+        "rounds": env_int("BENCH_ROUNDS", 1 if quick else 3),
+        "seconds": env_int("BENCH_SECONDS", 3 if quick else 10),
+        "warmup": env_int("BENCH_WARMUP", 1),
+        "syscall_seconds": env_int("BENCH_SYSCALL_SECONDS", 1 if quick else 3),
+        "wrk_threads": env_int("BENCH_WRK_THREADS", 1),
+        "tcp_bytes": env_int("BENCH_TCP_BYTES", (256 << 20) if quick else (1 << 30)),
+        "tcp_streams": env_int("BENCH_TCP_STREAMS", 1 if quick else 3),
+        "port_base": env_int("BENCH_PORT_BASE", 18000),
+        "proxies": [p for p in os.environ.get("BENCH_PROXIES", "").split(",") if p],
+    }
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def loadavg() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split(" ")[0]
+    except OSError:
+        return "?"
+
+
+def measure(sc: Scenario, ctx: Ctx, v, upstreams, opts: dict, tag: str, syscalls: bool) -> dict:
+    """One run of one proxy: start, check, warm up, measure, stop."""
+    seconds = opts["syscall_seconds"] if syscalls else opts["seconds"]
+    p = sc.start(ctx, v, upstreams, tag)
+    try:
+        sc.check(ctx)
+        if opts["warmup"] > 0:
+            sc.load(ctx, opts["warmup"], warmup=True)
+        pids = process_tree(p.pid)
+        load0 = loadavg()
+        counter = SyscallCounter(pids, ctx.out / "raw" / f"{tag}-{v.name}-syscalls.txt") if syscalls else None
+        if counter:
+            counter.__enter__()
+        try:
+            a = CpuSnap.take(pids)
+            m = sc.load(ctx, seconds)
+            pids = process_tree(p.pid) if p.alive() else pids
+            b = CpuSnap.take(pids)
+        finally:
+            if counter:
+                counter.__exit__(None, None, None)
+        if not p.alive():
+            raise BenchError(f"died during the load: {p.why_dead()}")
+        rss = vm_hwm_kib(pids)
+    finally:
+        PROCS.stop(p)
+    units = m["units"]
+    user, sys_ = cpu_delta_us(a, b)
+    k = units * sc.cpu_scale
+    m.update({
+        "proxy": v.name, "pids": len(pids), "window_s": b.t - a.t, "loadavg": load0,
+        "cpu_user_us_total": user, "cpu_sys_us_total": sys_,
+        "cpu_user": user / k, "cpu_sys": sys_ / k, "cpu_total": (user + sys_) / k,
+        "rss_mib": rss / 1024,
+    })
+    if counter:
+        m["syscalls"] = counter.count
+        m["syscall_method"] = SyscallCounter.method
+        m["syscalls_per_unit"] = counter.count / units if counter.count is not None else None
+    return m
+
+
+def run_scenario(sc: Scenario, ctx: Ctx, opts: dict) -> dict:
+    res = {"name": sc.name, "description": sc.describe(), "rounds": [], "syscall_runs": [], "failed": {}}
+    variants = [v for v in sc.variants() if not opts["proxies"] or v.name in opts["proxies"]]
+    res["variants"] = [v.name for v in variants]
+    log(f"== {sc.name}: {sc.describe()}")
+    try:
+        upstreams = sc.start_upstreams(ctx)
+    except BenchError as e:
+        res["error"] = f"upstreams: {e}"
+        log(f"   upstreams failed: {e}")
+        PROCS.stop_all()
+        return res
+    try:
+        for r in range(opts["rounds"]):
+            order = variants[r % len(variants):] + variants[:r % len(variants)]
+            for v in order:
+                if v.name in res["failed"]:
+                    continue
+                tag = f"{sc.name}-r{r + 1}"
+                try:
+                    m = measure(sc, ctx, v, upstreams, opts, tag, syscalls=False)
+                except BenchError as e:
+                    res["failed"][v.name] = str(e)
+                    log(f"   round {r + 1} {v.name:<17} FAILED: {e}")
+                    continue
+                m["round"] = r + 1
+                res["rounds"].append(m)
+                log(f"   round {r + 1} {v.name:<17} " + summary(sc, m))
+        if opts["syscall_seconds"] > 0 and SyscallCounter.method:
+            for v in variants:
+                if v.name in res["failed"]:
+                    continue
+                try:
+                    m = measure(sc, ctx, v, upstreams, opts, f"{sc.name}-sys", syscalls=True)
+                except BenchError as e:
+                    log(f"   syscalls {v.name:<17} failed: {e}")
+                    continue
+                res["syscall_runs"].append(m)
+                spu = m.get("syscalls_per_unit")
+                log(f"   syscalls {v.name:<17} " + (f"{spu:.1f}/{sc.unit} ({SyscallCounter.method})"
+                                                      if spu is not None else "n/a"))
+    finally:
+        PROCS.stop_all()  # upstreams
+    res["medians"] = medians(sc, res)
+    return res
+
+
+def summary(sc: Scenario, m: dict) -> str:
+    parts = []
+    for c in sc.columns:
+        if c.key in m and m[c.key] is not None:
+            parts.append(f"{c.header}={c.fmt.format(m[c.key])}")
+    return " ".join(parts)
+
+
+def medians(sc: Scenario, res: dict) -> dict:
+    out = {}
+    for name in res["variants"]:
+        rows = [m for m in res["rounds"] if m["proxy"] == name]
+        if not rows:
+            continue
+        med = {}
+        for c in sc.columns:
+            vals = [m[c.key] for m in rows if m.get(c.key) is not None]
+            if vals:
+                med[c.key] = statistics.median(vals)
+        med["n"] = len(rows)
+        sysrun = [m for m in res["syscall_runs"] if m["proxy"] == name]
+        if sysrun and sysrun[0].get("syscalls_per_unit") is not None:
+            med["syscalls_per_unit"] = sysrun[0]["syscalls_per_unit"]
+        out[name] = med
+    return out
+
+
+def machine() -> dict:
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "cpu_model": model, "kernel": platform.release(), "loadavg_start": loadavg()}
+
+
+def main(argv: list[str]) -> int:
+    install_signal_handlers()
+    opts = options()
+    names = argv or list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        print(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(os.environ.get("BENCH_OUT_DIR") or ROOT / "bench" / "out" / stamp)
+    out.mkdir(parents=True, exist_ok=True)
+    run = out / "run"
+    (run / "tmp").mkdir(parents=True, exist_ok=True)
+    for d in (out, run, run / "tmp"):
+        os.chmod(d, 0o755)
+    (out / "raw").mkdir(exist_ok=True)
+    ctx = Ctx(root=ROOT, bin_dir=Path(os.environ.get("BENCH_BIN_DIR") or ROOT / "target" / "release"),
+              out=out, run=run, port_base=opts["port_base"],
+              weir_build_error=os.environ.get("BENCH_WEIR_BUILD_ERROR") or None,
+              nginx_stream_line=nginx_stream_module())
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "command": os.environ.get("BENCH_COMMAND")
+            or "bench/run.sh " + " ".join(argv), "options": opts, "machine": machine(), "versions": versions(ctx),
+            "out": str(out)}
+    method = SyscallCounter.detect(out / "raw") if opts["syscall_seconds"] > 0 else None
+    meta["syscall_method"] = method
+    log(f"output: {out}")
+    log(f"rounds={opts['rounds']} seconds={opts['seconds']} warmup={opts['warmup']} "
+        f"syscalls={'via ' + method if method else 'not counted'} scenarios={' '.join(names)}")
+    if ctx.weir_build_error:
+        log(f"weir: {ctx.weir_build_error}")
+    results = {"meta": meta, "scenarios": {}}
+    t0 = time.monotonic()
+    try:
+        for n in names:
+            sc = SCENARIOS[n](opts)
+            try:
+                results["scenarios"][n] = run_scenario(sc, ctx, opts)
+            except BenchError as e:
+                results["scenarios"][n] = {"name": n, "error": str(e)}
+                log(f"   {n} failed: {e}")
+            (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    except KeyboardInterrupt:
+        log("interrupted; stopping every process this run started")
+        return 130
+    except Exception:
+        traceback.print_exc()
+        return 1
+    finally:
+        PROCS.stop_all()
+    meta["elapsed_s"] = round(time.monotonic() - t0)
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    md = render_markdown(results, {n: SCENARIOS[n](opts) for n in names})
+    (out / "table.md").write_text(md)
+    latest = out.parent / "latest"
+    try:
+        if latest.is_symlink() or latest.exists():
+            latest.unlink()
+        latest.symlink_to(out.name)
+    except OSError:
+        pass
+    print()
+    print(md)
+    log(f"done in {meta['elapsed_s']} s; raw results in {out}/results.json, table in {out}/table.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

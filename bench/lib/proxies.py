@@ -1,0 +1,203 @@
+"""The proxies under test: weir, HAProxy and nginx, configured from bench/configs/.
+
+A `Variant` is one row of a table: a proxy kind plus its knobs (threads, splice).
+Scenarios pick their variants and may pass extra template values (balance
+algorithm, per-server options, pool settings) so that the capacity and
+resilience scenarios can reuse the same machinery.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+
+from harness import PROCS, BenchError, Proc, ensure_port_free, wait_port
+
+HOST = "127.0.0.1"
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+# weir's balance names -> HAProxy's / nginx's directive (None = nginx default)
+HAPROXY_BALANCE = {"round_robin": "roundrobin", "least_conn": "leastconn", "random": "random"}
+NGINX_BALANCE = {"round_robin": None, "least_conn": "least_conn;", "random": "random;"}
+
+
+def render(template: str, out: Path, **values) -> Path:
+    text = Template((CONFIGS / template).read_text()).safe_substitute(
+        {k: str(v) for k, v in values.items()})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return out
+
+
+@dataclass
+class Upstream:
+    """One upstream endpoint the proxies balance over."""
+    port: int
+    # per-server options in each proxy's own syntax, e.g. {"haproxy": "maxconn 2"}
+    opts: dict = field(default_factory=dict)
+
+    @property
+    def addr(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
+@dataclass
+class Variant:
+    name: str          # row label: weir, weir-2t, haproxy, nginx, haproxy-nosplice
+    kind: str          # weir | haproxy | nginx
+    threads: int = 1
+    splice: str = "auto"  # haproxy mode tcp only: "force" (splice-request/response), "auto", "off"
+
+    @property
+    def is_weir(self) -> bool:
+        return self.kind == "weir"
+
+
+@dataclass
+class Ctx:
+    """What a run needs to know: paths, binaries, ports, options."""
+    root: Path
+    bin_dir: Path
+    out: Path
+    run: Path
+    port_base: int
+    weir_build_error: str | None = None
+    nginx_stream_line: str | None = ""  # None: no stream module
+
+    @property
+    def proxy_port(self) -> int:
+        return self.port_base
+
+    @property
+    def admin_port(self) -> int:
+        return self.port_base + 1
+
+    def upstream_port(self, i: int) -> int:
+        return self.port_base + 10 + i
+
+    def bin(self, name: str) -> Path:
+        return self.bin_dir / name
+
+
+def nginx_stream_module() -> str | None:
+    """The line that loads nginx's stream module, "" if built in, None if absent."""
+    mod = Path("/usr/lib/nginx/modules/ngx_stream_module.so")
+    if mod.exists():
+        return f"load_module {mod};"
+    try:
+        v = subprocess.run(["nginx", "-V"], capture_output=True, text=True, timeout=10).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return "" if "--with-stream " in v + " " and "--with-stream=dynamic" not in v else None
+
+
+def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], tag: str,
+                balance: str = "round_robin", pool_extra: str = "") -> Proc:
+    """Render the variant's config, start it, wait until it listens. Raises BenchError."""
+    listen = f"{HOST}:{ctx.proxy_port}"
+    ensure_port_free(HOST, ctx.proxy_port)
+    cfg_dir = ctx.out / "configs"
+    logs = ctx.out / "logs"
+    name = f"{tag}-{v.name}"
+    if v.kind == "weir":
+        if ctx.weir_build_error:
+            raise BenchError(ctx.weir_build_error)
+        exe = ctx.bin("weir")
+        if not exe.exists():
+            raise BenchError(f"{exe} not found (build failed?)")
+        servers = "\n".join(
+            f'  {{ addr = "{u.addr}"{(", " + u.opts["weir"]) if u.opts.get("weir") else ""} }},'
+            for u in upstreams)
+        cfg = render(f"weir-{protocol}.toml", cfg_dir / f"{name}.toml", ADMIN=f"{HOST}:{ctx.admin_port}",
+                     LISTEN=listen, SERVERS=servers, BALANCE=balance, POOL_EXTRA=pool_extra)
+        ensure_port_free(HOST, ctx.admin_port)
+        argv = [exe, "run", "-c", cfg, "--threads", v.threads]
+        env = dict(os.environ, RUST_LOG=os.environ.get("BENCH_WEIR_LOG", "warn"))
+        p = PROCS.start(name, argv, logs / f"{name}.log", env=env)
+    elif v.kind == "haproxy":
+        servers = "\n".join(
+            f"    server u{i} {u.addr}" + (f" {u.opts['haproxy']}" if u.opts.get("haproxy") else "")
+            for i, u in enumerate(upstreams, 1))
+        splice = {"force": "    option splice-request\n    option splice-response",
+                  "auto": "    option splice-auto"}.get(v.splice, "")
+        cfg = render(f"haproxy-{protocol}.cfg", cfg_dir / f"{name}.cfg", LISTEN=listen, SERVERS=servers,
+                     BALANCE=HAPROXY_BALANCE.get(balance, balance), SPLICE=splice,
+                     SPLICE_NOTE=v.splice)
+        if v.threads != 1:
+            text = cfg.read_text().replace("nbthread 1", f"nbthread {v.threads}")
+            cfg.write_text(text)
+        p = PROCS.start(name, ["haproxy", "-db", "-f", cfg], logs / f"{name}.log")
+    elif v.kind == "nginx":
+        if protocol == "tcp" and ctx.nginx_stream_line is None:
+            raise BenchError("nginx has no stream module (install libnginx-mod-stream)")
+        nb = NGINX_BALANCE.get(balance)
+        servers = "\n".join(
+            f"        server {u.addr}" + (f" {u.opts['nginx']}" if u.opts.get("nginx") else "") + ";"
+            for u in upstreams)
+        if nb:
+            servers = f"        {nb}\n" + servers
+        cfg = render(f"nginx-{protocol}.conf", cfg_dir / f"{name}.conf", LISTEN=listen, SERVERS=servers,
+                     RUN=ctx.run, NAME=name, LOAD_STREAM=ctx.nginx_stream_line or "")
+        if v.threads != 1:
+            text = cfg.read_text().replace("worker_processes 1;", f"worker_processes {v.threads};")
+            cfg.write_text(text)
+        p = PROCS.start(name, ["nginx", "-p", f"{ctx.run}/", "-e", ctx.run / f"{name}.error.log",
+                               "-c", cfg, "-g", "daemon off;"], logs / f"{name}.log")
+    else:
+        raise BenchError(f"unknown proxy kind {v.kind}")
+    try:
+        wait_port(p, HOST, ctx.proxy_port)
+    except BenchError as e:
+        PROCS.stop(p)
+        raise BenchError(str(e)) from None
+    return p
+
+
+def start_nginx_upstream(ctx: Ctx, i: int, www: Path) -> Upstream:
+    port = ctx.upstream_port(i)
+    ensure_port_free(HOST, port)
+    name = f"upstream{i}"
+    cfg = render("upstream-nginx.conf", ctx.out / "configs" / f"{name}.conf", LISTEN=f"{HOST}:{port}",
+                 RUN=ctx.run, NAME=name, WWW=www)
+    p = PROCS.start(name, ["nginx", "-p", f"{ctx.run}/", "-e", ctx.run / f"{name}.error.log",
+                           "-c", cfg, "-g", "daemon off;"], ctx.out / "logs" / f"{name}.log")
+    wait_port(p, HOST, port)
+    return Upstream(port)
+
+
+def start_bench_upstream(ctx: Ctx, i: int, mode: str) -> Upstream:
+    """weir-bench sink|echo on an upstream port."""
+    port = ctx.upstream_port(i)
+    ensure_port_free(HOST, port)
+    p = PROCS.start(f"upstream{i}-{mode}", [ctx.bin("weir-bench"), mode, "--listen", f"{HOST}:{port}"],
+                    ctx.out / "logs" / f"upstream{i}-{mode}.log")
+    wait_port(p, HOST, port)
+    return Upstream(port)
+
+
+def versions(ctx: Ctx) -> dict:
+    def first_line(argv):
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            return (r.stdout + r.stderr).strip().splitlines()[0]
+        except (OSError, subprocess.TimeoutExpired, IndexError):
+            return "?"
+    out = {
+        "haproxy": first_line(["haproxy", "-v"]),
+        "nginx": first_line(["nginx", "-v"]),
+        "wrk": first_line(["wrk", "-v"]),
+    }
+    try:
+        rev = subprocess.run(["git", "-C", ctx.root, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ctx.root, "status", "--porcelain", "--", "crates"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        out["weir"] = rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.TimeoutExpired):
+        out["weir"] = "?"
+    out["perf"] = shutil.which("perf") or ""
+    return out

@@ -1,0 +1,66 @@
+"""The markdown table: medians per proxy, then weir/peer ratios."""
+
+from __future__ import annotations
+
+PEERS = ("haproxy", "nginx")
+
+
+def esc(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def cell(fmt: str, v) -> str:
+    return "–" if v is None else fmt.format(v)
+
+
+def render_markdown(results: dict, scenarios: dict) -> str:
+    meta = results["meta"]
+    o = meta["options"]
+    m = meta["machine"]
+    v = meta["versions"]
+    lines = [
+        f"Run {meta['date']}: `{meta['command']}`",
+        "",
+        f"Machine: {m['cpus']} cores ({m['cpu_model']}), Linux {m['kernel']}, shared and noisy "
+        f"(load average {m['loadavg_start']} at start): compare within one run, not across runs.",
+        f"weir {v.get('weir', '?')} · {v.get('haproxy', '?')} · {v.get('nginx', '?')} · {v.get('wrk', '?')}.",
+        f"Medians of {o['rounds']} round(s) × {o['seconds']} s per proxy, proxies alternating; every proxy on one "
+        f"thread/worker except weir-2t. CPU = utime+stime of the proxy's processes over the measured window "
+        f"÷ requests (connections, GiB). Syscalls: "
+        + (f"separate {o['syscall_seconds']} s run per proxy under {meta.get('syscall_method')}."
+           if meta.get("syscall_method") else "not measured (no usable perf or strace).")
+        + " Ratio rows: weir (1 thread) ÷ peer; below 1 is better for CPU and latency, above 1 for throughput.",
+        "",
+    ]
+    for name, res in results["scenarios"].items():
+        sc = scenarios[name]
+        lines.append(f"### {name}")
+        lines.append("")
+        lines.append(res.get("description", sc.describe()))
+        lines.append("")
+        if res.get("error"):
+            lines.append(f"failed: {esc(res['error'])}")
+            lines.append("")
+            continue
+        cols = sc.columns
+        lines.append("| proxy | " + " | ".join(c.header for c in cols) + " |")
+        lines.append("|---|" + "---:|" * len(cols))
+        med = res.get("medians", {})
+        for pname in res["variants"]:
+            if pname in med:
+                lines.append(f"| {pname} | " + " | ".join(cell(c.fmt, med[pname].get(c.key)) for c in cols) + " |")
+            else:
+                reason = res["failed"].get(pname, "no result")
+                lines.append(f"| {pname} | failed: {esc(reason[:300])} |" + " |" * (len(cols) - 1))
+        w = med.get("weir")
+        for peer in PEERS:
+            p = med.get(peer)
+            if not w or not p:
+                continue
+            row = []
+            for c in cols:
+                a, b = w.get(c.key), p.get(c.key)
+                row.append(f"{a / b:.2f}×" if c.ratio and a is not None and b else "")
+            lines.append(f"| weir / {peer} | " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)

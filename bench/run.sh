@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: weir vs HAProxy vs nginx on loopback.
+#
+#   bench/run.sh [scenario ...]     scenarios: http-small http-large http-conn tcp-stream tcp-conn
+#                                   (default: all)
+#
+# Installs wrk, haproxy, nginx (+ stream module) from Debian when missing, builds
+# weir in release mode, then runs bench/lib/bench.py. See bench/README.md for the
+# environment knobs (BENCH_QUICK=1, BENCH_ROUNDS, BENCH_SECONDS, BENCH_PROXIES, ...).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+# ---------------------------------------------------------------- 1. tools
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v haproxy >/dev/null || need+=(haproxy)
+if ! command -v nginx >/dev/null; then
+    need+=(nginx)
+fi
+if [ ! -e /usr/lib/nginx/modules/ngx_stream_module.so ] \
+    && ! { command -v nginx >/dev/null && nginx -V 2>&1 | grep -q -- '--with-stream '; }; then
+    need+=(libnginx-mod-stream)
+fi
+command -v python3 >/dev/null || need+=(python3)
+# syscall counting is optional: perf if it works, else strace
+command -v perf >/dev/null || command -v strace >/dev/null || need+=(strace)
+
+if [ ${#need[@]} -gt 0 ] && [ "${BENCH_SKIP_INSTALL:-0}" = 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "bench: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2
+        exit 1
+    fi
+    log "installing ${need[*]}"
+    # Debian would start nginx/haproxy as services (port 80) on install: forbid
+    # that for the duration of the install, unless a policy already exists.
+    policy_added=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod +x /usr/sbin/policy-rc.d
+        policy_added=1
+    fi
+    trap '[ $policy_added = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    [ $policy_added = 1 ] && rm -f /usr/sbin/policy-rc.d
+    trap - EXIT
+fi
+
+# ---------------------------------------------------------------- 2. build
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+export BENCH_BIN_DIR=${BENCH_BIN_DIR:-$TARGET_DIR/release}
+STAMP=$(date +%Y%m%d-%H%M%S)
+export BENCH_OUT_DIR=${BENCH_OUT_DIR:-$ROOT/bench/out/$STAMP}
+mkdir -p "$BENCH_OUT_DIR"
+export BENCH_COMMAND="bench/run.sh${*:+ $*}"
+for v in BENCH_QUICK BENCH_ROUNDS BENCH_SECONDS BENCH_PROXIES BENCH_TCP_BYTES BENCH_TCP_STREAMS BENCH_WRK_THREADS; do
+    [ -n "${!v:-}" ] && BENCH_COMMAND="$v=${!v} $BENCH_COMMAND"
+done
+
+if [ "${BENCH_SKIP_BUILD:-0}" = 0 ]; then
+    command -v cargo >/dev/null || { echo "bench: cargo not found (install Rust)" >&2; exit 1; }
+    log "building (cargo build --release -p weir -p weir-bench -p weir-testkit), log: $BENCH_OUT_DIR/build.log"
+    if ! cargo build --release -p weir -p weir-bench -p weir-testkit >"$BENCH_OUT_DIR/build.log" 2>&1; then
+        # weir may not build while it is being written: go on with the peers and
+        # report weir's rows as failed, as long as the load generator builds.
+        err=$(grep -m1 -E '^error' "$BENCH_OUT_DIR/build.log" || tail -1 "$BENCH_OUT_DIR/build.log")
+        export BENCH_WEIR_BUILD_ERROR="cargo build failed: ${err} (see build.log)"
+        log "$BENCH_WEIR_BUILD_ERROR"
+        if ! cargo build --release -p weir-bench >>"$BENCH_OUT_DIR/build.log" 2>&1; then
+            echo "bench: weir-bench does not build either; see $BENCH_OUT_DIR/build.log" >&2
+            exit 1
+        fi
+    fi
+fi
+
+# ---------------------------------------------------------------- 3. run
+# bench.py stops every process it started on exit, error, Ctrl-C or SIGTERM.
+exec python3 "$ROOT/bench/lib/bench.py" "$@"

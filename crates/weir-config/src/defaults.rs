@@ -1,0 +1,132 @@
+//! Every default in one place, so `docs/CONFIG.md`, the parser and other
+//! crates (e.g. the admin API building a resource) agree.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use crate::Balance;
+
+pub const DRAIN_GRACE: Duration = Duration::from_secs(30);
+pub const ADMIN_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 9901);
+
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+pub const TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// The floor is hyper's smallest read buffer.
+pub const MAX_HEADER_BYTES_RANGE: std::ops::RangeInclusive<i64> = 8192..=1024 * 1024;
+
+pub const PATH_PREFIX: &str = "/";
+
+pub const BALANCE: Balance = Balance::RoundRobin;
+pub const WEIGHT: u32 = 1;
+pub const WEIGHT_RANGE: std::ops::RangeInclusive<i64> = 1..=1000;
+pub const MAX_CONN: u32 = 0;
+pub const MAX_QUEUE: u32 = 0;
+/// Upper bound for `max_conn` and `max_queue`; beyond it the value is a typo.
+pub const LIMIT_RANGE: std::ops::RangeInclusive<i64> = 0..=1_000_000;
+pub const QUEUE_TIMEOUT: Duration = Duration::from_secs(5);
+pub const OVERFLOW_STATUS: u16 = 503;
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+pub const UPSTREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+
+pub const HEALTH_PATH: &str = "/healthz";
+pub const EXPECT_STATUS: (u16, u16) = (200, 399);
+pub const HEALTH_INTERVAL: Duration = Duration::from_secs(1);
+pub const HEALTH_TIMEOUT: Duration = Duration::from_millis(500);
+pub const RISE: u32 = 2;
+pub const FALL: u32 = 2;
+pub const RISE_FALL_RANGE: std::ops::RangeInclusive<i64> = 1..=100;
+
+pub const RETRY_ATTEMPTS: u32 = 2;
+pub const RETRY_ATTEMPTS_RANGE: std::ops::RangeInclusive<i64> = 0..=10;
+
+impl Default for crate::Global {
+    fn default() -> Self {
+        crate::Global {
+            drain_grace: DRAIN_GRACE,
+        }
+    }
+}
+
+impl Default for crate::Admin {
+    fn default() -> Self {
+        crate::Admin {
+            listen: ADMIN_LISTEN,
+            token_file: None,
+        }
+    }
+}
+
+impl Default for crate::Health {
+    fn default() -> Self {
+        crate::Health {
+            check: crate::HealthCheck::None,
+            path: HEALTH_PATH.to_string(),
+            expect_status: EXPECT_STATUS,
+            interval: HEALTH_INTERVAL,
+            timeout: HEALTH_TIMEOUT,
+            rise: RISE,
+            fall: FALL,
+        }
+    }
+}
+
+impl Default for crate::Retry {
+    fn default() -> Self {
+        crate::Retry {
+            attempts: RETRY_ATTEMPTS,
+        }
+    }
+}
+
+impl Default for crate::Pool {
+    /// A pool with no endpoints and every default; endpoints are added after.
+    fn default() -> Self {
+        crate::Pool {
+            balance: BALANCE,
+            endpoints: Vec::new(),
+            max_conn: MAX_CONN,
+            max_queue: MAX_QUEUE,
+            queue_timeout: QUEUE_TIMEOUT,
+            overflow_status: OVERFLOW_STATUS,
+            connect_timeout: CONNECT_TIMEOUT,
+            response_timeout: RESPONSE_TIMEOUT,
+            idle_timeout: UPSTREAM_IDLE_TIMEOUT,
+            health: crate::Health::default(),
+            retry: crate::Retry::default(),
+        }
+    }
+}
+
+impl crate::Listener {
+    /// A listener on `bind` with every default for `protocol`.
+    pub fn new(bind: SocketAddr, protocol: crate::Protocol) -> Self {
+        crate::Listener {
+            bind,
+            protocol,
+            pool: None,
+            header_timeout: HEADER_TIMEOUT,
+            idle_timeout: match protocol {
+                crate::Protocol::Http => HTTP_IDLE_TIMEOUT,
+                crate::Protocol::Tcp => TCP_IDLE_TIMEOUT,
+            },
+            max_header_bytes: MAX_HEADER_BYTES,
+        }
+    }
+}
+
+impl Default for crate::Config {
+    /// No listeners, routes or pools; `[global]` and `[admin]` defaults.
+    fn default() -> Self {
+        crate::Config {
+            global: crate::Global::default(),
+            admin: crate::Admin::default(),
+            listeners: Default::default(),
+            routes: Default::default(),
+            pools: Default::default(),
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Rules that span tables or fields: references resolve, binds do not
+//! collide, routes do not shadow each other, and limits make sense together.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use crate::read::{Sink, Span};
+use crate::suggest;
+use crate::walk::Walked;
+use crate::{HostMatch, Protocol};
+
+pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
+    references(sink, w);
+    binds(sink, w);
+    duplicate_routes(sink, w);
+    pool_limits(sink, w);
+}
+
+/// "no pool named `ap`, did you mean `app`?" with the existing names as fallback.
+fn missing(kind: &str, plural: &str, name: &str, existing: Vec<&str>) -> String {
+    let hint = match suggest::closest(name, existing.iter().copied()) {
+        Some(s) => format!(", did you mean `{s}`?"),
+        None if existing.is_empty() => format!(" (no {plural} are defined)"),
+        None => format!(" (defined {plural}: {})", existing.join(", ")),
+    };
+    format!("no {kind} named `{name}`{hint}")
+}
+
+fn references(sink: &mut Sink<'_>, w: &Walked) {
+    let cfg = &w.config;
+    let pools = || cfg.pools.keys().map(String::as_str).collect::<Vec<_>>();
+    for (name, at) in &w.listeners {
+        let l = &cfg.listeners[name];
+        if let (Some(span), Some(pool)) = (&at.pool, &l.pool) {
+            if !cfg.pools.contains_key(pool) {
+                sink.error(span.clone(), missing("pool", "pools", pool, pools()));
+            }
+        }
+    }
+    for (name, at) in &w.routes {
+        let r = &cfg.routes[name];
+        if let Some(span) = &at.listener {
+            match cfg.listeners.get(&r.listener) {
+                None => {
+                    let names = cfg.listeners.keys().map(String::as_str).collect();
+                    sink.error(span.clone(), missing("listener", "listeners", &r.listener, names));
+                }
+                Some(l) if l.protocol == Protocol::Tcp => sink.error(
+                    span.clone(),
+                    format!(
+                        "route `{name}` is on listener `{}`, which is a tcp listener; routes apply to http listeners only (a tcp listener sends everything to its `pool`)",
+                        r.listener
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+        if let Some(span) = &at.pool {
+            if !cfg.pools.contains_key(&r.pool) {
+                sink.error(span.clone(), missing("pool", "pools", &r.pool, pools()));
+            }
+        }
+    }
+}
+
+/// Two sockets that cannot both be bound: the same address, or the same port
+/// where one side is the wildcard of the same family.
+fn overlaps(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() == b.port()
+        && a.is_ipv4() == b.is_ipv4()
+        && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
+}
+
+fn binds(sink: &mut Sink<'_>, w: &Walked) {
+    // (who, address, where); the admin listener counts too. An implicit
+    // (default) admin address has no span and sorts first, so a listener
+    // colliding with it gets the error.
+    let mut taken: Vec<(String, SocketAddr, Option<Span>)> = vec![(
+        "the admin API (admin.listen)".to_string(),
+        w.config.admin.listen,
+        w.admin_listen.clone(),
+    )];
+    for (name, at) in &w.listeners {
+        if let Some(span) = &at.bind {
+            taken.push((
+                format!("listener `{name}`"),
+                w.config.listeners[name].bind,
+                Some(span.clone()),
+            ));
+        }
+    }
+    taken.sort_by_key(|(_, _, span)| span.as_ref().map_or(0, |s| s.start + 1));
+    for (i, (_, addr, span)) in taken.iter().enumerate() {
+        // Port 0 asks the kernel for a free port: never a collision.
+        let (Some(span), false) = (span, addr.port() == 0) else {
+            continue;
+        };
+        if let Some((first, first_addr, _)) =
+            taken[..i].iter().find(|(_, a, _)| overlaps(*a, *addr))
+        {
+            let msg = if first_addr == addr {
+                format!("{addr} is already used by {first}")
+            } else {
+                format!("{addr} overlaps {first} on {first_addr} (same port)")
+            };
+            sink.error(span.clone(), msg);
+        }
+    }
+}
+
+fn duplicate_routes(sink: &mut Sink<'_>, w: &Walked) {
+    let mut order: Vec<(&String, &crate::walk::RouteAt)> = w.routes.iter().collect();
+    order.sort_by_key(|(_, at)| at.name.start);
+    let mut seen: HashMap<(&str, Option<&HostMatch>, &str), &str> = HashMap::new();
+    for (name, at) in order {
+        if at.listener.is_none() || !at.matcher_ok {
+            continue;
+        }
+        let r = &w.config.routes[name.as_str()];
+        let key = (r.listener.as_str(), r.host.as_ref(), r.path_prefix.as_str());
+        if let Some(first) = seen.get(&key) {
+            sink.error(
+                at.name.clone(),
+                format!(
+                    "route `{name}` has the same listener, host and path_prefix as route `{first}`; only one of them could ever match"
+                ),
+            );
+        } else {
+            seen.insert(key, name);
+        }
+    }
+}
+
+fn pool_limits(sink: &mut Sink<'_>, w: &Walked) {
+    for (name, at) in &w.pools {
+        let p = &w.config.pools[name];
+        if let Some(span) = &at.max_queue {
+            if p.max_queue > 0 && p.max_conn == 0 {
+                sink.error(
+                    span.clone(),
+                    "max_queue needs max_conn: with max_conn = 0 (no limit) nothing ever waits; set max_conn or remove max_queue",
+                );
+            }
+        }
+        let h = &p.health;
+        if h.timeout >= h.interval {
+            // Point at whichever of the two the user wrote (timeout first).
+            if let Some(span) = at
+                .health_timeout
+                .clone()
+                .or(at.health_interval.clone())
+                .or(at.health.clone())
+            {
+                sink.error(
+                    span,
+                    format!(
+                        "health timeout ({:?}) must be shorter than interval ({:?}), or checks would overlap",
+                        h.timeout, h.interval
+                    ),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,534 @@
+//! Walks the spanned TOML tree into the model, one table at a time, applying
+//! defaults and checking everything that is local to a table. Rules that span
+//! tables live in `validate`; "not enforced yet" warnings in `notyet`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use toml::de::{DeTable, DeValue};
+
+use crate::addr::Use;
+use crate::read::{self, Fields, Sink, Span};
+use crate::{defaults, host, notyet};
+use crate::{
+    Admin, Balance, Config, Endpoint, Global, Health, HealthCheck, Listener, Pool, Protocol, Retry,
+    Route,
+};
+
+const ROOT_KEYS: &[&str] = &["global", "admin", "listeners", "routes", "pools"];
+const GLOBAL_KEYS: &[&str] = &["drain_grace"];
+const ADMIN_KEYS: &[&str] = &["listen", "token_file"];
+const LISTENER_KEYS: &[&str] = &[
+    "bind",
+    "protocol",
+    "pool",
+    "header_timeout",
+    "idle_timeout",
+    "max_header_bytes",
+];
+const ROUTE_KEYS: &[&str] = &["listener", "host", "path_prefix", "pool"];
+const POOL_KEYS: &[&str] = &[
+    "balance",
+    "endpoints",
+    "max_conn",
+    "max_queue",
+    "queue_timeout",
+    "overflow_status",
+    "connect_timeout",
+    "response_timeout",
+    "idle_timeout",
+    "health",
+    "retry",
+];
+const ENDPOINT_KEYS: &[&str] = &["addr", "weight"];
+const HEALTH_KEYS: &[&str] = &[
+    "check",
+    "path",
+    "expect_status",
+    "interval",
+    "timeout",
+    "rise",
+    "fall",
+];
+const RETRY_KEYS: &[&str] = &["attempts"];
+
+const PROTOCOLS: &[(&str, Protocol)] = &[("http", Protocol::Http), ("tcp", Protocol::Tcp)];
+const BALANCES: &[(&str, Balance)] = &[
+    ("round_robin", Balance::RoundRobin),
+    ("least_conn", Balance::LeastConn),
+    ("random", Balance::Random),
+    ("p2c", Balance::P2c),
+    ("ewma", Balance::Ewma),
+    ("hash", Balance::Hash),
+    ("sticky", Balance::Sticky),
+];
+const CHECKS: &[(&str, HealthCheck)] = &[
+    ("none", HealthCheck::None),
+    ("tcp", HealthCheck::Tcp),
+    ("http", HealthCheck::Http),
+];
+
+/// Placeholder for a required address that was missing or invalid; the load
+/// fails anyway, and port 0 keeps it out of the duplicate-bind check.
+const NO_ADDR: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+
+/// The model plus where things were written, for cross-table checks. A span
+/// is `Some` only when the value was present and valid, so later checks never
+/// pile onto an error already reported.
+pub(crate) struct Walked {
+    pub config: Config,
+    pub admin_listen: Option<Span>,
+    pub listeners: BTreeMap<String, ListenerAt>,
+    pub routes: BTreeMap<String, RouteAt>,
+    pub pools: BTreeMap<String, PoolAt>,
+}
+
+pub(crate) struct ListenerAt {
+    pub bind: Option<Span>,
+    pub pool: Option<Span>,
+}
+
+pub(crate) struct RouteAt {
+    pub name: Span,
+    pub listener: Option<Span>,
+    pub pool: Option<Span>,
+    /// host and path_prefix both valid (or defaulted), so duplicates can be judged.
+    pub matcher_ok: bool,
+}
+
+pub(crate) struct PoolAt {
+    pub max_queue: Option<Span>,
+    pub health_interval: Option<Span>,
+    pub health_timeout: Option<Span>,
+    /// The `health` key, when the table exists.
+    pub health: Option<Span>,
+}
+
+pub(crate) fn document(sink: &mut Sink<'_>, doc: &DeTable<'_>, root_span: Span) -> Walked {
+    let root = Fields {
+        map: doc,
+        span: root_span,
+    };
+    root.check_keys(sink, ROOT_KEYS);
+    let mut w = Walked {
+        config: Config::default(),
+        admin_listen: None,
+        listeners: BTreeMap::new(),
+        routes: BTreeMap::new(),
+        pools: BTreeMap::new(),
+    };
+    if let Some(t) = root.get("global").and_then(|v| read::table(sink, v)) {
+        w.config.global = global(sink, &t);
+    }
+    if let Some(t) = root.get("admin").and_then(|v| read::table(sink, v)) {
+        (w.config.admin, w.admin_listen) = admin(sink, &t);
+    }
+    for (name, _, t) in resources(sink, &root, "listeners", "listener") {
+        let (l, at) = listener(sink, name, &t);
+        w.config.listeners.insert(name.to_string(), l);
+        w.listeners.insert(name.to_string(), at);
+    }
+    for (name, span, t) in resources(sink, &root, "routes", "route") {
+        let (r, at) = route(sink, name, span, &t);
+        w.config.routes.insert(name.to_string(), r);
+        w.routes.insert(name.to_string(), at);
+    }
+    for (name, _, t) in resources(sink, &root, "pools", "pool") {
+        let (p, at) = pool(sink, name, &t);
+        w.config.pools.insert(name.to_string(), p);
+        w.pools.insert(name.to_string(), at);
+    }
+    w
+}
+
+/// The named tables under `[KIND.NAME]`, with names checked. Invalid names are
+/// still returned so that references to them do not also fail.
+fn resources<'a, 'i>(
+    sink: &mut Sink<'_>,
+    root: &Fields<'a, 'i>,
+    kind: &str,
+    what: &str,
+) -> Vec<(&'a str, Span, Fields<'a, 'i>)> {
+    let Some(t) = root.get(kind).and_then(|v| read::table(sink, v)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, span, v) in t.entries() {
+        let DeValue::Table(map) = v.get_ref() else {
+            sink.error(
+                v.span(),
+                format!(
+                    "expected a table [{kind}.{name}], found {}",
+                    read::a_type(v.get_ref())
+                ),
+            );
+            continue;
+        };
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            sink.error(
+                span.clone(),
+                format!("invalid {what} name `{name}`: names may only contain letters, digits, `_` and `-`"),
+            );
+        }
+        out.push((
+            name,
+            span,
+            Fields {
+                map,
+                span: v.span(),
+            },
+        ));
+    }
+    out
+}
+
+fn global(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Global {
+    t.check_keys(sink, GLOBAL_KEYS);
+    let mut g = Global::default();
+    // Zero is meaningful here: stop at once without waiting for requests.
+    if let Some(d) = t.duration(sink, "drain_grace", false) {
+        g.drain_grace = d;
+    }
+    g
+}
+
+fn admin(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> (Admin, Option<Span>) {
+    t.check_keys(sink, ADMIN_KEYS);
+    let mut a = Admin::default();
+    let mut at = None;
+    if let Some(addr) = t.addr(sink, "listen", Use::Bind) {
+        a.listen = addr;
+        at = t.get("listen").map(|v| v.span());
+    }
+    if let Some(v) = t.get("token_file") {
+        match read::string(sink, v) {
+            Some("") => sink.error(
+                v.span(),
+                "token_file is empty; give a path or remove the key",
+            ),
+            Some(p) => a.token_file = Some(PathBuf::from(p)),
+            None => {}
+        }
+    }
+    notyet::admin(sink, t, &a);
+    (a, at)
+}
+
+fn listener(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Listener, ListenerAt) {
+    t.check_keys(sink, LISTENER_KEYS);
+    let protocol = t
+        .choice(sink, "protocol", PROTOCOLS)
+        .unwrap_or(Protocol::Http);
+    let mut l = Listener::new(NO_ADDR, protocol);
+    let mut at = ListenerAt {
+        bind: None,
+        pool: None,
+    };
+
+    if let Some(v) = t.require(
+        sink,
+        "bind",
+        &format!("listener `{name}`"),
+        "\"127.0.0.1:8080\"",
+    ) {
+        if let Some(addr) = read::addr_value(sink, v, Use::Bind) {
+            l.bind = addr;
+            at.bind = Some(v.span());
+        }
+    }
+    match t.get("pool") {
+        Some(v) => {
+            if let Some(p) = read::string(sink, v) {
+                l.pool = Some(p.to_string());
+                at.pool = Some(v.span());
+            }
+        }
+        None if protocol == Protocol::Tcp => sink.error(
+            t.span.clone(),
+            format!("tcp listener `{name}` has no `pool`; a tcp listener forwards every connection to one pool, add e.g. pool = \"db\""),
+        ),
+        None => {}
+    }
+    if let Some(d) = t.duration(sink, "header_timeout", true) {
+        l.header_timeout = d;
+    }
+    if let Some(d) = t.duration(sink, "idle_timeout", true) {
+        l.idle_timeout = d;
+    }
+    if let Some(n) = t.int(sink, "max_header_bytes", defaults::MAX_HEADER_BYTES_RANGE) {
+        l.max_header_bytes = n;
+    }
+    if protocol == Protocol::Tcp {
+        // Harmless but a sign of a copy-paste or a misunderstanding.
+        for key in ["header_timeout", "max_header_bytes"] {
+            if let Some(span) = t.key_span(key) {
+                sink.warn(span, format!("{key} has no effect on a tcp listener"));
+            }
+        }
+    }
+    (l, at)
+}
+
+fn route(sink: &mut Sink<'_>, name: &str, name_span: Span, t: &Fields<'_, '_>) -> (Route, RouteAt) {
+    t.check_keys(sink, ROUTE_KEYS);
+    let what = format!("route `{name}`");
+    let mut r = Route {
+        listener: String::new(),
+        host: None,
+        path_prefix: defaults::PATH_PREFIX.to_string(),
+        pool: String::new(),
+    };
+    let mut at = RouteAt {
+        name: name_span,
+        listener: None,
+        pool: None,
+        matcher_ok: true,
+    };
+
+    if let Some(v) = t.require(sink, "listener", &what, "\"web\"") {
+        if let Some(s) = read::string(sink, v) {
+            r.listener = s.to_string();
+            at.listener = Some(v.span());
+        }
+    }
+    if let Some(v) = t.require(sink, "pool", &what, "\"app\"") {
+        if let Some(s) = read::string(sink, v) {
+            r.pool = s.to_string();
+            at.pool = Some(v.span());
+        }
+    }
+    if let Some(v) = t.get("host") {
+        match read::string(sink, v).map(host::parse) {
+            Some(Ok(h)) => r.host = Some(h),
+            Some(Err(e)) => {
+                sink.error(v.span(), e);
+                at.matcher_ok = false;
+            }
+            None => at.matcher_ok = false,
+        }
+    }
+    if let Some(v) = t.get("path_prefix") {
+        match read::string(sink, v) {
+            Some(p) => match check_path(p) {
+                Ok(()) => r.path_prefix = p.to_string(),
+                Err(e) => {
+                    sink.error(v.span(), format!("invalid path_prefix \"{p}\": {e}"));
+                    at.matcher_ok = false;
+                }
+            },
+            None => at.matcher_ok = false,
+        }
+    }
+    (r, at)
+}
+
+/// A path as written in a request target: absolute, no query, no fragment.
+fn check_path(p: &str) -> Result<(), String> {
+    if !p.starts_with('/') {
+        return Err(format!("it must start with `/`, as in \"/{}\"", p));
+    }
+    if let Some(c) = p
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '?' | '#'))
+    {
+        return Err(format!("{c:?} is not allowed in a path"));
+    }
+    Ok(())
+}
+
+fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
+    t.check_keys(sink, POOL_KEYS);
+    let mut p = Pool::default();
+    let mut at = PoolAt {
+        max_queue: None,
+        health_interval: None,
+        health_timeout: None,
+        health: None,
+    };
+
+    if let Some(b) = t.choice(sink, "balance", BALANCES) {
+        p.balance = b;
+    }
+    if let Some(v) = t.get("endpoints") {
+        p.endpoints = endpoints(sink, name, v);
+    }
+    if let Some(n) = t.int(sink, "max_conn", defaults::LIMIT_RANGE) {
+        p.max_conn = n;
+    }
+    if let Some(n) = t.int(sink, "max_queue", defaults::LIMIT_RANGE) {
+        p.max_queue = n;
+        at.max_queue = t.get("max_queue").map(|v| v.span());
+    }
+    if let Some(d) = t.duration(sink, "queue_timeout", true) {
+        p.queue_timeout = d;
+    }
+    if let Some(v) = t.get("overflow_status") {
+        match read::integer_value(v.get_ref()) {
+            Some(n @ (429 | 503)) => p.overflow_status = n as u16,
+            Some(n) => sink.error(
+                v.span(),
+                format!("overflow_status must be 429 or 503, found {n}"),
+            ),
+            None => read::wrong_type(sink, v, "an integer (429 or 503)"),
+        }
+    }
+    for (key, slot) in [
+        ("connect_timeout", &mut p.connect_timeout),
+        ("response_timeout", &mut p.response_timeout),
+        ("idle_timeout", &mut p.idle_timeout),
+    ] {
+        if let Some(d) = t.duration(sink, key, true) {
+            *slot = d;
+        }
+    }
+    if let Some(v) = t.get("health") {
+        at.health = t.key_span("health");
+        if let Some(h) = read::table(sink, v) {
+            p.health = health(sink, &h, &mut at);
+        }
+    }
+    if let Some(v) = t.get("retry") {
+        if let Some(r) = read::table(sink, v) {
+            p.retry = retry(sink, &r);
+        }
+    }
+    notyet::pool(sink, t, &p);
+    (p, at)
+}
+
+fn endpoints(sink: &mut Sink<'_>, pool: &str, v: &read::Val<'_>) -> Vec<Endpoint> {
+    let Some(items) = read::array(sink, v) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    // addr → where it was first listed, for the duplicate message.
+    let mut seen: HashMap<SocketAddr, usize> = HashMap::new();
+    for item in items.iter() {
+        let DeValue::Table(map) = item.get_ref() else {
+            let hint = item
+                .get_ref()
+                .as_str()
+                .map_or(String::new(), |s| format!("; write {{ addr = \"{s}\" }}"));
+            sink.error(
+                item.span(),
+                format!("expected an endpoint table like {{ addr = \"127.0.0.1:9001\" }}, found {}{hint}", read::a_type(item.get_ref())),
+            );
+            continue;
+        };
+        let t = Fields {
+            map,
+            span: item.span(),
+        };
+        t.check_keys(sink, ENDPOINT_KEYS);
+        let weight = t
+            .int(sink, "weight", defaults::WEIGHT_RANGE)
+            .unwrap_or(defaults::WEIGHT);
+        let Some(addr_v) = t.require(sink, "addr", "endpoint", "\"127.0.0.1:9001\"") else {
+            continue;
+        };
+        let Some(addr) = read::addr_value(sink, addr_v, Use::Endpoint) else {
+            continue;
+        };
+        if let Some(&first) = seen.get(&addr) {
+            let line = sink.line_of(first);
+            sink.error(
+                addr_v.span(),
+                format!(
+                    "duplicate endpoint {addr} in pool `{pool}` (already listed on line {line})"
+                ),
+            );
+            continue;
+        }
+        seen.insert(addr, addr_v.span().start);
+        out.push(Endpoint { addr, weight });
+    }
+    out
+}
+
+fn health(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Health {
+    t.check_keys(sink, HEALTH_KEYS);
+    let mut h = Health::default();
+    if let Some(c) = t.choice(sink, "check", CHECKS) {
+        h.check = c;
+    }
+    if let Some(v) = t.get("path") {
+        if let Some(p) = read::string(sink, v) {
+            match check_path(p) {
+                Ok(()) => h.path = p.to_string(),
+                Err(e) => sink.error(v.span(), format!("invalid health path \"{p}\": {e}")),
+            }
+        }
+    }
+    if let Some(v) = t.get("expect_status") {
+        match expect_status(v.get_ref()) {
+            Ok(r) => h.expect_status = r,
+            Err(e) => sink.error(v.span(), e),
+        }
+    }
+    if let Some(d) = t.duration(sink, "interval", true) {
+        h.interval = d;
+        at.health_interval = t.get("interval").map(|v| v.span());
+    }
+    if let Some(d) = t.duration(sink, "timeout", true) {
+        h.timeout = d;
+        at.health_timeout = t.get("timeout").map(|v| v.span());
+    }
+    if let Some(n) = t.int(sink, "rise", defaults::RISE_FALL_RANGE) {
+        h.rise = n;
+    }
+    if let Some(n) = t.int(sink, "fall", defaults::RISE_FALL_RANGE) {
+        h.fall = n;
+    }
+    h
+}
+
+/// `200`, `"200"` or `"200-399"`, each code in 100..=599.
+fn expect_status(v: &DeValue<'_>) -> Result<(u16, u16), String> {
+    let usage = "expect_status must be a status code like 200 or a range like \"200-399\"";
+    let code = |n: i64| -> Result<u16, String> {
+        if (100..=599).contains(&n) {
+            Ok(n as u16)
+        } else {
+            Err(format!("{n} is not an HTTP status code (100-599)"))
+        }
+    };
+    let parse = |s: &str| {
+        s.trim()
+            .parse::<i64>()
+            .map_err(|_| usage.to_string())
+            .and_then(code)
+    };
+    match v {
+        DeValue::Integer(_) => {
+            let n = code(read::integer_value(v).unwrap_or(-1))?;
+            Ok((n, n))
+        }
+        DeValue::String(s) => {
+            let (lo, hi) = match s.split_once('-') {
+                Some((a, b)) => (parse(a)?, parse(b)?),
+                None => (parse(s)?, parse(s)?),
+            };
+            if lo > hi {
+                return Err(format!(
+                    "expect_status range \"{s}\" is empty ({lo} > {hi})"
+                ));
+            }
+            Ok((lo, hi))
+        }
+        _ => Err(format!("{usage}, found {}", read::a_type(v))),
+    }
+}
+
+fn retry(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Retry {
+    t.check_keys(sink, RETRY_KEYS);
+    let mut r = Retry::default();
+    if let Some(n) = t.int(sink, "attempts", defaults::RETRY_ATTEMPTS_RANGE) {
+        r.attempts = n;
+    }
+    r
+}

@@ -1,0 +1,130 @@
+//! The response body weir sends to clients: either the upstream's body,
+//! streamed frame by frame, or a small body weir generated (errors).
+//!
+//! When the upstream body ends, its connection goes back to the endpoint's
+//! idle pool; when it is dropped early (client gone), the connection closes,
+//! since an unread response would poison it.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::client::conn::http1::SendRequest;
+
+use crate::endpoint::EndpointRt;
+use crate::http::conn_state::BusyGuard;
+
+/// A connection to return to its endpoint's pool once the response is read.
+pub struct PoolReturn {
+    pub endpoint: Arc<EndpointRt>,
+    pub tx: SendRequest<Incoming>,
+    pub idle: Duration,
+}
+
+pub enum ProxyBody {
+    Upstream {
+        inner: Incoming,
+        ret: Option<PoolReturn>,
+        ended: bool,
+        _busy: Option<BusyGuard>,
+    },
+    Full {
+        data: Option<Bytes>,
+        _busy: Option<BusyGuard>,
+    },
+}
+
+impl ProxyBody {
+    pub fn full(data: Bytes) -> Self {
+        ProxyBody::Full {
+            data: (!data.is_empty()).then_some(data),
+            _busy: None,
+        }
+    }
+
+    pub fn upstream(inner: Incoming, ret: Option<PoolReturn>) -> Self {
+        ProxyBody::Upstream {
+            inner,
+            ret,
+            ended: false,
+            _busy: None,
+        }
+    }
+
+    /// Ties the client connection's busy state to this body: the connection
+    /// counts as idle again only once the response is fully sent.
+    pub fn with_busy(mut self, guard: BusyGuard) -> Self {
+        match &mut self {
+            ProxyBody::Upstream { _busy, .. } | ProxyBody::Full { _busy, .. } => {
+                *_busy = Some(guard)
+            }
+        }
+        self
+    }
+}
+
+impl Body for ProxyBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        match self.get_mut() {
+            ProxyBody::Full { data, .. } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            ProxyBody::Upstream {
+                inner, ret, ended, ..
+            } => {
+                let r = Pin::new(inner).poll_frame(cx);
+                if let Poll::Ready(None) = r {
+                    *ended = true;
+                    give_back(ret);
+                }
+                r
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ProxyBody::Full { data, .. } => data.is_none(),
+            ProxyBody::Upstream { inner, ended, .. } => *ended || inner.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ProxyBody::Full { data, .. } => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
+            ProxyBody::Upstream { inner, .. } => inner.size_hint(),
+        }
+    }
+}
+
+impl Drop for ProxyBody {
+    fn drop(&mut self) {
+        if let ProxyBody::Upstream {
+            inner, ret, ended, ..
+        } = self
+        {
+            // Bodies hyper never polls (HEAD, 204, Content-Length: 0) are
+            // complete too; anything else unread means the connection is dirty.
+            if *ended || inner.is_end_stream() {
+                give_back(ret);
+            }
+        }
+    }
+}
+
+fn give_back(ret: &mut Option<PoolReturn>) {
+    if let Some(r) = ret.take() {
+        if !r.endpoint.is_draining() {
+            r.endpoint.idle.checkin(r.tx, Instant::now() + r.idle);
+        }
+    }
+}

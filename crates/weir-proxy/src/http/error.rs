@@ -1,0 +1,27 @@
+//! Responses weir generates itself: the status that fits the reason, and the
+//! reason in the body and in `x-weir-reason`, so clients and logs agree.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+
+use crate::http::body::ProxyBody;
+use crate::reason::Reason;
+
+pub fn error_response(reason: Reason) -> Response<ProxyBody> {
+    let status = StatusCode::from_u16(reason.status()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let body = format!(
+        "{} {}: {}\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("Error"),
+        reason.as_str()
+    );
+    let mut resp = Response::new(ProxyBody::full(Bytes::from(body)));
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    h.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert("x-weir-reason", HeaderValue::from_static(reason.as_str()));
+    resp
+}

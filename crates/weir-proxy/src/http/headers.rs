@@ -1,0 +1,100 @@
+//! Header rewriting between client and upstream: hop-by-hop headers stay on
+//! their hop (RFC 9110 §7.6.1), and the upstream learns who the client was.
+
+use std::net::IpAddr;
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+
+/// Headers that describe one connection, never forwarded.
+static HOP_BY_HOP: [HeaderName; 8] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+];
+
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+
+/// Removes hop-by-hop headers, including those the `Connection` header names.
+pub fn strip_hop_by_hop(h: &mut HeaderMap) {
+    if let Some(conn) = h.get(header::CONNECTION) {
+        // Only pay for parsing when Connection names something unusual.
+        let named: Vec<HeaderName> = conn
+            .to_str()
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.eq_ignore_ascii_case("close") && !t.eq_ignore_ascii_case("keep-alive"))
+            .filter_map(|t| HeaderName::from_bytes(t.as_bytes()).ok())
+            .collect();
+        for n in named {
+            h.remove(n);
+        }
+    }
+    for n in &HOP_BY_HOP {
+        h.remove(n);
+    }
+    // weir does not proxy upgrades yet (WebSocket comes later); an Upgrade
+    // header without the connection-level handshake would confuse upstreams.
+    h.remove(header::UPGRADE);
+}
+
+/// Adds `X-Forwarded-For` (appended to any the client sent), `-Proto` and `-Host`.
+pub fn add_forwarded(h: &mut HeaderMap, client: IpAddr, host: Option<&HeaderValue>) {
+    let mut buf = itoa_ip(client);
+    if let Some(prev) = h.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
+        buf = format!("{prev}, {buf}");
+    }
+    if let Ok(v) = HeaderValue::from_str(&buf) {
+        h.insert(X_FORWARDED_FOR.clone(), v);
+    }
+    h.insert(X_FORWARDED_PROTO.clone(), HeaderValue::from_static("http"));
+    if let Some(host) = host {
+        h.insert(X_FORWARDED_HOST.clone(), host.clone());
+    }
+}
+
+fn itoa_ip(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => v6.to_string(),
+        },
+        IpAddr::V4(v4) => v4.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_connection_named_headers() {
+        let mut h = HeaderMap::new();
+        h.insert("connection", "keep-alive, x-secret".parse().unwrap());
+        h.insert("x-secret", "1".parse().unwrap());
+        h.insert("keep-alive", "timeout=5".parse().unwrap());
+        h.insert("te", "trailers".parse().unwrap());
+        h.insert("x-kept", "1".parse().unwrap());
+        strip_hop_by_hop(&mut h);
+        assert_eq!(h.len(), 1);
+        assert!(h.contains_key("x-kept"));
+    }
+
+    #[test]
+    fn appends_forwarded_for() {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", "10.0.0.1".parse().unwrap());
+        let host = HeaderValue::from_static("a.com");
+        add_forwarded(&mut h, "127.0.0.1".parse().unwrap(), Some(&host));
+        assert_eq!(h["x-forwarded-for"], "10.0.0.1, 127.0.0.1");
+        assert_eq!(h["x-forwarded-proto"], "http");
+        assert_eq!(h["x-forwarded-host"], "a.com");
+    }
+}

@@ -1,0 +1,152 @@
+//! Listening sockets and their accept loops. A listener is identified by its
+//! bind address: a reload that keeps the address keeps the socket (and its
+//! slot in the snapshot), so no connection attempt is ever refused by a reload.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::warn;
+use weir_config::Protocol;
+
+use crate::http::conn::{serve as serve_http, ClientLimits};
+use crate::http::conn_state::ConnState;
+use crate::http::forward::ConnCtx;
+use crate::tcp::session::serve as serve_tcp;
+use crate::Shared;
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen on {addr}: {source}")]
+pub struct BindError {
+    pub addr: SocketAddr,
+    #[source]
+    pub source: io::Error,
+}
+
+/// A bound socket not yet accepting (so a failed reload can drop it unused).
+pub struct Bound {
+    pub addr: SocketAddr,
+    socket: std::net::TcpListener,
+}
+
+pub fn bind(addr: SocketAddr) -> Result<Bound, BindError> {
+    let err = |source| BindError { addr, source };
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .map_err(err)?;
+    // Restarting weir must not wait for TIME_WAIT sockets of the last run.
+    socket.set_reuse_address(true).map_err(err)?;
+    socket.set_nonblocking(true).map_err(err)?;
+    socket.bind(&addr.into()).map_err(err)?;
+    socket.listen(4096).map_err(err)?;
+    Ok(Bound {
+        addr,
+        socket: socket.into(),
+    })
+}
+
+/// A running listener.
+pub struct Running {
+    pub slot: usize,
+    pub local_addr: SocketAddr,
+    /// Stop accepting; HTTP connections close once idle.
+    pub drain: CancellationToken,
+    /// Cut every remaining connection (drain grace over).
+    pub kill: CancellationToken,
+    pub tracker: TaskTracker,
+}
+
+impl Running {
+    /// Stops accepting and drains; connections still open after `grace` are cut.
+    pub fn stop(&self, grace: Duration) {
+        self.drain.cancel();
+        self.tracker.close();
+        let (kill, tracker) = (self.kill.clone(), self.tracker.clone());
+        tokio::spawn(async move {
+            if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+                kill.cancel();
+            }
+        });
+    }
+}
+
+pub fn start(bound: Bound, slot: usize, shared: Arc<Shared>) -> io::Result<Running> {
+    let listener = TcpListener::from_std(bound.socket)?;
+    let local_addr = listener.local_addr()?;
+    let running = Running {
+        slot,
+        local_addr,
+        drain: CancellationToken::new(),
+        kill: CancellationToken::new(),
+        tracker: TaskTracker::new(),
+    };
+    let (drain, kill, tracker) = (
+        running.drain.clone(),
+        running.kill.clone(),
+        running.tracker.clone(),
+    );
+    tokio::spawn(accept_loop(listener, slot, shared, drain, kill, tracker));
+    Ok(running)
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    slot: usize,
+    shared: Arc<Shared>,
+    drain: CancellationToken,
+    kill: CancellationToken,
+    tracker: TaskTracker,
+) {
+    loop {
+        let (stream, client) = tokio::select! {
+            _ = drain.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    warn!("accept on {:?}: {e}", listener.local_addr().ok());
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let snap = shared.snapshot.load();
+        let Some(Some(l)) = snap.listeners.get(slot) else {
+            continue;
+        };
+        match l.protocol {
+            Protocol::Http => {
+                let _ = stream.set_nodelay(true);
+                let ctx = Arc::new(ConnCtx {
+                    shared: shared.clone(),
+                    slot,
+                    client,
+                    state: ConnState::new(),
+                });
+                let limits = ClientLimits {
+                    header_timeout: l.header_timeout,
+                    idle_timeout: l.idle_timeout,
+                    max_header_bytes: l.max_header_bytes,
+                };
+                tracker.spawn(serve_http(stream, ctx, limits, drain.clone(), kill.clone()));
+            }
+            Protocol::Tcp => {
+                let Some(pool) = l.pool.clone() else { continue };
+                tracker.spawn(serve_tcp(
+                    stream,
+                    l.name.clone(),
+                    pool,
+                    l.idle_timeout,
+                    kill.clone(),
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Why a request or session failed. Every failure weir generates carries one of
+//! these, in the response body, the `x-weir-reason` header and the log, so an
+//! operator can tell a missing route from a dead backend at a glance.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    RouteNotFound,
+    QueueFull,
+    QueueTimeout,
+    NoHealthyEndpoint,
+    ConnectFailed,
+    UpstreamReset,
+    UpstreamTimeout,
+    RetriesExhausted,
+    ClientClosed,
+    BadRequest,
+}
+
+impl Reason {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::RouteNotFound => "route_not_found",
+            Reason::QueueFull => "queue_full",
+            Reason::QueueTimeout => "queue_timeout",
+            Reason::NoHealthyEndpoint => "no_healthy_endpoint",
+            Reason::ConnectFailed => "connect_failed",
+            Reason::UpstreamReset => "upstream_reset",
+            Reason::UpstreamTimeout => "upstream_timeout",
+            Reason::RetriesExhausted => "retries_exhausted",
+            Reason::ClientClosed => "client_closed",
+            Reason::BadRequest => "bad_request",
+        }
+    }
+
+    /// The status weir answers with when it generates the response itself.
+    pub const fn status(self) -> u16 {
+        match self {
+            Reason::RouteNotFound => 404,
+            Reason::QueueFull | Reason::QueueTimeout | Reason::NoHealthyEndpoint => 503,
+            Reason::ConnectFailed | Reason::UpstreamReset | Reason::RetriesExhausted => 502,
+            Reason::UpstreamTimeout => 504,
+            // nginx's non-standard 499: the client went away before an answer.
+            Reason::ClientClosed => 499,
+            Reason::BadRequest => 400,
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

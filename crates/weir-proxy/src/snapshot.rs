@@ -1,0 +1,99 @@
+//! The immutable view of the configuration the data plane reads: built by the
+//! control plane, published by one atomic pointer swap, read once per request
+//! (or TCP session) without locks.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use weir_config::{Config, Protocol};
+
+use crate::endpoint::EndpointRt;
+use crate::pool::PoolRt;
+use crate::router::{RouteTable, Target};
+
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Indexed by listener slot (stable per bind address across reloads);
+    /// `None` for slots whose listener was removed.
+    pub listeners: Vec<Option<ListenerSnap>>,
+    pub pools: HashMap<Arc<str>, Arc<PoolRt>>,
+}
+
+#[derive(Debug)]
+pub struct ListenerSnap {
+    pub name: Arc<str>,
+    pub protocol: Protocol,
+    pub routes: RouteTable,
+    /// The TCP listener's pool.
+    pub pool: Option<Arc<PoolRt>>,
+    pub header_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_header_bytes: usize,
+}
+
+/// Endpoint runtime state that outlives snapshots, keyed by pool and address.
+pub type Registry = HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>>;
+
+impl Snapshot {
+    /// Builds a snapshot; endpoints already in `registry` keep their state,
+    /// new ones are added. `slots` maps each listener name to its slot.
+    pub fn build(cfg: &Config, slots: &HashMap<String, usize>, registry: &mut Registry) -> Self {
+        let mut pools = HashMap::new();
+        let mut next: Registry = HashMap::new();
+        for (name, p) in &cfg.pools {
+            let name: Arc<str> = name.as_str().into();
+            let endpoints = p
+                .endpoints
+                .iter()
+                .map(|e| {
+                    let key = (name.clone(), e.addr);
+                    let rt = registry
+                        .get(&key)
+                        .cloned()
+                        .unwrap_or_else(|| Arc::new(EndpointRt::new(name.clone(), e.addr)));
+                    next.insert(key, rt.clone());
+                    rt
+                })
+                .collect();
+            pools.insert(name.clone(), Arc::new(PoolRt::new(name, p, endpoints)));
+        }
+        // Endpoints that left the config drain: no new requests (they are not in
+        // any pool of this snapshot), and their idle connections close now.
+        for (key, ep) in registry.iter() {
+            if !next.contains_key(key) {
+                ep.drain();
+            }
+        }
+        *registry = next;
+
+        let size = slots.values().copied().max().map_or(0, |m| m + 1);
+        let mut listeners: Vec<Option<ListenerSnap>> = (0..size).map(|_| None).collect();
+        for (name, l) in &cfg.listeners {
+            let default = l.pool.as_deref().map(|p| Target {
+                route: None,
+                pool: pools[p].clone(),
+            });
+            let pool = default.as_ref().map(|t| t.pool.clone());
+            let mut routes = RouteTable::new(default);
+            for (rname, r) in cfg.routes.iter().filter(|(_, r)| r.listener == *name) {
+                let target = Target {
+                    route: Some(rname.as_str().into()),
+                    pool: pools[r.pool.as_str()].clone(),
+                };
+                routes.insert(r.host.as_ref(), &r.path_prefix, target);
+            }
+            listeners[slots[name]] = Some(ListenerSnap {
+                name: name.as_str().into(),
+                protocol: l.protocol,
+                routes,
+                pool,
+                header_timeout: l.header_timeout,
+                idle_timeout: l.idle_timeout,
+                max_header_bytes: l.max_header_bytes,
+            });
+        }
+        Snapshot { listeners, pools }
+    }
+}

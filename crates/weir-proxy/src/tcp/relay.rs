@@ -1,0 +1,98 @@
+//! Relaying bytes both ways. Each direction ends on EOF by half-closing the
+//! other side (so protocols that shut down writing, then read, still work);
+//! the session ends when both directions are done, on an error, or when no
+//! byte moved either way for `idle_timeout`.
+
+use std::io;
+use std::net::Shutdown;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpStream;
+
+/// Milliseconds since the session began at the last byte moved.
+pub struct Activity {
+    base: Instant,
+    last: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            base: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    pub fn touch(&self) {
+        self.last.store(self.base.elapsed().as_millis() as u64, Relaxed);
+    }
+
+    fn idle_deadline(&self, idle: Duration) -> Instant {
+        self.base + Duration::from_millis(self.last.load(Relaxed)) + idle
+    }
+}
+
+pub async fn relay(client: TcpStream, upstream: TcpStream, idle: Duration) -> io::Result<()> {
+    let activity = Activity::new();
+    let both = async {
+        tokio::try_join!(
+            one_way(&client, &upstream, &activity),
+            one_way(&upstream, &client, &activity)
+        )
+    };
+    tokio::pin!(both);
+    loop {
+        let deadline = activity.idle_deadline(idle);
+        tokio::select! {
+            r = both.as_mut() => return r.map(|_| ()),
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                if Instant::now() >= activity.idle_deadline(idle) {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "idle timeout"));
+                }
+            }
+        }
+    }
+}
+
+async fn one_way(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::Result<u64> {
+    #[cfg(target_os = "linux")]
+    let n = crate::tcp::splice::copy(src, dst, activity).await?;
+    #[cfg(not(target_os = "linux"))]
+    let n = copy_buffered(src, dst, activity).await?;
+    // Pass the EOF on; the other direction may still be sending.
+    let _ = socket2::SockRef::from(dst).shutdown(Shutdown::Write);
+    Ok(n)
+}
+
+/// The portable path: read into a buffer, write it out.
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+pub async fn copy_buffered(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::Result<u64> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = loop {
+            src.readable().await?;
+            match src.try_read(&mut buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        if n == 0 {
+            return Ok(total);
+        }
+        activity.touch();
+        let mut off = 0;
+        while off < n {
+            dst.writable().await?;
+            match dst.try_write(&buf[off..n]) {
+                Ok(m) => off += m,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        total += n as u64;
+    }
+}

@@ -1,0 +1,222 @@
+//! One accepted HTTP connection: hyper serves it, while two side channels can cut it short —
+//! the idle closer (stale keep-alive race) and `/close` (hand-written close-delimited reply).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+use crate::http::Shared;
+use crate::routes;
+
+/// Per-connection state shared by the IO wrapper, the handlers and the idle closer.
+pub(crate) struct ConnState {
+    pub(crate) id: u64,
+    busy: AtomicUsize, // requests on this connection not yet fully answered
+    base: Instant,
+    last_nanos: AtomicU64, // last byte read or written, relative to `base`
+}
+
+impl ConnState {
+    fn touch(&self) {
+        self.last_nanos
+            .store(self.base.elapsed().as_nanos() as u64, Relaxed);
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.base
+            .elapsed()
+            .saturating_sub(Duration::from_nanos(self.last_nanos.load(Relaxed)))
+    }
+}
+
+/// A request's hold on its connection (busy) and, once it starts work, on a worker slot.
+/// Dropped when the response body ends, or when the connection dies.
+pub(crate) struct Ticket {
+    conn: Arc<ConnState>,
+    shared: Arc<Shared>,
+    working: bool,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Ticket {
+    pub(crate) fn new(conn: Arc<ConnState>, shared: Arc<Shared>) -> Ticket {
+        conn.busy.fetch_add(1, Relaxed);
+        Ticket {
+            conn,
+            shared,
+            working: false,
+            permit: None,
+        }
+    }
+
+    /// Waits for a free worker (when capped), then counts the request as in flight.
+    pub(crate) async fn start_work(&mut self) {
+        if let Some(slots) = &self.shared.slots {
+            self.permit = Some(slots.clone().acquire_owned().await.expect("never closed"));
+        }
+        let n = self.shared.in_flight.fetch_add(1, Relaxed) + 1;
+        self.shared.max_in_flight.fetch_max(n, Relaxed);
+        self.working = true;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        // in_flight drops before the permit is released (field drop comes after this), so
+        // the next worker's increment can never push max_in_flight above the cap.
+        if self.working {
+            self.shared.in_flight.fetch_sub(1, Relaxed);
+        }
+        self.conn.touch();
+        self.conn.busy.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Serves one connection until the client leaves, the idle closer fires, or `/close`.
+pub(crate) async fn serve(shared: Arc<Shared>, stream: TcpStream) {
+    let id = shared.next_conn_id.fetch_add(1, Relaxed);
+    shared.connections.fetch_add(1, Relaxed);
+    let state = Arc::new(ConnState {
+        id,
+        busy: AtomicUsize::new(0),
+        base: Instant::now(),
+        last_nanos: AtomicU64::new(0),
+    });
+    // The sender lives only in the service, so no cycle keeps a queued ticket alive.
+    let (close_tx, mut close_rx) = mpsc::channel::<Ticket>(1);
+    let svc = {
+        let (shared, state) = (shared.clone(), state.clone());
+        service_fn(move |req| routes::handle(shared.clone(), state.clone(), close_tx.clone(), req))
+    };
+    let track = shared.idle_close.map(|_| state.clone());
+    let io = TokioIo::new(ActivityIo {
+        inner: stream,
+        track,
+    });
+    let mut conn = http1::Builder::new().serve_connection(io, svc);
+
+    enum End {
+        Done,
+        Idle,
+        Close(Ticket),
+    }
+    let end = tokio::select! {
+        _ = &mut conn => End::Done,
+        _ = idle_closer(&state, shared.idle_close) => End::Idle,
+        Some(t) = close_rx.recv() => End::Close(t),
+    };
+    match end {
+        // Dropping the connection sends FIN (or RST if request bytes sit unread): exactly
+        // what a backend's keep-alive timeout does to a request racing it.
+        End::Done | End::Idle => drop(conn),
+        End::Close(ticket) => {
+            // hyper cannot send a close-delimited body on HTTP/1.1, so take the socket back
+            // and write the reply by hand.
+            let mut stream = conn.into_parts().io.into_inner().inner;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nx-upstream: {}\r\nx-upstream-conn: {id}\r\nconnection: close\r\n\r\n",
+                shared.name
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&shared.name_body).await;
+            drop(ticket);
+            let _ = stream.shutdown().await;
+        }
+    }
+    // A ticket sent just as the connection ended must still release its slot.
+    close_rx.close();
+    while close_rx.try_recv().is_ok() {}
+}
+
+/// Resolves once the connection has had no traffic and no request for `limit`.
+async fn idle_closer(state: &ConnState, limit: Option<Duration>) {
+    let Some(limit) = limit else {
+        return std::future::pending().await;
+    };
+    loop {
+        let idle = state.idle_for();
+        let busy = state.busy.load(Relaxed) > 0;
+        if !busy && idle >= limit {
+            return;
+        }
+        // While busy, re-check later; the ticket's drop restarts the idle clock.
+        tokio::time::sleep(if busy { limit } else { limit - idle }).await;
+    }
+}
+
+/// TcpStream that records when bytes last moved (only when idle closing is on).
+struct ActivityIo {
+    inner: TcpStream,
+    track: Option<Arc<ConnState>>,
+}
+
+impl ActivityIo {
+    fn touch(&self) {
+        if let Some(t) = &self.track {
+            t.touch();
+        }
+    }
+}
+
+impl AsyncRead for ActivityIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let res = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.touch();
+        }
+        res
+    }
+}
+
+impl AsyncWrite for ActivityIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let res = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(res, Poll::Ready(Ok(n)) if n > 0) {
+            self.touch();
+        }
+        res
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let res = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(res, Poll::Ready(Ok(n)) if n > 0) {
+            self.touch();
+        }
+        res
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

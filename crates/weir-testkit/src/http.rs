@@ -1,0 +1,256 @@
+//! The fake HTTP/1.1 backend: configuration, counters, request log, lifecycle.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Uri, Version};
+
+use crate::body::pattern;
+use crate::latency::Latency;
+use crate::listener::{ConnFn, Listener};
+
+/// What the backend saw of one request (`/healthz` is not recorded).
+#[derive(Clone, Debug)]
+pub struct RequestRecord {
+    pub method: Method,
+    pub uri: Uri,
+    pub path: String,
+    pub version: Version,
+    pub headers: HeaderMap,
+    /// Bytes of request body read; for `/echo` (streamed) the declared Content-Length.
+    pub body_len: u64,
+    /// Per-upstream connection number (0, 1, ...), to tell reused connections apart.
+    pub conn_id: u64,
+    /// When the request head arrived.
+    pub at: Instant,
+}
+
+/// Configuration and counters, shared by every connection task.
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    pub(crate) name_body: Bytes,
+    pub(crate) default_body: Bytes,
+    pub(crate) x_upstream: HeaderValue,
+    pub(crate) keep_alive: Option<HeaderValue>,
+    pub(crate) latency: Latency,
+    pub(crate) slots: Option<Arc<tokio::sync::Semaphore>>,
+    pub(crate) idle_close: Option<Duration>,
+    pub(crate) record_log: bool,
+    pub(crate) healthy: AtomicBool,
+    pub(crate) requests: AtomicU64,
+    pub(crate) health_checks: AtomicU64,
+    pub(crate) in_flight: AtomicU64,
+    pub(crate) max_in_flight: AtomicU64,
+    pub(crate) connections: AtomicU64,
+    pub(crate) next_conn_id: AtomicU64,
+    pub(crate) log: Mutex<Vec<RequestRecord>>,
+}
+
+impl Shared {
+    /// Counts a request; builds its record only when the log is on (benchmarks skip it).
+    pub(crate) fn record(&self, rec: impl FnOnce() -> RequestRecord) {
+        self.requests.fetch_add(1, Relaxed);
+        if self.record_log {
+            self.log.lock().unwrap().push(rec());
+        }
+    }
+}
+
+/// A running fake HTTP/1.1 backend. Dropping it stops it.
+pub struct HttpUpstream {
+    shared: Arc<Shared>,
+    listener: Listener,
+}
+
+impl HttpUpstream {
+    pub fn builder(name: &str) -> HttpUpstreamBuilder {
+        HttpUpstreamBuilder {
+            name: name.to_owned(),
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            latency: Latency::None,
+            max_concurrency: None,
+            idle_close: None,
+            keep_alive_secs: None,
+            body_size: None,
+            record_log: true,
+        }
+    }
+
+    /// A backend with default settings on 127.0.0.1, any port.
+    pub async fn spawn(name: &str) -> io::Result<HttpUpstream> {
+        Self::builder(name).spawn().await
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.listener.addr()
+    }
+
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// `http://ADDR{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr(), path)
+    }
+
+    /// Requests received (head and body), `/healthz` excluded.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Relaxed)
+    }
+
+    /// `/healthz` requests received.
+    pub fn health_checks(&self) -> u64 {
+        self.shared.health_checks.load(Relaxed)
+    }
+
+    /// Requests holding a worker slot right now.
+    pub fn in_flight(&self) -> u64 {
+        self.shared.in_flight.load(Relaxed)
+    }
+
+    /// High-water mark of `in_flight` since start or `reset_stats`.
+    pub fn max_in_flight(&self) -> u64 {
+        self.shared.max_in_flight.load(Relaxed)
+    }
+
+    /// TCP connections accepted.
+    pub fn connections(&self) -> u64 {
+        self.shared.connections.load(Relaxed)
+    }
+
+    pub fn log(&self) -> Vec<RequestRecord> {
+        self.shared.log.lock().unwrap().clone()
+    }
+
+    /// `/healthz` answers 200 `ok` when healthy, 503 otherwise.
+    pub fn set_healthy(&self, healthy: bool) {
+        self.shared.healthy.store(healthy, Relaxed);
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.listener.is_running()
+    }
+
+    /// Stops listening and drops every open connection at once (requests in progress get
+    /// no answer). Returns when all are closed.
+    pub async fn stop(&self) {
+        self.listener.stop().await;
+    }
+
+    /// Listens again on the same port. Panics if the port cannot be bound; see `try_start`.
+    pub async fn start(&self) {
+        if let Err(e) = self.try_start().await {
+            panic!("upstream {}: rebind {}: {e}", self.name(), self.addr());
+        }
+    }
+
+    pub async fn try_start(&self) -> io::Result<()> {
+        self.listener.start()
+    }
+
+    /// Zeroes the counters and the log; `max_in_flight` restarts from the current in-flight.
+    pub fn reset_stats(&self) {
+        let s = &self.shared;
+        s.requests.store(0, Relaxed);
+        s.health_checks.store(0, Relaxed);
+        s.connections.store(0, Relaxed);
+        s.max_in_flight.store(s.in_flight.load(Relaxed), Relaxed);
+        s.log.lock().unwrap().clear();
+    }
+}
+
+/// Options of an [`HttpUpstream`].
+#[derive(Clone, Debug)]
+pub struct HttpUpstreamBuilder {
+    name: String,
+    addr: SocketAddr,
+    latency: Latency,
+    max_concurrency: Option<usize>,
+    idle_close: Option<Duration>,
+    keep_alive_secs: Option<u64>,
+    body_size: Option<usize>,
+    record_log: bool,
+}
+
+impl HttpUpstreamBuilder {
+    /// Default 127.0.0.1:0.
+    pub fn addr(mut self, a: SocketAddr) -> Self {
+        self.addr = a;
+        self
+    }
+
+    pub fn latency(mut self, l: Latency) -> Self {
+        self.latency = l;
+        self
+    }
+
+    /// Like `n` worker processes: request `n+1` waits until a worker is free.
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.max_concurrency = Some(n);
+        self
+    }
+
+    /// Silently close (FIN, no response) a connection idle for longer than `d`.
+    pub fn idle_close(mut self, d: Duration) -> Self {
+        self.idle_close = Some(d);
+        self
+    }
+
+    /// Send `Keep-Alive: timeout=N` on every response.
+    pub fn keep_alive_timeout_header(mut self, secs: u64) -> Self {
+        self.keep_alive_secs = Some(secs);
+        self
+    }
+
+    /// The default route answers `n` pattern bytes instead of `NAME\n`.
+    pub fn body_size(mut self, n: usize) -> Self {
+        self.body_size = Some(n);
+        self
+    }
+
+    /// Keep a [`RequestRecord`] per request (default true). Off for long benchmarks.
+    pub fn record_log(mut self, on: bool) -> Self {
+        self.record_log = on;
+        self
+    }
+
+    pub async fn spawn(self) -> io::Result<HttpUpstream> {
+        let name_body = Bytes::from(format!("{}\n", self.name));
+        let x_upstream = HeaderValue::from_str(&self.name)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad upstream name"))?;
+        let shared = Arc::new(Shared {
+            default_body: self.body_size.map_or_else(|| name_body.clone(), pattern),
+            name_body,
+            name: self.name,
+            x_upstream,
+            keep_alive: self
+                .keep_alive_secs
+                .map(|s| HeaderValue::from_str(&format!("timeout={s}")).unwrap()),
+            latency: self.latency,
+            slots: self
+                .max_concurrency
+                .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
+            idle_close: self.idle_close,
+            record_log: self.record_log,
+            healthy: AtomicBool::new(true),
+            requests: AtomicU64::new(0),
+            health_checks: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            max_in_flight: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            next_conn_id: AtomicU64::new(0),
+            log: Mutex::new(Vec::new()),
+        });
+        let on_conn: ConnFn = {
+            let shared = shared.clone();
+            Arc::new(move |stream| Box::pin(crate::conn::serve(shared.clone(), stream)))
+        };
+        let listener = Listener::bind(self.addr, on_conn)?;
+        Ok(HttpUpstream { shared, listener })
+    }
+}

@@ -1,0 +1,65 @@
+//! Command-line interface.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// weir: an HTTP and TCP load balancer.
+///
+/// Start with `weir demo` to see it balance three built-in backends, then
+/// write a config file (see examples/ and docs/CONFIG.md), check it with
+/// `weir check weir.toml`, and run it with `weir run -c weir.toml`.
+#[derive(Debug, Parser)]
+#[command(name = "weir", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the load balancer from a config file.
+    ///
+    /// The file is reloaded when it changes and on SIGHUP; an invalid file is
+    /// rejected with its errors logged, and the running config stays. SIGTERM
+    /// or SIGINT stop accepting, let in-flight requests finish within
+    /// `global.drain_grace` (default 30s), then exit.
+    Run(RunArgs),
+    /// Validate config files without running them.
+    ///
+    /// Prints every error as FILE:LINE:COL with the offending line, and exits
+    /// 1 if any file has an error. `-` reads standard input.
+    Check(CheckArgs),
+    /// Run three demo backends and a balancer in front of them; no file needed.
+    Demo(DemoArgs),
+    /// Print the version.
+    Version,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The config file (TOML).
+    #[arg(short = 'c', long = "config", value_name = "FILE")]
+    pub config: PathBuf,
+    /// Data-plane worker threads [default: one per CPU].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Files to check.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the demo balancer listens.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Data-plane worker threads [default: one per CPU].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}

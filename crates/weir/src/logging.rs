@@ -1,0 +1,14 @@
+//! Log output: human-readable lines on stderr, filtered by `RUST_LOG`
+//! (default `info`).
+
+use tracing_subscriber::EnvFilter;
+
+pub fn init() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}

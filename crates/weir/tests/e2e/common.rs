@@ -1,0 +1,206 @@
+//! Running the real `weir` binary in tests: write a config, start the
+//! process, wait until it listens, read its log, reload, signal it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+
+/// A port nobody listens on right now (the OS picks it; tiny race accepted).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn free_addr() -> SocketAddr {
+    format!("127.0.0.1:{}", free_port()).parse().unwrap()
+}
+
+pub struct Weir {
+    pub child: Child,
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Weir {
+    /// Starts `weir run` on `toml` and waits until every address in `wait_for`
+    /// accepts connections.
+    pub fn start(toml: &str, wait_for: &[SocketAddr]) -> Weir {
+        Self::start_with(toml, wait_for, &["--threads", "2"])
+    }
+
+    pub fn start_with(toml: &str, wait_for: &[SocketAddr], extra: &[&str]) -> Weir {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("weir.toml");
+        std::fs::write(&config, toml).unwrap();
+        let mut child = Command::new(WEIR)
+            .arg("run")
+            .arg("-c")
+            .arg(&config)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start weir");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if std::env::var_os("WEIR_TEST_LOG").is_some() {
+                    eprintln!("weir| {line}");
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let mut w = Weir {
+            child,
+            dir,
+            config,
+            log,
+        };
+        for a in wait_for {
+            w.wait_listening(*a);
+        }
+        w
+    }
+
+    pub fn wait_listening(&mut self, addr: SocketAddr) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("weir exited with {status}; log:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("weir not listening on {addr}; log:\n{}", self.log_text());
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    pub fn log_lines(&self) -> usize {
+        self.log.lock().unwrap().len()
+    }
+
+    /// Waits for a log line after line `from` containing `needle`.
+    pub fn wait_log(&self, from: usize, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            {
+                let log = self.log.lock().unwrap();
+                if let Some(l) = log.iter().skip(from).find(|l| l.contains(needle)) {
+                    return l.clone();
+                }
+            }
+            if Instant::now() > deadline {
+                panic!("no log line with {needle:?}; log:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    /// Rewrites the config and sends SIGHUP; waits for the outcome line and
+    /// returns it ("config reloaded", "reload rejected", "config unchanged").
+    pub fn reload(&self, toml: &str) -> String {
+        let from = self.log_lines();
+        // Write to a temp name and rename, as editors do; the watcher may fire
+        // too, which is fine: the second load sees no change.
+        let tmp = self.dir.path().join(".weir.toml.tmp");
+        std::fs::write(&tmp, toml).unwrap();
+        std::fs::rename(&tmp, &self.config).unwrap();
+        self.signal(libc::SIGHUP);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            {
+                let log = self.log.lock().unwrap();
+                for l in log.iter().skip(from) {
+                    if l.contains("config reloaded") || l.contains("reload rejected") || l.contains("reload failed") {
+                        return l.clone();
+                    }
+                }
+            }
+            if Instant::now() > deadline {
+                panic!("no reload outcome; log:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            if Instant::now() > deadline {
+                panic!("weir did not exit; log:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Weir {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A pool table body: `endpoints = [...]` for these upstreams with weights.
+pub fn endpoints(list: &[(SocketAddr, u32)]) -> String {
+    let items: Vec<String> = list
+        .iter()
+        .map(|(a, w)| format!("{{ addr = \"{a}\", weight = {w} }}"))
+        .collect();
+    format!("endpoints = [{}]", items.join(", "))
+}
+
+/// Sends raw bytes, then reads until the server closes or `timeout` passes.
+pub async fn raw_exchange(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(bytes).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(timeout, s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The one-listener, one-pool config most tests start from.
+pub fn one_pool(listen: SocketAddr, eps: &str, pool_extra: &str) -> String {
+    format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+pool = "app"
+
+[pools.app]
+{eps}
+{pool_extra}
+"#
+    )
+}

@@ -1,0 +1,172 @@
+//! Forwarding basics: headers, weighted round robin, keep-alive both ways.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::Full;
+use weir_testkit::client::{self, HttpConn};
+use weir_testkit::HttpUpstream;
+
+use crate::common::{endpoints, free_addr, one_pool, Weir};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forwards_and_rewrites_headers() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+
+    let req = Request::get("/headers?q=1")
+        .header("host", "shop.example.com:8080")
+        .header("connection", "keep-alive, x-hop")
+        .header("x-hop", "secret")
+        .header("keep-alive", "timeout=5")
+        .header("x-forwarded-for", "10.1.2.3")
+        .header("x-custom", "kept")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let resp = client::send(listen, req).await.unwrap();
+    assert_eq!(resp.status, 200);
+    let seen = resp.text();
+    assert!(seen.contains(r#""uri":"/headers?q=1""#), "{seen}");
+    assert!(seen.contains(r#"["x-forwarded-for","10.1.2.3, 127.0.0.1"]"#), "{seen}");
+    assert!(seen.contains(r#"["x-forwarded-proto","http"]"#), "{seen}");
+    assert!(seen.contains(r#"["x-forwarded-host","shop.example.com:8080"]"#), "{seen}");
+    assert!(seen.contains(r#"["host","shop.example.com:8080"]"#), "{seen}");
+    assert!(seen.contains(r#"["x-custom","kept"]"#), "{seen}");
+    assert!(!seen.contains("x-hop"), "hop-by-hop header forwarded: {seen}");
+    assert!(!seen.contains("keep-alive"), "hop-by-hop header forwarded: {seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn weights_3_to_1_split_300_requests_225_to_75() {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let listen = free_addr();
+    let eps = endpoints(&[(a.addr(), 3), (b.addr(), 1)]);
+    let _w = Weir::start(&one_pool(listen, &eps, ""), &[listen]);
+
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    for _ in 0..300 {
+        assert_eq!(conn.get("/").await.unwrap().status, 200);
+    }
+    assert_eq!((a.requests(), b.requests()), (225, 75));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn weights_1_1_8_interleave_smoothly() {
+    let ups = [
+        HttpUpstream::spawn("a").await.unwrap(),
+        HttpUpstream::spawn("b").await.unwrap(),
+        HttpUpstream::spawn("c").await.unwrap(),
+    ];
+    let listen = free_addr();
+    let eps = endpoints(&[(ups[0].addr(), 1), (ups[1].addr(), 1), (ups[2].addr(), 8)]);
+    let _w = Weir::start(&one_pool(listen, &eps, ""), &[listen]);
+
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    let mut order = String::new();
+    for _ in 0..10 {
+        let r = conn.get("/").await.unwrap();
+        order.push_str(r.header("x-upstream").unwrap());
+    }
+    assert_eq!(order.matches('a').count(), 1, "{order}");
+    assert_eq!(order.matches('b').count(), 1, "{order}");
+    // Smooth: the light endpoints are spread out, not served back to back.
+    assert!(!order.contains("ab") && !order.contains("ba"), "{order}");
+    assert!(!order.contains("ccccc"), "{order}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn head_204_and_304_have_no_body() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    let head = Request::head("/").body(Full::new(Bytes::new())).unwrap();
+    let r = conn.send(head).await.unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.body.is_empty());
+    assert_eq!(r.header("content-length"), Some("2"));
+    for code in [204, 304] {
+        let r = conn.get(&format!("/status/{code}")).await.unwrap();
+        assert_eq!(r.status.as_u16(), code);
+        assert!(r.body.is_empty());
+    }
+    // The connection survived all of them.
+    assert_eq!(conn.get("/").await.unwrap().text(), "a\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keeps_alive_on_both_sides() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    for _ in 0..50 {
+        assert_eq!(conn.get("/").await.unwrap().status, 200);
+    }
+    assert!(!conn.is_closed());
+    assert_eq!(up.requests(), 50);
+    assert_eq!(up.connections(), 1, "upstream connection was not reused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn honours_upstream_keep_alive_timeout_header() {
+    // The backend announces `Keep-Alive: timeout=1`: weir must not reuse the
+    // connection after 3/4 of a second idle.
+    let up = HttpUpstream::builder("a")
+        .keep_alive_timeout_header(1)
+        .spawn()
+        .await
+        .unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    conn.get("/").await.unwrap();
+    conn.get("/").await.unwrap();
+    assert_eq!(up.connections(), 1);
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(conn.get("/").await.unwrap().status, 200);
+    assert_eq!(up.connections(), 2, "reused a connection past the announced timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn never_reuses_a_connection_the_backend_closed() {
+    // The backend silently closes keep-alive connections idle for 100 ms.
+    let up = HttpUpstream::builder("a")
+        .idle_close(Duration::from_millis(100))
+        .spawn()
+        .await
+        .unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    for i in 0..10 {
+        let r = conn.get("/").await.unwrap();
+        assert_eq!(r.status, 200, "request {i}: {}", r.text());
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    assert_eq!(up.requests(), 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pool_idle_timeout_retires_connections() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let cfg = one_pool(listen, &endpoints(&[(up.addr(), 1)]), r#"idle_timeout = "300ms""#);
+    let _w = Weir::start(&cfg, &[listen]);
+
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    conn.get("/").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    conn.get("/").await.unwrap();
+    assert_eq!(up.connections(), 1);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    conn.get("/").await.unwrap();
+    assert_eq!(up.connections(), 2);
+}

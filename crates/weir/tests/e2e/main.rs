@@ -1,0 +1,10 @@
+//! End-to-end tests: the real `weir` binary against fake upstreams on loopback.
+
+mod common;
+
+mod check;
+mod http_basic;
+mod http_body;
+mod http_errors;
+mod routing;
+mod timeouts;
