@@ -21,7 +21,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 #[derive(Parser)]
-#[command(name = "weir-bench", about = "TCP load generators and sinks for weir's benchmarks")]
+#[command(
+    name = "weir-bench",
+    about = "TCP load generators and sinks for weir's benchmarks"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -81,10 +84,20 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Sink { listen } => serve(listen, Mode::Sink),
         Cmd::Echo { listen } => serve(listen, Mode::Echo),
-        Cmd::Stream { connect, bytes, chunk, timeout } => {
-            stream(connect, bytes, chunk, Duration::from_secs_f64(timeout))
-        }
-        Cmd::Conns { connect, concurrency, duration, payload, timeout, threads } => conns(
+        Cmd::Stream {
+            connect,
+            bytes,
+            chunk,
+            timeout,
+        } => stream(connect, bytes, chunk, Duration::from_secs_f64(timeout)),
+        Cmd::Conns {
+            connect,
+            concurrency,
+            duration,
+            payload,
+            timeout,
+            threads,
+        } => conns(
             connect,
             concurrency,
             Duration::from_secs_f64(duration),
@@ -111,7 +124,9 @@ enum Mode {
 }
 
 fn serve(listen: SocketAddr, mode: Mode) -> Res {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let sock = match listen {
             SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
@@ -243,9 +258,14 @@ fn conns(
     threads: usize,
 ) -> Res {
     let rt = if threads <= 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
     } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()?
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()?
     };
     let (stats, secs) = rt.block_on(async move {
         let start = Instant::now();
@@ -258,10 +278,13 @@ fn conns(
                 let mut st = ConnStats::default();
                 while Instant::now() < deadline {
                     let t0 = Instant::now();
-                    match tokio::time::timeout(timeout, one_conn(connect, &payload, &mut rbuf)).await {
+                    match tokio::time::timeout(timeout, one_conn(connect, &payload, &mut rbuf))
+                        .await
+                    {
                         Ok(Ok(())) => {
                             st.ok += 1;
-                            st.lat_us.push(t0.elapsed().as_micros().min(u32::MAX as u128) as u32);
+                            st.lat_us
+                                .push(t0.elapsed().as_micros().min(u32::MAX as u128) as u32);
                         }
                         Ok(Err(e)) => {
                             st.errors += 1;
@@ -302,7 +325,12 @@ fn conns(
     };
     let err = stats
         .first_error
-        .map(|e| format!(",\"first_error\":\"{}\"", e.replace('\\', "\\\\").replace('"', "'")))
+        .map(|e| {
+            format!(
+                ",\"first_error\":\"{}\"",
+                e.replace('\\', "\\\\").replace('"', "'")
+            )
+        })
         .unwrap_or_default();
     println!(
         "{{\"connections\":{},\"errors\":{},\"seconds\":{secs:.6},\"conns_per_s\":{:.1},\"p50_us\":{},\"p90_us\":{},\"p99_us\":{}{err}}}",

@@ -97,10 +97,7 @@ mod tests {
         assert_eq!(c.len(), 10);
         // The heavy endpoint never runs more than 4 in a row, the light ones
         // are spread rather than bunched at the start.
-        let max_run = c
-            .windows(5)
-            .filter(|w| w.iter().all(|&i| i == 2))
-            .count();
+        let max_run = c.windows(5).filter(|w| w.iter().all(|&i| i == 2)).count();
         assert_eq!(max_run, 0, "{c:?}");
         assert_ne!(&c[..2], &[0, 1], "{c:?}");
     }

@@ -83,7 +83,9 @@ impl Proxy {
         let mut control = self.control.lock().unwrap();
         let mut fresh = Vec::new();
         for l in cfg.listeners.values() {
-            if !control.listeners.contains_key(&l.bind) && !fresh.iter().any(|b: &listener::Bound| b.addr == l.bind) {
+            if !control.listeners.contains_key(&l.bind)
+                && !fresh.iter().any(|b: &listener::Bound| b.addr == l.bind)
+            {
                 fresh.push(listener::bind(l.bind)?);
             }
         }
@@ -110,7 +112,11 @@ impl Proxy {
         control.drain_grace = cfg.global.drain_grace;
 
         for bound in fresh {
-            let slot = fresh_slots.iter().find(|(a, _)| *a == bound.addr).map(|(_, s)| *s).unwrap_or_default();
+            let slot = fresh_slots
+                .iter()
+                .find(|(a, _)| *a == bound.addr)
+                .map(|(_, s)| *s)
+                .unwrap_or_default();
             let addr = bound.addr;
             let running = listener::start(bound, slot, self.shared.clone())?;
             info!(bind = %addr, "listening");
@@ -132,7 +138,11 @@ impl Proxy {
     /// The actual local address of each listener, by configured bind address.
     pub fn local_addrs(&self) -> Vec<(SocketAddr, SocketAddr)> {
         let control = self.control.lock().unwrap();
-        control.listeners.iter().map(|(b, r)| (*b, r.local_addr)).collect()
+        control
+            .listeners
+            .iter()
+            .map(|(b, r)| (*b, r.local_addr))
+            .collect()
     }
 
     /// Stops accepting everywhere, lets in-flight requests finish within the
@@ -169,7 +179,9 @@ async fn sweep(shared: std::sync::Weak<Shared>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
-        let Some(shared) = shared.upgrade() else { return };
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
         let snap = shared.snapshot.load_full();
         let now = Instant::now();
         for pool in snap.pools.values() {

@@ -18,11 +18,7 @@ pub struct PoolRt {
 }
 
 impl PoolRt {
-    pub fn new(
-        name: Arc<str>,
-        cfg: &weir_config::Pool,
-        endpoints: Vec<Arc<EndpointRt>>,
-    ) -> Self {
+    pub fn new(name: Arc<str>, cfg: &weir_config::Pool, endpoints: Vec<Arc<EndpointRt>>) -> Self {
         let weights: Vec<u32> = cfg.endpoints.iter().map(|e| e.weight).collect();
         PoolRt {
             name,

@@ -137,7 +137,11 @@ mod tests {
     fn host_then_longest_prefix() {
         let mut t = RouteTable::new(None);
         t.insert(Some(&HostMatch::Exact("a.com".into())), "/", target("a"));
-        t.insert(Some(&HostMatch::Exact("a.com".into())), "/api", target("a-api"));
+        t.insert(
+            Some(&HostMatch::Exact("a.com".into())),
+            "/api",
+            target("a-api"),
+        );
         t.insert(Some(&HostMatch::Suffix(".b.com".into())), "/", target("b"));
         t.insert(None, "/", target("any"));
         assert_eq!(route_of(&t, Some("a.com"), "/x"), Some("a"));

@@ -32,9 +32,8 @@ impl Watcher {
             // ConfigMaps swap a `..data` symlink; accept any change in the
             // directory that touches our file name or a hidden swap entry.
             let relevant = ev.paths.iter().any(|p| {
-                p.file_name().is_some_and(|n| {
-                    Path::new(n) == file || n.to_string_lossy().starts_with("..")
-                })
+                p.file_name()
+                    .is_some_and(|n| Path::new(n) == file || n.to_string_lossy().starts_with(".."))
             });
             if relevant {
                 let _ = tx.try_send(());
@@ -61,6 +60,7 @@ impl Watcher {
 
     /// Waits until changes stop for a moment, swallowing the burst.
     pub async fn settle(&mut self, rx: &mut mpsc::Receiver<()>) {
-        while let Ok(Some(())) = tokio::time::timeout(Duration::from_millis(100), rx.recv()).await {}
+        while let Ok(Some(())) = tokio::time::timeout(Duration::from_millis(100), rx.recv()).await {
+        }
     }
 }

@@ -41,7 +41,10 @@ pub async fn serve(
     let conn = builder.serve_connection(io, service_fn(move |req| handle(ctx.clone(), req)));
     tokio::pin!(conn);
 
-    let watchdog = tokio::time::sleep(ConnState::period(limits.header_timeout, limits.idle_timeout));
+    let watchdog = tokio::time::sleep(ConnState::period(
+        limits.header_timeout,
+        limits.idle_timeout,
+    ));
     tokio::pin!(watchdog);
     let mut draining = false;
     loop {

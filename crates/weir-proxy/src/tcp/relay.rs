@@ -26,7 +26,8 @@ impl Activity {
 
     #[inline]
     pub fn touch(&self) {
-        self.last.store(self.base.elapsed().as_millis() as u64, Relaxed);
+        self.last
+            .store(self.base.elapsed().as_millis() as u64, Relaxed);
     }
 
     fn idle_deadline(&self, idle: Duration) -> Instant {
@@ -68,7 +69,11 @@ async fn one_way(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::R
 
 /// The portable path: read into a buffer, write it out.
 #[cfg_attr(target_os = "linux", allow(dead_code))]
-pub async fn copy_buffered(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::Result<u64> {
+pub async fn copy_buffered(
+    src: &TcpStream,
+    dst: &TcpStream,
+    activity: &Activity,
+) -> io::Result<u64> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {

@@ -28,7 +28,9 @@ pub struct IdleConns {
 
 impl std::fmt::Debug for IdleConns {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdleConns").field("len", &self.len()).finish()
+        f.debug_struct("IdleConns")
+            .field("len", &self.len())
+            .finish()
     }
 }
 

@@ -40,7 +40,10 @@ mod tests {
     #[test]
     fn lowers_to_three_quarters() {
         let d = Duration::from_secs(4);
-        assert_eq!(idle_allowance(&h("timeout=2, max=100"), d), Duration::from_millis(1500));
+        assert_eq!(
+            idle_allowance(&h("timeout=2, max=100"), d),
+            Duration::from_millis(1500)
+        );
         assert_eq!(idle_allowance(&h("timeout=60"), d), d);
         assert_eq!(idle_allowance(&HeaderMap::new(), d), d);
         assert_eq!(idle_allowance(&h("max=5"), d), d);

@@ -10,8 +10,10 @@ fn check_file(content: &str) -> (i32, String, String) {
     let path = dir.path().join("weir.toml");
     std::fs::write(&path, content).unwrap();
     let out = Command::new(WEIR).arg("check").arg(&path).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).replace(&*path.to_string_lossy(), "weir.toml");
-    let stdout = String::from_utf8_lossy(&out.stdout).replace(&*path.to_string_lossy(), "weir.toml");
+    let stderr =
+        String::from_utf8_lossy(&out.stderr).replace(&*path.to_string_lossy(), "weir.toml");
+    let stdout =
+        String::from_utf8_lossy(&out.stdout).replace(&*path.to_string_lossy(), "weir.toml");
     (out.status.code().unwrap_or(-1), stdout, stderr)
 }
 
@@ -54,7 +56,10 @@ fn valid_file_exits_zero_with_a_summary() {
         "[listeners.web]\nbind = \"127.0.0.1:8080\"\npool = \"app\"\n[pools.app]\nendpoints = [{ addr = \"127.0.0.1:9001\" }]\n",
     );
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.trim(), "weir.toml: ok (1 listener, 0 routes, 1 pool, 1 endpoint)");
+    assert_eq!(
+        out.trim(),
+        "weir.toml: ok (1 listener, 0 routes, 1 pool, 1 endpoint)"
+    );
 }
 
 #[test]
@@ -65,7 +70,12 @@ fn shipped_examples_are_valid() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "toml") {
             let out = Command::new(WEIR).arg("check").arg(&p).output().unwrap();
-            assert!(out.status.success(), "{}: {}", p.display(), String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                p.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
             n += 1;
         }
     }

@@ -138,7 +138,10 @@ impl Weir {
             {
                 let log = self.log.lock().unwrap();
                 for l in log.iter().skip(from) {
-                    if l.contains("config reloaded") || l.contains("reload rejected") || l.contains("reload failed") {
+                    if l.contains("config reloaded")
+                        || l.contains("reload rejected")
+                        || l.contains("reload failed")
+                    {
                         return l.clone();
                     }
                 }

@@ -14,7 +14,10 @@ use crate::common::{endpoints, free_addr, one_pool, Weir};
 async fn forwards_and_rewrites_headers() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let req = Request::get("/headers?q=1")
         .header("host", "shop.example.com:8080")
@@ -29,13 +32,28 @@ async fn forwards_and_rewrites_headers() {
     assert_eq!(resp.status, 200);
     let seen = resp.text();
     assert!(seen.contains(r#""uri":"/headers?q=1""#), "{seen}");
-    assert!(seen.contains(r#"["x-forwarded-for","10.1.2.3, 127.0.0.1"]"#), "{seen}");
+    assert!(
+        seen.contains(r#"["x-forwarded-for","10.1.2.3, 127.0.0.1"]"#),
+        "{seen}"
+    );
     assert!(seen.contains(r#"["x-forwarded-proto","http"]"#), "{seen}");
-    assert!(seen.contains(r#"["x-forwarded-host","shop.example.com:8080"]"#), "{seen}");
-    assert!(seen.contains(r#"["host","shop.example.com:8080"]"#), "{seen}");
+    assert!(
+        seen.contains(r#"["x-forwarded-host","shop.example.com:8080"]"#),
+        "{seen}"
+    );
+    assert!(
+        seen.contains(r#"["host","shop.example.com:8080"]"#),
+        "{seen}"
+    );
     assert!(seen.contains(r#"["x-custom","kept"]"#), "{seen}");
-    assert!(!seen.contains("x-hop"), "hop-by-hop header forwarded: {seen}");
-    assert!(!seen.contains("keep-alive"), "hop-by-hop header forwarded: {seen}");
+    assert!(
+        !seen.contains("x-hop"),
+        "hop-by-hop header forwarded: {seen}"
+    );
+    assert!(
+        !seen.contains("keep-alive"),
+        "hop-by-hop header forwarded: {seen}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -81,7 +99,10 @@ async fn weights_1_1_8_interleave_smoothly() {
 async fn head_204_and_304_have_no_body() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let mut conn = HttpConn::connect(listen).await.unwrap();
     let head = Request::head("/").body(Full::new(Bytes::new())).unwrap();
@@ -102,7 +123,10 @@ async fn head_204_and_304_have_no_body() {
 async fn keeps_alive_on_both_sides() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let mut conn = HttpConn::connect(listen).await.unwrap();
     for _ in 0..50 {
@@ -123,7 +147,10 @@ async fn honours_upstream_keep_alive_timeout_header() {
         .await
         .unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let mut conn = HttpConn::connect(listen).await.unwrap();
     conn.get("/").await.unwrap();
@@ -131,7 +158,11 @@ async fn honours_upstream_keep_alive_timeout_header() {
     assert_eq!(up.connections(), 1);
     tokio::time::sleep(Duration::from_millis(900)).await;
     assert_eq!(conn.get("/").await.unwrap().status, 200);
-    assert_eq!(up.connections(), 2, "reused a connection past the announced timeout");
+    assert_eq!(
+        up.connections(),
+        2,
+        "reused a connection past the announced timeout"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -143,7 +174,10 @@ async fn never_reuses_a_connection_the_backend_closed() {
         .await
         .unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let mut conn = HttpConn::connect(listen).await.unwrap();
     for i in 0..10 {
@@ -158,7 +192,11 @@ async fn never_reuses_a_connection_the_backend_closed() {
 async fn pool_idle_timeout_retires_connections() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let cfg = one_pool(listen, &endpoints(&[(up.addr(), 1)]), r#"idle_timeout = "300ms""#);
+    let cfg = one_pool(
+        listen,
+        &endpoints(&[(up.addr(), 1)]),
+        r#"idle_timeout = "300ms""#,
+    );
     let _w = Weir::start(&cfg, &[listen]);
 
     let mut conn = HttpConn::connect(listen).await.unwrap();

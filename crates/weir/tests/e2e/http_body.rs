@@ -14,10 +14,15 @@ use crate::common::{endpoints, free_addr, one_pool, raw_exchange, Weir};
 async fn ten_mib_post_round_trips_byte_exact() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let body = weir_testkit::pattern(10 * 1024 * 1024);
-    let req = Request::post("/echo").body(Full::new(body.clone())).unwrap();
+    let req = Request::post("/echo")
+        .body(Full::new(body.clone()))
+        .unwrap();
     let resp = client::send(listen, req).await.unwrap();
     assert_eq!(resp.status, 200);
     assert_eq!(resp.body.len(), body.len());
@@ -28,7 +33,10 @@ async fn ten_mib_post_round_trips_byte_exact() {
 async fn chunked_upload_round_trips() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
     s.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
@@ -75,7 +83,10 @@ fn decode_chunked(body: &str) -> String {
 async fn chunked_response_streams_as_it_is_produced() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
     let start = Instant::now();
@@ -99,7 +110,10 @@ async fn chunked_response_streams_as_it_is_produced() {
     let text = String::from_utf8_lossy(&got);
     assert!(text.contains("chunk 4"), "{text}");
     let first = first_chunk_at.unwrap();
-    assert!(first < Duration::from_millis(500), "first chunk after {first:?}: buffered");
+    assert!(
+        first < Duration::from_millis(500),
+        "first chunk after {first:?}: buffered"
+    );
     assert!(total >= Duration::from_millis(800), "{total:?}");
 }
 
@@ -107,7 +121,10 @@ async fn chunked_response_streams_as_it_is_produced() {
 async fn close_delimited_response_arrives_whole() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let resp = client::get(listen, "/close").await.unwrap();
     assert_eq!(resp.status, 200);
@@ -120,7 +137,10 @@ async fn close_delimited_response_arrives_whole() {
 async fn expect_100_continue() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
 
     let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
     s.write_all(
@@ -148,7 +168,10 @@ async fn expect_100_continue() {
 async fn http_1_0_client_gets_a_close_delimited_or_sized_answer() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
     let text = raw_exchange(listen, b"GET / HTTP/1.0\r\n\r\n", Duration::from_secs(3)).await;
     assert!(text.starts_with("HTTP/1.0 200"), "{text}");
     assert!(text.ends_with("a\n"), "{text}");

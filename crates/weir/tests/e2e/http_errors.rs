@@ -22,13 +22,20 @@ async fn unreachable_upstream_is_502_connect_failed() {
 async fn slow_upstream_is_504_upstream_timeout() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let cfg = one_pool(listen, &endpoints(&[(up.addr(), 1)]), r#"response_timeout = "300ms""#);
+    let cfg = one_pool(
+        listen,
+        &endpoints(&[(up.addr(), 1)]),
+        r#"response_timeout = "300ms""#,
+    );
     let w = Weir::start(&cfg, &[listen]);
     let r = client::get(listen, "/?hang=1").await.unwrap();
     assert_eq!(r.status, 504);
     assert_eq!(r.header("x-weir-reason"), Some("upstream_timeout"));
     let line = w.wait_log(0, "upstream_timeout", Duration::from_secs(2));
-    assert!(line.contains("pool=\"app\"") || line.contains("pool=app"), "{line}");
+    assert!(
+        line.contains("pool=\"app\"") || line.contains("pool=app"),
+        "{line}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -60,7 +67,10 @@ pool = "app"
 async fn malformed_requests_get_400_and_weir_survives() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
     let cases: [&[u8]; 5] = [
         b"GARBAGE\r\n\r\n",
         b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
@@ -71,7 +81,11 @@ async fn malformed_requests_get_400_and_weir_survives() {
     ];
     for c in cases {
         let text = raw_exchange(listen, c, Duration::from_secs(3)).await;
-        assert!(text.starts_with("HTTP/1.1 400"), "{:?} -> {text:?}", String::from_utf8_lossy(c));
+        assert!(
+            text.starts_with("HTTP/1.1 400"),
+            "{:?} -> {text:?}",
+            String::from_utf8_lossy(c)
+        );
     }
     assert_eq!(up.requests(), 0);
     assert_eq!(client::get(listen, "/").await.unwrap().status, 200);
@@ -107,7 +121,10 @@ async fn content_length_with_transfer_encoding_cannot_smuggle() {
     // see one request, a back end that trusts chunked would see two.
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[listen]);
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
     let attack = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 44\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
     let text = raw_exchange(listen, attack, Duration::from_secs(3)).await;
     // RFC 9112 §6.3 allows either answer: reject with 400, or frame by

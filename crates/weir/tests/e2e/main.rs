@@ -6,5 +6,8 @@ mod check;
 mod http_basic;
 mod http_body;
 mod http_errors;
+mod reload;
 mod routing;
+mod shutdown;
+mod tcp;
 mod timeouts;

@@ -1,11 +1,11 @@
 //! Routing: host (exact, wildcard, port ignored), then longest path prefix,
 //! then the listener's default pool.
 
-use weir_testkit::client;
-use weir_testkit::HttpUpstream;
+use bytes::Bytes;
 use http::Request;
 use http_body_util::Full;
-use bytes::Bytes;
+use weir_testkit::client;
+use weir_testkit::HttpUpstream;
 
 use crate::common::{free_addr, Weir};
 
@@ -15,7 +15,10 @@ async fn upstream_for(listen: std::net::SocketAddr, host: &str, path: &str) -> (
         .body(Full::new(Bytes::new()))
         .unwrap();
     let r = client::send(listen, req).await.unwrap();
-    (r.status.as_u16(), r.header("x-upstream").unwrap_or("-").to_string())
+    (
+        r.status.as_u16(),
+        r.header("x-upstream").unwrap_or("-").to_string(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -63,11 +66,32 @@ endpoints = [{{ addr = "{}" }}]
     );
     let _w = Weir::start(&cfg, &[listen]);
 
-    assert_eq!(upstream_for(listen, "a.example.com", "/").await, (200, "a".into()));
-    assert_eq!(upstream_for(listen, "A.Example.com:8080", "/x").await, (200, "a".into()));
-    assert_eq!(upstream_for(listen, "a.example.com", "/api/v1").await, (200, "api".into()));
-    assert_eq!(upstream_for(listen, "x.b.example.com", "/").await, (200, "b".into()));
-    assert_eq!(upstream_for(listen, "x.y.b.example.com", "/").await, (200, "b".into()));
-    assert_eq!(upstream_for(listen, "b.example.com", "/").await, (200, "default".into()));
-    assert_eq!(upstream_for(listen, "other.com", "/api").await, (200, "default".into()));
+    assert_eq!(
+        upstream_for(listen, "a.example.com", "/").await,
+        (200, "a".into())
+    );
+    assert_eq!(
+        upstream_for(listen, "A.Example.com:8080", "/x").await,
+        (200, "a".into())
+    );
+    assert_eq!(
+        upstream_for(listen, "a.example.com", "/api/v1").await,
+        (200, "api".into())
+    );
+    assert_eq!(
+        upstream_for(listen, "x.b.example.com", "/").await,
+        (200, "b".into())
+    );
+    assert_eq!(
+        upstream_for(listen, "x.y.b.example.com", "/").await,
+        (200, "b".into())
+    );
+    assert_eq!(
+        upstream_for(listen, "b.example.com", "/").await,
+        (200, "default".into())
+    );
+    assert_eq!(
+        upstream_for(listen, "other.com", "/api").await,
+        (200, "default".into())
+    );
 }

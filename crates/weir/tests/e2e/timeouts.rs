@@ -46,7 +46,10 @@ async fn slow_request_head_is_cut_at_header_timeout() {
     let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
     s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").await.unwrap();
     let t = time_to_close(&mut s, Duration::from_secs(5)).await;
-    assert!(t >= Duration::from_millis(250) && t < Duration::from_secs(2), "{t:?}");
+    assert!(
+        t >= Duration::from_millis(250) && t < Duration::from_secs(2),
+        "{t:?}"
+    );
     assert_eq!(up.requests(), 0);
 }
 
@@ -56,9 +59,14 @@ async fn idle_keep_alive_closes_at_idle_timeout() {
     let listen = free_addr();
     let _w = Weir::start(&cfg(listen, up.addr(), "10s", "400ms"), &[listen]);
     let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
     let t = time_to_close(&mut s, Duration::from_secs(5)).await;
-    assert!(t >= Duration::from_millis(350) && t < Duration::from_secs(2), "{t:?}");
+    assert!(
+        t >= Duration::from_millis(350) && t < Duration::from_secs(2),
+        "{t:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -69,6 +77,9 @@ async fn idle_time_is_not_capped_by_the_header_timeout() {
     let mut conn = HttpConn::connect(listen).await.unwrap();
     assert_eq!(conn.get("/").await.unwrap().status, 200);
     tokio::time::sleep(Duration::from_millis(900)).await;
-    assert!(!conn.is_closed(), "idle connection closed at the header timeout");
+    assert!(
+        !conn.is_closed(),
+        "idle connection closed at the header timeout"
+    );
     assert_eq!(conn.get("/").await.unwrap().status, 200);
 }

@@ -1,0 +1,144 @@
+//! The TCP proxy: per-connection round robin, failover on connect, half-close,
+//! idle timeout, and a large transfer byte-exact.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use weir_testkit::TcpUpstream;
+
+use crate::common::{endpoints, free_addr, Weir};
+
+fn tcp_cfg(listen: SocketAddr, eps: &str, listener_extra: &str) -> String {
+    format!(
+        r#"
+[listeners.db]
+bind = "{listen}"
+protocol = "tcp"
+pool = "db"
+{listener_extra}
+
+[pools.db]
+{eps}
+"#
+    )
+}
+
+async fn greeting(s: &mut TcpStream) -> String {
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while s.read_exact(&mut b).await.is_ok() && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    String::from_utf8(line).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn balances_connections_by_weight() {
+    let a = TcpUpstream::echo("a", true).await.unwrap();
+    let b = TcpUpstream::echo("b", true).await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &tcp_cfg(listen, &endpoints(&[(a.addr(), 2), (b.addr(), 1)]), ""),
+        &[listen],
+    );
+    // The readiness probe was a session too; let its pick happen first so
+    // ours are nine consecutive picks (three full 2:1 cycles).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut seen = String::new();
+    for _ in 0..9 {
+        let mut s = TcpStream::connect(listen).await.unwrap();
+        seen.push_str(&greeting(&mut s).await);
+    }
+    assert_eq!(seen.matches('a').count(), 6, "{seen}");
+    assert_eq!(seen.matches('b').count(), 3, "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tries_the_next_endpoint_when_connect_fails() {
+    let dead = free_addr();
+    let live = TcpUpstream::echo("live", true).await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &tcp_cfg(listen, &endpoints(&[(dead, 1), (live.addr(), 1)]), ""),
+        &[listen],
+    );
+    for _ in 0..6 {
+        let mut s = TcpStream::connect(listen).await.unwrap();
+        assert_eq!(greeting(&mut s).await, "live");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn half_close_passes_through() {
+    let up = TcpUpstream::echo("e", false).await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &tcp_cfg(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    s.write_all(b"hello, then EOF").await.unwrap();
+    s.shutdown().await.unwrap();
+    // Our write side is closed; the echo must still come back, then EOF.
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out))
+        .await
+        .expect("no EOF after echo")
+        .unwrap();
+    assert_eq!(out, b"hello, then EOF");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idle_sessions_are_closed() {
+    let up = TcpUpstream::echo("e", false).await.unwrap();
+    let listen = free_addr();
+    let cfg = tcp_cfg(
+        listen,
+        &endpoints(&[(up.addr(), 1)]),
+        r#"idle_timeout = "300ms""#,
+    );
+    let _w = Weir::start(&cfg, &[listen]);
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    s.write_all(b"ping").await.unwrap();
+    let mut buf = [0u8; 4];
+    s.read_exact(&mut buf).await.unwrap();
+    let start = Instant::now();
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest))
+        .await
+        .expect("idle session not closed")
+        .ok();
+    let t = start.elapsed();
+    assert!(
+        t >= Duration::from_millis(250) && t < Duration::from_secs(2),
+        "{t:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_four_mib_round_trip_byte_exact() {
+    let up = TcpUpstream::echo("e", false).await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &tcp_cfg(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
+    let s = TcpStream::connect(listen).await.unwrap();
+    let (mut r, mut w) = s.into_split();
+    let data = weir_testkit::pattern(64 * 1024 * 1024);
+    let sent = data.clone();
+    let writer = tokio::spawn(async move {
+        w.write_all(&sent).await.unwrap();
+        w.shutdown().await.unwrap();
+    });
+    let mut got = Vec::with_capacity(data.len());
+    tokio::time::timeout(Duration::from_secs(60), r.read_to_end(&mut got))
+        .await
+        .unwrap()
+        .unwrap();
+    writer.await.unwrap();
+    assert_eq!(got.len(), data.len());
+    assert!(got == data[..], "bytes differ");
+}
