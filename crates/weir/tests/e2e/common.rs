@@ -43,11 +43,27 @@ impl Weir {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("weir.toml");
         std::fs::write(&config, toml).unwrap();
+        let mut args = vec!["run".to_string(), "-c".into(), config.display().to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Self::spawn(dir, config, &args, wait_for)
+    }
+
+    /// Runs `weir ARGS...` (any subcommand) and waits for `wait_for`.
+    pub fn command(args: &[&str], wait_for: &[SocketAddr]) -> Weir {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("weir.toml");
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Self::spawn(dir, config, &args, wait_for)
+    }
+
+    fn spawn(
+        dir: tempfile::TempDir,
+        config: PathBuf,
+        args: &[String],
+        wait_for: &[SocketAddr],
+    ) -> Weir {
         let mut child = Command::new(WEIR)
-            .arg("run")
-            .arg("-c")
-            .arg(&config)
-            .args(extra)
+            .args(args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

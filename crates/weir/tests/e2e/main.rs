@@ -3,6 +3,7 @@
 mod common;
 
 mod check;
+mod demo;
 mod http_basic;
 mod http_body;
 mod http_errors;

@@ -1,0 +1,32 @@
+//! `weir demo` works with no file: three named backends behind one listener.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::Full;
+use weir_testkit::client::{self, HttpConn};
+
+use crate::common::{free_addr, Weir};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn demo_balances_three_named_backends() {
+    let listen = free_addr();
+    let mut w = Weir::command(&["demo", "--listen", &listen.to_string()], &[listen]);
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        seen.push(conn.get("/").await.unwrap().text());
+    }
+    seen.sort();
+    assert_eq!(seen, ["demo-1\n", "demo-2\n", "demo-3\n", "demo-3\n"]);
+
+    let req = Request::get("/")
+        .header("host", "api.demo.local")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    assert_eq!(client::send(listen, req).await.unwrap().text(), "demo-3\n");
+
+    w.signal(libc::SIGTERM);
+    assert_eq!(w.wait_exit(Duration::from_secs(5)).code(), Some(0));
+}

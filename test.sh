@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every check weir's CI runs: formatting, lints, and all tests (unit and
+# end-to-end through the real binary). Installs what they need when missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian packages the tests need (none yet beyond the Rust toolchain; later
+# features add etcd, chromium, ... here).
+DEBS=()
+missing=()
+for p in "${DEBS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+if command -v rustup >/dev/null; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test"
+cargo test --workspace 2>&1 | tee /tmp/weir-test.log
+# One closing line for the whole run.
+awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' /tmp/weir-test.log
