@@ -26,7 +26,7 @@ struct Paths {
 impl Paths {
     fn insert(&mut self, prefix: &str, target: Target) {
         self.entries.push((prefix.into(), target));
-        self.entries.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.entries.sort_by_key(|e| std::cmp::Reverse(e.0.len()));
     }
 
     fn lookup(&self, path: &str) -> Option<&Target> {
@@ -69,7 +69,7 @@ impl RouteTable {
                         let mut paths = Paths::default();
                         paths.insert(path_prefix, target);
                         self.suffixes.push((s.as_str().into(), paths));
-                        self.suffixes.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+                        self.suffixes.sort_by_key(|e| std::cmp::Reverse(e.0.len()));
                     }
                 }
             }

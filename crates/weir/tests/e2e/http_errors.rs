@@ -138,3 +138,21 @@ async fn content_length_with_transfer_encoding_cannot_smuggle() {
         "smuggled request reached the upstream"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn upstream_dying_mid_request_is_502_upstream_reset() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
+    let pending = tokio::spawn(async move { client::get(listen, "/?hang=1").await });
+    while up.in_flight() == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    up.stop().await;
+    let r = pending.await.unwrap().unwrap();
+    assert_eq!(r.status, 502);
+    assert_eq!(r.header("x-weir-reason"), Some("upstream_reset"));
+}
