@@ -179,6 +179,18 @@ def start_bench_upstream(ctx: Ctx, i: int, mode: str) -> Upstream:
     return Upstream(port)
 
 
+def start_fake_upstream(ctx: Ctx, i: int, args: list[str]) -> Upstream:
+    """weir-testkit's fake-upstream (HTTP with --latency/--max-concurrency/--idle-close,
+    or --tcp-echo), for the capacity and resilience scenarios."""
+    port = ctx.upstream_port(i)
+    ensure_port_free(HOST, port)
+    p = PROCS.start(f"upstream{i}-fake", [ctx.bin("fake-upstream"), "--listen", f"{HOST}:{port}",
+                                          "--name", f"u{i}", "--threads", "1", *args],
+                    ctx.out / "logs" / f"upstream{i}-fake.log")
+    wait_port(p, HOST, port)
+    return Upstream(port)
+
+
 def versions(ctx: Ctx) -> dict:
     def first_line(argv):
         try:

@@ -60,7 +60,8 @@ def render_markdown(results: dict, scenarios: dict) -> str:
             row = []
             for c in cols:
                 a, b = w.get(c.key), p.get(c.key)
-                row.append(f"{a / b:.2f}×" if c.ratio and a is not None and b else "")
+                # no ratio when either side is below the measurement's resolution (0)
+                row.append(f"{a / b:.2f}×" if c.ratio and a and b else "")
             lines.append(f"| weir / {peer} | " + " | ".join(row) + " |")
         lines.append("")
     return "\n".join(lines)

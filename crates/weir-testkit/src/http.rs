@@ -60,7 +60,20 @@ impl Shared {
     }
 }
 
-/// A running fake HTTP/1.1 backend. Dropping it stops it.
+/// A running fake HTTP/1.1 backend on 127.0.0.1. Dropping it stops it.
+///
+/// Routes (any method; every response carries `x-upstream: NAME` and `x-upstream-conn: ID`):
+/// - default: 200, body `NAME\n` (or `body_size` pattern bytes);
+/// - `/healthz`: 200 `ok` / 503 per [`set_healthy`](Self::set_healthy); bypasses latency,
+///   worker slots and the request counters;
+/// - `/echo`: streams the request body back;
+/// - `/headers`: JSON `{upstream, method, uri, version, headers: [[name, value]..], body_len}`;
+/// - `/status/{code}`: that status, body `NAME\n` (none for 204/304);
+/// - `/bytes/{n}`: `n` bytes of [`pattern`](crate::pattern), with Content-Length;
+/// - `/chunked/{n}?delay_ms=D`: `n` chunks `chunk i\n`, `D` ms apart;
+/// - `/close`: close-delimited `NAME\n`, then the connection closes.
+///
+/// Query `latency_ms=N` overrides the latency for one request; `hang=1` never answers.
 pub struct HttpUpstream {
     shared: Arc<Shared>,
     listener: Listener,
@@ -189,9 +202,9 @@ impl HttpUpstreamBuilder {
         self
     }
 
-    /// Like `n` worker processes: request `n+1` waits until a worker is free.
+    /// Like `n` worker processes: request `n+1` waits until a worker is free. 0 = no cap.
     pub fn max_concurrency(mut self, n: usize) -> Self {
-        self.max_concurrency = Some(n);
+        self.max_concurrency = (n > 0).then_some(n);
         self
     }
 
