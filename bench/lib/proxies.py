@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -211,5 +212,8 @@ def versions(ctx: Ctx) -> dict:
         out["weir"] = rev + ("+dirty" if dirty else "")
     except (OSError, subprocess.TimeoutExpired):
         out["weir"] = "?"
+    exe = ctx.bin("weir")
+    if exe.exists():
+        out["weir"] += " (binary built " + time.strftime("%H:%M", time.localtime(exe.stat().st_mtime)) + ")"
     out["perf"] = shutil.which("perf") or ""
     return out

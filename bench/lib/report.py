@@ -28,7 +28,8 @@ def render_markdown(results: dict, scenarios: dict) -> str:
         f"thread/worker except weir-2t. CPU = utime+stime of the proxy's processes over the measured window "
         f"÷ requests (connections, GiB). Syscalls: "
         + (f"separate {o['syscall_seconds']} s run per proxy under {meta.get('syscall_method')}."
-           if meta.get("syscall_method") else "not measured (no usable perf or strace).")
+           if meta.get("syscall_method") else "not measured (BENCH_SYSCALL_SECONDS=0)." if not o["syscall_seconds"]
+           else "not measured (no usable perf or strace).")
         + " Ratio rows: weir (1 thread) ÷ peer; below 1 is better for CPU and latency, above 1 for throughput.",
         "",
     ]
@@ -64,4 +65,8 @@ def render_markdown(results: dict, scenarios: dict) -> str:
                 row.append(f"{a / b:.2f}×" if c.ratio and a and b else "")
             lines.append(f"| weir / {peer} | " + " | ".join(row) + " |")
         lines.append("")
+        g = sc.goal_line(med)
+        if g:
+            lines.append(g)
+            lines.append("")
     return "\n".join(lines)

@@ -66,6 +66,32 @@ class Scenario:
     def load(self, ctx: Ctx, seconds: int, warmup: bool = False) -> dict:
         raise NotImplementedError
 
+    # issue 7's "done when" for this scenario: (max weir CPU ÷ best peer CPU,
+    # peers considered, whether weir's p99 must also be ≤ the best peer's); None = no goal
+    goal: tuple[float, tuple[str, ...], bool] | None = None
+
+    def goal_line(self, med: dict) -> str | None:
+        if self.goal is None or "weir" not in med:
+            return None
+        limit, peers, p99 = self.goal
+        have = [p for p in peers if p in med and med[p].get("cpu_total")]
+        if not have or not med["weir"].get("cpu_total"):
+            return None
+        best = min(have, key=lambda p: med[p]["cpu_total"])
+        cpu = med["weir"]["cpu_total"] / med[best]["cpu_total"]
+        ok = cpu <= limit
+        want = f"CPU/{self.unit} ≤ {limit:g} × {'the better of ' + ' and '.join(peers) if len(peers) > 1 else peers[0]}"
+        got = f"weir's CPU is {cpu:.2f} × {best}'s"
+        if p99:
+            lat = [p for p in have if med[p].get("p99_ms")]
+            if lat and med["weir"].get("p99_ms"):
+                bestl = min(lat, key=lambda p: med[p]["p99_ms"])
+                r = med["weir"]["p99_ms"] / med[bestl]["p99_ms"]
+                ok = ok and r <= 1.0
+                want += ", p99 ≤ theirs"
+                got += f", p99 {r:.2f} × {bestl}'s"
+        return f"Goal (issue 7): {want}: {'**met**' if ok else 'not met'} ({got})."
+
 
 # --------------------------------------------------------------------------
 # HTTP via wrk
@@ -149,6 +175,7 @@ class HttpScenario(Scenario):
 
 class HttpSmall(HttpScenario):
     name, title = "http-small", "http-small"
+    goal = (0.8, ("haproxy", "nginx"), True)
 
 
 class HttpLarge(HttpScenario):
@@ -159,6 +186,7 @@ class HttpLarge(HttpScenario):
 class HttpConn(HttpScenario):
     name, title = "http-conn", "http-conn"
     close = True
+    goal = (1.0, ("haproxy", "nginx"), False)
 
 
 # --------------------------------------------------------------------------
@@ -180,6 +208,7 @@ class TcpStream(Scenario):
     name, title, protocol = "tcp-stream", "tcp-stream", "tcp"
     unit, cpu_scale, cpu_unit = "GiB", 1e6, "CPU s/GiB"
     uses_seconds = False
+    goal = (1.0, ("haproxy",), False)
 
     def variants(self):
         return [Variant("weir", "weir", 1), Variant("weir-2t", "weir", 2), Variant("haproxy", "haproxy", splice="force"),
@@ -218,6 +247,7 @@ class TcpConn(Scenario):
     name, title, protocol = "tcp-conn", "tcp-conn", "tcp"
     unit, cpu_unit = "conn", "µs/conn"
     conns, payload = 50, 64
+    goal = (1.0, ("haproxy", "nginx"), False)
 
     @property
     def columns(self):

@@ -82,6 +82,10 @@ impl Default for crate::Retry {
     }
 }
 
+/// Bounded-load consistent hashing: at most 1.25× the fair share per endpoint.
+pub const HASH_BALANCE_FACTOR: f64 = 1.25;
+pub const STICKY_COOKIE: &str = "weir_sticky";
+
 impl Default for crate::Pool {
     /// A pool with no endpoints and every default; endpoints are added after.
     fn default() -> Self {
@@ -89,6 +93,7 @@ impl Default for crate::Pool {
             balance: BALANCE,
             endpoints: Vec::new(),
             max_conn: MAX_CONN,
+            max_conn_total: 0,
             max_queue: MAX_QUEUE,
             queue_timeout: QUEUE_TIMEOUT,
             overflow_status: OVERFLOW_STATUS,
@@ -97,6 +102,14 @@ impl Default for crate::Pool {
             idle_timeout: UPSTREAM_IDLE_TIMEOUT,
             health: crate::Health::default(),
             retry: crate::Retry::default(),
+            hash_key: crate::HashKey::ClientIp,
+            hash_balance_factor: HASH_BALANCE_FACTOR,
+            sticky: crate::Sticky {
+                cookie: STICKY_COOKIE.to_string(),
+                base: crate::Balance::RoundRobin,
+                secret: None,
+            },
+            slow_start: Duration::ZERO,
         }
     }
 }

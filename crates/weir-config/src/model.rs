@@ -94,6 +94,8 @@ pub struct Pool {
     pub endpoints: Vec<Endpoint>,
     /// Per endpoint in-flight cap; 0 = no limit.
     pub max_conn: u32,
+    /// Pool-wide in-flight cap across all endpoints; 0 = no limit.
+    pub max_conn_total: u32,
     /// Requests waiting for a slot, per pool.
     pub max_queue: u32,
     /// Default 5 s.
@@ -109,6 +111,37 @@ pub struct Pool {
     pub idle_timeout: Duration,
     pub health: Health,
     pub retry: Retry,
+    /// What `balance = "hash"` hashes. Default: the client IP.
+    pub hash_key: HashKey,
+    /// Bounded-load factor for `hash`: no endpoint takes more than this times
+    /// its fair share of in-flight requests; 0 = unbounded. Default 1.25.
+    pub hash_balance_factor: f64,
+    pub sticky: Sticky,
+    /// A new or recovered endpoint's weight ramps from ~0 to full over this
+    /// long; zero = off (default).
+    pub slow_start: Duration,
+}
+
+/// The request property that `balance = "hash"` hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HashKey {
+    ClientIp,
+    Path,
+    /// Lower-cased header name.
+    Header(String),
+    Cookie(String),
+}
+
+/// `balance = "sticky"` settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sticky {
+    /// Default `weir_sticky`.
+    pub cookie: String,
+    /// How requests without a valid cookie are balanced. Default round_robin.
+    pub base: Balance,
+    /// HMAC key signing the cookie; `None` = a random key per process, so
+    /// cookies stop sticking when weir restarts.
+    pub secret: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

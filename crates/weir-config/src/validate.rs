@@ -14,6 +14,39 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     binds(sink, w);
     duplicate_routes(sink, w);
     pool_limits(sink, w);
+    tcp_pools(sink, w);
+}
+
+/// A tcp listener knows no requests: no headers, cookies or paths, and no
+/// per-request latency, so only connection-level algorithms apply.
+fn tcp_pools(sink: &mut Sink<'_>, w: &Walked) {
+    use crate::{Balance, HashKey};
+    for (name, at) in &w.listeners {
+        let l = &w.config.listeners[name];
+        let (Protocol::Tcp, Some(span), Some(pool)) = (l.protocol, &at.pool, &l.pool) else {
+            continue;
+        };
+        let Some(p) = w.config.pools.get(pool) else {
+            continue;
+        };
+        let why = match p.balance {
+            Balance::Ewma | Balance::Sticky => Some(format!(
+                "pool `{pool}` balances with {:?}, which tcp listeners do not support",
+                p.balance
+            )),
+            Balance::Hash if p.hash_key != HashKey::ClientIp => Some(format!(
+                "pool `{pool}` hashes on {:?}; a tcp listener can only hash on client_ip",
+                p.hash_key
+            )),
+            _ => None,
+        };
+        if let Some(why) = why {
+            sink.error(
+                span.clone(),
+                format!("{why} (tcp supports round_robin, least_conn, random, p2c, and hash on client_ip)"),
+            );
+        }
+    }
 }
 
 /// "no pool named `ap`, did you mean `app`?" with the existing names as fallback.

@@ -12,8 +12,8 @@ use crate::addr::Use;
 use crate::read::{self, Fields, Sink, Span};
 use crate::{defaults, host, notyet};
 use crate::{
-    Admin, Balance, Config, Endpoint, Global, Health, HealthCheck, Listener, Pool, Protocol, Retry,
-    Route,
+    Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck, Listener, Pool,
+    Protocol, Retry, Route,
 };
 
 const ROOT_KEYS: &[&str] = &["global", "admin", "listeners", "routes", "pools"];
@@ -32,9 +32,16 @@ const POOL_KEYS: &[&str] = &[
     "balance",
     "endpoints",
     "max_conn",
+    "max_conn_total",
     "max_queue",
     "queue_timeout",
     "overflow_status",
+    "hash_key",
+    "hash_balance_factor",
+    "sticky_cookie",
+    "sticky_base",
+    "sticky_secret",
+    "slow_start",
     "connect_timeout",
     "response_timeout",
     "idle_timeout",
@@ -360,6 +367,9 @@ fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
     if let Some(n) = t.int(sink, "max_conn", defaults::LIMIT_RANGE) {
         p.max_conn = n;
     }
+    if let Some(n) = t.int(sink, "max_conn_total", defaults::LIMIT_RANGE) {
+        p.max_conn_total = n;
+    }
     if let Some(n) = t.int(sink, "max_queue", defaults::LIMIT_RANGE) {
         p.max_queue = n;
         at.max_queue = t.get("max_queue").map(|v| v.span());
@@ -386,6 +396,10 @@ fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
             *slot = d;
         }
     }
+    balancing(sink, t, &mut p);
+    if let Some(d) = t.duration(sink, "slow_start", false) {
+        p.slow_start = d;
+    }
     if let Some(v) = t.get("health") {
         at.health = t.key_span("health");
         if let Some(h) = read::table(sink, v) {
@@ -399,6 +413,84 @@ fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
     }
     notyet::pool(sink, t, &p);
     (p, at)
+}
+
+/// The keys that tune `hash` and `sticky`.
+fn balancing(sink: &mut Sink<'_>, t: &Fields<'_, '_>, p: &mut Pool) {
+    if let Some(v) = t.get("hash_key") {
+        if let Some(s) = read::string(sink, v) {
+            match parse_hash_key(s) {
+                Ok(k) => p.hash_key = k,
+                Err(msg) => sink.error(v.span(), msg),
+            }
+        }
+    }
+    if let Some(v) = t.get("hash_balance_factor") {
+        let n = match v.get_ref() {
+            DeValue::Float(f) => f.as_str().replace('_', "").parse::<f64>().ok(),
+            DeValue::Integer(_) => read::integer_value(v.get_ref()).map(|i| i as f64),
+            _ => None,
+        };
+        match n {
+            Some(f) if f == 0.0 || (1.0..=100.0).contains(&f) => p.hash_balance_factor = f,
+            Some(f) => sink.error(
+                v.span(),
+                format!("hash_balance_factor = {f} is out of range; use 0 (unbounded) or a number from 1.0 to 100"),
+            ),
+            None => read::wrong_type(sink, v, "a number (e.g. 1.25)"),
+        }
+    }
+    if let Some(v) = t.get("sticky_cookie") {
+        if let Some(s) = read::string(sink, v) {
+            let token = !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if token {
+                p.sticky.cookie = s.to_string();
+            } else {
+                sink.error(
+                    v.span(),
+                    format!("invalid cookie name {s:?}: use letters, digits and -_."),
+                );
+            }
+        }
+    }
+    if let Some(b) = t.choice(sink, "sticky_base", BALANCES) {
+        if b == Balance::Sticky {
+            let span = t.get("sticky_base").map(|v| v.span()).unwrap_or_default();
+            sink.error(span, "sticky_base must be another algorithm than sticky");
+        } else {
+            p.sticky.base = b;
+        }
+    }
+    if let Some(v) = t.get("sticky_secret") {
+        if let Some(s) = read::string(sink, v) {
+            if s.len() < 16 {
+                sink.error(v.span(), "sticky_secret must be at least 16 characters");
+            } else {
+                p.sticky.secret = Some(s.to_string());
+            }
+        }
+    }
+}
+
+/// `client_ip`, `path`, `header:NAME`, `cookie:NAME`.
+fn parse_hash_key(s: &str) -> Result<HashKey, String> {
+    let bad_name = |n: &str| {
+        n.is_empty()
+            || !n
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    };
+    match s.split_once(':') {
+        None if s == "client_ip" => Ok(HashKey::ClientIp),
+        None if s == "path" => Ok(HashKey::Path),
+        Some(("header", n)) if !bad_name(n) => Ok(HashKey::Header(n.to_ascii_lowercase())),
+        Some(("cookie", n)) if !bad_name(n) => Ok(HashKey::Cookie(n.to_string())),
+        _ => Err(format!(
+            "invalid hash_key {s:?} (expected client_ip, path, header:NAME or cookie:NAME)"
+        )),
+    }
 }
 
 fn endpoints(sink: &mut Sink<'_>, pool: &str, v: &read::Val<'_>) -> Vec<Endpoint> {

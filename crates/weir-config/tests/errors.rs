@@ -444,9 +444,9 @@ fn duplicate_endpoints_in_a_pool() {
 
 #[test]
 fn errors_come_before_warnings_in_source_order() {
-    let src = format!("{BASE}balance = \"random\"\n[listeners.x]\nbind = \"nope\"\n");
+    let src = format!("{BASE}[pools.app.retry]\nattempts = 1\n[listeners.x]\nbind = \"nope\"\n");
     let d = diags(&src);
     let kinds: Vec<_> = d.iter().map(|d| (d.severity, d.line)).collect();
     use weir_config::Severity::*;
-    assert_eq!(kinds, vec![(Error, 8), (Warning, 6)]);
+    assert_eq!(kinds, vec![(Error, 9), (Warning, 6)]);
 }

@@ -1,12 +1,15 @@
 //! Per-endpoint runtime state. It lives in the registry keyed by pool and
-//! address and survives snapshot swaps, so a reload never drops an unchanged
-//! endpoint's pooled connections (and, later, its health and in-flight counts).
+//! address and survives snapshot swaps, so a reload never resets an unchanged
+//! endpoint's in-flight count, latency estimate, slow-start ramp or pooled
+//! connections.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::balance::{hash_bytes, Ewma};
+use crate::clock;
 use crate::upstream::idle::IdleConns;
 
 #[derive(Debug)]
@@ -15,6 +18,14 @@ pub struct EndpointRt {
     pub addr: SocketAddr,
     /// The address as text, made once for logs and headers.
     pub addr_str: Arc<str>,
+    /// Stable opaque identity (pool + address): sticky cookies and the hash
+    /// ring use it, so both agree across reloads and weir replicas.
+    pub id: u64,
+    /// Requests (http) or sessions (tcp) holding a slot on this endpoint.
+    pub in_flight: AtomicU32,
+    pub ewma: Ewma,
+    /// When the endpoint joined (or, later, recovered): slow start ramps from here.
+    pub ramp_from_ms: AtomicU64,
     /// Set when the endpoint left the config: it gets no new requests, and
     /// connections freed by in-flight requests close instead of being pooled.
     draining: AtomicBool,
@@ -23,13 +34,22 @@ pub struct EndpointRt {
 
 impl EndpointRt {
     pub fn new(pool: Arc<str>, addr: SocketAddr) -> Self {
+        let id = hash_bytes(format!("{pool}\0{addr}").as_bytes());
         EndpointRt {
+            addr_str: addr.to_string().into(),
             pool,
             addr,
-            addr_str: addr.to_string().into(),
+            id,
+            in_flight: AtomicU32::new(0),
+            ewma: Ewma::default(),
+            ramp_from_ms: AtomicU64::new(clock::now_ms()),
             draining: AtomicBool::new(false),
             idle: IdleConns::default(),
         }
+    }
+
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     pub fn is_draining(&self) -> bool {

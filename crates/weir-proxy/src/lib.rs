@@ -5,7 +5,9 @@
 //! immutable [`snapshot::Snapshot`] and publishes it with one atomic swap; the
 //! data plane reads it once per request or session, never under a lock.
 
-pub mod balancer;
+pub mod balance;
+pub mod capacity;
+pub mod clock;
 pub mod endpoint;
 pub mod http;
 pub mod listener;
@@ -68,7 +70,7 @@ impl Proxy {
             control: Mutex::new(Control {
                 listeners: HashMap::new(),
                 next_slot: 0,
-                registry: Registry::new(),
+                registry: Registry::default(),
                 drain_grace: Duration::from_secs(30),
             }),
         });
@@ -107,8 +109,9 @@ impl Proxy {
             slots.insert(name.clone(), slot);
         }
 
-        let snapshot = Snapshot::build(cfg, &slots, &mut control.registry);
-        self.shared.snapshot.store(Arc::new(snapshot));
+        let snapshot = Arc::new(Snapshot::build(cfg, &slots, &mut control.registry));
+        self.shared.snapshot.store(snapshot.clone());
+        snapshot.install_queues();
         control.drain_grace = cfg.global.drain_grace;
 
         for bound in fresh {

@@ -141,6 +141,7 @@ async fn accept_loop(
                 let Some(pool) = l.pool.clone() else { continue };
                 tracker.spawn(serve_tcp(
                     stream,
+                    client,
                     l.name.clone(),
                     pool,
                     l.idle_timeout,

@@ -1,50 +1,120 @@
 //! A pool as the data plane sees it: its endpoints (shared runtime state from
-//! the registry), the balancer, and the pool's timeouts.
+//! the registry), the balancing algorithm, limits, and the pool's timeouts.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::balancer::RoundRobin;
+use weir_config::HashKey;
+
+use crate::balance::{Algorithm, PickKey};
+use crate::capacity::PoolShared;
+use crate::clock;
 use crate::endpoint::EndpointRt;
 
 #[derive(Debug)]
 pub struct PoolRt {
     pub name: Arc<str>,
     pub endpoints: Vec<Arc<EndpointRt>>,
-    pub balancer: RoundRobin,
+    pub weights: Vec<u32>,
+    pub algorithm: Algorithm,
+    pub hash_key: HashKey,
+    pub sticky_cookie: String,
+    /// Per endpoint; 0 = no limit.
+    pub max_conn: u32,
+    /// Across the pool; 0 = no limit.
+    pub max_conn_total: u32,
+    pub max_queue: u32,
+    pub queue_timeout: Duration,
+    pub overflow_status: u16,
+    pub slow_start: Duration,
     pub connect_timeout: Duration,
     pub response_timeout: Duration,
     pub idle_timeout: Duration,
+    /// The queue and counters that outlive snapshots.
+    pub shared: Arc<PoolShared>,
 }
 
 impl PoolRt {
-    pub fn new(name: Arc<str>, cfg: &weir_config::Pool, endpoints: Vec<Arc<EndpointRt>>) -> Self {
-        let weights: Vec<u32> = cfg.endpoints.iter().map(|e| e.weight).collect();
+    pub fn new(
+        name: Arc<str>,
+        cfg: &weir_config::Pool,
+        endpoints: Vec<Arc<EndpointRt>>,
+        shared: Arc<PoolShared>,
+    ) -> Self {
+        let ids: Vec<u64> = endpoints.iter().map(|e| e.id).collect();
         PoolRt {
             name,
+            weights: cfg.endpoints.iter().map(|e| e.weight).collect(),
+            algorithm: Algorithm::new(cfg, cfg.balance, &ids),
             endpoints,
-            balancer: RoundRobin::new(&weights),
+            hash_key: cfg.hash_key.clone(),
+            sticky_cookie: cfg.sticky.cookie.clone(),
+            max_conn: cfg.max_conn,
+            max_conn_total: cfg.max_conn_total,
+            max_queue: cfg.max_queue,
+            queue_timeout: cfg.queue_timeout,
+            overflow_status: cfg.overflow_status,
+            slow_start: cfg.slow_start,
             connect_timeout: cfg.connect_timeout,
             response_timeout: cfg.response_timeout,
             idle_timeout: cfg.idle_timeout,
+            shared,
         }
     }
 
-    /// The next endpoint by the pool's balancing algorithm.
+    /// Whether requests can find the pool full (and then queue).
+    pub fn limited(&self) -> bool {
+        self.max_conn > 0 || self.max_conn_total > 0
+    }
+
     #[inline]
-    pub fn pick(&self) -> Option<&Arc<EndpointRt>> {
-        self.balancer.pick().map(|i| &self.endpoints[i])
+    pub fn in_flight(&self, i: usize) -> u32 {
+        self.endpoints[i].in_flight()
+    }
+
+    /// Whether endpoint `i` can take one more request under `max_conn`.
+    #[inline]
+    pub fn has_room(&self, i: usize) -> bool {
+        self.max_conn == 0 || self.in_flight(i) < self.max_conn
+    }
+
+    /// The endpoint for a request, by the pool's algorithm, among those `ok` accepts.
+    pub fn choose(&self, key: &PickKey, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
+        self.algorithm.pick(self, key, ok)
+    }
+
+    /// Whether any endpoint is still in its slow-start ramp.
+    pub fn ramping(&self) -> bool {
+        !self.slow_start.is_zero() && (0..self.endpoints.len()).any(|i| self.ramp(i) < 1.0)
+    }
+
+    /// Endpoint `i`'s slow-start factor in (0, 1].
+    pub fn ramp(&self, i: usize) -> f64 {
+        if self.slow_start.is_zero() {
+            return 1.0;
+        }
+        let since = self.endpoints[i]
+            .ramp_from_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let elapsed = clock::now_ms().saturating_sub(since) as f64;
+        // Start at 5%, not 0, so a new endpoint is measured at all.
+        (elapsed / self.slow_start.as_millis() as f64).clamp(0.05, 1.0)
+    }
+
+    /// Weight after slow start.
+    #[inline]
+    pub fn eff_weight(&self, i: usize) -> f64 {
+        self.weights[i] as f64 * self.ramp(i)
     }
 
     #[cfg(test)]
     pub fn for_test(name: &str) -> Self {
-        PoolRt {
-            name: name.into(),
-            endpoints: Vec::new(),
-            balancer: RoundRobin::new(&[]),
-            connect_timeout: Duration::from_secs(2),
-            response_timeout: Duration::from_secs(60),
-            idle_timeout: Duration::from_secs(4),
-        }
+        let cfg = weir_config::Pool::default();
+        PoolRt::new(
+            name.into(),
+            &cfg,
+            Vec::new(),
+            Arc::new(PoolShared::default()),
+        )
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use weir_config::{Config, Protocol};
 
+use crate::capacity::PoolShared;
 use crate::endpoint::EndpointRt;
 use crate::pool::PoolRt;
 use crate::router::{RouteTable, Target};
@@ -33,15 +34,21 @@ pub struct ListenerSnap {
     pub max_header_bytes: usize,
 }
 
-/// Endpoint runtime state that outlives snapshots, keyed by pool and address.
-pub type Registry = HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>>;
+/// Runtime state that outlives snapshots: endpoints keyed by pool and
+/// address, pool queues keyed by pool name.
+#[derive(Debug, Default)]
+pub struct Registry {
+    pub endpoints: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>>,
+    pub pools: HashMap<Arc<str>, Arc<PoolShared>>,
+}
 
 impl Snapshot {
     /// Builds a snapshot; endpoints already in `registry` keep their state,
     /// new ones are added. `slots` maps each listener name to its slot.
     pub fn build(cfg: &Config, slots: &HashMap<String, usize>, registry: &mut Registry) -> Self {
         let mut pools = HashMap::new();
-        let mut next: Registry = HashMap::new();
+        let mut next: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>> = HashMap::new();
+        let mut next_pools: HashMap<Arc<str>, Arc<PoolShared>> = HashMap::new();
         for (name, p) in &cfg.pools {
             let name: Arc<str> = name.as_str().into();
             let endpoints = p
@@ -50,6 +57,7 @@ impl Snapshot {
                 .map(|e| {
                     let key = (name.clone(), e.addr);
                     let rt = registry
+                        .endpoints
                         .get(&key)
                         .cloned()
                         .unwrap_or_else(|| Arc::new(EndpointRt::new(name.clone(), e.addr)));
@@ -57,16 +65,28 @@ impl Snapshot {
                     rt
                 })
                 .collect();
-            pools.insert(name.clone(), Arc::new(PoolRt::new(name, p, endpoints)));
+            let shared = registry.pools.get(&name).cloned().unwrap_or_default();
+            next_pools.insert(name.clone(), shared.clone());
+            pools.insert(
+                name.clone(),
+                Arc::new(PoolRt::new(name, p, endpoints, shared)),
+            );
         }
         // Endpoints that left the config drain: no new requests (they are not in
         // any pool of this snapshot), and their idle connections close now.
-        for (key, ep) in registry.iter() {
+        for (key, ep) in registry.endpoints.iter() {
             if !next.contains_key(key) {
                 ep.drain();
             }
         }
-        *registry = next;
+        // Requests queued for a pool that is gone get their answer now.
+        for (name, shared) in registry.pools.iter() {
+            if !next_pools.contains_key(name) {
+                shared.close();
+            }
+        }
+        registry.endpoints = next;
+        registry.pools = next_pools;
 
         let size = slots.values().copied().max().map_or(0, |m| m + 1);
         let mut listeners: Vec<Option<ListenerSnap>> = (0..size).map(|_| None).collect();
@@ -95,5 +115,13 @@ impl Snapshot {
             });
         }
         Snapshot { listeners, pools }
+    }
+
+    /// After the swap: queues serve from the new pools (a raised limit or a
+    /// new endpoint lets waiters through at once).
+    pub fn install_queues(&self) {
+        for pool in self.pools.values() {
+            pool.shared.install(pool);
+        }
     }
 }

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1::SendRequest;
 
+use crate::capacity::Slot;
 use crate::endpoint::EndpointRt;
 use crate::http::conn_state::BusyGuard;
 
@@ -30,6 +31,8 @@ pub enum ProxyBody {
         ret: Option<PoolReturn>,
         ended: bool,
         _busy: Option<BusyGuard>,
+        /// The endpoint slot, freed when the response is done (or dropped).
+        _slot: Option<Slot>,
     },
     Full {
         data: Option<Bytes>,
@@ -51,7 +54,16 @@ impl ProxyBody {
             ret,
             ended: false,
             _busy: None,
+            _slot: None,
         }
+    }
+
+    /// Holds the request's endpoint slot until the response is fully sent.
+    pub fn with_slot(mut self, slot: Slot) -> Self {
+        if let ProxyBody::Upstream { _slot, .. } = &mut self {
+            *_slot = Some(slot);
+        }
+        self
     }
 
     /// Ties the client connection's busy state to this body: the connection

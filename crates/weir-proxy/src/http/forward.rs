@@ -12,7 +12,10 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tracing::warn;
+use weir_config::HashKey;
 
+use crate::balance::{hash_bytes, Algorithm, PickKey};
+use crate::capacity::{self, Granted};
 use crate::endpoint::EndpointRt;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::conn_state::ConnState;
@@ -112,30 +115,98 @@ async fn route_and_forward(ctx: &ConnCtx, mut req: Request<Incoming>) -> Respons
     }
     *req.version_mut() = Version::HTTP_11;
 
-    let Some(ep) = pool.pick().cloned() else {
-        let w = Where {
-            listener: &listener,
-            route: route.as_deref(),
-            pool: &pool.name,
-            endpoint: None,
-        };
-        return fail(Reason::NoHealthyEndpoint, &w, &"the pool has no endpoints");
-    };
+    let key = pick_key(&pool, &req, ctx.client);
     let w = Where {
         listener: &listener,
         route: route.as_deref(),
         pool: &pool.name,
-        endpoint: Some(&ep.addr_str),
+        endpoint: None,
     };
-    send(&pool, ep.clone(), req, &w).await
+    let granted = match capacity::acquire(&pool, &key).await {
+        Ok(g) => g,
+        Err(reason) => return overflow(&pool, reason, &w),
+    };
+    let w = Where {
+        endpoint: Some(&granted.slot.endpoint.addr_str.clone()),
+        ..w
+    };
+    send(&pool, granted, &key, req, &w).await
+}
+
+/// What the pool's algorithm needs from the request: a hash of the
+/// configured key, or the endpoint a sticky cookie names.
+fn pick_key(pool: &PoolRt, req: &Request<Incoming>, client: SocketAddr) -> PickKey {
+    let mut key = PickKey::default();
+    let (hashes, codec) = match &pool.algorithm {
+        Algorithm::Hash { .. } => (true, None),
+        Algorithm::Sticky { codec, base } => {
+            (matches!(**base, Algorithm::Hash { .. }), Some(codec))
+        }
+        _ => return key,
+    };
+    if hashes {
+        key.hash = match &pool.hash_key {
+            HashKey::ClientIp => Some(ip_hash(client.ip())),
+            HashKey::Path => Some(hash_bytes(req.uri().path().as_bytes())),
+            HashKey::Header(h) => req
+                .headers()
+                .get(h.as_str())
+                .map(|v| hash_bytes(v.as_bytes())),
+            HashKey::Cookie(c) => cookie(req.headers(), c).map(|v| hash_bytes(v.as_bytes())),
+        };
+    }
+    if let Some(codec) = codec {
+        key.sticky = cookie(req.headers(), &pool.sticky_cookie).and_then(|v| codec.decode(v));
+    }
+    key
+}
+
+pub fn ip_hash(ip: std::net::IpAddr) -> u64 {
+    match ip {
+        std::net::IpAddr::V4(v4) => hash_bytes(&v4.octets()),
+        std::net::IpAddr::V6(v6) => hash_bytes(&v6.octets()),
+    }
+}
+
+/// The value of cookie `name` in the request's Cookie headers.
+fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim_matches('"'))
+}
+
+/// The answer when no slot could be had: the pool's overflow status with
+/// `Retry-After`, so clients and autoscalers can back off.
+fn overflow(pool: &PoolRt, reason: Reason, w: &Where<'_>) -> Response<ProxyBody> {
+    let detail = match reason {
+        Reason::QueueFull => format!("queue of {} is full", pool.max_queue),
+        Reason::QueueTimeout => format!("no free slot within {:?}", pool.queue_timeout),
+        _ => "the pool has no endpoints".to_string(),
+    };
+    let mut resp = fail(reason, w, &detail);
+    if matches!(reason, Reason::QueueFull | Reason::QueueTimeout) {
+        *resp.status_mut() = http::StatusCode::from_u16(pool.overflow_status)
+            .unwrap_or(http::StatusCode::SERVICE_UNAVAILABLE);
+        let secs = pool.queue_timeout.as_secs_f64().ceil().max(1.0) as u64;
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    resp
 }
 
 async fn send(
     pool: &PoolRt,
-    ep: Arc<EndpointRt>,
+    granted: Granted,
+    key: &PickKey,
     mut req: Request<Incoming>,
     w: &Where<'_>,
 ) -> Response<ProxyBody> {
+    let ep = granted.slot.endpoint.clone();
     let mut fresh_only = false;
     loop {
         let pooled = if fresh_only {
@@ -150,18 +221,30 @@ async fn send(
                 Err(e) => return fail(Reason::ConnectFailed, w, &e),
             },
         };
+        let sent_at = Instant::now();
         let sent = tokio::time::timeout(pool.response_timeout, tx.try_send_request(req)).await;
         match sent {
             Ok(Ok(resp)) => {
+                ep.ewma.observe(sent_at.elapsed());
                 let (mut parts, body) = resp.into_parts();
                 let idle = idle_allowance(&parts.headers, pool.idle_timeout);
                 strip_hop_by_hop(&mut parts.headers);
+                if let Some(codec) = pool.algorithm.sticky_codec() {
+                    if key.sticky != Some(ep.id) {
+                        set_sticky(
+                            &mut parts.headers,
+                            &pool.sticky_cookie,
+                            &codec.encode(ep.id),
+                        );
+                    }
+                }
                 let ret = PoolReturn {
                     endpoint: ep,
                     tx,
                     idle,
                 };
-                return Response::from_parts(parts, ProxyBody::upstream(body, Some(ret)));
+                let body = ProxyBody::upstream(body, Some(ret)).with_slot(granted.slot);
+                return Response::from_parts(parts, body);
             }
             Ok(Err(mut e)) => match e.take_message() {
                 // The connection died before a byte of the request was
@@ -179,6 +262,13 @@ async fn send(
                 return fail(Reason::UpstreamTimeout, w, &detail);
             }
         }
+    }
+}
+
+fn set_sticky(h: &mut http::HeaderMap, name: &str, value: &str) {
+    let c = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
+    if let Ok(v) = HeaderValue::from_str(&c) {
+        h.append(header::SET_COOKIE, v);
     }
 }
 

@@ -1,7 +1,9 @@
-//! One TCP session: pick an endpoint (the next one on connect failure), then
-//! relay until both sides are done, the session idles out, or the drain grace
-//! of a removed listener or a shutdown ends it.
+//! One TCP session: take a slot on an endpoint (queueing under `max_conn`
+//! like HTTP requests do), connect (the next endpoint on failure), then relay
+//! until both sides are done, the session idles out, or the drain grace of a
+//! removed listener or a shutdown ends it.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +11,9 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+use crate::balance::{Algorithm, PickKey};
+use crate::capacity::{self, Slot};
+use crate::http::forward::ip_hash;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::tcp::relay::relay;
@@ -16,21 +21,24 @@ use crate::upstream::connect::connect;
 
 pub async fn serve(
     client: TcpStream,
+    peer: SocketAddr,
     listener: Arc<str>,
     pool: Arc<PoolRt>,
     idle_timeout: Duration,
     kill: CancellationToken,
 ) {
-    let peer = client.peer_addr().ok();
-    let Some(upstream) = connect_any(&listener, &pool).await else {
-        warn!(
-            listener = &*listener,
-            pool = &*pool.name,
-            reason = Reason::ConnectFailed.as_str(),
-            client = ?peer,
-            "tcp session refused: no endpoint accepted the connection"
-        );
-        return;
+    let (upstream, _slot) = match connect_any(&listener, &pool, peer).await {
+        Ok(x) => x,
+        Err(reason) => {
+            warn!(
+                listener = &*listener,
+                pool = &*pool.name,
+                reason = reason.as_str(),
+                client = %peer,
+                "tcp session refused"
+            );
+            return;
+        }
     };
     let _ = client.set_nodelay(true);
     tokio::select! {
@@ -43,22 +51,36 @@ pub async fn serve(
     }
 }
 
-/// Tries each endpoint at most once, starting at the balancer's pick.
-async fn connect_any(listener: &str, pool: &PoolRt) -> Option<TcpStream> {
-    let n = pool.endpoints.len();
-    let start = pool.balancer.pick()?;
-    for k in 0..n {
-        let ep = &pool.endpoints[(start + k) % n];
+/// Takes a slot and connects; on a refused connect, frees the slot and tries
+/// another endpoint, each at most once.
+async fn connect_any(
+    listener: &str,
+    pool: &Arc<PoolRt>,
+    peer: SocketAddr,
+) -> Result<(TcpStream, Slot), Reason> {
+    let mut key = PickKey::default();
+    if let Algorithm::Hash { .. } = pool.algorithm {
+        key.hash = Some(ip_hash(peer.ip()));
+    }
+    for _ in 0..pool.endpoints.len().max(1) {
+        if (0..pool.endpoints.len()).all(|i| key.avoids(i)) {
+            break;
+        }
+        let granted = capacity::acquire(pool, &key).await?;
+        let ep = granted.slot.endpoint.clone();
         match connect(ep.addr, pool.connect_timeout).await {
-            Ok(s) => return Some(s),
-            Err(e) => warn!(
-                listener,
-                pool = &*pool.name,
-                endpoint = &*ep.addr_str,
-                reason = Reason::ConnectFailed.as_str(),
-                "tcp connect failed, trying the next endpoint: {e}"
-            ),
+            Ok(s) => return Ok((s, granted.slot)),
+            Err(e) => {
+                warn!(
+                    listener,
+                    pool = &*pool.name,
+                    endpoint = &*ep.addr_str,
+                    reason = Reason::ConnectFailed.as_str(),
+                    "tcp connect failed, trying the next endpoint: {e}"
+                );
+                key.avoid(granted.slot.index);
+            }
         }
     }
-    None
+    Err(Reason::ConnectFailed)
 }

@@ -1,7 +1,7 @@
-//! Endpoint selection. Smooth weighted round robin is precomputed into a
-//! schedule when the snapshot is built, so picking is one atomic increment and
-//! an index: no lock on the hot path, and the interleaving is exact (weights
-//! 1:1:8 give `c c a c c b c c c c`-like spreads, never `a b c c c c c c c c`).
+//! Smooth weighted round robin, precomputed into a schedule when the snapshot
+//! is built, so picking is one atomic increment and an index: no lock on the
+//! hot path, and the interleaving is exact (weights 1:1:8 give
+//! `c c a c c b c c c c`-like spreads, never `a b c c c c c c c c`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -33,6 +33,28 @@ impl RoundRobin {
         }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         Some(self.schedule[n % self.schedule.len()] as usize)
+    }
+
+    /// The next endpoint in schedule order that `ok` accepts; at most one
+    /// full cycle is scanned.
+    #[inline]
+    pub fn pick_where(&self, mut ok: impl FnMut(usize) -> bool) -> Option<usize> {
+        let len = self.schedule.len();
+        if len == 0 {
+            return None;
+        }
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        for k in 0..len {
+            let i = self.schedule[(start + k) % len] as usize;
+            if ok(i) {
+                if k > 0 {
+                    // Skipped entries were consumed: keep the cycle moving.
+                    self.next.fetch_add(k, Ordering::Relaxed);
+                }
+                return Some(i);
+            }
+        }
+        None
     }
 
     /// Entries in one full cycle (the sum of the weights, scaled).
