@@ -222,6 +222,7 @@ def main(argv: list[str]) -> int:
         log(f"weir: {ctx.weir_build_error}")
     results = {"meta": meta, "scenarios": {}}
     t0 = time.monotonic()
+    interrupted = False
     try:
         for n in names:
             sc = SCENARIOS[n](opts)
@@ -232,8 +233,9 @@ def main(argv: list[str]) -> int:
                 log(f"   {n} failed: {e}")
             (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     except KeyboardInterrupt:
-        log("interrupted; stopping every process this run started")
-        return 130
+        PROCS.stop_all()
+        log("interrupted; stopped every process this run started")
+        interrupted = True
     except Exception:
         traceback.print_exc()
         return 1
@@ -241,19 +243,22 @@ def main(argv: list[str]) -> int:
         PROCS.stop_all()
     meta["elapsed_s"] = round(time.monotonic() - t0)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
-    md = render_markdown(results, {n: SCENARIOS[n](opts) for n in names})
+    done = {n: SCENARIOS[n](opts) for n in names if n in results["scenarios"]}
+    md = render_markdown(results, done)
     (out / "table.md").write_text(md)
-    latest = out.parent / "latest"
-    try:
-        if latest.is_symlink() or latest.exists():
-            latest.unlink()
-        latest.symlink_to(out.name)
-    except OSError:
-        pass
+    if not interrupted:
+        latest = out.parent / "latest"
+        try:
+            if latest.is_symlink() or latest.exists():
+                latest.unlink()
+            latest.symlink_to(out.name)
+        except OSError:
+            pass
     print()
     print(md)
-    log(f"done in {meta['elapsed_s']} s; raw results in {out}/results.json, table in {out}/table.md")
-    return 0
+    log(f"{'interrupted after' if interrupted else 'done in'} {meta['elapsed_s']} s; raw results in "
+        f"{out}/results.json, table in {out}/table.md")
+    return 130 if interrupted else 0
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ class Scenario:
     unit = "req"        # what CPU and syscalls are divided by
     cpu_scale = 1.0     # cpu µs per unit is divided by this (1e6 for seconds per GiB)
     cpu_unit = "µs/req"
-    uses_seconds = True  # False when the load is a fixed amount of work (tcp-stream)
     columns: list[Column] = []
 
     def __init__(self, opts: dict):
@@ -207,7 +206,6 @@ def run_bench(ctx: Ctx, args: list[str], timeout: float) -> dict:
 class TcpStream(Scenario):
     name, title, protocol = "tcp-stream", "tcp-stream", "tcp"
     unit, cpu_scale, cpu_unit = "GiB", 1e6, "CPU s/GiB"
-    uses_seconds = False
     goal = (1.0, ("haproxy",), False)
 
     def variants(self):

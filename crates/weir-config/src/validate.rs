@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use crate::read::{Sink, Span};
 use crate::suggest;
-use crate::walk::Walked;
+use crate::walk::{self, Walked};
 use crate::{HostMatch, Protocol};
 
 pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
@@ -29,15 +29,23 @@ fn tcp_pools(sink: &mut Sink<'_>, w: &Walked) {
         let Some(p) = w.config.pools.get(pool) else {
             continue;
         };
+        // Name things as the user wrote them: `ewma`, `header:x-user`.
         let why = match p.balance {
             Balance::Ewma | Balance::Sticky => Some(format!(
-                "pool `{pool}` balances with {:?}, which tcp listeners do not support",
-                p.balance
+                "pool `{pool}` uses balance = \"{}\", which tcp listeners do not support",
+                walk::balance_name(p.balance)
             )),
-            Balance::Hash if p.hash_key != HashKey::ClientIp => Some(format!(
-                "pool `{pool}` hashes on {:?}; a tcp listener can only hash on client_ip",
-                p.hash_key
-            )),
+            Balance::Hash if p.hash_key != HashKey::ClientIp => {
+                let key = match &p.hash_key {
+                    HashKey::ClientIp => "client_ip".to_string(),
+                    HashKey::Path => "path".to_string(),
+                    HashKey::Header(n) => format!("header:{n}"),
+                    HashKey::Cookie(n) => format!("cookie:{n}"),
+                };
+                Some(format!(
+                    "pool `{pool}` hashes on hash_key = \"{key}\"; a tcp listener can only hash on client_ip"
+                ))
+            }
             _ => None,
         };
         if let Some(why) = why {
@@ -168,10 +176,12 @@ fn pool_limits(sink: &mut Sink<'_>, w: &Walked) {
     for (name, at) in &w.pools {
         let p = &w.config.pools[name];
         if let Some(span) = &at.max_queue {
-            if p.max_queue > 0 && p.max_conn == 0 {
+            // Either cap makes requests wait: the data plane queues when an
+            // endpoint is at max_conn or the pool at max_conn_total.
+            if p.max_queue > 0 && p.max_conn == 0 && p.max_conn_total == 0 {
                 sink.error(
                     span.clone(),
-                    "max_queue needs max_conn: with max_conn = 0 (no limit) nothing ever waits; set max_conn or remove max_queue",
+                    "max_queue needs max_conn (or max_conn_total): with no limit (0) nothing ever waits; set max_conn or remove max_queue",
                 );
             }
         }

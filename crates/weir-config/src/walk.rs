@@ -70,6 +70,14 @@ const BALANCES: &[(&str, Balance)] = &[
     ("hash", Balance::Hash),
     ("sticky", Balance::Sticky),
 ];
+/// `balance`'s spelling in the config, for messages.
+pub(crate) fn balance_name(b: Balance) -> &'static str {
+    BALANCES
+        .iter()
+        .find(|(_, v)| *v == b)
+        .map_or("?", |(n, _)| *n)
+}
+
 const CHECKS: &[(&str, HealthCheck)] = &[
     ("none", HealthCheck::None),
     ("tcp", HealthCheck::Tcp),

@@ -12,6 +12,10 @@ use crate::balance::{hash_bytes, Ewma};
 use crate::clock;
 use crate::upstream::idle::IdleConns;
 
+/// `ramp_from_ms` of an endpoint at full weight from the start: like
+/// HAProxy, weir does not slow-start the endpoints of its first config.
+pub const NOT_RAMPING: u64 = u64::MAX;
+
 #[derive(Debug)]
 pub struct EndpointRt {
     pub pool: Arc<str>,
@@ -24,7 +28,8 @@ pub struct EndpointRt {
     /// Requests (http) or sessions (tcp) holding a slot on this endpoint.
     pub in_flight: AtomicU32,
     pub ewma: Ewma,
-    /// When the endpoint joined (or, later, recovered): slow start ramps from here.
+    /// When the endpoint joined (or, later, recovered): slow start ramps from
+    /// here. [`NOT_RAMPING`] for endpoints that were there from the start.
     pub ramp_from_ms: AtomicU64,
     /// Set when the endpoint left the config: it gets no new requests, and
     /// connections freed by in-flight requests close instead of being pooled.
@@ -33,7 +38,8 @@ pub struct EndpointRt {
 }
 
 impl EndpointRt {
-    pub fn new(pool: Arc<str>, addr: SocketAddr) -> Self {
+    /// `ramp`: whether slow start applies (an endpoint added after start).
+    pub fn new(pool: Arc<str>, addr: SocketAddr, ramp: bool) -> Self {
         let id = hash_bytes(format!("{pool}\0{addr}").as_bytes());
         EndpointRt {
             addr_str: addr.to_string().into(),
@@ -42,7 +48,7 @@ impl EndpointRt {
             id,
             in_flight: AtomicU32::new(0),
             ewma: Ewma::default(),
-            ramp_from_ms: AtomicU64::new(clock::now_ms()),
+            ramp_from_ms: AtomicU64::new(if ramp { clock::now_ms() } else { NOT_RAMPING }),
             draining: AtomicBool::new(false),
             idle: IdleConns::default(),
         }

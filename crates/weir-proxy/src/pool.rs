@@ -96,6 +96,9 @@ impl PoolRt {
         let since = self.endpoints[i]
             .ramp_from_ms
             .load(std::sync::atomic::Ordering::Relaxed);
+        if since == crate::endpoint::NOT_RAMPING {
+            return 1.0;
+        }
         let elapsed = clock::now_ms().saturating_sub(since) as f64;
         // Start at 5%, not 0, so a new endpoint is measured at all.
         (elapsed / self.slow_start.as_millis() as f64).clamp(0.05, 1.0)

@@ -40,6 +40,8 @@ pub struct ListenerSnap {
 pub struct Registry {
     pub endpoints: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>>,
     pub pools: HashMap<Arc<str>, Arc<PoolShared>>,
+    /// Set after the first config: endpoints added later slow-start.
+    pub started: bool,
 }
 
 impl Snapshot {
@@ -56,11 +58,9 @@ impl Snapshot {
                 .iter()
                 .map(|e| {
                     let key = (name.clone(), e.addr);
-                    let rt = registry
-                        .endpoints
-                        .get(&key)
-                        .cloned()
-                        .unwrap_or_else(|| Arc::new(EndpointRt::new(name.clone(), e.addr)));
+                    let rt = registry.endpoints.get(&key).cloned().unwrap_or_else(|| {
+                        Arc::new(EndpointRt::new(name.clone(), e.addr, registry.started))
+                    });
                     next.insert(key, rt.clone());
                     rt
                 })
@@ -87,6 +87,7 @@ impl Snapshot {
         }
         registry.endpoints = next;
         registry.pools = next_pools;
+        registry.started = true;
 
         let size = slots.values().copied().max().map_or(0, |m| m + 1);
         let mut listeners: Vec<Option<ListenerSnap>> = (0..size).map(|_| None).collect();

@@ -2,6 +2,8 @@
 
 mod common;
 
+mod balance;
+mod capacity;
 mod check;
 mod demo;
 mod http_basic;
