@@ -42,15 +42,17 @@ mod tests {
     use std::sync::Arc;
 
     fn pool(weights: &[u32]) -> PoolRt {
-        let mut cfg = weir_config::Pool::default();
-        cfg.endpoints = weights
-            .iter()
-            .enumerate()
-            .map(|(i, &w)| weir_config::Endpoint {
-                addr: format!("127.0.0.1:{}", 1000 + i).parse().unwrap(),
-                weight: w,
-            })
-            .collect();
+        let cfg = weir_config::Pool {
+            endpoints: weights
+                .iter()
+                .enumerate()
+                .map(|(i, &w)| weir_config::Endpoint {
+                    addr: format!("127.0.0.1:{}", 1000 + i).parse().unwrap(),
+                    weight: w,
+                })
+                .collect(),
+            ..Default::default()
+        };
         let eps = cfg
             .endpoints
             .iter()
