@@ -60,6 +60,13 @@ impl Default for crate::Admin {
     }
 }
 
+pub const EJECT_AFTER: u32 = 5;
+pub const EJECT_TIME: Duration = Duration::from_secs(10);
+pub const MAX_EJECTION_PERCENT: u32 = 50;
+pub const RETRY_BUFFER: usize = 64 * 1024;
+pub const RETRY_BUDGET_PERCENT: u32 = 20;
+pub const RETRY_BUDGET_MIN_PER_SEC: u32 = 3;
+
 impl Default for crate::Health {
     fn default() -> Self {
         crate::Health {
@@ -70,6 +77,14 @@ impl Default for crate::Health {
             timeout: HEALTH_TIMEOUT,
             rise: RISE,
             fall: FALL,
+            host: None,
+            expect_body: None,
+            initial: crate::InitialState::Healthy,
+            eject_after: EJECT_AFTER,
+            eject_status: Vec::new(),
+            eject_time: EJECT_TIME,
+            max_ejection_percent: MAX_EJECTION_PERCENT,
+            no_healthy: crate::NoHealthy::FailOpen,
         }
     }
 }
@@ -78,6 +93,11 @@ impl Default for crate::Retry {
     fn default() -> Self {
         crate::Retry {
             attempts: RETRY_ATTEMPTS,
+            buffer: RETRY_BUFFER,
+            per_try_timeout: None,
+            on_status: Vec::new(),
+            budget_percent: RETRY_BUDGET_PERCENT,
+            budget_min_per_sec: RETRY_BUDGET_MIN_PER_SEC,
         }
     }
 }
@@ -110,6 +130,8 @@ impl Default for crate::Pool {
                 secret: None,
             },
             slow_start: Duration::ZERO,
+            max_conn_age: None,
+            max_requests_per_conn: 0,
         }
     }
 }

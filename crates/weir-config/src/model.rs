@@ -120,6 +120,10 @@ pub struct Pool {
     /// A new or recovered endpoint's weight ramps from ~0 to full over this
     /// long; zero = off (default).
     pub slow_start: Duration,
+    /// Upstream connections older than this are not reused; `None` = no cap.
+    pub max_conn_age: Option<Duration>,
+    /// Requests per upstream connection before it is retired; 0 = no cap.
+    pub max_requests_per_conn: u32,
 }
 
 /// The request property that `balance = "hash"` hashes.
@@ -175,6 +179,40 @@ pub struct Health {
     pub rise: u32,
     /// Default 2.
     pub fall: u32,
+    /// Host header of http checks; `None` = the endpoint's address.
+    pub host: Option<String>,
+    /// A substring the http check's response body must contain; `None` = any body.
+    pub expect_body: Option<String>,
+    /// An endpoint's state before its first check. Default healthy.
+    pub initial: InitialState,
+    /// Consecutive passive failures (refused or reset connections, and
+    /// `eject_status` answers) that eject an endpoint; 0 = never. Default 5.
+    pub eject_after: u32,
+    /// Upstream statuses that count as passive failures. Default none.
+    pub eject_status: Vec<u16>,
+    /// How long the first ejection lasts; the n-th lasts n times as long, at
+    /// most 10 times. Default 10 s.
+    pub eject_time: Duration,
+    /// Never eject more than this percentage of a pool's endpoints. Default 50.
+    pub max_ejection_percent: u32,
+    /// What to do when no endpoint is healthy. Default fail_open.
+    pub no_healthy: NoHealthy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InitialState {
+    Healthy,
+    Unhealthy,
+}
+
+/// The pool's answer when every endpoint is unhealthy or ejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoHealthy {
+    /// Use every endpoint as if healthy: a stale check must not take a
+    /// whole service down.
+    FailOpen,
+    /// Answer 503 `no_healthy_endpoint`.
+    FailClosed,
 }
 
 /// `[pools.NAME.retry]`.
@@ -182,4 +220,16 @@ pub struct Health {
 pub struct Retry {
     /// Retries after the first try. Default 2.
     pub attempts: u32,
+    /// Request bodies up to this many bytes are kept for replay; a larger
+    /// body is not retried. Default 65536.
+    pub buffer: usize,
+    /// Time limit for each try's response head; `None` = the pool's
+    /// `response_timeout` for the whole request.
+    pub per_try_timeout: Option<Duration>,
+    /// Upstream statuses retried (idempotent requests only). Default none.
+    pub on_status: Vec<u16>,
+    /// Retries may add at most this percentage of the requests. Default 20.
+    pub budget_percent: u32,
+    /// ...but this many retries per second are always allowed. Default 3.
+    pub budget_min_per_sec: u32,
 }
