@@ -66,6 +66,15 @@ pub const MAX_EJECTION_PERCENT: u32 = 50;
 pub const RETRY_BUFFER: usize = 64 * 1024;
 pub const RETRY_BUDGET_PERCENT: u32 = 20;
 pub const RETRY_BUDGET_MIN_PER_SEC: u32 = 3;
+pub const EJECT_AFTER_RANGE: std::ops::RangeInclusive<i64> = 0..=1000;
+/// `max_ejection_percent` and `budget_percent`.
+pub const PERCENT_RANGE: std::ops::RangeInclusive<i64> = 0..=100;
+/// Statuses `eject_status` and `on_status` may list: server errors only.
+pub const FAILURE_STATUS_RANGE: std::ops::RangeInclusive<i64> = 500..=599;
+pub const RETRY_BUFFER_RANGE: std::ops::RangeInclusive<i64> = 0..=16 * 1024 * 1024;
+pub const RETRY_BUDGET_MIN_PER_SEC_RANGE: std::ops::RangeInclusive<i64> = 0..=1000;
+/// `max_requests_per_conn`; 0 = no cap.
+pub const MAX_REQUESTS_PER_CONN_RANGE: std::ops::RangeInclusive<i64> = 0..=1_000_000;
 
 impl Default for crate::Health {
     fn default() -> Self {

@@ -224,7 +224,7 @@ pub struct Retry {
     /// body is not retried. Default 65536.
     pub buffer: usize,
     /// Time limit for each try's response head; `None` = the pool's
-    /// `response_timeout` for the whole request.
+    /// `response_timeout`, for each try.
     pub per_try_timeout: Option<Duration>,
     /// Upstream statuses retried (idempotent requests only). Default none.
     pub on_status: Vec<u16>,

@@ -4,29 +4,7 @@
 //! by a limit that does nothing. Remove an entry here when its feature lands.
 
 use crate::read::{Fields, Sink};
-use crate::{Admin, HealthCheck, Pool};
-
-pub(crate) fn pool(sink: &mut Sink<'_>, t: &Fields<'_, '_>, p: &Pool) {
-    if p.health.check != HealthCheck::None {
-        let span = t
-            .get("health")
-            .and_then(|h| h.get_ref().as_table())
-            .and_then(|h| h.get("check"))
-            .map(|v| v.span());
-        if let Some(span) = span {
-            sink.warn(
-                span,
-                "active health checks are not run yet in this version of weir (planned); the [health] table is validated but has no effect, every endpoint is treated as healthy",
-            );
-        }
-    }
-    if let Some(span) = t.key_span("retry") {
-        sink.warn(
-            span,
-            "retry is not enforced yet in this version of weir (planned); the [retry] table is validated but has no effect",
-        );
-    }
-}
+use crate::Admin;
 
 pub(crate) fn admin(sink: &mut Sink<'_>, t: &Fields<'_, '_>, _a: &Admin) {
     // No admin listener runs yet: say so rather than let a user believe the

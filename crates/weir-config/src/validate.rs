@@ -203,5 +203,20 @@ fn pool_limits(sink: &mut Sink<'_>, w: &Walked) {
                 );
             }
         }
+        if let (Some(span), Some(per_try), true) = (
+            &at.per_try_timeout,
+            p.retry.per_try_timeout,
+            at.response_timeout_ok,
+        ) {
+            if per_try >= p.response_timeout {
+                sink.error(
+                    span.clone(),
+                    format!(
+                        "per_try_timeout ({per_try:?}) must be shorter than the pool's response_timeout ({:?}), or it would never take effect",
+                        p.response_timeout
+                    ),
+                );
+            }
+        }
     }
 }

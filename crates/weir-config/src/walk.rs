@@ -12,8 +12,8 @@ use crate::addr::Use;
 use crate::read::{self, Fields, Sink, Span};
 use crate::{defaults, host, notyet};
 use crate::{
-    Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck, Listener, Pool,
-    Protocol, Retry, Route,
+    Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck, InitialState, Listener,
+    NoHealthy, Pool, Protocol, Retry, Route,
 };
 
 const ROOT_KEYS: &[&str] = &["global", "admin", "listeners", "routes", "pools"];
@@ -42,6 +42,8 @@ const POOL_KEYS: &[&str] = &[
     "sticky_base",
     "sticky_secret",
     "slow_start",
+    "max_conn_age",
+    "max_requests_per_conn",
     "connect_timeout",
     "response_timeout",
     "idle_timeout",
@@ -57,8 +59,23 @@ const HEALTH_KEYS: &[&str] = &[
     "timeout",
     "rise",
     "fall",
+    "host",
+    "expect_body",
+    "initial",
+    "eject_after",
+    "eject_status",
+    "eject_time",
+    "max_ejection_percent",
+    "no_healthy",
 ];
-const RETRY_KEYS: &[&str] = &["attempts"];
+const RETRY_KEYS: &[&str] = &[
+    "attempts",
+    "buffer",
+    "per_try_timeout",
+    "on_status",
+    "budget_percent",
+    "budget_min_per_sec",
+];
 
 const PROTOCOLS: &[(&str, Protocol)] = &[("http", Protocol::Http), ("tcp", Protocol::Tcp)];
 const BALANCES: &[(&str, Balance)] = &[
@@ -82,6 +99,14 @@ const CHECKS: &[(&str, HealthCheck)] = &[
     ("none", HealthCheck::None),
     ("tcp", HealthCheck::Tcp),
     ("http", HealthCheck::Http),
+];
+const INITIAL_STATES: &[(&str, InitialState)] = &[
+    ("healthy", InitialState::Healthy),
+    ("unhealthy", InitialState::Unhealthy),
+];
+const NO_HEALTHY: &[(&str, NoHealthy)] = &[
+    ("fail_open", NoHealthy::FailOpen),
+    ("fail_closed", NoHealthy::FailClosed),
 ];
 
 /// Placeholder for a required address that was missing or invalid; the load
@@ -118,6 +143,9 @@ pub(crate) struct PoolAt {
     pub health_timeout: Option<Span>,
     /// The `health` key, when the table exists.
     pub health: Option<Span>,
+    pub per_try_timeout: Option<Span>,
+    /// `response_timeout` is absent or valid, so rules comparing with it apply.
+    pub response_timeout_ok: bool,
 }
 
 pub(crate) fn document(sink: &mut Sink<'_>, doc: &DeTable<'_>, root_span: Span) -> Walked {
@@ -364,6 +392,8 @@ fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
         health_interval: None,
         health_timeout: None,
         health: None,
+        per_try_timeout: None,
+        response_timeout_ok: true,
     };
 
     if let Some(b) = t.choice(sink, "balance", BALANCES) {
@@ -400,13 +430,27 @@ fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
         ("response_timeout", &mut p.response_timeout),
         ("idle_timeout", &mut p.idle_timeout),
     ] {
-        if let Some(d) = t.duration(sink, key, true) {
-            *slot = d;
+        match t.duration(sink, key, true) {
+            Some(d) => *slot = d,
+            None if key == "response_timeout" && t.get(key).is_some() => {
+                at.response_timeout_ok = false;
+            }
+            None => {}
         }
     }
     balancing(sink, t, &mut p);
     if let Some(d) = t.duration(sink, "slow_start", false) {
         p.slow_start = d;
+    }
+    if let Some(d) = t.duration(sink, "max_conn_age", true) {
+        p.max_conn_age = Some(d);
+    }
+    if let Some(n) = t.int(
+        sink,
+        "max_requests_per_conn",
+        defaults::MAX_REQUESTS_PER_CONN_RANGE,
+    ) {
+        p.max_requests_per_conn = n;
     }
     if let Some(v) = t.get("health") {
         at.health = t.key_span("health");
@@ -416,10 +460,9 @@ fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
     }
     if let Some(v) = t.get("retry") {
         if let Some(r) = read::table(sink, v) {
-            p.retry = retry(sink, &r);
+            p.retry = retry(sink, &r, &mut at);
         }
     }
-    notyet::pool(sink, t, &p);
     (p, at)
 }
 
@@ -553,20 +596,28 @@ fn endpoints(sink: &mut Sink<'_>, pool: &str, v: &read::Val<'_>) -> Vec<Endpoint
 fn health(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Health {
     t.check_keys(sink, HEALTH_KEYS);
     let mut h = Health::default();
+    // The http-only keys whose values were accepted.
+    let mut http_keys: Vec<&'static str> = Vec::new();
     if let Some(c) = t.choice(sink, "check", CHECKS) {
         h.check = c;
     }
     if let Some(v) = t.get("path") {
         if let Some(p) = read::string(sink, v) {
             match check_path(p) {
-                Ok(()) => h.path = p.to_string(),
+                Ok(()) => {
+                    h.path = p.to_string();
+                    http_keys.push("path");
+                }
                 Err(e) => sink.error(v.span(), format!("invalid health path \"{p}\": {e}")),
             }
         }
     }
     if let Some(v) = t.get("expect_status") {
         match expect_status(v.get_ref()) {
-            Ok(r) => h.expect_status = r,
+            Ok(r) => {
+                h.expect_status = r;
+                http_keys.push("expect_status");
+            }
             Err(e) => sink.error(v.span(), e),
         }
     }
@@ -584,7 +635,144 @@ fn health(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Health {
     if let Some(n) = t.int(sink, "fall", defaults::RISE_FALL_RANGE) {
         h.fall = n;
     }
+    if let Some(v) = t.get("host") {
+        if let Some(s) = read::string(sink, v) {
+            match host::header_value(s) {
+                Ok(()) => {
+                    h.host = Some(s.to_string());
+                    http_keys.push("host");
+                }
+                Err(e) => sink.error(v.span(), e),
+            }
+        }
+    }
+    if let Some(v) = t.get("expect_body") {
+        match read::string(sink, v) {
+            Some("") => sink.error(v.span(), "expect_body is empty; omit it to accept any body"),
+            Some(s) => {
+                h.expect_body = Some(s.to_string());
+                http_keys.push("expect_body");
+            }
+            None => {}
+        }
+    }
+    if let Some(s) = t.choice(sink, "initial", INITIAL_STATES) {
+        h.initial = s;
+    }
+    if let Some(n) = t.int(sink, "eject_after", defaults::EJECT_AFTER_RANGE) {
+        h.eject_after = n;
+    }
+    if let Some(list) = status_list(sink, t, "eject_status") {
+        h.eject_status = list;
+    }
+    if let Some(d) = t.duration(sink, "eject_time", true) {
+        h.eject_time = d;
+    }
+    if let Some(n) = t.int(sink, "max_ejection_percent", defaults::PERCENT_RANGE) {
+        h.max_ejection_percent = n;
+    }
+    if let Some(p) = t.choice(sink, "no_healthy", NO_HEALTHY) {
+        h.no_healthy = p;
+    }
+    http_only_keys(sink, t, h.check, &http_keys);
     h
+}
+
+/// `path`, `expect_status`, `host` and `expect_body` do nothing for a tcp
+/// check or without checks: say so, unless the value or `check` is wrong
+/// (that error is the news).
+fn http_only_keys(sink: &mut Sink<'_>, t: &Fields<'_, '_>, check: HealthCheck, keys: &[&str]) {
+    let written = match t.get("check").map(|v| v.get_ref().as_str()) {
+        None => "none",
+        Some(Some(s)) if CHECKS.iter().any(|(n, _)| *n == s) => s,
+        Some(_) => return,
+    };
+    if check == HealthCheck::Http {
+        return;
+    }
+    for key in keys {
+        let Some(span) = t.key_span(key) else {
+            continue;
+        };
+        sink.warn(
+            span,
+            format!(
+                "{key} has no effect unless check = \"http\" (this pool has check = \"{written}\")"
+            ),
+        );
+    }
+}
+
+/// `eject_status` / `on_status`: an array of distinct 5xx codes. `None` after
+/// any error, so the default stays.
+fn status_list(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Option<Vec<u16>> {
+    let v = t.get(key)?;
+    let DeValue::Array(items) = v.get_ref() else {
+        let hint = match read::integer_value(v.get_ref()) {
+            Some(n) => format!("; write [{n}]"),
+            None => String::new(),
+        };
+        sink.error(
+            v.span(),
+            format!(
+                "{key} must be an array of status codes like [502, 503], found {}{hint}",
+                read::a_type(v.get_ref())
+            ),
+        );
+        return None;
+    };
+    let range = defaults::FAILURE_STATUS_RANGE;
+    let mut out: Vec<u16> = Vec::new();
+    let mut ok = true;
+    for item in items.iter() {
+        let n = match (item.get_ref(), read::integer_value(item.get_ref())) {
+            (_, Some(n)) => n,
+            // Too large for an i64: certainly not a status code.
+            (DeValue::Integer(i), None) => {
+                sink.error(
+                    item.span(),
+                    format!(
+                        "{key} may only list server errors ({}-{}), found {}",
+                        range.start(),
+                        range.end(),
+                        i.as_str()
+                    ),
+                );
+                ok = false;
+                continue;
+            }
+            (other, None) => {
+                sink.error(
+                    item.span(),
+                    format!(
+                        "expected a status code (an integer from {} to {}), found {}",
+                        range.start(),
+                        range.end(),
+                        read::a_type(other)
+                    ),
+                );
+                ok = false;
+                continue;
+            }
+        };
+        if !range.contains(&n) {
+            sink.error(
+                item.span(),
+                format!(
+                    "{key} may only list server errors ({}-{}), found {n}",
+                    range.start(),
+                    range.end()
+                ),
+            );
+            ok = false;
+        } else if out.contains(&(n as u16)) {
+            sink.error(item.span(), format!("{n} is listed twice in {key}"));
+            ok = false;
+        } else {
+            out.push(n as u16);
+        }
+    }
+    ok.then_some(out)
 }
 
 /// `200`, `"200"` or `"200-399"`, each code in 100..=599.
@@ -624,11 +812,31 @@ fn expect_status(v: &DeValue<'_>) -> Result<(u16, u16), String> {
     }
 }
 
-fn retry(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Retry {
+fn retry(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Retry {
     t.check_keys(sink, RETRY_KEYS);
     let mut r = Retry::default();
     if let Some(n) = t.int(sink, "attempts", defaults::RETRY_ATTEMPTS_RANGE) {
         r.attempts = n;
+    }
+    if let Some(n) = t.int(sink, "buffer", defaults::RETRY_BUFFER_RANGE) {
+        r.buffer = n;
+    }
+    if let Some(d) = t.duration(sink, "per_try_timeout", true) {
+        r.per_try_timeout = Some(d);
+        at.per_try_timeout = t.get("per_try_timeout").map(|v| v.span());
+    }
+    if let Some(list) = status_list(sink, t, "on_status") {
+        r.on_status = list;
+    }
+    if let Some(n) = t.int(sink, "budget_percent", defaults::PERCENT_RANGE) {
+        r.budget_percent = n;
+    }
+    if let Some(n) = t.int(
+        sink,
+        "budget_min_per_sec",
+        defaults::RETRY_BUDGET_MIN_PER_SEC_RANGE,
+    ) {
+        r.budget_min_per_sec = n;
     }
     r
 }

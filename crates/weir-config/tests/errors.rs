@@ -96,7 +96,7 @@ fn unknown_keys_at_every_level() {
         &format!("{BASE}[pools.app.retry]\ntries = 1\n"),
         7,
         1,
-        "unknown key `tries` (expected one of: attempts)",
+        "unknown key `tries` (expected one of: attempts, buffer, per_try_timeout, ",
     );
     one_error(
         "[pools.app]\nendpoints = [{ adr = \"127.0.0.1:1\" }]\n",
@@ -444,9 +444,10 @@ fn duplicate_endpoints_in_a_pool() {
 
 #[test]
 fn errors_come_before_warnings_in_source_order() {
-    let src = format!("{BASE}[pools.app.retry]\nattempts = 1\n[listeners.x]\nbind = \"nope\"\n");
+    // The warning (line 10) is written before the error (line 12).
+    let src = format!("{BASE}[listeners.pg]\nbind = \"127.0.0.1:5433\"\nprotocol = \"tcp\"\npool = \"app\"\nheader_timeout = \"1s\"\n[listeners.x]\nbind = \"nope\"\n");
     let d = diags(&src);
     let kinds: Vec<_> = d.iter().map(|d| (d.severity, d.line)).collect();
     use weir_config::Severity::*;
-    assert_eq!(kinds, vec![(Error, 9), (Warning, 6)]);
+    assert_eq!(kinds, vec![(Error, 12), (Warning, 10)]);
 }

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use crate::balance::{hash_bytes, Ewma};
 use crate::clock;
+use crate::health::EndpointHealth;
 use crate::upstream::idle::IdleConns;
 
 /// `ramp_from_ms` of an endpoint at full weight from the start: like
@@ -28,6 +29,7 @@ pub struct EndpointRt {
     /// Requests (http) or sessions (tcp) holding a slot on this endpoint.
     pub in_flight: AtomicU32,
     pub ewma: Ewma,
+    pub health: EndpointHealth,
     /// When the endpoint joined (or, later, recovered): slow start ramps from
     /// here. [`NOT_RAMPING`] for endpoints that were there from the start.
     pub ramp_from_ms: AtomicU64,
@@ -38,8 +40,9 @@ pub struct EndpointRt {
 }
 
 impl EndpointRt {
-    /// `ramp`: whether slow start applies (an endpoint added after start).
-    pub fn new(pool: Arc<str>, addr: SocketAddr, ramp: bool) -> Self {
+    /// `ramp`: whether slow start applies (an endpoint added after start);
+    /// `up`: its health before any check.
+    pub fn new(pool: Arc<str>, addr: SocketAddr, ramp: bool, up: bool) -> Self {
         let id = hash_bytes(format!("{pool}\0{addr}").as_bytes());
         EndpointRt {
             addr_str: addr.to_string().into(),
@@ -48,6 +51,7 @@ impl EndpointRt {
             id,
             in_flight: AtomicU32::new(0),
             ewma: Ewma::default(),
+            health: EndpointHealth::new(up),
             ramp_from_ms: AtomicU64::new(if ramp { clock::now_ms() } else { NOT_RAMPING }),
             draining: AtomicBool::new(false),
             idle: IdleConns::default(),

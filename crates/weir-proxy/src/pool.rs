@@ -11,6 +11,25 @@ use crate::capacity::PoolShared;
 use crate::clock;
 use crate::endpoint::EndpointRt;
 
+/// See [`PoolRt::health_filter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthFilter {
+    Available,
+    All,
+    None,
+}
+
+impl HealthFilter {
+    #[inline]
+    pub fn admits(self, pool: &PoolRt, i: usize) -> bool {
+        match self {
+            HealthFilter::Available => pool.available(i),
+            HealthFilter::All => true,
+            HealthFilter::None => false,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct PoolRt {
     pub name: Arc<str>,
@@ -30,6 +49,12 @@ pub struct PoolRt {
     pub connect_timeout: Duration,
     pub response_timeout: Duration,
     pub idle_timeout: Duration,
+    /// Passive ejection and the no-healthy policy (active checks run in
+    /// their own tasks).
+    pub health: weir_config::Health,
+    pub retry: weir_config::Retry,
+    pub max_conn_age: Option<Duration>,
+    pub max_requests_per_conn: u32,
     /// The queue and counters that outlive snapshots.
     pub shared: Arc<PoolShared>,
 }
@@ -58,6 +83,10 @@ impl PoolRt {
             connect_timeout: cfg.connect_timeout,
             response_timeout: cfg.response_timeout,
             idle_timeout: cfg.idle_timeout,
+            health: cfg.health.clone(),
+            retry: cfg.retry.clone(),
+            max_conn_age: cfg.max_conn_age,
+            max_requests_per_conn: cfg.max_requests_per_conn,
             shared,
         }
     }
@@ -76,6 +105,24 @@ impl PoolRt {
     #[inline]
     pub fn has_room(&self, i: usize) -> bool {
         self.max_conn == 0 || self.in_flight(i) < self.max_conn
+    }
+
+    /// Whether endpoint `i` passes its health checks and is not ejected.
+    #[inline]
+    pub fn available(&self, i: usize) -> bool {
+        self.endpoints[i].health.available()
+    }
+
+    /// Which endpoints a new request may use: the available ones; when none
+    /// is, all of them (`fail_open`) or none (`fail_closed`).
+    pub fn health_filter(&self) -> HealthFilter {
+        if (0..self.endpoints.len()).any(|i| self.available(i)) {
+            HealthFilter::Available
+        } else if self.health.no_healthy == weir_config::NoHealthy::FailOpen {
+            HealthFilter::All
+        } else {
+            HealthFilter::None
+        }
     }
 
     /// The endpoint for a request, by the pool's algorithm, among those `ok` accepts.

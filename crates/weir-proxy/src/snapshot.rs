@@ -7,10 +7,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir_config::{Config, Protocol};
+use weir_config::{Config, HealthCheck, InitialState, Protocol};
 
 use crate::capacity::PoolShared;
 use crate::endpoint::EndpointRt;
+use crate::health::checker::{self, Checker};
 use crate::pool::PoolRt;
 use crate::router::{RouteTable, Target};
 
@@ -42,6 +43,33 @@ pub struct Registry {
     pub pools: HashMap<Arc<str>, Arc<PoolShared>>,
     /// Set after the first config: endpoints added later slow-start.
     pub started: bool,
+    /// Active health checkers, one per checked endpoint.
+    pub checkers: HashMap<(Arc<str>, SocketAddr), Checker>,
+}
+
+/// Starts, restarts (settings changed) or stops the endpoint's checker; the
+/// endpoint's health state itself is kept either way.
+fn sync_checker(
+    checkers: &mut HashMap<(Arc<str>, SocketAddr), Checker>,
+    key: &(Arc<str>, SocketAddr),
+    ep: &Arc<EndpointRt>,
+    pool: &weir_config::Pool,
+) {
+    if pool.health.check == HealthCheck::None {
+        if checkers.remove(key).is_some() {
+            // Nobody checks any more: do not leave it marked down forever.
+            ep.health.set_up(true);
+        }
+        return;
+    }
+    if checkers.get(key).is_some_and(|c| c.cfg == pool.health) {
+        return;
+    }
+    let slow_start = !pool.slow_start.is_zero();
+    checkers.insert(
+        key.clone(),
+        checker::start(ep.clone(), pool.health.clone(), slow_start),
+    );
 }
 
 impl Snapshot {
@@ -58,9 +86,12 @@ impl Snapshot {
                 .iter()
                 .map(|e| {
                     let key = (name.clone(), e.addr);
+                    let up = p.health.check == HealthCheck::None
+                        || p.health.initial == InitialState::Healthy;
                     let rt = registry.endpoints.get(&key).cloned().unwrap_or_else(|| {
-                        Arc::new(EndpointRt::new(name.clone(), e.addr, registry.started))
+                        Arc::new(EndpointRt::new(name.clone(), e.addr, registry.started, up))
                     });
+                    sync_checker(&mut registry.checkers, &key, &rt, p);
                     next.insert(key, rt.clone());
                     rt
                 })
@@ -85,6 +116,7 @@ impl Snapshot {
                 shared.close();
             }
         }
+        registry.checkers.retain(|k, _| next.contains_key(k));
         registry.endpoints = next;
         registry.pools = next_pools;
         registry.started = true;

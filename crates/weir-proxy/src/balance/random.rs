@@ -56,7 +56,14 @@ mod tests {
         let eps = cfg
             .endpoints
             .iter()
-            .map(|e| Arc::new(crate::endpoint::EndpointRt::new("p".into(), e.addr, false)))
+            .map(|e| {
+                Arc::new(crate::endpoint::EndpointRt::new(
+                    "p".into(),
+                    e.addr,
+                    false,
+                    true,
+                ))
+            })
             .collect();
         PoolRt::new("p".into(), &cfg, eps, Default::default())
     }

@@ -31,8 +31,9 @@ pub struct Granted {
 /// `QueueTimeout`.
 pub async fn acquire(pool: &Arc<PoolRt>, key: &PickKey) -> Result<Granted, Reason> {
     if !pool.limited() {
+        let filter = pool.health_filter();
         let i = pool
-            .choose(key, &|_| true)
+            .choose(key, &|i| filter.admits(pool, i))
             .ok_or(Reason::NoHealthyEndpoint)?;
         return Ok(Granted {
             slot: Slot::take(pool, i),

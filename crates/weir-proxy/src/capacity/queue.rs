@@ -20,6 +20,9 @@ pub struct PoolShared {
     pub(crate) waiting: AtomicUsize,
     /// Slots held across the pool.
     pub(crate) total: AtomicU32,
+    /// Serialises ejection decisions (see `health::passive`).
+    pub(crate) eject_lock: Mutex<()>,
+    pub(crate) budget: crate::retry::Budget,
 }
 
 #[derive(Debug, Default)]
@@ -81,7 +84,8 @@ impl PoolShared {
         {
             return None;
         }
-        pool.choose(key, &|i| pool.has_room(i))
+        let filter = pool.health_filter();
+        pool.choose(key, &|i| filter.admits(pool, i) && pool.has_room(i))
     }
 
     pub(crate) fn try_acquire_or_enqueue(
@@ -89,7 +93,7 @@ impl PoolShared {
         pool: &PoolRt,
         key: &PickKey,
     ) -> Result<Outcome, Reason> {
-        if pool.endpoints.is_empty() {
+        if pool.endpoints.is_empty() || pool.health_filter() == crate::pool::HealthFilter::None {
             return Err(Reason::NoHealthyEndpoint);
         }
         let mut st = self.state.lock().unwrap();

@@ -8,21 +8,25 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::client::conn::http1::SendRequest;
 
 use crate::capacity::Slot;
 use crate::endpoint::EndpointRt;
 use crate::http::conn_state::BusyGuard;
+use crate::upstream::idle::Conn;
 
 /// A connection to return to its endpoint's pool once the response is read.
 pub struct PoolReturn {
     pub endpoint: Arc<EndpointRt>,
-    pub tx: SendRequest<Incoming>,
+    pub conn: Conn,
+    /// How long it may idle in the pool.
     pub idle: Duration,
+    /// The pool's `max_conn_age` and `max_requests_per_conn` (0 = none).
+    pub max_age: Option<Duration>,
+    pub max_uses: u32,
 }
 
 pub enum ProxyBody {
@@ -134,9 +138,10 @@ impl Drop for ProxyBody {
 }
 
 fn give_back(ret: &mut Option<PoolReturn>) {
-    if let Some(r) = ret.take() {
-        if !r.endpoint.is_draining() {
-            r.endpoint.idle.checkin(r.tx, Instant::now() + r.idle);
-        }
+    let Some(r) = ret.take() else { return };
+    let too_old = r.max_age.is_some_and(|m| r.conn.born.elapsed() >= m);
+    let worn = r.max_uses > 0 && r.conn.uses >= r.max_uses;
+    if !r.endpoint.is_draining() && !too_old && !worn {
+        r.endpoint.idle.checkin(r.conn, r.idle);
     }
 }

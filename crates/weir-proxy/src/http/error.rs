@@ -8,7 +8,13 @@ use crate::http::body::ProxyBody;
 use crate::reason::Reason;
 
 pub fn error_response(reason: Reason) -> Response<ProxyBody> {
-    let status = StatusCode::from_u16(reason.status()).unwrap_or(StatusCode::BAD_GATEWAY);
+    error_response_as(reason.status(), reason)
+}
+
+/// An error with `reason` but another reason's status (retries_exhausted
+/// after a timeout is still a 504).
+pub fn error_response_as(status: u16, reason: Reason) -> Response<ProxyBody> {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
     let body = format!(
         "{} {}: {}\n",
         status.as_u16(),

@@ -1,30 +1,27 @@
-//! One HTTP request: route it, pick an endpoint, send it upstream on a pooled
-//! or new connection, and hand the response back as a streaming body.
+//! One HTTP request: check it, route it, rewrite its headers, work out what
+//! the balancer needs from it, then hand it to `tries` and turn the outcome
+//! into the response (or an error with its reason).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use http::header::{self, HeaderValue};
 use http::{Request, Response, Uri, Version};
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use tracing::warn;
 use weir_config::HashKey;
 
 use crate::balance::{hash_bytes, Algorithm, PickKey};
-use crate::capacity::{self, Granted};
 use crate::endpoint::EndpointRt;
-use crate::http::body::{PoolReturn, ProxyBody};
+use crate::http::body::ProxyBody;
 use crate::http::conn_state::ConnState;
-use crate::http::error::error_response;
+use crate::http::error::{error_response, error_response_as};
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
+use crate::http::tries::{self, Attempts, Ended};
+use crate::http::upbody::prepare;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
-use crate::upstream::connect::connect;
-use crate::upstream::keep_alive::idle_allowance;
 use crate::Shared;
 
 /// What a client connection's requests share.
@@ -44,16 +41,25 @@ struct Where<'a> {
 }
 
 fn fail(reason: Reason, w: &Where<'_>, detail: &dyn std::fmt::Display) -> Response<ProxyBody> {
+    fail_as(reason.status(), reason, w, detail)
+}
+
+fn fail_as(
+    status: u16,
+    reason: Reason,
+    w: &Where<'_>,
+    detail: &dyn std::fmt::Display,
+) -> Response<ProxyBody> {
     warn!(
         listener = w.listener,
         route = w.route.unwrap_or("-"),
         pool = w.pool,
         endpoint = w.endpoint.unwrap_or("-"),
         reason = reason.as_str(),
-        status = reason.status(),
+        status,
         "request failed: {detail}"
     );
-    error_response(reason)
+    error_response_as(status, reason)
 }
 
 pub async fn handle(
@@ -122,15 +128,56 @@ async fn route_and_forward(ctx: &ConnCtx, mut req: Request<Incoming>) -> Respons
         pool: &pool.name,
         endpoint: None,
     };
-    let granted = match capacity::acquire(&pool, &key).await {
-        Ok(g) => g,
-        Err(reason) => return overflow(&pool, reason, &w),
+    let (parts, body) = req.into_parts();
+    let body = match prepare(body, pool.retry.buffer).await {
+        Ok(b) => b,
+        Err(e) => {
+            return fail(
+                Reason::ClientClosed,
+                &w,
+                &format!("reading the request body: {e}"),
+            )
+        }
     };
-    let w = Where {
-        endpoint: Some(&granted.slot.endpoint.addr_str.clone()),
-        ..w
+    let sticky_from = key.sticky;
+    let decorate = |resp: &mut Response<ProxyBody>, ep: &EndpointRt| {
+        if let Some(codec) = pool.algorithm.sticky_codec() {
+            if sticky_from != Some(ep.id) {
+                set_sticky(
+                    resp.headers_mut(),
+                    &pool.sticky_cookie,
+                    &codec.encode(ep.id),
+                );
+            }
+        }
     };
-    send(&pool, granted, &key, req, &w).await
+    let attempts = Attempts {
+        pool: &pool,
+        key,
+        parts,
+        body,
+        decorate: &decorate,
+    };
+    match tries::run(attempts).await {
+        Ended::Response(resp) => resp,
+        Ended::Failed {
+            reason,
+            status_of,
+            detail,
+            endpoint,
+        } => {
+            let w = Where {
+                endpoint: endpoint.as_deref(),
+                ..w
+            };
+            match reason {
+                Reason::QueueFull | Reason::QueueTimeout | Reason::NoHealthyEndpoint => {
+                    overflow(&pool, reason, &w)
+                }
+                _ => fail_as(status_of.status(), reason, &w, &detail),
+            }
+        }
+    }
 }
 
 /// What the pool's algorithm needs from the request: a hash of the
@@ -199,95 +246,9 @@ fn overflow(pool: &PoolRt, reason: Reason, w: &Where<'_>) -> Response<ProxyBody>
     resp
 }
 
-async fn send(
-    pool: &PoolRt,
-    granted: Granted,
-    key: &PickKey,
-    mut req: Request<Incoming>,
-    w: &Where<'_>,
-) -> Response<ProxyBody> {
-    let ep = granted.slot.endpoint.clone();
-    let mut fresh_only = false;
-    loop {
-        let pooled = if fresh_only {
-            None
-        } else {
-            ep.idle.checkout(Instant::now())
-        };
-        let mut tx = match pooled {
-            Some(tx) => tx,
-            None => match open(&ep, pool).await {
-                Ok(tx) => tx,
-                Err(e) => return fail(Reason::ConnectFailed, w, &e),
-            },
-        };
-        let sent_at = Instant::now();
-        let sent = tokio::time::timeout(pool.response_timeout, tx.try_send_request(req)).await;
-        match sent {
-            Ok(Ok(resp)) => {
-                ep.ewma.observe(sent_at.elapsed());
-                let (mut parts, body) = resp.into_parts();
-                let idle = idle_allowance(&parts.headers, pool.idle_timeout);
-                strip_hop_by_hop(&mut parts.headers);
-                if let Some(codec) = pool.algorithm.sticky_codec() {
-                    if key.sticky != Some(ep.id) {
-                        set_sticky(
-                            &mut parts.headers,
-                            &pool.sticky_cookie,
-                            &codec.encode(ep.id),
-                        );
-                    }
-                }
-                let ret = PoolReturn {
-                    endpoint: ep,
-                    tx,
-                    idle,
-                };
-                let body = ProxyBody::upstream(body, Some(ret)).with_slot(granted.slot);
-                return Response::from_parts(parts, body);
-            }
-            Ok(Err(mut e)) => match e.take_message() {
-                // The connection died before a byte of the request was
-                // written (a keep-alive the backend just closed): the request
-                // never reached the application, so any method may go again,
-                // once, on a new connection.
-                Some(back) if !fresh_only => {
-                    req = back;
-                    fresh_only = true;
-                }
-                _ => return fail(Reason::UpstreamReset, w, e.error()),
-            },
-            Err(_) => {
-                let detail = format!("no response within {:?}", pool.response_timeout);
-                return fail(Reason::UpstreamTimeout, w, &detail);
-            }
-        }
-    }
-}
-
 fn set_sticky(h: &mut http::HeaderMap, name: &str, value: &str) {
     let c = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
     if let Ok(v) = HeaderValue::from_str(&c) {
         h.append(header::SET_COOKIE, v);
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-enum OpenError {
-    #[error(transparent)]
-    Connect(#[from] crate::upstream::connect::ConnectError),
-    #[error("HTTP/1 handshake: {0}")]
-    Handshake(#[from] hyper::Error),
-}
-
-async fn open(ep: &EndpointRt, pool: &PoolRt) -> Result<SendRequest<Incoming>, OpenError> {
-    let stream = connect(ep.addr, pool.connect_timeout).await?;
-    let (tx, conn) = hyper::client::conn::http1::Builder::new()
-        .handshake(TokioIo::new(stream))
-        .await?;
-    tokio::spawn(async move {
-        // Ends when the backend closes or weir drops the sender.
-        let _ = conn.await;
-    });
-    Ok(tx)
 }

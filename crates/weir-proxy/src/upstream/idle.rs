@@ -2,21 +2,37 @@
 //!
 //! Why by hand rather than hyper-util's pool: weir must decide each
 //! connection's expiry itself (the pool's idle timeout, lowered by the
-//! backend's `Keep-Alive: timeout=` and later by what it learns from backends
-//! that close idle connections), and must drop them when an endpoint drains.
+//! backend's `Keep-Alive: timeout=` and by what it learns from backends that
+//! close idle connections silently), cap connection age and requests per
+//! connection, and drop everything when an endpoint drains.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
+
+use crate::clock;
+use crate::http::upbody::UpBody;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.
 const MAX_IDLE: usize = 1024;
+/// A learned idle-close time is trusted this long without new evidence, so a
+/// backend restart (which closes connections of every age) is soon forgotten.
+const LEARNED_TTL_MS: u64 = 60_000;
 
-pub struct Idle {
-    pub tx: SendRequest<Incoming>,
-    pub expires: Instant,
+/// An upstream connection and its life so far.
+pub struct Conn {
+    pub tx: SendRequest<UpBody>,
+    pub born: Instant,
+    /// Requests sent on it, the current one included.
+    pub uses: u32,
+}
+
+struct Idle {
+    conn: Conn,
+    since: Instant,
+    expires: Instant,
 }
 
 #[derive(Default)]
@@ -24,6 +40,10 @@ pub struct IdleConns {
     /// Oldest first; checkout takes the newest (LIFO keeps few connections warm
     /// and lets the rest expire).
     conns: Mutex<Vec<Idle>>,
+    /// Shortest idle time after which this backend was seen closing a pooled
+    /// connection (ms, 0 = never seen), and when that was last confirmed.
+    learned_ms: AtomicU64,
+    learned_at: AtomicU64,
 }
 
 impl std::fmt::Debug for IdleConns {
@@ -34,34 +54,80 @@ impl std::fmt::Debug for IdleConns {
     }
 }
 
+/// A pooled connection handed out, with how long it had been idle.
+pub struct Checkout {
+    pub conn: Conn,
+    pub idle_for: Duration,
+}
+
 impl IdleConns {
     /// A pooled connection that is open, ready and not expired.
-    pub fn checkout(&self, now: Instant) -> Option<SendRequest<Incoming>> {
+    pub fn checkout(&self, now: Instant) -> Option<Checkout> {
         let mut conns = self.conns.lock().unwrap();
         while let Some(c) = conns.pop() {
             // is_closed/is_ready reflect what the connection task saw: a FIN
             // from the backend makes the connection closed before we reuse it.
-            if c.expires > now && c.tx.is_ready() {
-                return Some(c.tx);
+            if c.conn.tx.is_ready() && c.expires > now {
+                return Some(Checkout {
+                    idle_for: now.saturating_duration_since(c.since),
+                    conn: c.conn,
+                });
+            }
+            if c.conn.tx.is_closed() {
+                self.learn(now.saturating_duration_since(c.since));
             }
         }
         None
     }
 
-    pub fn checkin(&self, tx: SendRequest<Incoming>, expires: Instant) {
-        if tx.is_closed() {
+    /// Returns a connection; `idle` is how long it may now stay idle.
+    pub fn checkin(&self, conn: Conn, idle: Duration) {
+        if conn.tx.is_closed() {
             return;
         }
+        let now = Instant::now();
+        let idle = match self.learned() {
+            Some(l) => idle.min(l),
+            None => idle,
+        };
         let mut conns = self.conns.lock().unwrap();
         if conns.len() >= MAX_IDLE {
             conns.remove(0);
         }
-        conns.push(Idle { tx, expires });
+        conns.push(Idle {
+            conn,
+            since: now,
+            expires: now + idle,
+        });
+    }
+
+    /// The backend closed a connection that had been idle this long (found
+    /// closed in the pool, or failing on reuse): keep future ones below it.
+    pub fn learn(&self, idle_for: Duration) {
+        let ms = (idle_for.as_millis() as u64).max(1);
+        let now = clock::now_ms();
+        let current = self.learned_ms.load(Relaxed);
+        let stale = now.saturating_sub(self.learned_at.load(Relaxed)) > LEARNED_TTL_MS;
+        if current == 0 || stale || ms < current {
+            self.learned_ms.store(ms, Relaxed);
+        }
+        self.learned_at.store(now, Relaxed);
+    }
+
+    /// How long connections may idle here by what the backend has shown:
+    /// 3/4 of the shortest idle-close seen recently.
+    pub fn learned(&self) -> Option<Duration> {
+        let ms = self.learned_ms.load(Relaxed);
+        if ms == 0 || clock::now_ms().saturating_sub(self.learned_at.load(Relaxed)) > LEARNED_TTL_MS
+        {
+            return None;
+        }
+        Some(Duration::from_millis(ms * 3 / 4))
     }
 
     pub fn prune(&self, now: Instant) {
         let mut conns = self.conns.lock().unwrap();
-        conns.retain(|c| c.expires > now && !c.tx.is_closed());
+        conns.retain(|c| c.expires > now && !c.conn.tx.is_closed());
     }
 
     pub fn clear(&self) {

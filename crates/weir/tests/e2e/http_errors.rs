@@ -11,11 +11,25 @@ use crate::common::{endpoints, free_addr, one_pool, raw_exchange, Weir};
 async fn unreachable_upstream_is_502_connect_failed() {
     let dead = free_addr();
     let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(dead, 1)]), ""), &[listen]);
+    let no_retry = "[pools.app.retry]\nattempts = 0";
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(dead, 1)]), no_retry),
+        &[listen],
+    );
     let r = client::get(listen, "/").await.unwrap();
     assert_eq!(r.status, 502);
     assert_eq!(r.header("x-weir-reason"), Some("connect_failed"));
     assert!(r.text().contains("connect_failed"), "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unreachable_after_retries_is_502_retries_exhausted() {
+    let dead = free_addr();
+    let listen = free_addr();
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(dead, 1)]), ""), &[listen]);
+    let r = client::get(listen, "/").await.unwrap();
+    assert_eq!(r.status, 502);
+    assert_eq!(r.header("x-weir-reason"), Some("retries_exhausted"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -25,7 +39,7 @@ async fn slow_upstream_is_504_upstream_timeout() {
     let cfg = one_pool(
         listen,
         &endpoints(&[(up.addr(), 1)]),
-        r#"response_timeout = "300ms""#,
+        "response_timeout = \"300ms\"\n[pools.app.retry]\nattempts = 0",
     );
     let w = Weir::start(&cfg, &[listen]);
     let r = client::get(listen, "/?hang=1").await.unwrap();
@@ -140,14 +154,21 @@ async fn content_length_with_transfer_encoding_cannot_smuggle() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn upstream_dying_mid_request_is_502_upstream_reset() {
+async fn upstream_dying_mid_post_is_502_upstream_reset() {
+    // A POST the backend received may have had effects: no retry, the client
+    // learns the truth.
     let up = HttpUpstream::spawn("a").await.unwrap();
     let listen = free_addr();
     let _w = Weir::start(
         &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
         &[listen],
     );
-    let pending = tokio::spawn(async move { client::get(listen, "/?hang=1").await });
+    let pending = tokio::spawn(async move {
+        let req = http::Request::post("/?hang=1")
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(b"x")))
+            .unwrap();
+        client::send(listen, req).await
+    });
     while up.in_flight() == 0 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

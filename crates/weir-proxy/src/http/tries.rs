@@ -1,0 +1,310 @@
+//! Sending a request upstream, with the retries DESIGN.md §4 allows:
+//!
+//! - a try that failed to connect, or failed on a reused connection before
+//!   any response byte, never reached the application: it is retried for any
+//!   method, on a fresh connection, preferably to another endpoint;
+//! - a timeout, a reset after the request went out on a fresh connection,
+//!   or an answer listed in `on_status` is retried only for idempotent
+//!   methods or requests carrying `Idempotency-Key`;
+//! - nothing is retried once response bytes went to the client (tries end
+//!   before the response is handed back), nor a body too large to replay;
+//! - the pool's retry budget has the last word; when retries run out, the
+//!   client gets the last real upstream answer.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::request::Parts;
+use http::{Method, Request, Response};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+
+use crate::balance::PickKey;
+use crate::capacity::{self, Granted};
+use crate::endpoint::EndpointRt;
+use crate::health::{record_failure, record_success};
+use crate::http::body::{PoolReturn, ProxyBody};
+use crate::http::headers::strip_hop_by_hop;
+use crate::http::upbody::{Prepared, UpBody};
+use crate::pool::PoolRt;
+use crate::reason::Reason;
+use crate::upstream::connect::connect;
+use crate::upstream::idle::Conn;
+use crate::upstream::keep_alive::idle_allowance;
+
+/// What became of one try.
+// The large variant is the common one; boxing it would allocate per request.
+#[allow(clippy::large_enum_variant)]
+enum Outcome {
+    /// An upstream answer; `retry` when its status is in `on_status`.
+    Answer(Response<ProxyBody>, Granted, bool),
+    /// Failed before the application could have seen the request.
+    NotDelivered(Reason, String),
+    /// Failed after the request may have reached the application.
+    MaybeDelivered(Reason, String),
+}
+
+/// A request ready to be tried, and what the tries need to know about it.
+pub struct Attempts<'a> {
+    pub pool: &'a Arc<PoolRt>,
+    pub key: PickKey,
+    pub parts: Parts,
+    pub body: Prepared,
+    /// Called with each try's result to add response headers (sticky cookie).
+    pub decorate: &'a (dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
+}
+
+/// How the tries ended: a response to send, or an error to generate.
+#[allow(clippy::large_enum_variant)] // as for `Outcome`
+pub enum Ended {
+    Response(Response<ProxyBody>),
+    Failed {
+        reason: Reason,
+        /// The reason whose status the client gets: after retries the
+        /// reason is `retries_exhausted`, but a last try that timed out still
+        /// answers 504.
+        status_of: Reason,
+        detail: String,
+        endpoint: Option<Arc<str>>,
+    },
+}
+
+fn idempotent(parts: &Parts) -> bool {
+    matches!(
+        parts.method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+    ) || parts.headers.contains_key("idempotency-key")
+}
+
+pub async fn run(mut a: Attempts<'_>) -> Ended {
+    let pool = a.pool;
+    let policy = &pool.retry;
+    pool.shared.budget.deposit(policy.budget_percent);
+    let idempotent = idempotent(&a.parts);
+    let replay = match &a.body {
+        Prepared::Replayable(b) => Some(b.clone()),
+        Prepared::Once(_) => None,
+    };
+    let mut once = match std::mem::replace(&mut a.body, Prepared::Replayable(Default::default())) {
+        Prepared::Once(b) => Some(b),
+        Prepared::Replayable(_) => None,
+    };
+    let mut tries = 0u32;
+    let mut last_answer: Option<Response<ProxyBody>> = None;
+    let mut last_failure: (Reason, String, Option<Arc<str>>) =
+        (Reason::NoHealthyEndpoint, String::new(), None);
+    let mut fresh_only = false;
+    loop {
+        let granted = match capacity::acquire(pool, &a.key).await {
+            Ok(g) => g,
+            Err(reason) if tries == 0 => {
+                return Ended::Failed {
+                    reason,
+                    status_of: reason,
+                    detail: String::new(),
+                    endpoint: None,
+                }
+            }
+            // A retry found no slot: the last answer or failure stands.
+            Err(_) => break,
+        };
+        let ep = granted.slot.endpoint.clone();
+        let body = match (&replay, once.take()) {
+            (Some(b), _) if b.is_empty() => UpBody::Full(None),
+            (Some(b), _) => UpBody::Full(Some(b.clone())),
+            (None, Some(b)) => b,
+            (None, None) => break,
+        };
+        let req = Request::from_parts(a.parts.clone(), body);
+        let outcome = try_once(pool, granted, req, fresh_only, a.decorate).await;
+        let retry = match outcome {
+            Outcome::Answer(resp, granted, retry_status) => {
+                let status = resp.status().as_u16();
+                if pool.health.eject_status.contains(&status) {
+                    record_failure(pool, &ep, "ejecting status");
+                } else {
+                    record_success(&ep);
+                }
+                if !(retry_status && idempotent && replay.is_some()) {
+                    return Ended::Response(attach(resp, granted));
+                }
+                // Keep the answer for the client, but free its slot now so
+                // the retry can use it.
+                drop(granted);
+                last_answer = Some(resp);
+                true
+            }
+            Outcome::NotDelivered(reason, detail) => {
+                record_failure(pool, &ep, reason.as_str());
+                last_failure = (reason, detail, Some(ep.addr_str.clone()));
+                replay.is_some()
+            }
+            Outcome::MaybeDelivered(reason, detail) => {
+                if reason != Reason::UpstreamTimeout {
+                    record_failure(pool, &ep, reason.as_str());
+                }
+                last_failure = (reason, detail, Some(ep.addr_str.clone()));
+                idempotent && replay.is_some()
+            }
+        };
+        if !retry
+            || tries >= policy.attempts
+            || !pool.shared.budget.withdraw(policy.budget_min_per_sec)
+        {
+            break;
+        }
+        tries += 1;
+        fresh_only = true;
+        // Prefer another endpoint, while another one is available.
+        let index = pool.endpoints.iter().position(|e| Arc::ptr_eq(e, &ep));
+        if let Some(i) = index {
+            let others =
+                (0..pool.endpoints.len()).any(|j| j != i && !a.key.avoids(j) && pool.available(j));
+            if others {
+                a.key.avoid(i);
+            }
+        }
+        tracing::debug!(
+            pool = &*pool.name,
+            endpoint = &*ep.addr_str,
+            try_ = tries,
+            "retrying"
+        );
+    }
+    if let Some(resp) = last_answer {
+        return Ended::Response(resp);
+    }
+    let (last, detail, endpoint) = last_failure;
+    let reason = if tries > 0 {
+        Reason::RetriesExhausted
+    } else {
+        last
+    };
+    let detail = if tries > 0 {
+        format!("{tries} retries; last: {detail}")
+    } else {
+        detail
+    };
+    Ended::Failed {
+        reason,
+        status_of: last,
+        detail,
+        endpoint,
+    }
+}
+
+fn attach(resp: Response<ProxyBody>, granted: Granted) -> Response<ProxyBody> {
+    resp.map(|b| b.with_slot(granted.slot))
+}
+
+async fn try_once(
+    pool: &PoolRt,
+    granted: Granted,
+    req: Request<UpBody>,
+    fresh_only: bool,
+    decorate: &(dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
+) -> Outcome {
+    let ep = granted.slot.endpoint.clone();
+    let limit = pool.retry.per_try_timeout.unwrap_or(pool.response_timeout);
+    let started = Instant::now();
+    let mut req = req;
+    let mut fresh_only = fresh_only;
+    loop {
+        let pooled = if fresh_only {
+            None
+        } else {
+            ep.idle.checkout(Instant::now())
+        };
+        let reused = pooled.is_some();
+        let idle_for = pooled.as_ref().map(|c| c.idle_for);
+        let mut conn = match pooled {
+            Some(c) => c.conn,
+            None => {
+                let left = limit.saturating_sub(started.elapsed());
+                match open(
+                    &ep,
+                    pool.connect_timeout.min(left.max(Duration::from_millis(1))),
+                )
+                .await
+                {
+                    Ok(tx) => Conn {
+                        tx,
+                        born: Instant::now(),
+                        uses: 0,
+                    },
+                    Err(e) => return Outcome::NotDelivered(Reason::ConnectFailed, e.to_string()),
+                }
+            }
+        };
+        conn.uses += 1;
+        let left = limit.saturating_sub(started.elapsed());
+        let sent_at = Instant::now();
+        match tokio::time::timeout(left, conn.tx.try_send_request(req)).await {
+            Ok(Ok(resp)) => {
+                ep.ewma.observe(sent_at.elapsed());
+                let (mut parts, body) = resp.into_parts();
+                let idle = idle_allowance(&parts.headers, pool.idle_timeout);
+                strip_hop_by_hop(&mut parts.headers);
+                let retry_status = pool.retry.on_status.contains(&parts.status.as_u16());
+                let ret = PoolReturn {
+                    endpoint: ep.clone(),
+                    conn,
+                    idle,
+                    max_age: pool.max_conn_age,
+                    max_uses: pool.max_requests_per_conn,
+                };
+                let mut resp = Response::from_parts(parts, ProxyBody::upstream(body, Some(ret)));
+                decorate(&mut resp, &ep);
+                return Outcome::Answer(resp, granted, retry_status);
+            }
+            Ok(Err(mut e)) => {
+                if let Some(back) = e.take_message() {
+                    // Not a byte went out: the connection was already dead.
+                    if reused && !fresh_only {
+                        if let Some(age) = idle_for {
+                            ep.idle.learn(age);
+                        }
+                        req = back;
+                        fresh_only = true;
+                        continue;
+                    }
+                    return Outcome::NotDelivered(Reason::UpstreamReset, e.error().to_string());
+                }
+                if reused {
+                    // The stale keep-alive race: the backend closed the idle
+                    // connection as we wrote. It answered nothing, so the
+                    // request was not processed.
+                    if let Some(age) = idle_for {
+                        ep.idle.learn(age);
+                    }
+                    return Outcome::NotDelivered(Reason::UpstreamReset, e.error().to_string());
+                }
+                return Outcome::MaybeDelivered(Reason::UpstreamReset, e.error().to_string());
+            }
+            Err(_) => {
+                let detail = format!("no response within {limit:?}");
+                return Outcome::MaybeDelivered(Reason::UpstreamTimeout, detail);
+            }
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum OpenError {
+    #[error(transparent)]
+    Connect(#[from] crate::upstream::connect::ConnectError),
+    #[error("HTTP/1 handshake: {0}")]
+    Handshake(#[from] hyper::Error),
+}
+
+async fn open(ep: &EndpointRt, timeout: Duration) -> Result<SendRequest<UpBody>, OpenError> {
+    let stream = connect(ep.addr, timeout).await?;
+    let (tx, conn) = hyper::client::conn::http1::Builder::new()
+        .handshake(TokioIo::new(stream))
+        .await?;
+    tokio::spawn(async move {
+        // Ends when the backend closes or weir drops the sender.
+        let _ = conn.await;
+    });
+    Ok(tx)
+}
