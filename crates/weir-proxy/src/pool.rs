@@ -113,10 +113,12 @@ impl PoolRt {
         self.endpoints[i].health.available()
     }
 
-    /// Which endpoints a new request may use: the available ones; when none
-    /// is, all of them (`fail_open`) or none (`fail_closed`).
-    pub fn health_filter(&self) -> HealthFilter {
-        if (0..self.endpoints.len()).any(|i| self.available(i)) {
+    /// Which endpoints a request may use: the available ones it does not
+    /// avoid; when there is none, all of them (`fail_open`: a retry then
+    /// tries an endpoint marked down rather than the one that just failed)
+    /// or none (`fail_closed`).
+    pub fn health_filter(&self, key: &PickKey) -> HealthFilter {
+        if (0..self.endpoints.len()).any(|i| !key.avoids(i) && self.available(i)) {
             HealthFilter::Available
         } else if self.health.no_healthy == weir_config::NoHealthy::FailOpen {
             HealthFilter::All

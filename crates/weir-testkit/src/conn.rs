@@ -83,7 +83,21 @@ impl Drop for Ticket {
 }
 
 /// Serves one connection until the client leaves, the idle closer fires, or `/close`.
-pub(crate) async fn serve(shared: Arc<Shared>, stream: TcpStream) {
+/// Subscribes to graceful shutdown at once (not at first poll), so a shutdown
+/// that starts right after the accept still reaches this connection.
+pub(crate) fn serve(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+) -> impl std::future::Future<Output = ()> + Send {
+    let drain = shared.drain.subscribe();
+    serve_conn(shared, stream, drain)
+}
+
+async fn serve_conn(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    mut drain: tokio::sync::watch::Receiver<u64>,
+) {
     let id = shared.next_conn_id.fetch_add(1, Relaxed);
     shared.connections.fetch_add(1, Relaxed);
     let state = Arc::new(ConnState {
@@ -112,6 +126,15 @@ pub(crate) async fn serve(shared: Arc<Shared>, stream: TcpStream) {
     }
     let end = tokio::select! {
         _ = &mut conn => End::Done,
+        Ok(()) = drain.changed() => {
+            // Graceful: idle connections close now, a request in progress
+            // finishes with `Connection: close`.
+            Pin::new(&mut conn).graceful_shutdown();
+            tokio::select! {
+                _ = &mut conn => End::Done,
+                Some(t) = close_rx.recv() => End::Close(t),
+            }
+        }
         _ = idle_closer(&state, shared.idle_close) => End::Idle,
         Some(t) = close_rx.recv() => End::Close(t),
     };

@@ -48,6 +48,9 @@ pub(crate) struct Shared {
     pub(crate) connections: AtomicU64,
     pub(crate) next_conn_id: AtomicU64,
     pub(crate) log: Mutex<Vec<RequestRecord>>,
+    /// Bumped by `shutdown_gracefully`: open connections finish what they
+    /// are doing and close.
+    pub(crate) drain: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -155,6 +158,18 @@ impl HttpUpstream {
         self.listener.stop().await;
     }
 
+    /// Stops like a well-behaved server being restarted: stops listening,
+    /// closes idle keep-alive connections, lets requests in progress finish
+    /// (their responses carry `Connection: close`), and returns when every
+    /// connection is gone.
+    pub async fn shutdown_gracefully(&self) {
+        self.listener
+            .stop_with(|| {
+                self.shared.drain.send_modify(|g| *g += 1);
+            })
+            .await;
+    }
+
     /// Listens again on the same port. Panics if the port cannot be bound; see `try_start`.
     pub async fn start(&self) {
         if let Err(e) = self.try_start().await {
@@ -258,6 +273,7 @@ impl HttpUpstreamBuilder {
             connections: AtomicU64::new(0),
             next_conn_id: AtomicU64::new(0),
             log: Mutex::new(Vec::new()),
+            drain: tokio::sync::watch::channel(0).0,
         });
         let on_conn: ConnFn = {
             let shared = shared.clone();

@@ -59,6 +59,19 @@ impl Listener {
         conns.shutdown().await;
     }
 
+    /// Stops accepting, calls `signal` (which asks connections to wind down),
+    /// then waits for every connection to end on its own.
+    pub(crate) async fn stop_with(&self, signal: impl FnOnce()) {
+        let Some(r) = self.running.lock().unwrap().take() else {
+            return;
+        };
+        r.accept.abort();
+        let _ = r.accept.await;
+        signal();
+        let mut conns = std::mem::take(&mut *r.conns.lock().unwrap());
+        while conns.join_next().await.is_some() {}
+    }
+
     /// Listens again on the same address; a no-op when already running.
     pub(crate) fn start(&self) -> io::Result<()> {
         if self.is_running() {

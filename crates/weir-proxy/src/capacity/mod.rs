@@ -31,7 +31,7 @@ pub struct Granted {
 /// `QueueTimeout`.
 pub async fn acquire(pool: &Arc<PoolRt>, key: &PickKey) -> Result<Granted, Reason> {
     if !pool.limited() {
-        let filter = pool.health_filter();
+        let filter = pool.health_filter(key);
         let i = pool
             .choose(key, &|i| filter.admits(pool, i))
             .ok_or(Reason::NoHealthyEndpoint)?;

@@ -84,7 +84,7 @@ impl PoolShared {
         {
             return None;
         }
-        let filter = pool.health_filter();
+        let filter = pool.health_filter(key);
         pool.choose(key, &|i| filter.admits(pool, i) && pool.has_room(i))
     }
 
@@ -93,7 +93,7 @@ impl PoolShared {
         pool: &PoolRt,
         key: &PickKey,
     ) -> Result<Outcome, Reason> {
-        if pool.endpoints.is_empty() || pool.health_filter() == crate::pool::HealthFilter::None {
+        if pool.endpoints.is_empty() || pool.health_filter(key) == crate::pool::HealthFilter::None {
             return Err(Reason::NoHealthyEndpoint);
         }
         let mut st = self.state.lock().unwrap();

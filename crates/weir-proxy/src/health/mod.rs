@@ -67,8 +67,10 @@ impl EndpointHealth {
             self.streak.store(0, Relaxed);
             self.up.store(ok, Relaxed);
             if ok {
-                // A recovered endpoint starts with a clean passive record.
+                // The checks saw it recover: a passive ejection from before
+                // no longer says anything, and its record starts clean.
                 self.failures.store(0, Relaxed);
+                self.ejected_until.store(0, Relaxed);
             }
             return Some(ok);
         }

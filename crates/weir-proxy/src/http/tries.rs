@@ -155,12 +155,11 @@ pub async fn run(mut a: Attempts<'_>) -> Ended {
         }
         tries += 1;
         fresh_only = true;
-        // Prefer another endpoint, while another one is available.
+        // Prefer another endpoint, even one marked down (see
+        // `PoolRt::health_filter`), over the one that just failed.
         let index = pool.endpoints.iter().position(|e| Arc::ptr_eq(e, &ep));
         if let Some(i) = index {
-            let others =
-                (0..pool.endpoints.len()).any(|j| j != i && !a.key.avoids(j) && pool.available(j));
-            if others {
+            if (0..pool.endpoints.len()).any(|j| j != i && !a.key.avoids(j)) {
                 a.key.avoid(i);
             }
         }

@@ -1,0 +1,255 @@
+//! Passive ejection through the real binary: consecutive failures on real
+//! traffic take an endpoint out for eject_time (growing with repeated
+//! ejections), `eject_status` answers count as failures, and
+//! `max_ejection_percent` is never exceeded.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use weir_testkit::client;
+use weir_testkit::HttpUpstream;
+
+use crate::common::{endpoints, free_addr, one_pool, Weir};
+
+/// An endpoint that accepts every connection and closes it at once, without
+/// a byte: each try on it fails (reset or closed), and each one is counted.
+struct Closer {
+    addr: SocketAddr,
+    accepted: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Closer {
+    async fn spawn() -> Closer {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let count = accepted.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((s, _)) = l.accept().await {
+                count.fetch_add(1, Relaxed);
+                drop(s);
+            }
+        });
+        Closer {
+            addr,
+            accepted,
+            task,
+        }
+    }
+
+    fn accepted(&self) -> u64 {
+        self.accepted.load(Relaxed)
+    }
+}
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lines_with(w: &Weir, needles: &[&str]) -> Vec<String> {
+    w.log_text()
+        .lines()
+        .filter(|l| needles.iter().all(|n| l.contains(n)))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Waits until weir logged `n` lines containing every needle.
+fn wait_lines(w: &Weir, needles: &[&str], n: usize, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while lines_with(w, needles).len() < n {
+        if Instant::now() > deadline {
+            panic!(
+                "fewer than {n} log lines with {needles:?}; log:\n{}",
+                w.log_text()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dead_endpoint_is_ejected_and_retries_hide_it() {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let dead = free_addr();
+    let listen = free_addr();
+    let eps = endpoints(&[(a.addr(), 1), (b.addr(), 1), (dead, 1)]);
+    let w = Weir::start(
+        &one_pool(listen, &eps, "[pools.app.health]\neject_after = 2"),
+        &[listen],
+    );
+
+    for i in 0..30 {
+        let r = client::get(listen, &format!("/?n={i}")).await.unwrap();
+        assert_eq!(r.status, 200, "request {i}: {}", r.text());
+    }
+    // Round robin sends every third request to the dead endpoint first: its
+    // second refused connection ejects it.
+    let line = w.wait_log(0, "endpoint ejected", Duration::from_secs(2));
+    assert!(line.contains(&dead.to_string()), "{line}");
+    assert!(line.contains("after 2 consecutive failures"), "{line}");
+    assert!(line.contains("connect_failed"), "{line}");
+    // Ejected for the default 10 s: once is all.
+    assert_eq!(lines_with(&w, &["endpoint ejected"]).len(), 1);
+    assert_eq!(a.requests() + b.requests(), 30);
+    assert_eq!(lines_with(&w, &["request failed"]).len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_ejected_endpoint_gets_no_tries_then_returns_and_is_ejected_longer() {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let bad = Closer::spawn().await;
+    let listen = free_addr();
+    let eps = endpoints(&[(a.addr(), 1), (b.addr(), 1), (bad.addr, 1)]);
+    let w = Weir::start(
+        &one_pool(
+            listen,
+            &eps,
+            "[pools.app.health]\neject_after = 2\neject_time = \"1s\"",
+        ),
+        &[listen],
+    );
+    let needle = ["endpoint ejected", &bad.addr.to_string()];
+
+    // Until the first ejection.
+    let mut sent = 0;
+    while lines_with(&w, &needle).is_empty() {
+        let r = client::get(listen, "/").await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        sent += 1;
+        assert!(sent < 30, "not ejected; log:\n{}", w.log_text());
+    }
+    let ejected_at = Instant::now();
+    let first = lines_with(&w, &needle).remove(0);
+    assert!(first.contains("for 1000 ms"), "{first}");
+    assert_eq!(bad.accepted(), 2, "two failures eject");
+
+    // While ejected, not one try reaches it.
+    for _ in 0..20 {
+        assert_eq!(client::get(listen, "/").await.unwrap().status, 200);
+    }
+    assert!(
+        ejected_at.elapsed() < Duration::from_millis(900),
+        "too slow to tell: {:?}",
+        ejected_at.elapsed()
+    );
+    assert_eq!(bad.accepted(), 2, "an ejected endpoint got a try");
+
+    // After eject_time it takes traffic again; still failing, it is ejected
+    // again, for 2 × eject_time.
+    tokio::time::sleep(Duration::from_millis(1100).saturating_sub(ejected_at.elapsed())).await;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while lines_with(&w, &needle).len() < 2 {
+        let r = client::get(listen, "/").await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(Instant::now() < deadline, "never ejected again");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let second = lines_with(&w, &needle).remove(1);
+    assert!(second.contains("for 2000 ms"), "{second}");
+    assert_eq!(bad.accepted(), 4);
+    assert_eq!(lines_with(&w, &["request failed"]).len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eject_status_answers_count_as_failures() {
+    // Both backends answer 503 on /status/503: with eject_status = [503] the
+    // first to fail twice in a row is ejected (the second cannot be: 50% of 2
+    // is 1), and the other takes all the traffic.
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let listen = free_addr();
+    let eps = endpoints(&[(a.addr(), 1), (b.addr(), 1)]);
+    let w = Weir::start(
+        &one_pool(
+            listen,
+            &eps,
+            "[pools.app.health]\neject_after = 2\neject_status = [503]",
+        ),
+        &[listen],
+    );
+
+    // Statuses not listed are not failures.
+    for _ in 0..10 {
+        let r = client::get(listen, "/status/500").await.unwrap();
+        assert_eq!(r.status, 500);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(lines_with(&w, &["endpoint ejected"]).len(), 0);
+
+    for _ in 0..6 {
+        let r = client::get(listen, "/status/503").await.unwrap();
+        // The backend's own answer, not weir's.
+        assert_eq!(r.status, 503);
+        assert!(r.header("x-weir-reason").is_none());
+    }
+    let line = w.wait_log(0, "endpoint ejected", Duration::from_secs(2));
+    assert!(line.contains("ejecting status"), "{line}");
+    let (out, kept) = if line.contains(&a.addr().to_string()) {
+        (&a, &b)
+    } else {
+        assert!(line.contains(&b.addr().to_string()), "{line}");
+        (&b, &a)
+    };
+    assert_eq!(lines_with(&w, &["endpoint ejected"]).len(), 1);
+
+    out.reset_stats();
+    kept.reset_stats();
+    for _ in 0..10 {
+        let r = client::get(listen, "/").await.unwrap();
+        assert_eq!(r.header("x-upstream"), Some(kept.name()));
+    }
+    assert_eq!((out.requests(), kept.requests()), (0, 10));
+}
+
+/// A pool of both `dead` addresses (or the one), 20 GETs; returns how many
+/// "endpoint ejected" lines weir logged, once every request's failure line
+/// is in (each failed request logs one, after any ejection it caused).
+async fn ejections_with_all_dead(dead: &[SocketAddr], health: &str) -> usize {
+    let listen = free_addr();
+    let list: Vec<(SocketAddr, u32)> = dead.iter().map(|d| (*d, 1)).collect();
+    let w = Weir::start(
+        &one_pool(
+            listen,
+            &endpoints(&list),
+            &format!("[pools.app.health]\n{health}"),
+        ),
+        &[listen],
+    );
+    for _ in 0..20 {
+        assert_eq!(client::get(listen, "/").await.unwrap().status, 502);
+    }
+    wait_lines(&w, &["request failed"], 20, Duration::from_secs(3));
+    let ejected = lines_with(&w, &["endpoint ejected"]);
+    for l in &ejected {
+        assert!(dead.iter().any(|d| l.contains(&d.to_string())), "{l}");
+    }
+    ejected.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn max_ejection_percent_50_ejects_one_of_two_dead_endpoints() {
+    let dead = [free_addr(), free_addr()];
+    let n = ejections_with_all_dead(&dead, "eject_after = 2\nmax_ejection_percent = 50").await;
+    assert_eq!(n, 1, "a pool of 2 at 50% ejects exactly one");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn max_ejection_percent_0_never_ejects() {
+    let dead = [free_addr(), free_addr()];
+    let n = ejections_with_all_dead(&dead, "eject_after = 2\nmax_ejection_percent = 0").await;
+    assert_eq!(n, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pool_of_one_at_50_percent_never_ejects() {
+    let n = ejections_with_all_dead(&[free_addr()], "eject_after = 2").await;
+    assert_eq!(n, 0);
+}

@@ -1,0 +1,305 @@
+//! Safe retries through the real binary: what the backend may have processed
+//! is retried only when that is safe (idempotent method or Idempotency-Key),
+//! what never reached it is retried for any method, large bodies are not
+//! replayed, and the retry budget caps retries when every backend fails.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Method, Request};
+use http_body_util::Full;
+use weir_testkit::client::{self, Resp};
+use weir_testkit::HttpUpstream;
+
+use crate::common::{endpoints, free_addr, one_pool, Weir};
+
+async fn send(
+    listen: SocketAddr,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Resp {
+    let mut b = Request::builder().method(method).uri(path);
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    client::send(listen, b.body(Full::new(body.into())).unwrap())
+        .await
+        .unwrap()
+}
+
+/// One upstream, `attempts = 2`, tries cut at 300 ms.
+async fn slow_setup(retry_extra: &str) -> (HttpUpstream, SocketAddr, Weir) {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(
+        &one_pool(
+            listen,
+            &endpoints(&[(up.addr(), 1)]),
+            &format!("[pools.app.retry]\nattempts = 2\nper_try_timeout = \"300ms\"\n{retry_extra}"),
+        ),
+        &[listen],
+    );
+    (up, listen, w)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_post_that_timed_out_on_the_backend_is_not_retried() {
+    // Two endpoints, so a retry would have somewhere else to go.
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let listen = free_addr();
+    let eps = endpoints(&[(a.addr(), 1), (b.addr(), 1)]);
+    let _w = Weir::start(
+        &one_pool(
+            listen,
+            &eps,
+            "[pools.app.retry]\nattempts = 2\nper_try_timeout = \"300ms\"",
+        ),
+        &[listen],
+    );
+    let start = Instant::now();
+    let r = send(listen, Method::POST, "/?latency_ms=1000", &[], "order=1").await;
+    let took = start.elapsed();
+    assert_eq!(r.status, 504);
+    assert_eq!(r.header("x-weir-reason"), Some("upstream_timeout"));
+    assert!(took < Duration::from_millis(900), "{took:?}");
+    let log: Vec<_> = a.log().into_iter().chain(b.log()).collect();
+    assert_eq!(log.len(), 1, "the POST was sent {} times", log.len());
+    assert_eq!(log[0].method, Method::POST);
+    assert_eq!(log[0].body_len, 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_get_that_timed_out_is_retried_until_attempts_run_out() {
+    let (up, listen, _w) = slow_setup("").await;
+    let start = Instant::now();
+    let r = send(listen, Method::GET, "/?latency_ms=1000", &[], "").await;
+    let took = start.elapsed();
+    assert_eq!(r.status, 504);
+    assert_eq!(r.header("x-weir-reason"), Some("retries_exhausted"));
+    assert_eq!(up.log().len(), 3, "attempts = 2: three tries");
+    assert!(up.log().iter().all(|r| r.method == Method::GET));
+    // Three tries of 300 ms each, not one of 1000 ms.
+    assert!(
+        took >= Duration::from_millis(850) && took < Duration::from_millis(2000),
+        "{took:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_idempotency_key_makes_a_timed_out_post_retryable() {
+    let (up, listen, _w) = slow_setup("").await;
+    let r = send(
+        listen,
+        Method::POST,
+        "/?latency_ms=1000",
+        &[("idempotency-key", "k-42")],
+        "order=1",
+    )
+    .await;
+    assert_eq!(r.status, 504);
+    assert_eq!(r.header("x-weir-reason"), Some("retries_exhausted"));
+    let log = up.log();
+    assert_eq!(log.len(), 3);
+    for rec in &log {
+        assert_eq!(rec.method, Method::POST);
+        assert_eq!(rec.headers.get("idempotency-key").unwrap(), "k-42");
+        // The body is replayed whole.
+        assert_eq!(rec.body_len, 7);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn posts_are_retried_when_the_connection_was_refused() {
+    let live = HttpUpstream::spawn("live").await.unwrap();
+    let dead = free_addr();
+    let listen = free_addr();
+    let eps = endpoints(&[(dead, 1), (live.addr(), 1)]);
+    // No ejection: the dead endpoint keeps its turns in the round robin, so
+    // POSTs keep being refused on their first try.
+    let w = Weir::start(
+        &one_pool(listen, &eps, "[pools.app.health]\neject_after = 0"),
+        &[listen],
+    );
+    for i in 0..20 {
+        let body = format!("payment {i} {}", "x".repeat(i * 37));
+        let r = send(listen, Method::POST, "/echo", &[], body.clone()).await;
+        assert_eq!(r.status, 200, "POST {i}: {}", r.text());
+        assert_eq!(r.text(), body, "POST {i}");
+    }
+    // Each POST reached the application exactly once.
+    let log = live.log();
+    assert_eq!(log.len(), 20);
+    assert!(log.iter().all(|r| r.method == Method::POST));
+    assert!(w.log_text().lines().all(|l| !l.contains("request failed")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_status_retries_idempotent_requests_and_returns_the_last_real_answer() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &one_pool(
+            listen,
+            &endpoints(&[(up.addr(), 1)]),
+            "[pools.app.retry]\nattempts = 2\non_status = [503]",
+        ),
+        &[listen],
+    );
+
+    let r = send(listen, Method::GET, "/status/503", &[], "").await;
+    assert_eq!(r.status, 503);
+    // The backend's answer, not one weir made up.
+    assert_eq!(r.text(), "a\n");
+    assert_eq!(r.header("x-upstream"), Some("a"));
+    assert!(r.header("x-weir-reason").is_none());
+    assert_eq!(up.log().len(), 3, "attempts = 2: three tries");
+
+    up.reset_stats();
+    let r = send(listen, Method::POST, "/status/503", &[], "once").await;
+    assert_eq!((r.status.as_u16(), r.text()), (503, "a\n".to_string()));
+    assert_eq!(up.log().len(), 1, "a POST answered 503 was retried");
+
+    up.reset_stats();
+    let r = send(
+        listen,
+        Method::POST,
+        "/status/503",
+        &[("idempotency-key", "k-7")],
+        "twice",
+    )
+    .await;
+    assert_eq!((r.status.as_u16(), r.text()), (503, "a\n".to_string()));
+    assert_eq!(up.log().len(), 3);
+
+    // Statuses not listed are not retried.
+    up.reset_stats();
+    let r = send(listen, Method::GET, "/status/502", &[], "").await;
+    assert_eq!((r.status.as_u16(), r.text()), (502, "a\n".to_string()));
+    assert_eq!(up.log().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bodies_larger_than_the_buffer_are_not_retried_after_a_timeout() {
+    // PUT is idempotent, so only the body's size stands in the way.
+    let (up, listen, _w) = slow_setup("buffer = 1024").await;
+    let big = vec![b'x'; 4096];
+    let r = send(listen, Method::PUT, "/?latency_ms=1000", &[], big).await;
+    assert_eq!(r.status, 504);
+    assert_eq!(r.header("x-weir-reason"), Some("upstream_timeout"));
+    let log = up.log();
+    assert_eq!(log.len(), 1, "a body past the buffer was replayed");
+    assert_eq!(log[0].body_len, 4096);
+
+    // At the buffer's size, it is kept and replayed.
+    up.reset_stats();
+    let fits = vec![b'y'; 1024];
+    let r = send(listen, Method::PUT, "/?latency_ms=1000", &[], fits).await;
+    assert_eq!(r.status, 504);
+    assert_eq!(r.header("x-weir-reason"), Some("retries_exhausted"));
+    let log = up.log();
+    assert_eq!(log.len(), 3);
+    assert!(log.iter().all(|r| r.body_len == 1024));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bodies_larger_than_the_buffer_are_not_retried_after_a_refused_connect() {
+    // As documented: a body past `buffer` is not kept, so even a try that
+    // never reached a backend is not repeated.
+    let live = HttpUpstream::spawn("live").await.unwrap();
+    let dead = free_addr();
+    let listen = free_addr();
+    let eps = endpoints(&[(dead, 1), (live.addr(), 1)]);
+    let _w = Weir::start(
+        &one_pool(
+            listen,
+            &eps,
+            "[pools.app.health]\neject_after = 0\n[pools.app.retry]\nbuffer = 1024",
+        ),
+        &[listen],
+    );
+    // Round robin alternates: two of four start on the dead endpoint.
+    let big = "z".repeat(4096);
+    let mut refused = 0;
+    for _ in 0..4 {
+        let r = send(listen, Method::POST, "/echo", &[], big.clone()).await;
+        if r.status == 200 {
+            assert_eq!(r.text(), big);
+        } else {
+            assert_eq!(r.status, 502);
+            assert_eq!(r.header("x-weir-reason"), Some("connect_failed"));
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 2);
+    assert_eq!(live.log().len(), 2);
+
+    // Small bodies are retried on the live endpoint.
+    let small = "s".repeat(1000);
+    for _ in 0..4 {
+        let r = send(listen, Method::POST, "/echo", &[], small.clone()).await;
+        assert_eq!((r.status.as_u16(), r.text()), (200, small.clone()));
+    }
+    assert_eq!(live.log().len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_retry_budget_floor_stops_retries_when_every_backend_fails() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &one_pool(
+            listen,
+            &endpoints(&[(up.addr(), 1)]),
+            "[pools.app.retry]\nattempts = 5\non_status = [503]\n\
+             budget_percent = 0\nbudget_min_per_sec = 3",
+        ),
+        &[listen],
+    );
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..20)
+        .map(|_| tokio::spawn(async move { client::get(listen, "/status/503").await }))
+        .collect();
+    for t in tasks {
+        let r = t.await.unwrap().unwrap();
+        // The last real answer, whether retried or not.
+        assert_eq!((r.status.as_u16(), r.text()), (503, "a\n".to_string()));
+        assert!(r.header("x-weir-reason").is_none());
+    }
+    let took = start.elapsed();
+    let seen = up.requests();
+    // Without a budget: 20 × 6 = 120. With it: 20 first tries plus 3 retries
+    // in each wall-clock second touched (and a few more for a racy second
+    // boundary).
+    let seconds = took.as_secs() + 2;
+    let max = 20 + 3 * seconds + 3;
+    assert!(seen >= 23, "the floor allows 3 retries a second: {seen}");
+    assert!(
+        seen <= max,
+        "{seen} requests reached the backend in {took:?} (at most {max})"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_retry_budget_percent_allows_a_fifth_of_the_requests() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &one_pool(
+            listen,
+            &endpoints(&[(up.addr(), 1)]),
+            "[pools.app.retry]\nattempts = 5\non_status = [503]\n\
+             budget_percent = 20\nbudget_min_per_sec = 0",
+        ),
+        &[listen],
+    );
+    for _ in 0..20 {
+        let r = client::get(listen, "/status/503").await.unwrap();
+        assert_eq!((r.status.as_u16(), r.text()), (503, "a\n".to_string()));
+    }
+    // Each request earns a fifth of a retry: 20 requests, 4 retries.
+    assert_eq!(up.requests(), 24);
+}
