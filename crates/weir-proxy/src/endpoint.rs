@@ -6,7 +6,9 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
 
 use crate::balance::{hash_bytes, Ewma};
 use crate::clock;
@@ -37,6 +39,9 @@ pub struct EndpointRt {
     /// connections freed by in-flight requests close instead of being pooled.
     draining: AtomicBool,
     pub idle: IdleConns,
+    /// Cancelled when a draining endpoint's grace is over: TCP sessions
+    /// still open on it are then closed.
+    pub cut: CancellationToken,
 }
 
 impl EndpointRt {
@@ -55,6 +60,7 @@ impl EndpointRt {
             ramp_from_ms: AtomicU64::new(if ramp { clock::now_ms() } else { NOT_RAMPING }),
             draining: AtomicBool::new(false),
             idle: IdleConns::default(),
+            cut: CancellationToken::new(),
         }
     }
 
@@ -66,10 +72,16 @@ impl EndpointRt {
         self.draining.load(Ordering::Relaxed)
     }
 
-    /// Stops pooling and closes the idle connections; in-flight requests finish.
-    pub fn drain(&self) {
+    /// Stops pooling and closes the idle connections; in-flight requests
+    /// finish, and TCP sessions get `grace` to end on their own.
+    pub fn drain(&self, grace: Duration) {
         self.draining.store(true, Ordering::Relaxed);
         self.idle.clear();
+        let cut = self.cut.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            cut.cancel();
+        });
     }
 
     /// Closes idle connections past their expiry.

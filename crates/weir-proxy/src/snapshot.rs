@@ -107,7 +107,7 @@ impl Snapshot {
         // any pool of this snapshot), and their idle connections close now.
         for (key, ep) in registry.endpoints.iter() {
             if !next.contains_key(key) {
-                ep.drain();
+                ep.drain(cfg.global.drain_grace);
             }
         }
         // Requests queued for a pool that is gone get their answer now.

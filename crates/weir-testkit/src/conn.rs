@@ -100,6 +100,14 @@ async fn serve_conn(
 ) {
     let id = shared.next_conn_id.fetch_add(1, Relaxed);
     shared.connections.fetch_add(1, Relaxed);
+    shared.open.fetch_add(1, Relaxed);
+    struct Open(Arc<Shared>);
+    impl Drop for Open {
+        fn drop(&mut self) {
+            self.0.open.fetch_sub(1, Relaxed);
+        }
+    }
+    let _open = Open(shared.clone());
     let state = Arc::new(ConnState {
         id,
         busy: AtomicUsize::new(0),

@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) in_flight: AtomicU64,
     pub(crate) max_in_flight: AtomicU64,
     pub(crate) connections: AtomicU64,
+    /// Connections open right now.
+    pub(crate) open: AtomicU64,
     pub(crate) next_conn_id: AtomicU64,
     pub(crate) log: Mutex<Vec<RequestRecord>>,
     /// Bumped by `shutdown_gracefully`: open connections finish what they
@@ -135,6 +137,11 @@ impl HttpUpstream {
     }
 
     /// TCP connections accepted.
+    /// Connections open right now (a load balancer's pooled ones included).
+    pub fn open_connections(&self) -> u64 {
+        self.shared.open.load(Relaxed)
+    }
+
     pub fn connections(&self) -> u64 {
         self.shared.connections.load(Relaxed)
     }
@@ -271,6 +278,7 @@ impl HttpUpstreamBuilder {
             in_flight: AtomicU64::new(0),
             max_in_flight: AtomicU64::new(0),
             connections: AtomicU64::new(0),
+            open: AtomicU64::new(0),
             next_conn_id: AtomicU64::new(0),
             log: Mutex::new(Vec::new()),
             drain: tokio::sync::watch::channel(0).0,

@@ -27,7 +27,7 @@ pub async fn serve(
     idle_timeout: Duration,
     kill: CancellationToken,
 ) {
-    let (upstream, _slot) = match connect_any(&listener, &pool, peer).await {
+    let (upstream, slot) = match connect_any(&listener, &pool, peer).await {
         Ok(x) => x,
         Err(reason) => {
             warn!(
@@ -41,7 +41,9 @@ pub async fn serve(
         }
     };
     let _ = client.set_nodelay(true);
+    let cut = slot.endpoint.cut.clone();
     tokio::select! {
+        _ = cut.cancelled() => debug!(listener = &*listener, "tcp session cut: its endpoint was removed and the drain grace is over"),
         r = relay(client, upstream, idle_timeout) => {
             if let Err(e) = r {
                 debug!(listener = &*listener, "tcp session ended: {e}");

@@ -6,6 +6,7 @@ mod balance;
 mod capacity;
 mod check;
 mod demo;
+mod draining;
 mod ejection;
 mod health;
 mod http_basic;
