@@ -119,9 +119,14 @@ async fn posts_are_retried_when_the_connection_was_refused() {
     let listen = free_addr();
     let eps = endpoints(&[(dead, 1), (live.addr(), 1)]);
     // No ejection: the dead endpoint keeps its turns in the round robin, so
-    // POSTs keep being refused on their first try.
+    // POSTs keep being refused on their first try. The retry budget is out
+    // of the way (it has its own tests).
     let w = Weir::start(
-        &one_pool(listen, &eps, "[pools.app.health]\neject_after = 0"),
+        &one_pool(
+            listen,
+            &eps,
+            "[pools.app.health]\neject_after = 0\n[pools.app.retry]\nbudget_min_per_sec = 1000",
+        ),
         &[listen],
     );
     for i in 0..20 {
@@ -145,7 +150,7 @@ async fn on_status_retries_idempotent_requests_and_returns_the_last_real_answer(
         &one_pool(
             listen,
             &endpoints(&[(up.addr(), 1)]),
-            "[pools.app.retry]\nattempts = 2\non_status = [503]",
+            "[pools.app.retry]\nattempts = 2\non_status = [503]\nbudget_min_per_sec = 1000",
         ),
         &[listen],
     );
@@ -217,7 +222,8 @@ async fn bodies_larger_than_the_buffer_are_not_retried_after_a_refused_connect()
         &one_pool(
             listen,
             &eps,
-            "[pools.app.health]\neject_after = 0\n[pools.app.retry]\nbuffer = 1024",
+            "[pools.app.health]\neject_after = 0\n\
+             [pools.app.retry]\nbuffer = 1024\nbudget_min_per_sec = 1000",
         ),
         &[listen],
     );
