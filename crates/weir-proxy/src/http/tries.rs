@@ -76,26 +76,29 @@ fn idempotent(parts: &Parts) -> bool {
     ) || parts.headers.contains_key("idempotency-key")
 }
 
-pub async fn run(mut a: Attempts<'_>) -> Ended {
-    let pool = a.pool;
+pub async fn run(a: Attempts<'_>) -> Ended {
+    let Attempts {
+        pool,
+        mut key,
+        parts,
+        body,
+        decorate,
+    } = a;
     let policy = &pool.retry;
     pool.shared.budget.deposit(policy.budget_percent);
-    let idempotent = idempotent(&a.parts);
-    let replay = match &a.body {
-        Prepared::Replayable(b) => Some(b.clone()),
-        Prepared::Once(_) => None,
-    };
-    let mut once = match std::mem::replace(&mut a.body, Prepared::Replayable(Default::default())) {
-        Prepared::Once(b) => Some(b),
-        Prepared::Replayable(_) => None,
+    let idempotent = idempotent(&parts);
+    let (replay, mut once) = match body {
+        Prepared::Replayable(b) => (Some(b), None),
+        Prepared::Once(b) => (None, Some(b)),
     };
     let mut tries = 0u32;
     let mut last_answer: Option<Response<ProxyBody>> = None;
     let mut last_failure: (Reason, String, Option<Arc<str>>) =
         (Reason::NoHealthyEndpoint, String::new(), None);
     let mut fresh_only = false;
+    let mut head = Some(parts);
     loop {
-        let granted = match capacity::acquire(pool, &a.key).await {
+        let granted = match capacity::acquire(pool, &key).await {
             Ok(g) => g,
             Err(reason) if tries == 0 => {
                 return Ended::Failed {
@@ -115,8 +118,17 @@ pub async fn run(mut a: Attempts<'_>) -> Ended {
             (None, Some(b)) => b,
             (None, None) => break,
         };
-        let req = Request::from_parts(a.parts.clone(), body);
-        let outcome = try_once(pool, granted, req, fresh_only, a.decorate).await;
+        // Keep a copy of the head only while another try may need it.
+        let may_retry = tries < policy.attempts && replay.is_some();
+        let parts = match (may_retry, head.as_ref()) {
+            (true, Some(h)) => h.clone(),
+            _ => match head.take() {
+                Some(h) => h,
+                None => break,
+            },
+        };
+        let req = Request::from_parts(parts, body);
+        let outcome = try_once(pool, granted, req, fresh_only, decorate).await;
         let retry = match outcome {
             Outcome::Answer(resp, granted, retry_status) => {
                 let status = resp.status().as_u16();
@@ -159,8 +171,8 @@ pub async fn run(mut a: Attempts<'_>) -> Ended {
         // `PoolRt::health_filter`), over the one that just failed.
         let index = pool.endpoints.iter().position(|e| Arc::ptr_eq(e, &ep));
         if let Some(i) = index {
-            if (0..pool.endpoints.len()).any(|j| j != i && !a.key.avoids(j)) {
-                a.key.avoid(i);
+            if (0..pool.endpoints.len()).any(|j| j != i && !key.avoids(j)) {
+                key.avoid(i);
             }
         }
         tracing::debug!(
