@@ -1,5 +1,6 @@
 //! weir-bench: the load generators and fake upstreams that `bench/` needs and
-//! wrk cannot provide: raw TCP streaming and TCP connection rate.
+//! wrk cannot provide: raw TCP streaming, TCP connection rate, and paced
+//! keep-alive HTTP/1.1 clients that count every failure.
 //!
 //! Every client subcommand is bounded in time and prints one JSON object on
 //! stdout, which `bench/lib` parses. Servers run until killed.
@@ -9,6 +10,8 @@
 //! weir-bench echo   --listen 127.0.0.1:19001      # echo until EOF
 //! weir-bench stream --connect 127.0.0.1:18080 --bytes 1073741824
 //! weir-bench conns  --connect 127.0.0.1:18080 --concurrency 50 --duration 10
+//! weir-bench paced  --connect 127.0.0.1:18080 --clients 16 --method POST --path /echo \
+//!                   --body-size 32 --pace 34-46 --duration 12
 //! ```
 
 use std::io::{Read, Write};
@@ -23,7 +26,7 @@ use tokio::net::{TcpListener, TcpStream};
 #[derive(Parser)]
 #[command(
     name = "weir-bench",
-    about = "TCP load generators and sinks for weir's benchmarks"
+    about = "TCP and HTTP load generators and sinks for weir's benchmarks"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -77,6 +80,41 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         threads: usize,
     },
+    /// HTTP/1.1 load: CLIENTS keep-alive connections, each sending METHOD PATH
+    /// (with a BODY_SIZE-byte body, unique per request) one request at a time,
+    /// a new one every PACE ms (start to start; a random value in the range for
+    /// each request; 0 = back to back), for DURATION seconds. A request fails
+    /// when the answer is not 2xx, the connection breaks or times out, or (with
+    /// --check-echo) the body is not the request body. A client whose
+    /// connection broke (or was closed by the server) opens a new one. Prints
+    /// counts, failure kinds, a few samples and latency percentiles as JSON.
+    Paced {
+        #[arg(long)]
+        connect: SocketAddr,
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        #[arg(long, default_value = "GET")]
+        method: String,
+        #[arg(long, default_value = "/")]
+        path: String,
+        /// Request body bytes (0: no body, no Content-Length for GET/HEAD).
+        #[arg(long, default_value_t = 0)]
+        body_size: usize,
+        /// Milliseconds from one request's start to the next: "0", "40" or "34-46".
+        #[arg(long, default_value = "0")]
+        pace: String,
+        #[arg(long, default_value_t = 10.0)]
+        duration: f64,
+        /// Per-request timeout in seconds (connect + exchange).
+        #[arg(long, default_value_t = 10.0)]
+        timeout: f64,
+        /// The response body must equal the request body (for an /echo route).
+        #[arg(long)]
+        check_echo: bool,
+        /// Runtime threads for the client.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -105,6 +143,32 @@ fn main() -> ExitCode {
             Duration::from_secs_f64(timeout),
             threads,
         ),
+        Cmd::Paced {
+            connect,
+            clients,
+            method,
+            path,
+            body_size,
+            pace,
+            duration,
+            timeout,
+            check_echo,
+            threads,
+        } => match parse_pace(&pace) {
+            Ok(pace) => paced::run(paced::Opts {
+                connect,
+                clients,
+                method,
+                path,
+                body_size,
+                pace,
+                duration: Duration::from_secs_f64(duration),
+                timeout: Duration::from_secs_f64(timeout),
+                check_echo,
+                threads,
+            }),
+            Err(e) => Err(e.into()),
+        },
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -116,6 +180,27 @@ fn main() -> ExitCode {
 }
 
 type Res = Result<(), Box<dyn std::error::Error>>;
+
+mod paced;
+
+/// "0" | "40" | "34-46" (milliseconds) -> (lo, hi).
+fn parse_pace(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("bad --pace {s:?}: want MS or LO-HI (milliseconds)");
+    let (lo, hi) = match s.split_once('-') {
+        Some((a, b)) => (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        ),
+        None => {
+            let v = s.trim().parse().map_err(|_| bad())?;
+            (v, v)
+        }
+    };
+    if lo > hi {
+        return Err(bad());
+    }
+    Ok((lo, hi))
+}
 
 #[derive(Clone, Copy)]
 enum Mode {

@@ -16,6 +16,7 @@ use weir_config::Protocol;
 use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::conn_state::ConnState;
 use crate::http::forward::ConnCtx;
+use crate::http::headers::client_ip_value;
 use crate::tcp::session::serve as serve_tcp;
 use crate::Shared;
 
@@ -128,6 +129,7 @@ async fn accept_loop(
                     shared: shared.clone(),
                     slot,
                     client,
+                    client_ip: client_ip_value(client.ip()),
                     state: ConnState::new(),
                 });
                 let limits = ClientLimits {

@@ -29,6 +29,8 @@ pub struct ConnCtx {
     pub shared: Arc<Shared>,
     pub slot: usize,
     pub client: SocketAddr,
+    /// `client`'s IP as a header value, for X-Forwarded-For.
+    pub client_ip: HeaderValue,
     pub state: Arc<ConnState>,
 }
 
@@ -115,7 +117,7 @@ async fn route_and_forward(ctx: &ConnCtx, mut req: Request<Incoming>) -> Respons
     // weir answers `Expect: 100-continue` itself (hyper sends 100 when the
     // body is first read, i.e. once the upstream is connected).
     h.remove(header::EXPECT);
-    add_forwarded(h, ctx.client.ip(), host_hdr.as_ref());
+    add_forwarded(h, &ctx.client_ip, host_hdr.as_ref());
     if let Some(v) = host_hdr {
         h.insert(header::HOST, v);
     }

@@ -21,8 +21,19 @@ static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
+/// Whether `n` is hop-by-hop (or `Upgrade`, which weir does not pass yet).
+#[inline]
+fn is_hop(n: &HeaderName) -> bool {
+    HOP_BY_HOP.contains(n) || n == header::UPGRADE
+}
+
 /// Removes hop-by-hop headers, including those the `Connection` header names.
+/// Most messages carry none: one pass over the (few) names answers that,
+/// cheaper than a hash lookup per hop-by-hop name.
 pub fn strip_hop_by_hop(h: &mut HeaderMap) {
+    if !h.keys().any(is_hop) {
+        return;
+    }
     if let Some(conn) = h.get(header::CONNECTION) {
         // Only pay for parsing when Connection names something unusual.
         let named: Vec<HeaderName> = conn
@@ -45,15 +56,24 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
     h.remove(header::UPGRADE);
 }
 
+/// The client address as an `X-Forwarded-For` value, made once per connection.
+pub fn client_ip_value(client: IpAddr) -> HeaderValue {
+    HeaderValue::from_str(&itoa_ip(client)).expect("an IP address is a valid header value")
+}
+
 /// Adds `X-Forwarded-For` (appended to any the client sent), `-Proto` and `-Host`.
-pub fn add_forwarded(h: &mut HeaderMap, client: IpAddr, host: Option<&HeaderValue>) {
-    let mut buf = itoa_ip(client);
-    if let Some(prev) = h.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
-        buf = format!("{prev}, {buf}");
-    }
-    if let Ok(v) = HeaderValue::from_str(&buf) {
-        h.insert(X_FORWARDED_FOR.clone(), v);
-    }
+pub fn add_forwarded(h: &mut HeaderMap, client: &HeaderValue, host: Option<&HeaderValue>) {
+    let appended = h
+        .get(&X_FORWARDED_FOR)
+        .and_then(|prev| prev.to_str().ok())
+        .and_then(|prev| {
+            let ip = client.to_str().ok()?;
+            HeaderValue::from_str(&format!("{prev}, {ip}")).ok()
+        });
+    h.insert(
+        X_FORWARDED_FOR.clone(),
+        appended.unwrap_or_else(|| client.clone()),
+    );
     h.insert(X_FORWARDED_PROTO.clone(), HeaderValue::from_static("http"));
     if let Some(host) = host {
         h.insert(X_FORWARDED_HOST.clone(), host.clone());
@@ -92,7 +112,8 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", "10.0.0.1".parse().unwrap());
         let host = HeaderValue::from_static("a.com");
-        add_forwarded(&mut h, "127.0.0.1".parse().unwrap(), Some(&host));
+        let ip = client_ip_value("127.0.0.1".parse().unwrap());
+        add_forwarded(&mut h, &ip, Some(&host));
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 127.0.0.1");
         assert_eq!(h["x-forwarded-proto"], "http");
         assert_eq!(h["x-forwarded-host"], "a.com");

@@ -1,5 +1,15 @@
 //! `fake-upstream`: one weir-testkit upstream as a process, for benchmarks and scripts.
 //! Prints `listening on ADDR` once ready and runs until SIGTERM/SIGINT.
+//!
+//! For the resilience benchmarks (HTTP mode only), two signals restart it in place:
+//! - SIGUSR1: a crash-like flap: stop listening and drop every open connection at once
+//!   (requests in progress get no answer), then listen again after `--down-for`;
+//! - SIGUSR2: a graceful restart: stop listening, let requests in progress finish
+//!   (`Connection: close`), close idle keep-alive connections, then listen again
+//!   `--down-for` after the last connection is gone.
+//!
+//! Each event is printed (`stopped`, `started`) with a timestamp in ms since start.
+//! Signals that arrive during a restart are coalesced into one more restart.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -40,6 +50,12 @@ struct Args {
     /// Runtime worker threads (default: one per CPU).
     #[arg(long)]
     threads: Option<usize>,
+    /// How long SIGUSR1 (drop all) and SIGUSR2 (graceful) restarts stay down.
+    #[arg(long, value_parser = parse_duration, default_value = "500ms")]
+    down_for: Duration,
+    /// SIGUSR2: longest wait for in-flight requests before dropping what is left.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    drain_timeout: Duration,
 }
 
 fn main() {
@@ -60,6 +76,9 @@ async fn run(a: Args) -> std::io::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
+    let mut usr1 = signal(SignalKind::user_defined1())?;
+    let mut usr2 = signal(SignalKind::user_defined2())?;
+    let (down_for, drain_timeout) = (a.down_for, a.drain_timeout);
 
     // Keep the upstream alive until a signal arrives.
     let (_http, _tcp, addr) = if a.tcp_echo {
@@ -92,9 +111,57 @@ async fn run(a: Args) -> std::io::Result<()> {
     use std::io::Write;
     std::io::stdout().flush()?;
 
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    let t0 = std::time::Instant::now();
+    let say = |what: &str| {
+        println!("{:>8} ms {what}", t0.elapsed().as_millis());
+        let _ = std::io::stdout().flush();
+    };
+    loop {
+        let graceful = tokio::select! {
+            _ = term.recv() => return Ok(()),
+            _ = int.recv() => return Ok(()),
+            _ = usr1.recv() => false,
+            _ = usr2.recv() => true,
+        };
+        let Some(h) = &_http else {
+            say("restart signals only apply to HTTP mode; ignored");
+            continue;
+        };
+        let restart = async {
+            if graceful {
+                say("graceful stop: not accepting, finishing in-flight requests");
+                if tokio::time::timeout(drain_timeout, h.shutdown_gracefully())
+                    .await
+                    .is_err()
+                {
+                    say("drain timeout: dropping the remaining connections");
+                    h.stop().await;
+                }
+            } else {
+                h.stop().await;
+            }
+            say(&format!("stopped; down for {} ms", down_for.as_millis()));
+            tokio::time::sleep(down_for).await;
+            // The port is ours (SO_REUSEADDR); retry briefly if the kernel disagrees.
+            let mut tries = 0;
+            loop {
+                match h.try_start().await {
+                    Ok(()) => break,
+                    Err(e) if tries < 50 => {
+                        tries += 1;
+                        say(&format!("rebind failed ({e}), retrying"));
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            say("started");
+            Ok(())
+        };
+        tokio::select! {
+            _ = term.recv() => return Ok(()),
+            _ = int.recv() => return Ok(()),
+            r = restart => r?,
+        }
     }
-    Ok(())
 }

@@ -15,14 +15,14 @@ use crate::common::{endpoints, free_addr, one_pool, Weir};
 
 /// An endpoint that accepts every connection and closes it at once, without
 /// a byte: each try on it fails (reset or closed), and each one is counted.
-struct Closer {
-    addr: SocketAddr,
+pub(crate) struct Closer {
+    pub(crate) addr: SocketAddr,
     accepted: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Closer {
-    async fn spawn() -> Closer {
+    pub(crate) async fn spawn() -> Closer {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         let accepted = Arc::new(AtomicU64::new(0));
@@ -40,7 +40,7 @@ impl Closer {
         }
     }
 
-    fn accepted(&self) -> u64 {
+    pub(crate) fn accepted(&self) -> u64 {
         self.accepted.load(Relaxed)
     }
 }
@@ -118,18 +118,24 @@ async fn an_ejected_endpoint_gets_no_tries_then_returns_and_is_ejected_longer() 
     );
     let needle = ["endpoint ejected", &bad.addr.to_string()];
 
-    // Until the first ejection.
+    // Until the second failure, which ejects it (the try failed, and was
+    // counted, before its request was retried and answered).
     let mut sent = 0;
-    while lines_with(&w, &needle).is_empty() {
+    let ejected_at = loop {
+        let before = Instant::now();
         let r = client::get(listen, "/").await.unwrap();
         assert_eq!(r.status, 200, "{}", r.text());
+        if bad.accepted() >= 2 {
+            break before;
+        }
         sent += 1;
-        assert!(sent < 30, "not ejected; log:\n{}", w.log_text());
-    }
-    let ejected_at = Instant::now();
+        assert!(sent < 30, "no second try on the failing endpoint");
+    };
+    w.wait_log(0, "endpoint ejected", Duration::from_secs(2));
     let first = lines_with(&w, &needle).remove(0);
     assert!(first.contains("for 1000 ms"), "{first}");
-    assert_eq!(bad.accepted(), 2, "two failures eject");
+    assert!(first.contains("after 2 consecutive failures"), "{first}");
+    assert_eq!(bad.accepted(), 2);
 
     // While ejected, not one try reaches it.
     for _ in 0..20 {
@@ -252,4 +258,128 @@ async fn max_ejection_percent_0_never_ejects() {
 async fn a_pool_of_one_at_50_percent_never_ejects() {
     let n = ejections_with_all_dead(&[free_addr()], "eject_after = 2").await;
     assert_eq!(n, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_ejection_survives_a_reload() {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let bad = Closer::spawn().await;
+    let listen = free_addr();
+    let eps = endpoints(&[(a.addr(), 1), (b.addr(), 1), (bad.addr, 1)]);
+    let cfg = one_pool(listen, &eps, "[pools.app.health]\neject_after = 2");
+    let w = Weir::start(&cfg, &[listen]);
+    let needle = ["endpoint ejected", &bad.addr.to_string()];
+    let mut sent = 0;
+    while lines_with(&w, &needle).is_empty() {
+        assert_eq!(client::get(listen, "/").await.unwrap().status, 200);
+        sent += 1;
+        assert!(sent < 30, "not ejected; log:\n{}", w.log_text());
+    }
+    let tries = bad.accepted();
+
+    // An unrelated change: another pool.
+    let other = HttpUpstream::spawn("other").await.unwrap();
+    let changed = format!(
+        "{cfg}\n[routes.other]\nlistener = \"web\"\npath_prefix = \"/other\"\npool = \"other\"\n\
+         [pools.other]\n{}\n",
+        endpoints(&[(other.addr(), 1)])
+    );
+    let outcome = w.reload(&changed);
+    assert!(outcome.contains("config reloaded"), "{outcome}");
+    for _ in 0..20 {
+        assert_eq!(client::get(listen, "/").await.unwrap().status, 200);
+    }
+    assert_eq!(bad.accepted(), tries, "the reload cleared the ejection");
+    assert_eq!(
+        client::get(listen, "/other")
+            .await
+            .unwrap()
+            .header("x-upstream"),
+        Some("other")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn only_consecutive_failures_eject() {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(
+        &one_pool(
+            listen,
+            &endpoints(&[(a.addr(), 1)]),
+            "[pools.app.health]\neject_after = 3\neject_status = [503]\nmax_ejection_percent = 100",
+        ),
+        &[listen],
+    );
+    // Two failures, then a success resets the count: never three in a row.
+    for _ in 0..4 {
+        for path in ["/status/503", "/status/503", "/"] {
+            client::get(listen, path).await.unwrap();
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(lines_with(&w, &["endpoint ejected"]).len(), 0);
+    for _ in 0..3 {
+        client::get(listen, "/status/503").await.unwrap();
+    }
+    let line = w.wait_log(0, "endpoint ejected", Duration::from_secs(2));
+    assert!(line.contains("after 3 consecutive failures"), "{line}");
+}
+
+/// A pool of one that may be ejected whole (max_ejection_percent = 100), and
+/// is, for 1 s, by one 503. Returns a time before the ejection.
+async fn sole_endpoint_ejected(policy: &str) -> (HttpUpstream, SocketAddr, Weir, Instant) {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(
+        &one_pool(
+            listen,
+            &endpoints(&[(a.addr(), 1)]),
+            &format!(
+                "[pools.app.health]\neject_after = 1\neject_status = [503]\n\
+                 max_ejection_percent = 100\neject_time = \"1s\"\nno_healthy = \"{policy}\""
+            ),
+        ),
+        &[listen],
+    );
+    let before = Instant::now();
+    let r = client::get(listen, "/status/503").await.unwrap();
+    assert_eq!((r.status.as_u16(), r.text()), (503, "a\n".to_string()));
+    w.wait_log(0, "endpoint ejected", Duration::from_secs(2));
+    (a, listen, w, before)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fail_closed_refuses_while_every_endpoint_is_ejected() {
+    let (a, listen, _w, before) = sole_endpoint_ejected("fail_closed").await;
+    let r = client::get(listen, "/").await.unwrap();
+    assert!(
+        before.elapsed() < Duration::from_millis(900),
+        "too slow to tell: {:?}",
+        before.elapsed()
+    );
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("x-weir-reason"), Some("no_healthy_endpoint"));
+    assert_eq!(a.requests(), 1);
+    // Served again once eject_time is over.
+    loop {
+        let r = client::get(listen, "/").await.unwrap();
+        if r.status == 200 {
+            assert_eq!(r.text(), "a\n");
+            break;
+        }
+        assert_eq!(r.header("x-weir-reason"), Some("no_healthy_endpoint"));
+        assert!(before.elapsed() < Duration::from_secs(3), "never back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(before.elapsed() >= Duration::from_secs(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fail_open_serves_while_every_endpoint_is_ejected() {
+    let (a, listen, _w, _) = sole_endpoint_ejected("fail_open").await;
+    let r = client::get(listen, "/").await.unwrap();
+    assert_eq!((r.status.as_u16(), r.text()), (200, "a\n".to_string()));
+    assert_eq!(a.requests(), 2);
 }

@@ -441,7 +441,19 @@ async fn health_state_survives_a_reload_that_keeps_the_endpoint() {
     assert!(answers(listen, 10).await.iter().all(|x| x == "a"));
     assert_eq!(b.requests(), 0);
 
-    // The checker kept after the reload still brings b back.
+    // Changed check settings restart b's checker, but not its state.
+    let retuned = changed.replace("timeout = \"100ms\"", "timeout = \"150ms\"");
+    assert_ne!(retuned, changed);
+    let outcome = w.reload(&retuned);
+    assert!(outcome.contains("config reloaded"), "{outcome}");
+    let right_after = answers(listen, 10).await;
+    assert!(
+        right_after.iter().all(|x| x == "a"),
+        "unhealthy b back in rotation after its checks changed: {right_after:?}"
+    );
+    assert_eq!(b.requests(), 0);
+
+    // The checker still brings b back.
     b.set_healthy(true);
     until_pair(listen, Instant::now(), Duration::from_secs(3), |p| {
         p.iter().any(|x| x == "b")
@@ -506,4 +518,36 @@ async fn fail_open_serves_from_unhealthy_endpoints() {
     assert!(got.iter().all(|x| x == "a" || x == "b"), "{got:?}");
     // All endpoints are used as if healthy: round robin over both.
     assert_eq!((a.requests(), b.requests()), (5, 5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_http_check_without_an_answer_within_timeout_fails() {
+    // `silent` accepts connections (a tcp check would pass) but never answers.
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent = l.local_addr().unwrap();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept().await {
+            held.push(s);
+        }
+    });
+    let listen = free_addr();
+    let eps = endpoints(&[(a.addr(), 1), (silent, 1)]);
+    let w = Weir::start(
+        &checked(listen, &eps, &format!("check = \"http\"\n{FAST}")),
+        &[listen],
+    );
+    let line = wait_log_all(
+        &w,
+        0,
+        &["endpoint is unhealthy", &silent.to_string()],
+        Duration::from_secs(3),
+    );
+    assert!(line.contains("no answer within 100ms"), "{line}");
+    // Out of rotation: nothing hangs on it.
+    let start = Instant::now();
+    assert!(answers(listen, 6).await.iter().all(|x| x == "a"));
+    assert!(start.elapsed() < Duration::from_secs(2));
+    holder.abort();
 }

@@ -9,10 +9,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::Full;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use weir_testkit::client::{self, Resp};
 use weir_testkit::HttpUpstream;
 
 use crate::common::{endpoints, free_addr, one_pool, Weir};
+use crate::ejection::Closer;
 
 async fn send(
     listen: SocketAddr,
@@ -308,4 +311,78 @@ async fn the_retry_budget_percent_allows_a_fifth_of_the_requests() {
     }
     // Each request earns a fifth of a retry: 20 requests, 4 retries.
     assert_eq!(up.requests(), 24);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nothing_is_retried_once_the_response_has_started() {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let listen = free_addr();
+    let eps = endpoints(&[(a.addr(), 1), (b.addr(), 1)]);
+    let _w = Weir::start(&one_pool(listen, &eps, ""), &[listen]);
+
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    s.write_all(b"GET /chunked/40?delay_ms=50 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    // Read until the first chunk arrived: the response has started.
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !String::from_utf8_lossy(&got).contains("chunk 0") {
+        let n = tokio::time::timeout_at(deadline.into(), s.read(&mut buf))
+            .await
+            .expect("no first chunk")
+            .unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let (first, second) = if a.requests() == 1 {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    // The backend dies mid-body.
+    first.stop().await;
+    let _ = tokio::time::timeout(Duration::from_secs(3), s.read_to_end(&mut got)).await;
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    // The client sees the body cut (no last chunk), not a clean shorter end...
+    assert!(!text.contains("\r\n0\r\n\r\n"), "truncation hidden: {text}");
+    assert!(!text.contains("chunk 39"), "{text}");
+    // ...and the request is not sent again anywhere.
+    assert_eq!(first.requests(), 1);
+    assert_eq!(second.requests(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "bug: a retry's pick takes the next round-robin turn, so a failing endpoint gets every request's first try"]
+async fn a_retry_does_not_take_the_next_requests_round_robin_turn() {
+    // Pool of 2, round robin, one endpoint failing every try (it accepts and
+    // closes), no ejection. Round robin should give it every other request's
+    // first try: 5 of 10. Since the retry's pick advances the shared
+    // round-robin position too, each failed request moves it by two and the
+    // failing endpoint is first in line for every request: 10 of 10, so every
+    // request needs a retry (twice the load on the retry budget).
+    let live = HttpUpstream::spawn("live").await.unwrap();
+    let bad = Closer::spawn().await;
+    let listen = free_addr();
+    let eps = endpoints(&[(bad.addr, 1), (live.addr(), 1)]);
+    let _w = Weir::start(
+        &one_pool(
+            listen,
+            &eps,
+            "[pools.app.health]\neject_after = 0\n[pools.app.retry]\nbudget_min_per_sec = 1000",
+        ),
+        &[listen],
+    );
+    for _ in 0..10 {
+        assert_eq!(client::get(listen, "/").await.unwrap().status, 200);
+    }
+    assert_eq!(live.requests(), 10);
+    assert!(
+        bad.accepted() <= 6,
+        "the failing endpoint got {} of 10 first tries",
+        bad.accepted()
+    );
 }
