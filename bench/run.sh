@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: weir vs HAProxy vs nginx on loopback.
 #
-#   bench/run.sh [scenario ...]     scenarios: http-small http-large http-conn tcp-stream tcp-conn
-#                                   (default: all)
+#   bench/run.sh [scenario|group ...]
+#       scenarios: http-small http-large http-conn tcp-stream tcp-conn (= group "perf")
+#                  capacity resilience-flap resilience-idle resilience-rolling
+#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*)
 #
 # Installs wrk, haproxy, nginx (+ stream module) from Debian when missing, builds
 # weir in release mode, then runs bench/lib/bench.py. See bench/README.md for the
@@ -57,7 +59,8 @@ STAMP=$(date +%Y%m%d-%H%M%S)
 export BENCH_OUT_DIR=${BENCH_OUT_DIR:-$ROOT/bench/out/$STAMP}
 mkdir -p "$BENCH_OUT_DIR"
 export BENCH_COMMAND="bench/run.sh${*:+ $*}"
-for v in BENCH_QUICK BENCH_ROUNDS BENCH_SECONDS BENCH_PROXIES BENCH_TCP_BYTES BENCH_TCP_STREAMS BENCH_WRK_THREADS; do
+for v in BENCH_QUICK BENCH_ROUNDS BENCH_SECONDS BENCH_PROXIES BENCH_TCP_BYTES BENCH_TCP_STREAMS BENCH_WRK_THREADS \
+         BENCH_CAPACITY_SECONDS BENCH_RESILIENCE_SECONDS; do
     [ -n "${!v:-}" ] && BENCH_COMMAND="$v=${!v} $BENCH_COMMAND"
 done
 

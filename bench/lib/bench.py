@@ -2,12 +2,17 @@
 """Side-by-side benchmark of weir, HAProxy and nginx. Started by bench/run.sh,
 which installs the tools and builds weir first; see bench/README.md.
 
-usage: bench.py [scenario ...]      (default: all)
+usage: bench.py [scenario|group ...]      (default: all)
+
+Groups: all (every scenario, the default), perf (http-small, http-large, http-conn,
+tcp-stream, tcp-conn), resilience (resilience-flap, resilience-idle, resilience-rolling).
 
 Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
 BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),
 BENCH_TCP_BYTES (1 GiB), BENCH_TCP_STREAMS (3), BENCH_PROXIES (e.g. "weir,haproxy"), BENCH_PORT_BASE
 (18000), BENCH_QUICK=1 (1 round x 3 s, 256 MiB), BENCH_OUT_DIR, BENCH_BIN_DIR.
+The capacity and resilience scenarios have their own durations (BENCH_CAPACITY_SECONDS,
+20; BENCH_RESILIENCE_SECONDS, 12; quick: 5) and run 1 round unless BENCH_ROUNDS is set.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from harness import (PROCS, BenchError, CpuSnap, SyscallCounter, cpu_delta_us, i
                      process_tree, vm_hwm_kib)
 from proxies import Ctx, nginx_stream_module, versions
 from report import render_markdown
-from scenarios import SCENARIOS, Scenario
+from scenarios import GROUPS, SCENARIOS, Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +45,7 @@ def options() -> dict:
     return {
         "quick": quick,
         "rounds": env_int("BENCH_ROUNDS", 1 if quick else 3),
+        "rounds_set": bool(os.environ.get("BENCH_ROUNDS", "").strip()),
         "seconds": env_int("BENCH_SECONDS", 3 if quick else 10),
         "warmup": env_int("BENCH_WARMUP", 1),
         "syscall_seconds": env_int("BENCH_SYSCALL_SECONDS", 1 if quick else 3),
@@ -64,7 +70,7 @@ def loadavg() -> str:
 
 def measure(sc: Scenario, ctx: Ctx, v, upstreams, opts: dict, tag: str, syscalls: bool) -> dict:
     """One run of one proxy: start, check, warm up, measure, stop."""
-    seconds = opts["syscall_seconds"] if syscalls else opts["seconds"]
+    seconds = opts["syscall_seconds"] if syscalls else sc.run_seconds()
     p = sc.start(ctx, v, upstreams, tag)
     try:
         sc.check(ctx)
@@ -106,7 +112,9 @@ def measure(sc: Scenario, ctx: Ctx, v, upstreams, opts: dict, tag: str, syscalls
 
 def run_scenario(sc: Scenario, ctx: Ctx, opts: dict) -> dict:
     res = {"name": sc.name, "description": sc.describe(), "rounds": [], "syscall_runs": [], "failed": {}}
-    variants = [v for v in sc.variants() if not opts["proxies"] or v.name in opts["proxies"]]
+    # BENCH_PROXIES names rows ("weir-2t") or proxies ("weir" also selects "weir GET")
+    variants = [v for v in sc.variants() if not opts["proxies"] or v.name in opts["proxies"]
+                or (" " in v.name and v.kind in opts["proxies"])]
     res["variants"] = [v.name for v in variants]
     log(f"== {sc.name}: {sc.describe()}")
     try:
@@ -117,7 +125,7 @@ def run_scenario(sc: Scenario, ctx: Ctx, opts: dict) -> dict:
         PROCS.stop_all()
         return res
     try:
-        for r in range(opts["rounds"]):
+        for r in range(sc.rounds()):
             order = variants[r % len(variants):] + variants[:r % len(variants)]
             for v in order:
                 if v.name in res["failed"]:
@@ -132,7 +140,7 @@ def run_scenario(sc: Scenario, ctx: Ctx, opts: dict) -> dict:
                 m["round"] = r + 1
                 res["rounds"].append(m)
                 log(f"   round {r + 1} {v.name:<17} " + summary(sc, m))
-        if opts["syscall_seconds"] > 0 and SyscallCounter.method:
+        if opts["syscall_seconds"] > 0 and SyscallCounter.method and sc.syscall_pass:
             for v in variants:
                 if v.name in res["failed"]:
                     continue
@@ -169,7 +177,7 @@ def medians(sc: Scenario, res: dict) -> dict:
         for c in sc.columns:
             vals = [m[c.key] for m in rows if m.get(c.key) is not None]
             if vals:
-                med[c.key] = statistics.median(vals)
+                med[c.key] = sum(vals) if c.agg == "sum" else statistics.median(vals)
         med["n"] = len(rows)
         sysrun = [m for m in res["syscall_runs"] if m["proxy"] == name]
         if sysrun and sysrun[0].get("syscalls_per_unit") is not None:
@@ -193,10 +201,15 @@ def machine() -> dict:
 def main(argv: list[str]) -> int:
     install_signal_handlers()
     opts = options()
-    names = argv or list(SCENARIOS)
+    names = []
+    for n in argv or ["all"]:
+        for x in GROUPS.get(n, [n]):
+            if x not in names:
+                names.append(x)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
-        print(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}", file=sys.stderr)
+        print(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}; "
+              f"groups: {', '.join(GROUPS)}", file=sys.stderr)
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(os.environ.get("BENCH_OUT_DIR") or ROOT / "bench" / "out" / stamp)

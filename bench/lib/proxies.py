@@ -40,6 +40,11 @@ class Upstream:
     port: int
     # per-server options in each proxy's own syntax, e.g. {"haproxy": "maxconn 2"}
     opts: dict = field(default_factory=dict)
+    # the process serving it, when the harness may signal it (fake-upstream restarts)
+    proc: Proc | None = None
+
+    def with_opts(self, **opts) -> "Upstream":
+        return Upstream(self.port, dict(opts), self.proc)
 
     @property
     def addr(self) -> str:
@@ -52,6 +57,7 @@ class Variant:
     kind: str          # weir | haproxy | nginx
     threads: int = 1
     splice: str = "auto"  # haproxy mode tcp only: "force" (splice-request/response), "auto", "off"
+    params: dict = field(default_factory=dict)  # scenario-specific (method, cap, ...)
 
     @property
     def is_weir(self) -> bool:
@@ -97,13 +103,18 @@ def nginx_stream_module() -> str | None:
 
 
 def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], tag: str,
-                balance: str = "round_robin", pool_extra: str = "") -> Proc:
-    """Render the variant's config, start it, wait until it listens. Raises BenchError."""
+                balance: str = "round_robin", pool_extra: str = "", haproxy_backend: str = "",
+                nginx_upstream: str = "", nginx_location: str = "") -> Proc:
+    """Render the variant's config, start it, wait until it listens. Raises BenchError.
+
+    pool_extra: TOML appended to weir's pool (keys, then sub-tables like [pools.app.health]);
+    haproxy_backend: lines appended to HAProxy's backend; nginx_upstream / nginx_location:
+    lines appended to nginx's upstream block / proxy location (http only)."""
     listen = f"{HOST}:{ctx.proxy_port}"
     ensure_port_free(HOST, ctx.proxy_port)
     cfg_dir = ctx.out / "configs"
     logs = ctx.out / "logs"
-    name = f"{tag}-{v.name}"
+    name = f"{tag}-{v.name}".replace(" ", "_")
     if v.kind == "weir":
         if ctx.weir_build_error:
             raise BenchError(ctx.weir_build_error)
@@ -127,7 +138,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
                   "auto": "    option splice-auto"}.get(v.splice, "")
         cfg = render(f"haproxy-{protocol}.cfg", cfg_dir / f"{name}.cfg", LISTEN=listen, SERVERS=servers,
                      BALANCE=HAPROXY_BALANCE.get(balance, balance), SPLICE=splice,
-                     SPLICE_NOTE=v.splice)
+                     SPLICE_NOTE=v.splice, BACKEND_EXTRA=haproxy_backend)
         if v.threads != 1:
             text = cfg.read_text().replace("nbthread 1", f"nbthread {v.threads}")
             cfg.write_text(text)
@@ -142,7 +153,8 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         if nb:
             servers = f"        {nb}\n" + servers
         cfg = render(f"nginx-{protocol}.conf", cfg_dir / f"{name}.conf", LISTEN=listen, SERVERS=servers,
-                     RUN=ctx.run, NAME=name, LOAD_STREAM=ctx.nginx_stream_line or "")
+                     RUN=ctx.run, NAME=name, LOAD_STREAM=ctx.nginx_stream_line or "",
+                     UPSTREAM_EXTRA=nginx_upstream, LOCATION_EXTRA=nginx_location)
         if v.threads != 1:
             text = cfg.read_text().replace("worker_processes 1;", f"worker_processes {v.threads};")
             cfg.write_text(text)
@@ -182,14 +194,16 @@ def start_bench_upstream(ctx: Ctx, i: int, mode: str) -> Upstream:
 
 def start_fake_upstream(ctx: Ctx, i: int, args: list[str]) -> Upstream:
     """weir-testkit's fake-upstream (HTTP with --latency/--max-concurrency/--idle-close,
-    or --tcp-echo), for the capacity and resilience scenarios."""
+    or --tcp-echo), for the capacity and resilience scenarios. The returned Upstream
+    carries the process: SIGUSR1 makes it drop everything and come back after
+    --down-for, SIGUSR2 restarts it gracefully."""
     port = ctx.upstream_port(i)
     ensure_port_free(HOST, port)
     p = PROCS.start(f"upstream{i}-fake", [ctx.bin("fake-upstream"), "--listen", f"{HOST}:{port}",
                                           "--name", f"u{i}", "--threads", "1", *args],
                     ctx.out / "logs" / f"upstream{i}-fake.log")
     wait_port(p, HOST, port)
-    return Upstream(port)
+    return Upstream(port, proc=p)
 
 
 def versions(ctx: Ctx) -> dict:

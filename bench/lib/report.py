@@ -18,13 +18,17 @@ def render_markdown(results: dict, scenarios: dict) -> str:
     o = meta["options"]
     m = meta["machine"]
     v = meta["versions"]
+    own = [n for n in results["scenarios"] if getattr(scenarios.get(n), "own_timing", False)]
     lines = [
         f"Run {meta['date']}: `{meta['command']}`",
         "",
         f"Machine: {m['cpus']} cores ({m['cpu_model']}), Linux {m['kernel']}, shared and noisy "
         f"(load average {m['loadavg_start']} at start): compare within one run, not across runs.",
         f"weir {v.get('weir', '?')} · {v.get('haproxy', '?')} · {v.get('nginx', '?')} · {v.get('wrk', '?')}.",
-        f"Medians of {o['rounds']} round(s) × {o['seconds']} s per proxy, proxies alternating; every proxy on one "
+        (f"Medians of {o['rounds']} round(s) × {o['seconds']} s per proxy"
+         + (f" ({', '.join(own)}: rounds and durations in their sections)" if own else "")
+         if len(own) < len(results["scenarios"]) else "Rounds and durations in each section")
+        + ", proxies alternating; every proxy on one "
         f"thread/worker except weir-2t. CPU = utime+stime of the proxy's processes over the measured window "
         f"÷ requests (connections, GiB). Syscalls: "
         + (f"separate {o['syscall_seconds']} s run per proxy under {meta.get('syscall_method')}."
@@ -65,6 +69,10 @@ def render_markdown(results: dict, scenarios: dict) -> str:
                 row.append(f"{a / b:.2f}×" if c.ratio and a and b else "")
             lines.append(f"| weir / {peer} | " + " | ".join(row) + " |")
         lines.append("")
+        notes = sc.notes(res)
+        if notes:
+            lines.extend(notes)
+            lines.append("")
         g = sc.goal_line(med)
         if g:
             lines.append(g)

@@ -15,12 +15,18 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
+import signal
 import subprocess
+import threading
+import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import BenchError, Proc
-from proxies import HOST, Ctx, Upstream, Variant, start_bench_upstream, start_nginx_upstream, start_proxy
+from harness import BenchError, Proc, port_open
+from proxies import (HOST, Ctx, Upstream, Variant, start_bench_upstream, start_fake_upstream,
+                     start_nginx_upstream, start_proxy)
 
 LIB = Path(__file__).resolve().parent
 WRK_LUA = LIB.parent / "configs" / "wrk-report.lua"
@@ -32,6 +38,7 @@ class Column:
     key: str
     fmt: str = "{:.0f}"
     ratio: bool = True  # show weir/peer for this column
+    agg: str = "median"  # across rounds: "median" or "sum" (failure counts)
 
 
 class Scenario:
@@ -43,8 +50,22 @@ class Scenario:
     cpu_unit = "µs/req"
     columns: list[Column] = []
 
+    syscall_pass = True  # a separate run per proxy under perf/strace
+    own_timing = False   # rounds/duration not from BENCH_ROUNDS/BENCH_SECONDS defaults
+
     def __init__(self, opts: dict):
         self.opts = opts
+
+    def run_seconds(self) -> float:
+        """Measured seconds per run."""
+        return self.opts["seconds"]
+
+    def rounds(self) -> int:
+        return self.opts["rounds"]
+
+    def notes(self, res: dict) -> list[str]:
+        """Lines printed under the table (e.g. what the failures were)."""
+        return []
 
     def variants(self) -> list[Variant]:
         return [Variant("weir", "weir", 1), Variant("weir-2t", "weir", 2),
@@ -288,4 +309,408 @@ def cpu_columns(sc: Scenario) -> list[Column]:
             Column("peak RSS MiB", "rss_mib", "{:.1f}", ratio=False)]
 
 
-SCENARIOS = {c.name: c for c in (HttpSmall, HttpLarge, HttpConn, TcpStream, TcpConn)}
+# --------------------------------------------------------------------------
+# capacity and resilience: fake upstreams, `weir-bench paced` clients
+
+
+def env_float(name: str, default: float) -> float:
+    v = os.environ.get(name, "").strip()
+    return float(v) if v else default
+
+
+# After a failed request a paced client waits this long before its next one: a proxy
+# that answers 502 in microseconds must not turn one outage into 100k "failures".
+FAIL_PAUSE_MS = 50
+
+
+def run_paced(ctx: Ctx, clients: int, seconds: float, method: str = "GET", body: int = 0,
+              pace: str = "0", timeout: float = 10.0) -> dict:
+    """`weir-bench paced` through the proxy; POSTs go to /echo and must come back byte-exact."""
+    path = "/echo" if body else "/"
+    args = ["paced", "--connect", f"{HOST}:{ctx.proxy_port}", "--clients", clients, "--method", method,
+            "--path", path, "--body-size", body, "--pace", pace, "--duration", seconds,
+            "--timeout", timeout, "--fail-pause", FAIL_PAUSE_MS]
+    if body:
+        args.append("--check-echo")
+    r = run_bench(ctx, args, seconds + timeout + 30)
+    r["non2xx"] = sum(v for k, v in r["kinds"].items() if k.startswith("status "))
+    r["transport"] = r["failed"] - r["non2xx"]
+    return r
+
+
+def http_exchange(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    c = http.client.HTTPConnection(HOST, port, timeout=5)
+    try:
+        c.request(method, path, body=body)
+        r = c.getresponse()
+        return r.status, r.read()
+    except (OSError, http.client.HTTPException) as e:
+        raise BenchError(f"{method} {path} through the proxy failed: {e!r}") from None
+    finally:
+        c.close()
+
+
+def check_get_and_post(ctx: Ctx) -> None:
+    for _ in range(3):
+        status, body = http_exchange(ctx.proxy_port, "GET", "/")
+        if status != 200 or not body:
+            raise BenchError(f"GET / through the proxy: status {status}, body {body[:80]!r}")
+        sent = b"check " + os.urandom(8).hex().encode()
+        status, body = http_exchange(ctx.proxy_port, "POST", "/echo", sent)
+        if status != 200 or body != sent:
+            raise BenchError(f"POST /echo through the proxy: status {status}, body {body[:80]!r} (want {sent!r})")
+
+
+def log_reasons(log: Path, offset: int) -> dict:
+    """weir's `request failed ... reason=X` lines written since `offset`, counted by reason."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return {}
+    c = Counter()
+    for line in text.splitlines():
+        if "request failed" in line:
+            m = re.search(r"reason=(\w+)", line)
+            c[m.group(1) if m else "?"] += 1
+    return dict(c)
+
+
+def nginx_errors(log: Path, offset: int) -> dict:
+    """nginx error-log messages since `offset`, counted by message (client/upstream details cut)."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return {}
+    c = Counter()
+    for line in text.splitlines():
+        m = re.search(r"\[(error|warn)\] \d+#\d+: (?:\*\d+ )?(.*?)(?:, client: |$)", line)
+        if m:
+            msg = re.sub(r"\d+\.\d+\.\d+\.\d+:\d+", "ADDR", m.group(2))
+            msg = re.sub(r"\(\d+: ", "(", msg)
+            c[f"{m.group(1)}: {msg}"] += 1
+    return dict(c)
+
+
+def file_size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+def wait_upstreams_up(ups: list[Upstream], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    for u in ups:
+        while not port_open(HOST, u.port):
+            if u.proc is not None and not u.proc.alive():
+                raise BenchError(f"upstream {u.addr}: {u.proc.why_dead()}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"upstream {u.addr} did not come back within {timeout:.0f}s")
+            time.sleep(0.05)
+
+
+class Disturber:
+    """Sends restart signals to fake upstreams on a schedule while the load runs:
+    `plan` is a list of (seconds after start, upstream, signal)."""
+
+    def __init__(self, plan: list[tuple[float, Upstream, int]]):
+        self.plan = plan
+        self.sent = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        for at, up, sig in self.plan:
+            if self._stop.wait(max(0.0, t0 + at - time.monotonic())):
+                return
+            if up.proc is not None and up.proc.alive():
+                os.kill(up.proc.pid, sig)
+                self.sent += 1
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        return False
+
+
+class PacedScenario(Scenario):
+    """Shared by capacity and resilience: fake upstreams, weir-bench paced load,
+    one round by default, no syscall pass, weir's failure reasons from its log."""
+    syscall_pass = False
+    own_timing = True
+    seconds_env, seconds_default = "BENCH_RESILIENCE_SECONDS", 12
+
+    def run_seconds(self):
+        return env_float(self.seconds_env, 5 if self.opts["quick"] else self.seconds_default)
+
+    def rounds(self):
+        return self.opts["rounds"] if self.opts.get("rounds_set") else 1
+
+    def start(self, ctx, v, upstreams, tag):
+        p = self.start_variant(ctx, v, upstreams, tag)
+        self._running = (v, p, ctx)
+        return p
+
+    def start_variant(self, ctx, v, upstreams, tag) -> Proc:
+        raise NotImplementedError
+
+    def _log_offsets(self):
+        v, p, ctx = self._running
+        nginx_log = ctx.run / f"{p.name}.error.log"
+        return p.log, file_size(p.log), nginx_log, file_size(nginx_log)
+
+    def _log_findings(self, offsets) -> dict:
+        v, _p, _ctx = self._running
+        log, off, nginx_log, noff = offsets
+        if v.kind == "weir":
+            return {"weir_reasons": log_reasons(log, off)}
+        if v.kind == "nginx":
+            return {"nginx_errors": nginx_errors(nginx_log, noff)}
+        return {}
+
+    def check(self, ctx):
+        check_get_and_post(ctx)
+
+    def notes(self, res):
+        out = []
+        for pname in res.get("variants", []):
+            rows = [m for m in res.get("rounds", []) if m["proxy"] == pname]
+            kinds, reasons, nerr = Counter(), Counter(), Counter()
+            for m in rows:
+                kinds.update(m.get("kinds", {}))
+                reasons.update(m.get("weir_reasons", {}))
+                nerr.update(m.get("nginx_errors", {}))
+            if not kinds and not reasons:
+                continue
+            parts = [f"{k} × {n}" for k, n in kinds.most_common()]
+            line = f"- {pname}: " + "; ".join(parts)
+            if reasons:
+                line += " — weir's log: " + ", ".join(f"reason={k} × {n}" for k, n in reasons.most_common())
+            if nerr:
+                line += " — nginx's error log: " + "; ".join(f"{k} × {n}" for k, n in nerr.most_common(3))
+            out.append(line)
+        if out:
+            out.insert(0, "Failures (client-side kinds; the proxy's own log where it says why):")
+            out.insert(1, "")
+        return out
+
+
+# -- issue 3 §5
+
+
+class Capacity(PacedScenario):
+    """6 backends × 2 workers, exponential service time (mean 20 ms), 12 keep-alive
+    clients POSTing back to back: with a per-server cap of 2 the balancer keeps every
+    worker busy without queueing behind a busy one."""
+    name, title = "capacity", "capacity"
+    seconds_env, seconds_default = "BENCH_CAPACITY_SECONDS", 20
+    n_up, workers, mean_ms, clients, body = 6, 2, 20, 12, 64
+
+    @property
+    def ideal(self) -> float:
+        return self.n_up * self.workers / (self.mean_ms / 1000)
+
+    columns = [Column("req/s", "rps"), Column("% of ideal", "share", "{:.1f}"),
+               Column("p50 ms", "p50_ms", "{:.1f}"), Column("p99 ms", "p99_ms", "{:.1f}"),
+               Column("CPU µs/req", "cpu_total", "{:.0f}"),
+               Column("errors", "failed", "{:.0f}", ratio=False, agg="sum")]
+
+    def variants(self):
+        return [Variant("weir", "weir", params={"cap": True}), Variant("haproxy", "haproxy", params={"cap": True}),
+                Variant("weir-nocap", "weir", params={"cap": False}),
+                Variant("haproxy-nocap", "haproxy", params={"cap": False})]
+
+    def describe(self):
+        return (f"capacity: {self.n_up} fake upstreams × {self.workers} workers (`--max-concurrency "
+                f"{self.workers}`), exponential service time mean {self.mean_ms} ms; {self.clients} keep-alive "
+                f"clients POSTing {self.body} B back to back (weir-bench paced) for {self.run_seconds():g} s, "
+                f"{self.rounds()} round(s); round robin. `weir`: `max_conn = {self.workers}`, `max_queue = 10000`, "
+                f"`queue_timeout = \"30s\"`; `haproxy`: `maxconn {self.workers}` per server, `timeout queue 30s`; "
+                f"`-nocap`: no per-server limit. Ideal = {self.n_up} × {self.workers} / "
+                f"{self.mean_ms / 1000:g} s = {self.ideal:.0f} req/s.")
+
+    def start_upstreams(self, ctx):
+        return [start_fake_upstream(ctx, i, ["--latency", f"exp:{self.mean_ms}ms", "--max-concurrency",
+                                             str(self.workers)]) for i in range(1, self.n_up + 1)]
+
+    def start_variant(self, ctx, v, upstreams, tag):
+        if not v.params["cap"]:
+            return start_proxy(ctx, v, "http", upstreams, tag)
+        ups = [u.with_opts(haproxy=f"maxconn {self.workers}") for u in upstreams]
+        return start_proxy(ctx, v, "http", ups, tag,
+                           pool_extra=f'max_conn = {self.workers}\nmax_queue = 10000\nqueue_timeout = "30s"',
+                           haproxy_backend="    timeout queue 30s")
+
+    def load(self, ctx, seconds, warmup=False):
+        offs = self._log_offsets()
+        r = run_paced(ctx, self.clients, seconds, "POST", self.body)
+        if not r["ok"]:
+            raise BenchError(f"no request completed: {r['samples'][:2]}")
+        rps = r["ok"] / r["seconds"]
+        m = {"units": r["ok"], "rps": rps, "share": 100 * rps / self.ideal, "p50_ms": r["p50_us"] / 1000,
+             "p99_ms": r["p99_us"] / 1000, "failed": r["failed"], "kinds": r["kinds"], "paced": r}
+        m.update(self._log_findings(offs))
+        return m
+
+    def goal_line(self, med):
+        w, h = med.get("weir"), med.get("haproxy")
+        if not w:
+            return None
+        ok = w["share"] >= 93 and (not h or w["share"] >= h["share"])
+        got = f"weir {w['share']:.1f} %" + (f", haproxy {h['share']:.1f} %" if h else "")
+        return (f"Goal (issue 3): with max_conn ≥ 93 % of ideal and ≥ HAProxy's share: "
+                f"{'**met**' if ok else 'not met'} ({got}).")
+
+
+# -- issue 4 §6
+
+
+WEIR_HEALTH = '[pools.app.health]\ncheck = "tcp"\ninterval = "500ms"\ntimeout = "250ms"\nrise = 2\nfall = 2'
+
+
+class Resilience(PacedScenario):
+    """Base of the resilience scenarios: every proxy with active health checks and retries
+    (weir: its default retries; HAProxy: retries 3, option redispatch, retry-on
+    all-retryable-errors for GET; nginx: its defaults), failures counted per row."""
+    methods = ("GET", "POST")
+    n_up, clients, pace, body = 2, 20, "0", 32
+    up_args: list[str] = ["--latency", "fixed:1ms"]
+
+    columns = [Column("requests", "requests", agg="sum", ratio=False),
+               Column("ok/s", "ok_s", ratio=False),
+               Column("failed", "failed", agg="sum", ratio=False),
+               Column("non-2xx", "non2xx", agg="sum", ratio=False),
+               Column("transport errors", "transport", agg="sum", ratio=False),
+               Column("p50 ms", "p50_ms", "{:.2f}", ratio=False),
+               Column("p99 ms", "p99_ms", "{:.2f}", ratio=False),
+               Column("restarts", "restarts", agg="sum", ratio=False)]
+
+    def variants(self):
+        return [Variant(f"{k} {m}", k, params={"method": m}) for m in self.methods
+                for k in ("weir", "haproxy", "nginx")]
+
+    def proxies_note(self) -> str:
+        return ("weir: `[pools.app.health] check = \"tcp\"`, interval 500ms, timeout 250ms, rise 2, fall 2, "
+                "default retries (2 attempts; a try that failed on connect or on a reused connection "
+                "before any response byte is retried for any method); HAProxy: `check inter 500ms rise 2 "
+                "fall 2`, `timeout check 250ms`, `retries 3`, `option redispatch`, and for GET "
+                "`retry-on all-retryable-errors` (POST: the default `retry-on conn-failure`); nginx: "
+                "defaults (`proxy_next_upstream error timeout`, `max_fails=1 fail_timeout=10s`, no "
+                "retry of a POST once it was sent: `non_idempotent` is off)")
+
+    def start_upstreams(self, ctx):
+        return [start_fake_upstream(ctx, i, self.up_args) for i in range(1, self.n_up + 1)]
+
+    def start_variant(self, ctx, v, upstreams, tag):
+        ups = [u.with_opts(haproxy="check inter 500ms rise 2 fall 2") for u in upstreams]
+        hb = ["    retries 3", "    option redispatch", "    timeout check 250ms"]
+        if v.params["method"] == "GET":
+            hb.append("    retry-on all-retryable-errors")
+        return start_proxy(ctx, v, "http", ups, tag, pool_extra=WEIR_HEALTH, haproxy_backend="\n".join(hb))
+
+    def plan(self, upstreams: list[Upstream], seconds: float) -> list[tuple[float, Upstream, int]]:
+        return []
+
+    def load(self, ctx, seconds, warmup=False):
+        method = self._running[0].params["method"]
+        body = self.body if method == "POST" else 0
+        if warmup:
+            r = run_paced(ctx, self.clients, seconds, method, body, self.pace)
+            return {"units": max(r["ok"], 1)}
+        offs = self._log_offsets()
+        ups = self._upstreams
+        with Disturber(self.plan(ups, seconds)) as d:
+            r = run_paced(ctx, self.clients, seconds, method, body, self.pace)
+        wait_upstreams_up(ups)
+        m = {"units": max(r["ok"], 1), "requests": r["requests"], "ok_s": r["ok"] / r["seconds"],
+             "failed": r["failed"], "non2xx": r["non2xx"], "transport": r["transport"],
+             "p50_ms": r["p50_us"] / 1000, "p99_ms": r["p99_us"] / 1000, "restarts": d.sent,
+             "kinds": r["kinds"], "samples": r["samples"], "paced": r}
+        m.update(self._log_findings(offs))
+        return m
+
+    def start(self, ctx, v, upstreams, tag):
+        self._upstreams = upstreams
+        return super().start(ctx, v, upstreams, tag)
+
+    def goal_line(self, med):
+        rows = [(n, m) for n, m in med.items() if n.startswith("weir ")]
+        if not rows:
+            return None
+        bad = [f"{n}: {m.get('failed', 0):.0f} failed" for n, m in rows if m.get("failed")]
+        return (f"Goal (issue 4): 0 failed and 0 non-2xx through weir: "
+                f"{'**met**' if not bad else 'not met (' + '; '.join(bad) + ')'}.")
+
+
+class ResilienceFlap(Resilience):
+    name, title = "resilience-flap", "resilience-flap"
+
+    def describe(self):
+        return (f"resilience-flap (issue 4 (a)): {self.n_up} fake upstreams (1 ms), the second one stops and "
+                f"drops all its connections (SIGUSR1) every 2 s from t = 1 s and listens again 0.5 s later; "
+                f"{self.clients} keep-alive clients back to back (POST: {self.body} B to /echo, checked) for "
+                f"{self.run_seconds():g} s, {self.rounds()} round(s). {self.proxies_note()}.")
+
+    def plan(self, ups, seconds):
+        out, t = [], 1.0
+        while t <= seconds - 0.6:
+            out.append((t, ups[1], signal.SIGUSR1))
+            t += 2.0
+        return out
+
+
+class ResilienceIdle(Resilience):
+    name, title = "resilience-idle", "resilience-idle"
+    methods = ("POST",)
+    clients, pace = 16, "34-46"
+    up_args = ["--idle-close", "40ms"]
+    columns = [c for c in Resilience.columns if c.key != "restarts"]
+
+    def describe(self):
+        return (f"resilience-idle (issue 4 (b)): {self.n_up} fake upstreams that silently close keep-alive "
+                f"connections idle for 40 ms (`--idle-close 40ms`, FIN without a response); {self.clients} "
+                f"keep-alive clients each POSTing {self.body} B to /echo every 34–46 ms (random, start to start) "
+                f"for {self.run_seconds():g} s, {self.rounds()} round(s). {self.proxies_note()}.")
+
+
+class ResilienceRolling(Resilience):
+    name, title = "resilience-rolling", "resilience-rolling"
+    n_up = 3
+
+    def describe(self):
+        return (f"resilience-rolling (issue 4 (c)): {self.n_up} fake upstreams (1 ms) restarted gracefully one "
+                f"at a time (SIGUSR2: stop accepting, finish in-flight requests with `Connection: close`, "
+                f"close idle keep-alives, listen again 0.5 s later), one restart every "
+                f"{self.period(self.run_seconds()):.2g} s from t = 1 s, in turn; {self.clients} keep-alive clients "
+                f"back to back (POST: {self.body} B to /echo, checked) for {self.run_seconds():g} s, "
+                f"{self.rounds()} round(s). {self.proxies_note()}.")
+
+    @staticmethod
+    def period(seconds: float) -> float:
+        return min(2.0, (seconds - 1.0) / 3)
+
+    def plan(self, ups, seconds):
+        out, t, k, p = [], 1.0, 0, self.period(seconds)
+        while t <= seconds - 0.6:
+            out.append((t, ups[k % len(ups)], signal.SIGUSR2))
+            t += p
+            k += 1
+        return out
+
+
+SCENARIOS = {c.name: c for c in (HttpSmall, HttpLarge, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
+                                 ResilienceIdle, ResilienceRolling)}
+GROUPS = {
+    "all": list(SCENARIOS),
+    "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
+    "resilience": ["resilience-flap", "resilience-idle", "resilience-rolling"],
+}

@@ -11,7 +11,7 @@
 //! weir-bench stream --connect 127.0.0.1:18080 --bytes 1073741824
 //! weir-bench conns  --connect 127.0.0.1:18080 --concurrency 50 --duration 10
 //! weir-bench paced  --connect 127.0.0.1:18080 --clients 16 --method POST --path /echo \
-//!                   --body-size 32 --pace 34-46 --duration 12
+//!                   --body-size 32 --check-echo --pace 34-46 --duration 12
 //! ```
 
 use std::io::{Read, Write};
@@ -111,6 +111,10 @@ enum Cmd {
         /// The response body must equal the request body (for an /echo route).
         #[arg(long)]
         check_echo: bool,
+        /// After a failed request, wait this many ms before the client's next one,
+        /// so a proxy that fails fast does not multiply its failure count.
+        #[arg(long, default_value_t = 0)]
+        fail_pause: u64,
         /// Runtime threads for the client.
         #[arg(long, default_value_t = 1)]
         threads: usize,
@@ -153,6 +157,7 @@ fn main() -> ExitCode {
             duration,
             timeout,
             check_echo,
+            fail_pause,
             threads,
         } => match parse_pace(&pace) {
             Ok(pace) => paced::run(paced::Opts {
@@ -165,6 +170,7 @@ fn main() -> ExitCode {
                 duration: Duration::from_secs_f64(duration),
                 timeout: Duration::from_secs_f64(timeout),
                 check_echo,
+                fail_pause: Duration::from_millis(fail_pause),
                 threads,
             }),
             Err(e) => Err(e.into()),

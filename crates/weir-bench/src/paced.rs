@@ -26,6 +26,7 @@ pub struct Opts {
     pub duration: Duration,
     pub timeout: Duration,
     pub check_echo: bool,
+    pub fail_pause: Duration,
     pub threads: usize,
 }
 
@@ -311,6 +312,7 @@ async fn client(o: &Opts, id: usize, start: Instant, deadline: Instant) -> Stats
         })
         .await;
         let at = t0.duration_since(start);
+        let failed_before = st.failed;
         match res {
             Err(_) => {
                 conn = None;
@@ -321,7 +323,7 @@ async fn client(o: &Opts, id: usize, start: Instant, deadline: Instant) -> Stats
                 let on = if fresh { "new" } else { "reused" };
                 let refused = why.starts_with("connect");
                 st.fail(format!("{why} (on a {on} client connection)"), at, id);
-                if refused {
+                if refused && o.fail_pause.is_zero() {
                     // do not spin on a proxy that refuses connections
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
@@ -345,6 +347,13 @@ async fn client(o: &Opts, id: usize, start: Instant, deadline: Instant) -> Stats
                     conn = None;
                 }
             }
+        }
+        if st.failed > failed_before && !o.fail_pause.is_zero() {
+            tokio::time::sleep(
+                o.fail_pause
+                    .min(deadline.saturating_duration_since(Instant::now())),
+            )
+            .await;
         }
         if hi > 0 {
             let next = t0 + Duration::from_millis(rng.range(lo, hi));

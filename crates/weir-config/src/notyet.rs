@@ -6,13 +6,25 @@
 use crate::read::{Fields, Sink};
 use crate::Admin;
 
-pub(crate) fn admin(sink: &mut Sink<'_>, t: &Fields<'_, '_>, _a: &Admin) {
-    // No admin listener runs yet: say so rather than let a user believe the
-    // API (or its token) is in place.
-    if let Some(span) = t.key_span("listen").or_else(|| t.key_span("token_file")) {
+pub(crate) fn admin(sink: &mut Sink<'_>, t: &Fields<'_, '_>, a: &Admin) {
+    // The admin listener serves health, metrics, stats and the dashboard,
+    // all read-only, and checks no token yet: say so rather than let a user
+    // believe the token protects anything.
+    if let Some(v) = t.get("token_file") {
         sink.warn(
-            span,
-            "the admin API is not served yet in this version of weir (planned); [admin] is validated but nothing listens on it",
+            v.span(),
+            "token_file is not checked yet in this version of weir (planned); the admin listener is read-only (health, metrics, stats, dashboard) and asks for no token",
         );
+    }
+    if !a.listen.ip().is_loopback() {
+        if let Some(v) = t.get("listen") {
+            sink.warn(
+                v.span(),
+                format!(
+                    "the admin listener on {} is reachable from other hosts without authentication (it is read-only: health, metrics, stats, dashboard)",
+                    a.listen
+                ),
+            );
+        }
     }
 }

@@ -167,12 +167,12 @@ fn unenforced_features_warn_and_do_not_fail() {
     ));
     let msgs: Vec<&str> = l.warnings.iter().map(|w| w.message.as_str()).collect();
     // Capacity control, the algorithms, health checks and retries are
-    // enforced; only the admin API is not yet.
+    // enforced; only the admin token is not checked yet.
     assert_eq!(msgs.len(), 1, "{msgs:#?}");
     assert_eq!(l.warnings[0].severity, Severity::Warning);
-    assert_eq!((l.warnings[0].line, l.warnings[0].col), (2, 1));
+    assert_eq!((l.warnings[0].line, l.warnings[0].col), (2, 14));
     assert!(
-        msgs[0].contains("admin API") && msgs[0].contains("not served yet"),
+        msgs[0].contains("token_file") && msgs[0].contains("not checked yet"),
         "{msgs:#?}"
     );
     // The values are still validated and kept.

@@ -64,9 +64,8 @@ fn design_example_needs_only_one_more_pool() {
     assert_eq!(cfg.pools["app"].endpoints.len(), 2);
     assert_eq!(cfg.pools["app"].balance, Balance::RoundRobin);
     assert_eq!(cfg.pools["app"].health.check, HealthCheck::Http);
-    // Only the admin API (not served yet); health checks and retries are.
-    let warned: Vec<usize> = loaded.warnings.iter().map(|w| w.line).collect();
-    assert_eq!(warned, vec![2], "{:#?}", loaded.warnings);
+    // Everything in the design's example is enforced now.
+    assert!(loaded.warnings.is_empty(), "{:#?}", loaded.warnings);
 }
 
 #[test]

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::balance::{hash_bytes, Ewma};
 use crate::clock;
 use crate::health::EndpointHealth;
+use crate::metrics::endpoint::EndpointMetrics;
 use crate::upstream::idle::IdleConns;
 
 /// `ramp_from_ms` of an endpoint at full weight from the start: like
@@ -31,6 +32,7 @@ pub struct EndpointRt {
     /// Requests (http) or sessions (tcp) holding a slot on this endpoint.
     pub in_flight: AtomicU32,
     pub ewma: Ewma,
+    pub metrics: EndpointMetrics,
     pub health: EndpointHealth,
     /// When the endpoint joined (or, later, recovered): slow start ramps from
     /// here. [`NOT_RAMPING`] for endpoints that were there from the start.
@@ -56,6 +58,7 @@ impl EndpointRt {
             id,
             in_flight: AtomicU32::new(0),
             ewma: Ewma::default(),
+            metrics: EndpointMetrics::default(),
             health: EndpointHealth::new(up),
             ramp_from_ms: AtomicU64::new(if ramp { clock::now_ms() } else { NOT_RAMPING }),
             draining: AtomicBool::new(false),

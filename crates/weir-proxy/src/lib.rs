@@ -12,6 +12,7 @@ pub mod endpoint;
 pub mod health;
 pub mod http;
 pub mod listener;
+pub mod metrics;
 pub mod pool;
 pub mod reason;
 pub mod retry;
@@ -35,6 +36,7 @@ use crate::snapshot::{Registry, Snapshot};
 pub use crate::reason::Reason;
 
 /// What the data plane reads.
+#[derive(Debug)]
 pub struct Shared {
     pub snapshot: ArcSwap<Snapshot>,
 }
@@ -51,6 +53,7 @@ struct Control {
     next_slot: usize,
     registry: Registry,
     drain_grace: Duration,
+    shutting_down: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +77,7 @@ impl Proxy {
                 next_slot: 0,
                 registry: Registry::default(),
                 drain_grace: Duration::from_secs(30),
+                shutting_down: false,
             }),
         });
         tokio::spawn(sweep(Arc::downgrade(&proxy.shared)));
@@ -114,6 +118,9 @@ impl Proxy {
         let snapshot = Arc::new(Snapshot::build(cfg, &slots, &mut control.registry));
         self.shared.snapshot.store(snapshot.clone());
         snapshot.install_queues();
+        metrics::GLOBAL
+            .version
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         control.drain_grace = cfg.global.drain_grace;
 
         for bound in fresh {
@@ -140,6 +147,38 @@ impl Proxy {
         Ok(())
     }
 
+    /// The Prometheus (OpenMetrics text) exposition of the current state.
+    pub fn metrics_text(&self) -> String {
+        metrics::render::render(&self.shared)
+    }
+
+    /// Traffic statistics for `/api/v1/stats`.
+    pub fn stats(&self) -> metrics::stats::Stats {
+        metrics::stats::stats(&self.shared.snapshot.load())
+    }
+
+    /// Counts a reload attempt that did not get as far as `apply` (an
+    /// invalid file), or whose `apply` failed.
+    pub fn note_reload(&self, ok: bool) {
+        let c = if ok {
+            &metrics::GLOBAL.reloads_ok
+        } else {
+            &metrics::GLOBAL.reloads_failed
+        };
+        c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Ready: a config is applied, its listeners are bound, and no shutdown
+    /// has begun.
+    pub fn is_ready(&self) -> bool {
+        let control = self.control.lock().unwrap();
+        !control.shutting_down
+            && metrics::GLOBAL
+                .version
+                .load(std::sync::atomic::Ordering::Relaxed)
+                > 0
+    }
+
     /// The actual local address of each listener, by configured bind address.
     pub fn local_addrs(&self) -> Vec<(SocketAddr, SocketAddr)> {
         let control = self.control.lock().unwrap();
@@ -155,6 +194,7 @@ impl Proxy {
     pub async fn shutdown(&self) {
         let (listeners, grace) = {
             let mut control = self.control.lock().unwrap();
+            control.shutting_down = true;
             (std::mem::take(&mut control.listeners), control.drain_grace)
         };
         for r in listeners.values() {

@@ -17,6 +17,7 @@ use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::conn_state::ConnState;
 use crate::http::forward::ConnCtx;
 use crate::http::headers::client_ip_value;
+use crate::metrics::{Held, GLOBAL};
 use crate::tcp::session::serve as serve_tcp;
 use crate::Shared;
 
@@ -122,6 +123,7 @@ async fn accept_loop(
         let Some(Some(l)) = snap.listeners.get(slot) else {
             continue;
         };
+        let open = Held::new(&GLOBAL.client_open);
         match l.protocol {
             Protocol::Http => {
                 let _ = stream.set_nodelay(true);
@@ -137,18 +139,26 @@ async fn accept_loop(
                     idle_timeout: l.idle_timeout,
                     max_header_bytes: l.max_header_bytes,
                 };
-                tracker.spawn(serve_http(stream, ctx, limits, drain.clone(), kill.clone()));
+                let conn = serve_http(stream, ctx, limits, drain.clone(), kill.clone());
+                tracker.spawn(async move {
+                    conn.await;
+                    drop(open);
+                });
             }
             Protocol::Tcp => {
                 let Some(pool) = l.pool.clone() else { continue };
-                tracker.spawn(serve_tcp(
+                let session = serve_tcp(
                     stream,
                     client,
                     l.name.clone(),
                     pool,
                     l.idle_timeout,
                     kill.clone(),
-                ));
+                );
+                tracker.spawn(async move {
+                    session.await;
+                    drop(open);
+                });
             }
         }
     }

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use weir_config::HostMatch;
 
+use crate::metrics::counts::Counts;
+use crate::metrics::hist::Histogram;
 use crate::pool::PoolRt;
 
 /// Where a matched request goes.
@@ -15,6 +17,24 @@ pub struct Target {
     /// The route's name, or `None` for the listener's default pool.
     pub route: Option<Arc<str>>,
     pub pool: Arc<PoolRt>,
+    pub metrics: TargetMetrics,
+}
+
+impl Target {
+    pub fn pool_name(&self) -> &str {
+        &self.pool.name
+    }
+}
+
+/// The counters a request through this target lands in.
+#[derive(Debug, Clone)]
+pub struct TargetMetrics {
+    /// Aligned with `pool.endpoints`.
+    pub by_endpoint: Arc<[Arc<Counts>]>,
+    /// For requests that never reached an endpoint.
+    pub no_endpoint: Arc<Counts>,
+    /// Request duration for this listener, route and pool.
+    pub duration: Arc<Histogram>,
 }
 
 #[derive(Debug, Default)]
@@ -76,6 +96,16 @@ impl RouteTable {
         }
     }
 
+    /// Every target in the table (the default included), for metrics.
+    pub fn targets(&self) -> impl Iterator<Item = &Target> {
+        self.exact
+            .values()
+            .chain(self.suffixes.iter().map(|(_, p)| p))
+            .chain(std::iter::once(&self.any_host))
+            .flat_map(|p| p.entries.iter().map(|(_, t)| t))
+            .chain(self.default.iter())
+    }
+
     /// `host` as the client sent it (any case, maybe with a port); `path`
     /// without the query.
     pub fn lookup(&self, host: Option<&str>, path: &str) -> Option<&Target> {
@@ -122,10 +152,25 @@ mod tests {
     use super::*;
     use crate::pool::PoolRt;
 
+    fn metrics() -> TargetMetrics {
+        let labels = crate::metrics::counts::Labels {
+            listener: "l".into(),
+            route: "".into(),
+            pool: "".into(),
+            endpoint: "".into(),
+        };
+        TargetMetrics {
+            by_endpoint: Arc::new([]),
+            no_endpoint: Arc::new(Counts::new(labels)),
+            duration: Default::default(),
+        }
+    }
+
     fn target(name: &str) -> Target {
         Target {
             route: Some(name.into()),
             pool: Arc::new(PoolRt::for_test(name)),
+            metrics: metrics(),
         }
     }
 
@@ -156,6 +201,7 @@ mod tests {
         let mut t = RouteTable::new(Some(Target {
             route: None,
             pool: Arc::new(PoolRt::for_test("d")),
+            metrics: metrics(),
         }));
         t.insert(Some(&HostMatch::Exact("a.com".into())), "/api", target("a"));
         let hit = t.lookup(Some("a.com"), "/other").unwrap();

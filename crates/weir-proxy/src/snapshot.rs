@@ -12,11 +12,15 @@ use weir_config::{Config, HealthCheck, InitialState, Protocol};
 use crate::capacity::PoolShared;
 use crate::endpoint::EndpointRt;
 use crate::health::checker::{self, Checker};
+use crate::metrics::counts::{Counts, Labels};
+use crate::metrics::hist::Histogram;
 use crate::pool::PoolRt;
-use crate::router::{RouteTable, Target};
+use crate::router::{RouteTable, Target, TargetMetrics};
 
 #[derive(Debug, Default)]
 pub struct Snapshot {
+    /// The configuration this snapshot was built from (for stats).
+    pub config: Arc<Config>,
     /// Indexed by listener slot (stable per bind address across reloads);
     /// `None` for slots whose listener was removed.
     pub listeners: Vec<Option<ListenerSnap>>,
@@ -26,6 +30,8 @@ pub struct Snapshot {
 #[derive(Debug)]
 pub struct ListenerSnap {
     pub name: Arc<str>,
+    /// Where requests that match no route are counted.
+    pub no_route: TargetMetrics,
     pub protocol: Protocol,
     pub routes: RouteTable,
     /// The TCP listener's pool.
@@ -45,6 +51,87 @@ pub struct Registry {
     pub started: bool,
     /// Active health checkers, one per checked endpoint.
     pub checkers: HashMap<(Arc<str>, SocketAddr), Checker>,
+    /// Request counters and duration histograms by label set; rebuilt with
+    /// each snapshot so that label sets leaving the config stop being reported.
+    pub series: HashMap<Labels, Arc<Counts>>,
+    pub durations: HashMap<Labels, Arc<Histogram>>,
+}
+
+/// Finds or makes the counters for each target of a new snapshot, keeping
+/// only those still in use.
+struct SeriesBuilder<'a> {
+    old_series: &'a mut HashMap<Labels, Arc<Counts>>,
+    old_durations: &'a mut HashMap<Labels, Arc<Histogram>>,
+    series: HashMap<Labels, Arc<Counts>>,
+    durations: HashMap<Labels, Arc<Histogram>>,
+}
+
+impl<'a> SeriesBuilder<'a> {
+    fn new(
+        old_series: &'a mut HashMap<Labels, Arc<Counts>>,
+        old_durations: &'a mut HashMap<Labels, Arc<Histogram>>,
+    ) -> Self {
+        SeriesBuilder {
+            old_series,
+            old_durations,
+            series: HashMap::new(),
+            durations: HashMap::new(),
+        }
+    }
+
+    fn counts(&mut self, labels: Labels) -> Arc<Counts> {
+        let c = self
+            .old_series
+            .get(&labels)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Counts::new(labels.clone())));
+        self.series.insert(labels, c.clone());
+        c
+    }
+
+    fn duration(&mut self, labels: Labels) -> Arc<Histogram> {
+        let h = self.old_durations.get(&labels).cloned().unwrap_or_default();
+        self.durations.insert(labels, h.clone());
+        h
+    }
+
+    fn target(&mut self, listener: &Arc<str>, route: &str, pool: &PoolRt) -> TargetMetrics {
+        let labels = |endpoint: &Arc<str>| Labels {
+            listener: listener.clone(),
+            route: route.into(),
+            pool: pool.name.clone(),
+            endpoint: endpoint.clone(),
+        };
+        let none: Arc<str> = "".into();
+        TargetMetrics {
+            by_endpoint: pool
+                .endpoints
+                .iter()
+                .map(|e| self.counts(labels(&e.addr_str)))
+                .collect(),
+            no_endpoint: self.counts(labels(&none)),
+            duration: self.duration(labels(&none)),
+        }
+    }
+
+    fn no_route(&mut self, listener: &Arc<str>) -> TargetMetrics {
+        let labels = Labels {
+            listener: listener.clone(),
+            route: "".into(),
+            pool: "".into(),
+            endpoint: "".into(),
+        };
+        TargetMetrics {
+            by_endpoint: Arc::new([]),
+            no_endpoint: self.counts(labels.clone()),
+            duration: self.duration(labels),
+        }
+    }
+
+    fn finish(self) {
+        *self.old_series = self.series;
+        *self.old_durations = self.durations;
+    }
 }
 
 /// Starts, restarts (settings changed) or stops the endpoint's checker; the
@@ -123,22 +210,32 @@ impl Snapshot {
 
         let size = slots.values().copied().max().map_or(0, |m| m + 1);
         let mut listeners: Vec<Option<ListenerSnap>> = (0..size).map(|_| None).collect();
+        let mut series = SeriesBuilder::new(&mut registry.series, &mut registry.durations);
         for (name, l) in &cfg.listeners {
-            let default = l.pool.as_deref().map(|p| Target {
-                route: None,
-                pool: pools[p].clone(),
+            let lname: Arc<str> = name.as_str().into();
+            let default = l.pool.as_deref().map(|p| {
+                let pool = pools[p].clone();
+                Target {
+                    route: None,
+                    metrics: series.target(&lname, "", &pool),
+                    pool,
+                }
             });
             let pool = default.as_ref().map(|t| t.pool.clone());
             let mut routes = RouteTable::new(default);
             for (rname, r) in cfg.routes.iter().filter(|(_, r)| r.listener == *name) {
+                let pool = pools[r.pool.as_str()].clone();
                 let target = Target {
                     route: Some(rname.as_str().into()),
-                    pool: pools[r.pool.as_str()].clone(),
+                    metrics: series.target(&lname, rname, &pool),
+                    pool,
                 };
                 routes.insert(r.host.as_ref(), &r.path_prefix, target);
             }
+            let no_route = series.no_route(&lname);
             listeners[slots[name]] = Some(ListenerSnap {
-                name: name.as_str().into(),
+                no_route,
+                name: lname,
                 protocol: l.protocol,
                 routes,
                 pool,
@@ -147,7 +244,12 @@ impl Snapshot {
                 max_header_bytes: l.max_header_bytes,
             });
         }
-        Snapshot { listeners, pools }
+        series.finish();
+        Snapshot {
+            listeners,
+            pools,
+            config: Arc::new(cfg.clone()),
+        }
     }
 
     /// After the swap: queues serve from the new pools (a raised limit or a

@@ -45,6 +45,10 @@ pub struct RunArgs {
     /// Data-plane worker threads [default: one per CPU].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Where the admin listener (health, metrics, stats, dashboard) listens
+    /// [default: admin.listen from the file, else 127.0.0.1:9901].
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -59,6 +63,9 @@ pub struct DemoArgs {
     /// Where the demo balancer listens.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     pub listen: SocketAddr,
+    /// Where the dashboard, metrics and stats are served.
+    #[arg(long, default_value = "127.0.0.1:9901", value_name = "ADDR")]
+    pub admin: SocketAddr,
     /// Data-plane worker threads [default: one per CPU].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use tokio::signal::unix::{signal, SignalKind};
+use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 use weir_proxy::Proxy;
 use weir_testkit::{HttpUpstream, Latency};
@@ -25,10 +26,10 @@ pub fn demo(args: DemoArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    rt.block_on(run(args.listen))
+    rt.block_on(run(args.listen, args.admin))
 }
 
-async fn run(listen: SocketAddr) -> ExitCode {
+async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
     let mut backends = Vec::new();
     for i in 1..=3 {
         // A little latency so the demo behaves like real services.
@@ -65,7 +66,21 @@ async fn run(listen: SocketAddr) -> ExitCode {
         error!("{e} (is something else on {listen}? try `weir demo --listen 127.0.0.1:8081`)");
         return ExitCode::FAILURE;
     }
-    print_tour(listen, &backends);
+    let admin_listener = match weir_admin::bind(admin).await {
+        Ok(l) => l,
+        Err(e) => {
+            error!("cannot listen on {admin} for the dashboard: {e} (try `weir demo --admin 127.0.0.1:9902`)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let stop = CancellationToken::new();
+    tokio::spawn(weir_admin::serve(
+        admin_listener,
+        proxy.clone(),
+        stop.clone(),
+    ));
+    tokio::spawn(traffic(listen, stop.clone()));
+    print_tour(listen, admin, &backends);
 
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
@@ -79,13 +94,30 @@ async fn run(listen: SocketAddr) -> ExitCode {
         _ = int.recv() => {}
     }
     info!("shutting down");
+    stop.cancel();
     proxy.shutdown().await;
     ExitCode::SUCCESS
 }
 
-fn print_tour(listen: SocketAddr, backends: &[HttpUpstream]) {
+/// A trickle of requests, so the dashboard's graphs move from the start.
+async fn traffic(listen: SocketAddr, stop: CancellationToken) {
+    while !stop.is_cancelled() {
+        let path = if fastrand_bool() { "/" } else { "/headers" };
+        let _ = weir_testkit::client::get(listen, path).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn fastrand_bool() -> bool {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(true, |d| d.subsec_nanos() % 2 == 0)
+}
+
+fn print_tour(listen: SocketAddr, admin: SocketAddr, backends: &[HttpUpstream]) {
     let url = format!("http://{listen}");
     println!("weir demo: balancing {url} over three demo backends (weights 1, 1, 2)");
+    println!("dashboard: http://{admin}/   (metrics: http://{admin}/metrics, stats: http://{admin}/api/v1/stats)");
     for b in backends {
         println!("  {} on {}", b.name(), b.addr());
     }

@@ -1,11 +1,13 @@
 //! `weir run`: load the file, start the data plane, reload on change or
 //! SIGHUP, drain on SIGTERM/SIGINT.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use tokio::signal::unix::{signal, SignalKind};
+use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 use weir_config::{Config, LoadError};
 use weir_proxy::Proxy;
@@ -33,7 +35,8 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(serve(args.config, loaded.config))
+    let admin = args.admin.unwrap_or(loaded.config.admin.listen);
+    runtime.block_on(serve(args.config, loaded.config, admin))
 }
 
 pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
@@ -44,12 +47,25 @@ pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtim
     b.enable_all().thread_name("weir-worker").build()
 }
 
-async fn serve(path: PathBuf, config: Config) -> ExitCode {
+async fn serve(path: PathBuf, config: Config, admin: SocketAddr) -> ExitCode {
     let proxy = Proxy::new();
     if let Err(e) = proxy.apply(&config) {
         error!("{e}");
         return ExitCode::FAILURE;
     }
+    let admin_listener = match weir_admin::bind(admin).await {
+        Ok(l) => l,
+        Err(e) => {
+            error!("cannot listen on {admin} for the admin API: {e} (set admin.listen or --admin)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let stop_admin = CancellationToken::new();
+    tokio::spawn(weir_admin::serve(
+        admin_listener,
+        proxy.clone(),
+        stop_admin.clone(),
+    ));
     info!("weir running: {}", weir_config::summary(&config));
     let mut current = config;
 
@@ -94,6 +110,7 @@ async fn serve(path: PathBuf, config: Config) -> ExitCode {
         _ = drain => info!("shutdown complete"),
         _ = int.recv() => warn!("second interrupt: exiting now"),
     }
+    stop_admin.cancel();
     ExitCode::SUCCESS
 }
 
@@ -112,17 +129,28 @@ fn reload(proxy: &Proxy, path: &std::path::Path, current: &mut Config) {
                 info!("config unchanged");
                 return;
             }
+            if loaded.config.admin != current.admin {
+                warn!("[admin] changes take effect at the next start");
+            }
             match proxy.apply(&loaded.config) {
                 Ok(()) => {
+                    proxy.note_reload(true);
                     info!("config reloaded: {}", weir_config::summary(&loaded.config));
                     *current = loaded.config;
                 }
-                Err(e) => error!("reload failed, running config unchanged: {e}"),
+                Err(e) => {
+                    proxy.note_reload(false);
+                    error!("reload failed, running config unchanged: {e}");
+                }
             }
         }
         Err(LoadError::Invalid(diags)) => {
+            proxy.note_reload(false);
             error!("reload rejected, running config unchanged:\n{diags}");
         }
-        Err(e) => error!("reload failed, running config unchanged: {e}"),
+        Err(e) => {
+            proxy.note_reload(false);
+            error!("reload failed, running config unchanged: {e}");
+        }
     }
 }

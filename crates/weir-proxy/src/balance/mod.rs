@@ -90,6 +90,7 @@ impl Algorithm {
     pub fn pick(&self, pool: &PoolRt, key: &PickKey, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
         let ok = |i: usize| !key.avoids(i) && ok(i);
         match self {
+            Algorithm::RoundRobin(rr) if key.avoid != 0 => rr.peek_where(ok),
             Algorithm::RoundRobin(rr) => {
                 if pool.ramping() {
                     // Slow start: a ramping endpoint keeps its turn with a

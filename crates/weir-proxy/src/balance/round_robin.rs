@@ -35,6 +35,17 @@ impl RoundRobin {
         Some(self.schedule[n % self.schedule.len()] as usize)
     }
 
+    /// The next endpoint in schedule order that `ok` accepts, without taking
+    /// a turn: for a retry, which must not shift the rotation that first
+    /// tries follow (else a failing endpoint would get every first try).
+    pub fn peek_where(&self, mut ok: impl FnMut(usize) -> bool) -> Option<usize> {
+        let len = self.schedule.len();
+        let start = self.next.load(Ordering::Relaxed);
+        (0..len)
+            .map(|k| self.schedule[(start + k) % len] as usize)
+            .find(|&i| ok(i))
+    }
+
     /// The next endpoint in schedule order that `ok` accepts; at most one
     /// full cycle is scanned.
     #[inline]

@@ -43,10 +43,11 @@ pub async fn acquire(pool: &Arc<PoolRt>, key: &PickKey) -> Result<Granted, Reaso
     let start = Instant::now();
     let rx = match pool.shared.try_acquire_or_enqueue(pool, key)? {
         queue::Outcome::Got(slot) => {
+            pool.shared.queue_wait.observe(Duration::ZERO);
             return Ok(Granted {
                 slot,
                 queued: Duration::ZERO,
-            })
+            });
         }
         queue::Outcome::Wait(rx) => rx,
     };
@@ -55,13 +56,15 @@ pub async fn acquire(pool: &Arc<PoolRt>, key: &PickKey) -> Result<Granted, Reaso
     match tokio::time::timeout(pool.queue_timeout, &mut ticket.rx).await {
         Ok(Ok(slot)) => {
             ticket.done();
-            Ok(Granted {
-                slot,
-                queued: start.elapsed(),
-            })
+            let queued = start.elapsed();
+            pool.shared.queue_wait.observe(queued);
+            Ok(Granted { slot, queued })
         }
         // The pool was removed from the config while we waited.
         Ok(Err(_)) => Err(Reason::NoHealthyEndpoint),
-        Err(_) => Err(Reason::QueueTimeout),
+        Err(_) => {
+            pool.shared.queue_wait.observe(start.elapsed());
+            Err(Reason::QueueTimeout)
+        }
     }
 }

@@ -23,6 +23,10 @@ pub struct PoolShared {
     /// Serialises ejection decisions (see `health::passive`).
     pub(crate) eject_lock: Mutex<()>,
     pub(crate) budget: crate::retry::Budget,
+    /// Time requests waited for a slot (limited pools only).
+    pub queue_wait: crate::metrics::hist::Histogram,
+    /// Retries by the reason of the try that failed.
+    pub retries: Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 #[derive(Debug, Default)]

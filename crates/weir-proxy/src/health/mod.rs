@@ -49,6 +49,10 @@ impl EndpointHealth {
         until != 0 && clock::now_ms() < until
     }
 
+    pub fn ejection_count(&self) -> u64 {
+        self.ejections.load(Relaxed) as u64
+    }
+
     pub fn is_up(&self) -> bool {
         self.up.load(Relaxed)
     }

@@ -16,6 +16,7 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use crate::capacity::Slot;
 use crate::endpoint::EndpointRt;
 use crate::http::conn_state::BusyGuard;
+use crate::metrics::recorder::Recorder;
 use crate::upstream::idle::Conn;
 
 /// A connection to return to its endpoint's pool once the response is read.
@@ -36,11 +37,15 @@ pub enum ProxyBody {
         ended: bool,
         _busy: Option<BusyGuard>,
         /// The endpoint slot, freed when the response is done (or dropped).
-        _slot: Option<Slot>,
+        slot: Option<Slot>,
+        _rec: Option<Recorder>,
+        /// Response bytes sent, added to the endpoint's count at the end.
+        sent: u64,
     },
     Full {
         data: Option<Bytes>,
         _busy: Option<BusyGuard>,
+        _rec: Option<Recorder>,
     },
 }
 
@@ -49,6 +54,7 @@ impl ProxyBody {
         ProxyBody::Full {
             data: (!data.is_empty()).then_some(data),
             _busy: None,
+            _rec: None,
         }
     }
 
@@ -58,14 +64,24 @@ impl ProxyBody {
             ret,
             ended: false,
             _busy: None,
-            _slot: None,
+            slot: None,
+            _rec: None,
+            sent: 0,
         }
+    }
+
+    /// Counts and times the request when the response is done.
+    pub fn with_recorder(mut self, rec: Recorder) -> Self {
+        match &mut self {
+            ProxyBody::Upstream { _rec, .. } | ProxyBody::Full { _rec, .. } => *_rec = Some(rec),
+        }
+        self
     }
 
     /// Holds the request's endpoint slot until the response is fully sent.
     pub fn with_slot(mut self, slot: Slot) -> Self {
-        if let ProxyBody::Upstream { _slot, .. } = &mut self {
-            *_slot = Some(slot);
+        if let ProxyBody::Upstream { slot: s, .. } = &mut self {
+            *s = Some(slot);
         }
         self
     }
@@ -93,12 +109,22 @@ impl Body for ProxyBody {
         match self.get_mut() {
             ProxyBody::Full { data, .. } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
             ProxyBody::Upstream {
-                inner, ret, ended, ..
+                inner,
+                ret,
+                ended,
+                sent,
+                ..
             } => {
                 let r = Pin::new(inner).poll_frame(cx);
-                if let Poll::Ready(None) = r {
-                    *ended = true;
-                    give_back(ret);
+                match &r {
+                    Poll::Ready(None) => {
+                        *ended = true;
+                        give_back(ret);
+                    }
+                    Poll::Ready(Some(Ok(f))) => {
+                        *sent += f.data_ref().map_or(0, |d| d.len() as u64);
+                    }
+                    _ => {}
                 }
                 r
             }
@@ -125,9 +151,20 @@ impl Body for ProxyBody {
 impl Drop for ProxyBody {
     fn drop(&mut self) {
         if let ProxyBody::Upstream {
-            inner, ret, ended, ..
+            inner,
+            ret,
+            ended,
+            slot,
+            sent,
+            ..
         } = self
         {
+            if let Some(s) = slot {
+                s.endpoint
+                    .metrics
+                    .bytes_out
+                    .fetch_add(*sent, std::sync::atomic::Ordering::Relaxed);
+            }
             // Bodies hyper never polls (HEAD, 204, Content-Length: 0) are
             // complete too; anything else unread means the connection is dirty.
             if *ended || inner.is_end_stream() {

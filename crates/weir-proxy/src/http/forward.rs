@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::header::{self, HeaderValue};
 use http::{Request, Response, Uri, Version};
@@ -20,8 +21,12 @@ use crate::http::error::{error_response, error_response_as};
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
 use crate::http::tries::{self, Attempts, Ended};
 use crate::http::upbody::prepare;
+use crate::metrics::counts::Counts;
+use crate::metrics::hist::Histogram;
+use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
+use crate::router::TargetMetrics;
 use crate::Shared;
 
 /// What a client connection's requests share.
@@ -68,16 +73,60 @@ pub async fn handle(
     ctx: Arc<ConnCtx>,
     req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
+    let start = Instant::now();
     let busy = ctx.state.begin_request();
-    let resp = route_and_forward(&ctx, req).await;
+    let mut counted = None;
+    let resp = route_and_forward(&ctx, req, &mut counted).await;
+    let resp = match counted {
+        Some((counts, duration, reason)) => {
+            let rec = Recorder {
+                counts,
+                duration,
+                start,
+                status: resp.status().as_u16(),
+                reason,
+            };
+            resp.map(|b| b.with_recorder(rec))
+        }
+        None => resp,
+    };
     Ok(resp.map(|b| b.with_busy(busy)))
 }
 
-async fn route_and_forward(ctx: &ConnCtx, mut req: Request<Incoming>) -> Response<ProxyBody> {
+/// Where a request is counted: its label set, its duration histogram, and
+/// the reason when weir generated the answer.
+type Counted = Option<(Arc<Counts>, Arc<Histogram>, Option<Reason>)>;
+
+fn count_as(
+    counted: &mut Counted,
+    m: &TargetMetrics,
+    endpoint: Option<usize>,
+    reason: Option<Reason>,
+) {
+    let counts = endpoint
+        .and_then(|i| m.by_endpoint.get(i))
+        .unwrap_or(&m.no_endpoint)
+        .clone();
+    *counted = Some((counts, m.duration.clone(), reason));
+}
+
+async fn route_and_forward(
+    ctx: &ConnCtx,
+    mut req: Request<Incoming>,
+    counted: &mut Counted,
+) -> Response<ProxyBody> {
+    let (listener, no_route) = {
+        let snap = ctx.shared.snapshot.load();
+        let Some(Some(l)) = snap.listeners.get(ctx.slot) else {
+            return error_response(Reason::RouteNotFound);
+        };
+        (l.name.clone(), l.no_route.clone())
+    };
     // RFC 9112 §3.2: an HTTP/1.1 request must carry exactly one Host.
     let mut hosts = req.headers().get_all(header::HOST).iter();
     let host_hdr = hosts.next().cloned();
     if hosts.next().is_some() || (host_hdr.is_none() && req.version() == Version::HTTP_11) {
+        count_as(counted, &no_route, None, Some(Reason::BadRequest));
         return error_response(Reason::BadRequest);
     }
     // An absolute-form target's authority overrides Host (RFC 9112 §3.2.2).
@@ -87,13 +136,13 @@ async fn route_and_forward(ctx: &ConnCtx, mut req: Request<Incoming>) -> Respons
     };
     let host = host_hdr.as_ref().and_then(|v| v.to_str().ok());
 
-    let (listener, route, pool) = {
+    let (route, pool, metrics) = {
         let snap = ctx.shared.snapshot.load();
         let Some(Some(l)) = snap.listeners.get(ctx.slot) else {
             return error_response(Reason::RouteNotFound);
         };
         match l.routes.lookup(host, req.uri().path()) {
-            Some(t) => (l.name.clone(), t.route.clone(), t.pool.clone()),
+            Some(t) => (t.route.clone(), t.pool.clone(), t.metrics.clone()),
             None => {
                 let w = Where {
                     listener: &l.name,
@@ -102,6 +151,7 @@ async fn route_and_forward(ctx: &ConnCtx, mut req: Request<Incoming>) -> Respons
                     endpoint: None,
                 };
                 let detail = format!("no route for host {host:?} path {:?}", req.uri().path());
+                count_as(counted, &no_route, None, Some(Reason::RouteNotFound));
                 return fail(Reason::RouteNotFound, &w, &detail);
             }
         }
@@ -134,11 +184,12 @@ async fn route_and_forward(ctx: &ConnCtx, mut req: Request<Incoming>) -> Respons
     let body = match prepare(body, pool.retry.buffer).await {
         Ok(b) => b,
         Err(e) => {
+            count_as(counted, &metrics, None, Some(Reason::ClientClosed));
             return fail(
                 Reason::ClientClosed,
                 &w,
                 &format!("reading the request body: {e}"),
-            )
+            );
         }
     };
     let sticky_from = key.sticky;
@@ -161,15 +212,24 @@ async fn route_and_forward(ctx: &ConnCtx, mut req: Request<Incoming>) -> Respons
         decorate: &decorate,
     };
     match tries::run(attempts).await {
-        Ended::Response(resp) => resp,
+        Ended::Response(resp, index) => {
+            count_as(counted, &metrics, Some(index), None);
+            resp
+        }
         Ended::Failed {
             reason,
             status_of,
             detail,
             endpoint,
         } => {
+            count_as(
+                counted,
+                &metrics,
+                endpoint.as_ref().map(|e| e.1),
+                Some(reason),
+            );
             let w = Where {
-                endpoint: endpoint.as_deref(),
+                endpoint: endpoint.as_ref().map(|e| &*e.0),
                 ..w
             };
             match reason {

@@ -11,6 +11,7 @@
 //! - the pool's retry budget has the last word; when retries run out, the
 //!   client gets the last real upstream answer.
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,7 @@ use crate::health::{record_failure, record_success};
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::upbody::{Prepared, UpBody};
+use crate::metrics::{Held, GLOBAL};
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::upstream::connect::connect;
@@ -57,7 +59,8 @@ pub struct Attempts<'a> {
 /// How the tries ended: a response to send, or an error to generate.
 #[allow(clippy::large_enum_variant)] // as for `Outcome`
 pub enum Ended {
-    Response(Response<ProxyBody>),
+    /// With the index of the endpoint that answered.
+    Response(Response<ProxyBody>, usize),
     Failed {
         reason: Reason,
         /// The reason whose status the client gets: after retries the
@@ -65,7 +68,7 @@ pub enum Ended {
         /// answers 504.
         status_of: Reason,
         detail: String,
-        endpoint: Option<Arc<str>>,
+        endpoint: Option<(Arc<str>, usize)>,
     },
 }
 
@@ -92,8 +95,8 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         Prepared::Once(b) => (None, Some(b)),
     };
     let mut tries = 0u32;
-    let mut last_answer: Option<Response<ProxyBody>> = None;
-    let mut last_failure: (Reason, String, Option<Arc<str>>) =
+    let mut last_answer: Option<(Response<ProxyBody>, usize)> = None;
+    let mut last_failure: (Reason, String, Option<(Arc<str>, usize)>) =
         (Reason::NoHealthyEndpoint, String::new(), None);
     let mut fresh_only = false;
     let mut head = Some(parts);
@@ -112,10 +115,14 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             Err(_) => break,
         };
         let ep = granted.slot.endpoint.clone();
+        let index = granted.slot.index;
         let body = match (&replay, once.take()) {
             (Some(b), _) if b.is_empty() => UpBody::Full(None),
-            (Some(b), _) => UpBody::Full(Some(b.clone())),
-            (None, Some(b)) => b,
+            (Some(b), _) => {
+                ep.metrics.bytes_in.fetch_add(b.len() as u64, Relaxed);
+                UpBody::Full(Some(b.clone()))
+            }
+            (None, Some(b)) => b.counting(ep.metrics.bytes_in.clone()),
             (None, None) => break,
         };
         // Keep a copy of the head only while another try may need it.
@@ -129,6 +136,8 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         };
         let req = Request::from_parts(parts, body);
         let outcome = try_once(pool, granted, req, fresh_only, decorate).await;
+        let mut free = false;
+        let retried_for;
         let retry = match outcome {
             Outcome::Answer(resp, granted, retry_status) => {
                 let status = resp.status().as_u16();
@@ -138,35 +147,51 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                     record_success(&ep);
                 }
                 if !(retry_status && idempotent && replay.is_some()) {
-                    return Ended::Response(attach(resp, granted));
+                    return Ended::Response(attach(resp, granted), index);
                 }
                 // Keep the answer for the client, but free its slot now so
                 // the retry can use it.
                 drop(granted);
-                last_answer = Some(resp);
+                last_answer = Some((resp, index));
+                retried_for = "retry_status";
                 true
             }
             Outcome::NotDelivered(reason, detail) => {
                 record_failure(pool, &ep, reason.as_str());
-                last_failure = (reason, detail, Some(ep.addr_str.clone()));
+                ep.metrics.error(reason);
+                retried_for = reason.as_str();
+                last_failure = (reason, detail, Some((ep.addr_str.clone(), index)));
+                free = true;
                 replay.is_some()
             }
             Outcome::MaybeDelivered(reason, detail) => {
                 if reason != Reason::UpstreamTimeout {
                     record_failure(pool, &ep, reason.as_str());
                 }
-                last_failure = (reason, detail, Some(ep.addr_str.clone()));
+                ep.metrics.error(reason);
+                retried_for = reason.as_str();
+                last_failure = (reason, detail, Some((ep.addr_str.clone(), index)));
                 idempotent && replay.is_some()
             }
         };
+        // The budget guards backends against retry storms; a try that never
+        // reached the application (refused, stale keep-alive) cost them
+        // nothing, so retrying it is not charged.
         if !retry
             || tries >= policy.attempts
-            || !pool.shared.budget.withdraw(policy.budget_min_per_sec)
+            || !(free || pool.shared.budget.withdraw(policy.budget_min_per_sec))
         {
             break;
         }
         tries += 1;
         fresh_only = true;
+        *pool
+            .shared
+            .retries
+            .lock()
+            .unwrap()
+            .entry(retried_for)
+            .or_default() += 1;
         // Prefer another endpoint, even one marked down (see
         // `PoolRt::health_filter`), over the one that just failed.
         let index = pool.endpoints.iter().position(|e| Arc::ptr_eq(e, &ep));
@@ -182,8 +207,8 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             "retrying"
         );
     }
-    if let Some(resp) = last_answer {
-        return Ended::Response(resp);
+    if let Some((resp, index)) = last_answer {
+        return Ended::Response(resp, index);
     }
     let (last, detail, endpoint) = last_failure;
     let reason = if tries > 0 {
@@ -252,7 +277,11 @@ async fn try_once(
         let sent_at = Instant::now();
         match tokio::time::timeout(left, conn.tx.try_send_request(req)).await {
             Ok(Ok(resp)) => {
-                ep.ewma.observe(sent_at.elapsed());
+                let took = sent_at.elapsed();
+                ep.ewma.observe(took);
+                ep.metrics.requests.fetch_add(1, Relaxed);
+                ep.metrics.upstream.observe(took);
+                ep.metrics.recent.observe(took);
                 let (mut parts, body) = resp.into_parts();
                 let idle = idle_allowance(&parts.headers, pool.idle_timeout);
                 strip_hop_by_hop(&mut parts.headers);
@@ -313,9 +342,11 @@ async fn open(ep: &EndpointRt, timeout: Duration) -> Result<SendRequest<UpBody>,
     let (tx, conn) = hyper::client::conn::http1::Builder::new()
         .handshake(TokioIo::new(stream))
         .await?;
+    let open = Held::new(&GLOBAL.upstream_open);
     tokio::spawn(async move {
         // Ends when the backend closes or weir drops the sender.
         let _ = conn.await;
+        drop(open);
     });
     Ok(tx)
 }

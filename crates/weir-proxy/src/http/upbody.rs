@@ -3,6 +3,8 @@
 //! through and cannot be retried once sent.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
@@ -13,9 +15,36 @@ pub enum UpBody {
     /// Held in memory: a try may be repeated with a clone.
     Full(Option<Bytes>),
     /// Streamed from the client as it arrives.
-    Stream(Incoming),
+    Stream(Incoming, Option<Arc<AtomicU64>>),
     /// Already-read bytes, then the rest of the stream.
-    Chain { head: Option<Bytes>, rest: Incoming },
+    Chain {
+        head: Option<Bytes>,
+        rest: Incoming,
+        count: Option<Arc<AtomicU64>>,
+    },
+}
+
+impl UpBody {
+    /// Adds the streamed bytes to `counter` (an endpoint's bytes_in).
+    pub fn counting(self, counter: Arc<AtomicU64>) -> Self {
+        match self {
+            UpBody::Stream(inner, _) => UpBody::Stream(inner, Some(counter)),
+            UpBody::Chain { head, rest, .. } => UpBody::Chain {
+                head,
+                rest,
+                count: Some(counter),
+            },
+            full => full,
+        }
+    }
+}
+
+fn count(frame: &Poll<Option<Result<Frame<Bytes>, hyper::Error>>>, c: &Option<Arc<AtomicU64>>) {
+    if let (Poll::Ready(Some(Ok(f))), Some(c)) = (frame, c) {
+        if let Some(d) = f.data_ref() {
+            c.fetch_add(d.len() as u64, Relaxed);
+        }
+    }
 }
 
 /// A request body made ready for the tries.
@@ -39,7 +68,7 @@ pub async fn prepare(mut body: Incoming, limit: usize) -> Result<Prepared, hyper
     }
     if let Some(n) = body.size_hint().exact() {
         if n as usize > limit {
-            return Ok(Prepared::Once(UpBody::Stream(body)));
+            return Ok(Prepared::Once(UpBody::Stream(body, None)));
         }
     }
     let mut buf = BytesMut::new();
@@ -52,6 +81,7 @@ pub async fn prepare(mut body: Incoming, limit: usize) -> Result<Prepared, hyper
                 return Ok(Prepared::Once(UpBody::Chain {
                     head: Some(buf.freeze()),
                     rest: body,
+                    count: None,
                 }));
             }
         }
@@ -69,10 +99,27 @@ impl Body for UpBody {
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         match self.get_mut() {
             UpBody::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
-            UpBody::Stream(inner) => Pin::new(inner).poll_frame(cx),
-            UpBody::Chain { head, rest } => match head.take() {
-                Some(h) => Poll::Ready(Some(Ok(Frame::data(h)))),
-                None => Pin::new(rest).poll_frame(cx),
+            UpBody::Stream(inner, c) => {
+                let f = Pin::new(inner).poll_frame(cx);
+                count(&f, c);
+                f
+            }
+            UpBody::Chain {
+                head,
+                rest,
+                count: c,
+            } => match head.take() {
+                Some(h) => {
+                    if let Some(c) = c {
+                        c.fetch_add(h.len() as u64, Relaxed);
+                    }
+                    Poll::Ready(Some(Ok(Frame::data(h))))
+                }
+                None => {
+                    let f = Pin::new(rest).poll_frame(cx);
+                    count(&f, c);
+                    f
+                }
             },
         }
     }
@@ -80,16 +127,16 @@ impl Body for UpBody {
     fn is_end_stream(&self) -> bool {
         match self {
             UpBody::Full(data) => data.is_none(),
-            UpBody::Stream(inner) => inner.is_end_stream(),
-            UpBody::Chain { head, rest } => head.is_none() && rest.is_end_stream(),
+            UpBody::Stream(inner, _) => inner.is_end_stream(),
+            UpBody::Chain { head, rest, .. } => head.is_none() && rest.is_end_stream(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match self {
             UpBody::Full(data) => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
-            UpBody::Stream(inner) => inner.size_hint(),
-            UpBody::Chain { head, rest } => {
+            UpBody::Stream(inner, _) => inner.size_hint(),
+            UpBody::Chain { head, rest, .. } => {
                 let h = head.as_ref().map_or(0, |d| d.len() as u64);
                 let r = rest.size_hint();
                 let mut s = SizeHint::new();

@@ -41,6 +41,7 @@ pub async fn serve(
         }
     };
     let _ = client.set_nodelay(true);
+    let _upstream_open = crate::metrics::Held::new(&crate::metrics::GLOBAL.upstream_open);
     let cut = slot.endpoint.cut.clone();
     tokio::select! {
         _ = cut.cancelled() => debug!(listener = &*listener, "tcp session cut: its endpoint was removed and the drain grace is over"),

@@ -27,6 +27,8 @@ pub fn free_addr() -> SocketAddr {
 
 pub struct Weir {
     pub child: Child,
+    /// The admin listener (health, metrics, stats, dashboard).
+    pub admin: SocketAddr,
     pub dir: tempfile::TempDir,
     pub config: PathBuf,
     log: Arc<Mutex<Vec<String>>>,
@@ -43,17 +45,26 @@ impl Weir {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("weir.toml");
         std::fs::write(&config, toml).unwrap();
-        let mut args = vec!["run".to_string(), "-c".into(), config.display().to_string()];
+        let admin = free_addr();
+        let mut args = vec![
+            "run".to_string(),
+            "-c".into(),
+            config.display().to_string(),
+            "--admin".into(),
+            admin.to_string(),
+        ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        Self::spawn(dir, config, &args, wait_for)
+        Self::spawn(dir, config, &args, wait_for, admin)
     }
 
-    /// Runs `weir ARGS...` (any subcommand) and waits for `wait_for`.
+    /// Runs `weir ARGS... --admin ADDR` (`run` or `demo`) and waits for `wait_for`.
     pub fn command(args: &[&str], wait_for: &[SocketAddr]) -> Weir {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("weir.toml");
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        Self::spawn(dir, config, &args, wait_for)
+        let admin = free_addr();
+        let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        args.extend(["--admin".to_string(), admin.to_string()]);
+        Self::spawn(dir, config, &args, wait_for, admin)
     }
 
     fn spawn(
@@ -61,6 +72,7 @@ impl Weir {
         config: PathBuf,
         args: &[String],
         wait_for: &[SocketAddr],
+        admin: SocketAddr,
     ) -> Weir {
         let mut child = Command::new(WEIR)
             .args(args)
@@ -83,6 +95,7 @@ impl Weir {
         });
         let mut w = Weir {
             child,
+            admin,
             dir,
             config,
             log,

@@ -356,7 +356,6 @@ async fn nothing_is_retried_once_the_response_has_started() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "bug: a retry's pick takes the next round-robin turn, so a failing endpoint gets every request's first try"]
 async fn a_retry_does_not_take_the_next_requests_round_robin_turn() {
     // Pool of 2, round robin, one endpoint failing every try (it accepts and
     // closes), no ejection. Round robin should give it every other request's

@@ -1,0 +1,123 @@
+//! weir's admin listener: `/healthz`, `/readyz`, `/metrics` (Prometheus),
+//! `/api/v1/stats` (JSON) and the dashboard at `/`. Read-only for now; the
+//! configuration API comes with the store.
+
+mod assets {
+    include!(concat!(env!("OUT_DIR"), "/assets.rs"));
+}
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+use weir_proxy::Proxy;
+
+/// Binds the admin listener; serving starts with [`serve`].
+pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).await
+}
+
+/// Serves admin requests until `stop` is cancelled.
+pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, stop: CancellationToken) {
+    if let Ok(a) = listener.local_addr() {
+        info!("admin API, metrics and dashboard on http://{a}/");
+    }
+    loop {
+        let (stream, _) = tokio::select! {
+            _ = stop.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    warn!("admin accept: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let proxy = proxy.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req| {
+                let proxy = proxy.clone();
+                async move { Ok::<_, Infallible>(route(&proxy, req)) }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+fn text(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(ctype),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+fn route(proxy: &Proxy, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            "the admin API is read-only in this version of weir\n",
+        );
+    }
+    let path = req.uri().path();
+    match path {
+        "/healthz" => text(StatusCode::OK, "text/plain; charset=utf-8", "ok\n"),
+        "/readyz" if proxy.is_ready() => {
+            text(StatusCode::OK, "text/plain; charset=utf-8", "ready\n")
+        }
+        "/readyz" => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "text/plain; charset=utf-8",
+            "not ready\n",
+        ),
+        "/metrics" => text(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            proxy.metrics_text(),
+        ),
+        "/api/v1/stats" => match serde_json::to_vec(&proxy.stats()) {
+            Ok(b) => text(StatusCode::OK, "application/json", b),
+            Err(e) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "text/plain; charset=utf-8",
+                format!("{e}\n"),
+            ),
+        },
+        _ => asset(path),
+    }
+}
+
+fn asset(path: &str) -> Response<Full<Bytes>> {
+    let name = match path {
+        "/" => "index.html",
+        p => p.strip_prefix("/assets/").unwrap_or(""),
+    };
+    match assets::ASSETS.iter().find(|(n, _, _)| *n == name) {
+        Some((_, ctype, body)) => text(StatusCode::OK, ctype, Bytes::from_static(body)),
+        None => text(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            "not found\n",
+        ),
+    }
+}

@@ -1,0 +1,88 @@
+//! Request counts for one label set (listener, route, pool, endpoint), by
+//! status code and by reason: plain atomics, so the hot path never locks.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use crate::reason::Reason;
+
+/// Every reason, in a fixed order (indexes into `by_reason`).
+pub const REASONS: [Reason; 10] = [
+    Reason::RouteNotFound,
+    Reason::QueueFull,
+    Reason::QueueTimeout,
+    Reason::NoHealthyEndpoint,
+    Reason::ConnectFailed,
+    Reason::UpstreamReset,
+    Reason::UpstreamTimeout,
+    Reason::RetriesExhausted,
+    Reason::ClientClosed,
+    Reason::BadRequest,
+];
+
+pub fn reason_index(r: Reason) -> usize {
+    REASONS.iter().position(|&x| x == r).unwrap_or(0)
+}
+
+/// Status codes weir's own errors use; a reason's count is kept per code.
+const GENERATED: [u16; 7] = [400, 404, 429, 499, 502, 503, 504];
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Labels {
+    pub listener: Arc<str>,
+    pub route: Arc<str>,
+    pub pool: Arc<str>,
+    pub endpoint: Arc<str>,
+}
+
+#[derive(Debug)]
+pub struct Counts {
+    pub labels: Labels,
+    /// Upstream answers passed through, by code (index = code - 100).
+    by_code: Box<[AtomicU64]>,
+    /// Responses weir generated, by reason and code.
+    by_reason: [[AtomicU64; GENERATED.len()]; REASONS.len()],
+}
+
+impl Counts {
+    pub fn new(labels: Labels) -> Self {
+        Counts {
+            labels,
+            by_code: (100..600).map(|_| AtomicU64::new(0)).collect(),
+            by_reason: Default::default(),
+        }
+    }
+
+    #[inline]
+    pub fn record(&self, status: u16, reason: Option<Reason>) {
+        match reason {
+            None => {
+                if let Some(c) = self.by_code.get(status.saturating_sub(100) as usize) {
+                    c.fetch_add(1, Relaxed);
+                }
+            }
+            Some(r) => {
+                let code = GENERATED.iter().position(|&g| g == status).unwrap_or(4);
+                self.by_reason[reason_index(r)][code].fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Every non-zero (code, reason, count); reason "" for upstream answers.
+    pub fn each(&self, mut f: impl FnMut(u16, &'static str, u64)) {
+        for (i, c) in self.by_code.iter().enumerate() {
+            let n = c.load(Relaxed);
+            if n > 0 {
+                f(i as u16 + 100, "", n);
+            }
+        }
+        for (ri, row) in self.by_reason.iter().enumerate() {
+            for (ci, c) in row.iter().enumerate() {
+                let n = c.load(Relaxed);
+                if n > 0 {
+                    f(GENERATED[ci], REASONS[ri].as_str(), n);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! What an endpoint has done: kept in its registry entry, so reloads do not
+//! reset it, and reported only while the endpoint is in the config.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use crate::metrics::counts::{reason_index, REASONS};
+use crate::metrics::hist::{Histogram, Windowed};
+use crate::reason::Reason;
+
+#[derive(Debug, Default)]
+pub struct EndpointMetrics {
+    /// Answers received (any status).
+    pub requests: AtomicU64,
+    /// Time to the response head, per try.
+    pub upstream: Histogram,
+    /// The same, over the last minute (rates and percentiles for stats).
+    pub recent: Windowed,
+    /// Failed tries by reason.
+    errors: [AtomicU64; REASONS.len()],
+    /// Failed tries over the last minute (for errors per second).
+    recent_errors: Windowed,
+    /// Request body bytes sent upstream, response bytes sent to clients.
+    pub bytes_in: Arc<AtomicU64>,
+    pub bytes_out: AtomicU64,
+}
+
+impl EndpointMetrics {
+    pub fn error(&self, r: Reason) {
+        self.errors[reason_index(r)].fetch_add(1, Relaxed);
+        self.recent_errors.observe(std::time::Duration::ZERO);
+    }
+
+    pub fn error_rate(&self) -> f64 {
+        self.recent_errors.rate()
+    }
+
+    /// Non-zero error counts by reason.
+    pub fn errors(&self) -> Vec<(&'static str, u64)> {
+        REASONS
+            .iter()
+            .zip(&self.errors)
+            .map(|(r, c)| (r.as_str(), c.load(Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+}

@@ -1,0 +1,50 @@
+//! Metrics and statistics. The data plane only ever touches atomics
+//! (per-label-set counters, histograms, gauges kept in the runtime state);
+//! everything is read and formatted at scrape time: Prometheus text by
+//! `render`, the JSON of `/api/v1/stats` by `stats`.
+
+pub mod counts;
+pub mod endpoint;
+pub mod hist;
+pub mod recorder;
+pub mod render;
+pub mod stats;
+
+use std::sync::atomic::{AtomicI64, AtomicU64};
+
+/// Process-wide counters and gauges (one data plane per process).
+pub static GLOBAL: Global = Global {
+    version: AtomicU64::new(0),
+    reloads_ok: AtomicU64::new(0),
+    reloads_failed: AtomicU64::new(0),
+    client_open: AtomicI64::new(0),
+    upstream_open: AtomicI64::new(0),
+};
+
+/// Adds one to a gauge for as long as it lives.
+pub struct Held(&'static AtomicI64);
+
+impl Held {
+    pub fn new(g: &'static AtomicI64) -> Held {
+        g.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Held(g)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug)]
+pub struct Global {
+    /// Configurations applied so far (the first is 1).
+    pub version: AtomicU64,
+    pub reloads_ok: AtomicU64,
+    pub reloads_failed: AtomicU64,
+    /// Client connections (HTTP and TCP) open.
+    pub client_open: AtomicI64,
+    /// Upstream connections open (idle ones are counted from the pools).
+    pub upstream_open: AtomicI64,
+}

@@ -1,0 +1,313 @@
+//! `/metrics`: the OpenMetrics text exposition (which Prometheus scrapes),
+//! written with the `prometheus-client` crate from a custom collector that
+//! reads weir's atomics at scrape time. Only label sets in the running
+//! config are reported, so cardinality stays bounded.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::exemplar::Exemplar;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use crate::metrics::counts::Counts;
+use crate::metrics::hist::Histogram;
+use crate::metrics::GLOBAL;
+use crate::snapshot::Snapshot;
+use crate::Shared;
+
+type Labels = Vec<(&'static str, String)>;
+
+#[derive(Debug)]
+struct Weir(Arc<Shared>);
+
+/// The whole exposition for the data plane's current state.
+pub fn render(shared: &Arc<Shared>) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Weir(shared.clone())));
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+    out
+}
+
+fn counter(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: &[(Labels, u64)],
+) -> Result<(), std::fmt::Error> {
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, v) in rows {
+        m.encode_family(labels)?
+            .encode_counter::<NoLabelSet, u64, u64>(v, None::<&Exemplar<NoLabelSet, u64>>)?;
+    }
+    Ok(())
+}
+
+fn gauge(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: &[(Labels, i64)],
+) -> Result<(), std::fmt::Error> {
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, v) in rows {
+        m.encode_family(labels)?.encode_gauge(v)?;
+    }
+    Ok(())
+}
+
+fn histogram(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: &[(Labels, &Histogram)],
+) -> Result<(), std::fmt::Error> {
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    for (labels, h) in rows {
+        let (sum, count, buckets) = h.snapshot();
+        m.encode_family(labels)?
+            .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+    }
+    Ok(())
+}
+
+/// Every label set of request counts in the snapshot (each once).
+fn all_counts(snap: &Snapshot) -> Vec<Arc<Counts>> {
+    let mut out: Vec<Arc<Counts>> = Vec::new();
+    let mut push = |c: &Arc<Counts>| {
+        if !out.iter().any(|o| Arc::ptr_eq(o, c)) {
+            out.push(c.clone());
+        }
+    };
+    for l in snap.listeners.iter().flatten() {
+        push(&l.no_route.no_endpoint);
+        for t in l.routes.targets() {
+            push(&t.metrics.no_endpoint);
+            t.metrics.by_endpoint.iter().for_each(&mut push);
+        }
+    }
+    out
+}
+
+impl Collector for Weir {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let snap = self.0.snapshot.load_full();
+
+        let mut rows = Vec::new();
+        for c in all_counts(&snap) {
+            let l = &c.labels;
+            c.each(|code, reason, n| {
+                let labels = vec![
+                    ("listener", l.listener.to_string()),
+                    ("route", l.route.to_string()),
+                    ("pool", l.pool.to_string()),
+                    ("endpoint", l.endpoint.to_string()),
+                    ("code", code.to_string()),
+                    ("reason", reason.to_string()),
+                ];
+                rows.push((labels, n));
+            });
+        }
+        counter(&mut enc, "weir_requests", "Requests answered, by where they went, status and (for answers weir generated) reason.", &rows)?;
+
+        let mut durations: Vec<(Labels, Arc<Histogram>)> = Vec::new();
+        for l in snap.listeners.iter().flatten() {
+            let rows = l
+                .routes
+                .targets()
+                .map(|t| {
+                    (
+                        t.route.as_deref().unwrap_or(""),
+                        t.pool_name(),
+                        &t.metrics.duration,
+                    )
+                })
+                .chain(std::iter::once(("", "", &l.no_route.duration)));
+            for (route, pool, h) in rows {
+                if durations.iter().any(|(_, d)| Arc::ptr_eq(d, h)) {
+                    continue;
+                }
+                let labels = vec![
+                    ("listener", l.name.to_string()),
+                    ("route", route.to_string()),
+                    ("pool", pool.to_string()),
+                ];
+                durations.push((labels, h.clone()));
+            }
+        }
+        let durations: Vec<(Labels, &Histogram)> =
+            durations.iter().map(|(l, h)| (l.clone(), &**h)).collect();
+        histogram(
+            &mut enc,
+            "weir_request_duration_seconds",
+            "Time from the request head to the end of the response.",
+            &durations,
+        )?;
+
+        let mut pools: Vec<_> = snap.pools.values().cloned().collect();
+        pools.sort_by(|a, b| a.name.cmp(&b.name));
+        let ep_labels =
+            |p: &str, e: &str| vec![("pool", p.to_string()), ("endpoint", e.to_string())];
+        let upstream: Vec<(Labels, &Histogram)> = pools
+            .iter()
+            .flat_map(|p| {
+                p.endpoints
+                    .iter()
+                    .map(move |e| (ep_labels(&p.name, &e.addr_str), &e.metrics.upstream))
+            })
+            .collect();
+        histogram(
+            &mut enc,
+            "weir_upstream_duration_seconds",
+            "Time from sending a try upstream to its response head.",
+            &upstream,
+        )?;
+        let queue: Vec<(Labels, &Histogram)> = pools
+            .iter()
+            .filter(|p| p.limited())
+            .map(|p| (vec![("pool", p.name.to_string())], &p.shared.queue_wait))
+            .collect();
+        histogram(
+            &mut enc,
+            "weir_queue_duration_seconds",
+            "Time requests waited for a free slot (pools with max_conn).",
+            &queue,
+        )?;
+
+        let depth: Vec<(Labels, i64)> = pools
+            .iter()
+            .map(|p| {
+                (
+                    vec![("pool", p.name.to_string())],
+                    p.shared.queue_len() as i64,
+                )
+            })
+            .collect();
+        gauge(
+            &mut enc,
+            "weir_queue_depth",
+            "Requests waiting for a slot.",
+            &depth,
+        )?;
+        let in_flight: Vec<(Labels, i64)> = pools
+            .iter()
+            .flat_map(|p| {
+                p.endpoints
+                    .iter()
+                    .map(move |e| (ep_labels(&p.name, &e.addr_str), e.in_flight() as i64))
+            })
+            .collect();
+        gauge(
+            &mut enc,
+            "weir_endpoint_in_flight",
+            "Requests or sessions in flight on the endpoint.",
+            &in_flight,
+        )?;
+        let healthy: Vec<(Labels, i64)> = pools
+            .iter()
+            .flat_map(|p| {
+                p.endpoints
+                    .iter()
+                    .map(move |e| (ep_labels(&p.name, &e.addr_str), e.health.available() as i64))
+            })
+            .collect();
+        gauge(
+            &mut enc,
+            "weir_endpoint_healthy",
+            "1 when the endpoint passes its checks and is not ejected.",
+            &healthy,
+        )?;
+
+        let mut retries = Vec::new();
+        for p in &pools {
+            for (reason, n) in p.shared.retries.lock().unwrap().iter() {
+                retries.push((
+                    vec![("pool", p.name.to_string()), ("reason", reason.to_string())],
+                    *n,
+                ));
+            }
+        }
+        counter(
+            &mut enc,
+            "weir_retries",
+            "Retries, by the reason of the try that failed.",
+            &retries,
+        )?;
+        let ejections: Vec<(Labels, u64)> = pools
+            .iter()
+            .flat_map(|p| {
+                p.endpoints
+                    .iter()
+                    .map(move |e| (ep_labels(&p.name, &e.addr_str), e.health.ejection_count()))
+            })
+            .collect();
+        counter(
+            &mut enc,
+            "weir_ejections",
+            "Passive ejections of the endpoint.",
+            &ejections,
+        )?;
+
+        let idle: i64 = pools
+            .iter()
+            .flat_map(|p| p.endpoints.iter())
+            .map(|e| e.idle.len() as i64)
+            .sum();
+        let conns = vec![
+            (
+                vec![
+                    ("side", "client".to_string()),
+                    ("state", "open".to_string()),
+                ],
+                GLOBAL.client_open.load(Relaxed),
+            ),
+            (
+                vec![
+                    ("side", "upstream".to_string()),
+                    ("state", "open".to_string()),
+                ],
+                GLOBAL.upstream_open.load(Relaxed),
+            ),
+            (
+                vec![
+                    ("side", "upstream".to_string()),
+                    ("state", "idle".to_string()),
+                ],
+                idle,
+            ),
+        ];
+        gauge(
+            &mut enc,
+            "weir_connections",
+            "Connections, by side and state.",
+            &conns,
+        )?;
+        gauge(
+            &mut enc,
+            "weir_config_version",
+            "How many configurations have been applied.",
+            &[(vec![], GLOBAL.version.load(Relaxed) as i64)],
+        )?;
+        let reloads = vec![
+            (
+                vec![("result", "ok".to_string())],
+                GLOBAL.reloads_ok.load(Relaxed),
+            ),
+            (
+                vec![("result", "failed".to_string())],
+                GLOBAL.reloads_failed.load(Relaxed),
+            ),
+        ];
+        counter(
+            &mut enc,
+            "weir_config_reloads",
+            "Configuration reloads, by result.",
+            &reloads,
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,208 @@
+//! `/api/v1/stats`: the state of traffic as JSON, for the dashboard and for
+//! people: per listener, route, pool and endpoint, read from the current
+//! snapshot and the atomics behind it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+
+use serde::Serialize;
+use weir_config::{Balance, HostMatch, Protocol};
+
+use crate::clock;
+use crate::metrics::hist::Windowed;
+use crate::metrics::GLOBAL;
+use crate::pool::PoolRt;
+use crate::snapshot::Snapshot;
+
+#[derive(Debug, Serialize)]
+pub struct Stats {
+    pub version: u64,
+    pub uptime_secs: f64,
+    pub listeners: Vec<ListenerStats>,
+    pub routes: Vec<RouteStats>,
+    pub pools: Vec<PoolStats>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ListenerStats {
+    pub name: String,
+    pub bind: String,
+    pub protocol: &'static str,
+    pub pool: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RouteStats {
+    pub name: String,
+    pub listener: String,
+    pub host: Option<String>,
+    pub path_prefix: String,
+    pub pool: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Latency {
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+impl Latency {
+    fn of(w: &Windowed) -> Latency {
+        Latency {
+            p50: w.quantile_ms(0.5),
+            p90: w.quantile_ms(0.9),
+            p99: w.quantile_ms(0.99),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct PoolStats {
+    pub name: String,
+    pub balance: &'static str,
+    pub max_conn: u32,
+    pub queue_depth: usize,
+    pub max_queue: u32,
+    pub in_flight: u32,
+    pub requests_per_sec: f64,
+    pub errors_per_sec: f64,
+    pub errors: BTreeMap<&'static str, u64>,
+    pub latency_ms: Latency,
+    pub endpoints: Vec<EndpointStats>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EndpointStats {
+    pub addr: String,
+    pub weight: u32,
+    /// "active", "draining" or "down" (unhealthy or ejected).
+    pub state: &'static str,
+    pub healthy: bool,
+    pub ejected: bool,
+    pub in_flight: u32,
+    pub max_conn: u32,
+    pub requests_total: u64,
+    pub requests_per_sec: f64,
+    pub errors: BTreeMap<&'static str, u64>,
+    pub latency_ms: Latency,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+fn balance_name(b: Balance) -> &'static str {
+    match b {
+        Balance::RoundRobin => "round_robin",
+        Balance::LeastConn => "least_conn",
+        Balance::Random => "random",
+        Balance::P2c => "p2c",
+        Balance::Ewma => "ewma",
+        Balance::Hash => "hash",
+        Balance::Sticky => "sticky",
+    }
+}
+
+fn pool_stats(p: &PoolRt, balance: Balance) -> PoolStats {
+    let endpoints: Vec<EndpointStats> = p
+        .endpoints
+        .iter()
+        .zip(&p.weights)
+        .map(|(e, &weight)| {
+            let healthy = e.health.is_up();
+            let ejected = e.health.ejected();
+            EndpointStats {
+                addr: e.addr_str.to_string(),
+                weight,
+                state: if e.is_draining() {
+                    "draining"
+                } else if healthy && !ejected {
+                    "active"
+                } else {
+                    "down"
+                },
+                healthy,
+                ejected,
+                in_flight: e.in_flight(),
+                max_conn: p.max_conn,
+                requests_total: e.metrics.requests.load(Relaxed),
+                requests_per_sec: e.metrics.recent.rate(),
+                errors: e.metrics.errors().into_iter().collect(),
+                latency_ms: Latency::of(&e.metrics.recent),
+                bytes_in: e.metrics.bytes_in.load(Relaxed),
+                bytes_out: e.metrics.bytes_out.load(Relaxed),
+            }
+        })
+        .collect();
+    let mut errors: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for e in &p.endpoints {
+        for (r, n) in e.metrics.errors() {
+            *errors.entry(r).or_default() += n;
+        }
+    }
+    // The pool's latency: the busiest endpoint's view is a poor summary, so
+    // merge every endpoint's last minute.
+    let merged = Windowed::default();
+    for e in &p.endpoints {
+        merged.absorb(&e.metrics.recent);
+    }
+    PoolStats {
+        name: p.name.to_string(),
+        balance: balance_name(balance),
+        max_conn: p.max_conn,
+        queue_depth: p.shared.queue_len(),
+        max_queue: p.max_queue,
+        in_flight: p.shared.in_flight(),
+        requests_per_sec: endpoints.iter().map(|e| e.requests_per_sec).sum(),
+        errors_per_sec: p.endpoints.iter().map(|e| e.metrics.error_rate()).sum(),
+        errors,
+        latency_ms: Latency::of(&merged),
+        endpoints,
+    }
+}
+
+pub fn stats(snap: &Snapshot) -> Stats {
+    let cfg = &snap.config;
+    let listeners = cfg
+        .listeners
+        .iter()
+        .map(|(name, l)| ListenerStats {
+            name: name.clone(),
+            bind: l.bind.to_string(),
+            protocol: match l.protocol {
+                Protocol::Http => "http",
+                Protocol::Tcp => "tcp",
+            },
+            pool: l.pool.clone(),
+        })
+        .collect();
+    let routes = cfg
+        .routes
+        .iter()
+        .map(|(name, r)| RouteStats {
+            name: name.clone(),
+            listener: r.listener.clone(),
+            host: r.host.as_ref().map(|h| match h {
+                HostMatch::Exact(s) => s.clone(),
+                HostMatch::Suffix(s) => format!("*{s}"),
+            }),
+            path_prefix: r.path_prefix.clone(),
+            pool: r.pool.clone(),
+        })
+        .collect();
+    let pools = cfg
+        .pools
+        .iter()
+        .filter_map(|(name, p)| {
+            snap.pools
+                .get(name.as_str())
+                .map(|rt| pool_stats(rt, p.balance))
+        })
+        .collect();
+    Stats {
+        version: GLOBAL.version.load(Relaxed),
+        uptime_secs: clock::now_ms() as f64 / 1000.0,
+        listeners,
+        routes,
+        pools,
+    }
+}

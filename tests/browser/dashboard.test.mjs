@@ -1,0 +1,459 @@
+// The dashboard in real headless Chromium, against the real weir binary (issue 6).
+//
+// Starts two fake upstreams and `weir run -c CONFIG --admin 127.0.0.1:APORT` with
+// one pool of both (tcp health checks every 300ms, fall = 2), opens the
+// dashboard, and checks that:
+//   - the page loads and renders the stats, without console errors;
+//   - the listener, the pool and both endpoints are listed;
+//   - after ~50 requests through the listener the pool's req/s graph has points;
+//   - after one upstream is killed its endpoint shows data-state="down" within 3 s;
+//   - a screenshot is saved to target/browser-artifacts/dashboard.png.
+// Logs of every process go beside the screenshot. Ends with `N passed, N failed`
+// and exits 1 if anything failed.
+//
+// Run it with tests/browser/run.sh (installs Chromium, npm ci, cargo build).
+// Environment:
+//   WEIR_BIN            weir binary            [target/debug/weir]
+//   FAKE_UPSTREAM_BIN   fake-upstream binary   [target/debug/fake-upstream]
+//   CHROMIUM            browser                [/usr/bin/chromium]
+//   ARTIFACTS_DIR       screenshot and logs    [target/browser-artifacts]
+
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const WEIR_BIN = process.env.WEIR_BIN || path.join(ROOT, "target", "debug", "weir");
+const FAKE_UPSTREAM_BIN = process.env.FAKE_UPSTREAM_BIN || path.join(ROOT, "target", "debug", "fake-upstream");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const ARTIFACTS = process.env.ARTIFACTS_DIR || path.join(ROOT, "target", "browser-artifacts");
+const SCREENSHOT = path.join(ARTIFACTS, "dashboard.png");
+const CHROMIUM_FLAGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const OVERALL_TIMEOUT_MS = 180_000;
+const DOWN_WITHIN_MS = 3000;
+const REQUESTS = 50;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const procs = [];
+const consoleLog = [];
+const pageErrors = [];
+let tmp = null;
+let context = null;
+let page = null;
+
+// ---------- processes ----------
+
+function start(name, cmd, args) {
+  if (!existsSync(cmd)) {
+    throw new Error(`${cmd} not found: build it with \`cargo build -p weir -p weir-testkit\` (tests/browser/run.sh does)`);
+  }
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const p = { name, child, out: "", exit: null, listeners: [] };
+  const onData = (d) => {
+    p.out += d.toString();
+    if (p.out.length > 1_000_000) p.out = p.out.slice(-500_000);
+    for (const f of p.listeners) f();
+  };
+  child.stdout.on("data", onData);
+  child.stderr.on("data", onData);
+  child.on("exit", (code, signal) => {
+    p.exit = { code, signal };
+    for (const f of p.listeners) f();
+  });
+  child.on("error", (e) => {
+    p.out += `\n[spawn error: ${e.message}]\n`;
+    p.exit = { code: null, signal: null, error: e };
+    for (const f of p.listeners) f();
+  });
+  procs.push(p);
+  return p;
+}
+
+function tail(p, lines = 15) {
+  const t = p.out.trimEnd().split("\n").slice(-lines).join("\n    ");
+  return t ? `\n    ${t}` : " (no output)";
+}
+
+function exitText(p) {
+  if (p.exit.error) return `could not start: ${p.exit.error.message}`;
+  return p.exit.signal ? `was killed by ${p.exit.signal}` : `exited with code ${p.exit.code}`;
+}
+
+function waitForOutput(p, re, ms) {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (re.test(p.out)) return done(resolve);
+      if (p.exit) return done(reject, new Error(`${p.name} ${exitText(p)} before printing ${re}:${tail(p)}`));
+    };
+    const timer = setTimeout(() => done(reject, new Error(`${p.name} did not print ${re} within ${ms} ms:${tail(p)}`)), ms);
+    function done(f, v) {
+      clearTimeout(timer);
+      p.listeners = p.listeners.filter((l) => l !== check);
+      f(v);
+    }
+    p.listeners.push(check);
+    check();
+  });
+}
+
+async function stopAll() {
+  for (const p of procs) if (!p.exit) p.child.kill("SIGTERM");
+  const deadline = Date.now() + 5000;
+  while (procs.some((p) => !p.exit) && Date.now() < deadline) await sleep(50);
+  for (const p of procs) if (!p.exit) p.child.kill("SIGKILL");
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function freePorts(n) {
+  const ports = new Set();
+  while (ports.size < n) ports.add(await freePort());
+  return [...ports];
+}
+
+// ---------- HTTP ----------
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+
+function get(url, timeoutMs = 2000) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent, timeout: timeoutMs }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error(`timed out after ${timeoutMs} ms`)));
+    req.on("error", reject);
+  });
+}
+
+async function waitReady(weir, adminUrl, ms) {
+  const deadline = Date.now() + ms;
+  let last = "no answer";
+  while (Date.now() < deadline) {
+    if (weir.exit) {
+      throw new Error(
+        `weir ${exitText(weir)} before its admin server answered /readyz ` +
+          `(this build needs \`weir run --admin ADDR\` and the admin server of issue 6):${tail(weir)}`,
+      );
+    }
+    try {
+      const r = await get(`${adminUrl}/readyz`, 1000);
+      if (r.status === 200) return;
+      last = `HTTP ${r.status} ${r.body.trim().slice(0, 200)}`;
+    } catch (e) {
+      last = e.message;
+    }
+    await sleep(100);
+  }
+  throw new Error(`the admin server at ${adminUrl}/readyz was not ready within ${ms} ms (last: ${last}):${tail(weir)}`);
+}
+
+// ---------- page helpers ----------
+
+/** Polls fn() in the test until it returns a truthy value; throws with describe() after ms. */
+async function eventually(fn, ms, describe) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    last = await fn();
+    if (last) return last;
+    if (Date.now() >= deadline) throw new Error(await describe());
+    await sleep(100);
+  }
+}
+
+function endpointRow(pool, addr) {
+  return `section.pool[data-pool="${pool}"] tr[data-endpoint="${addr}"]`;
+}
+
+async function attr(selector, name) {
+  const el = await page.$(selector);
+  return el ? el.getAttribute(name) : null;
+}
+
+async function pageSummary() {
+  return page.evaluate(() => {
+    const q = (s) => [...document.querySelectorAll(s)];
+    return JSON.stringify({
+      ready: document.body.dataset.ready,
+      updates: document.body.dataset.updates,
+      conn: document.getElementById("conn")?.textContent?.trim(),
+      pools: q("section.pool").map((p) => p.dataset.pool),
+      endpoints: q("tr[data-endpoint]").map((r) => `${r.dataset.endpoint}=${r.dataset.state}`),
+      charts: q("figure.chart").map((c) => `${c.closest("[data-pool]")?.dataset.pool}/${c.dataset.chart}: points=${c.dataset.points} nonzero=${c.dataset.nonzero}`),
+    });
+  });
+}
+
+// ---------- the test ----------
+
+const results = [];
+
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    const note = await fn();
+    results.push({ name, ok: true });
+    console.log(`ok   - ${name}${note ? ` (${note})` : ""} [${Date.now() - t0} ms]`);
+    return true;
+  } catch (e) {
+    results.push({ name, ok: false });
+    console.log(`FAIL - ${name}: ${e && e.message ? e.message : e}`);
+    return false;
+  }
+}
+
+function skip(names, why) {
+  for (const name of names) {
+    results.push({ name, ok: false });
+    console.log(`FAIL - ${name}: not run (${why})`);
+  }
+}
+
+async function main() {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  rmSync(SCREENSHOT, { force: true });
+  tmp = mkdtempSync(path.join(os.tmpdir(), "weir-browser-"));
+  const [listenPort, adminPort, portA, portB] = await freePorts(4);
+  const listenUrl = `http://127.0.0.1:${listenPort}`;
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  const addrA = `127.0.0.1:${portA}`;
+  const addrB = `127.0.0.1:${portB}`;
+  let upA, upB, weir;
+
+  const later = [
+    "Chromium starts",
+    "dashboard loads and shows the stats",
+    "lists the listener, the pool and both endpoints",
+    `req/s graph has data points after ${REQUESTS} requests`,
+    "a killed upstream shows data-state=\"down\" within 3 s",
+    "no console errors",
+    "screenshot saved",
+  ];
+
+  const started = await check("weir starts with its admin server", async () => {
+    upA = start("upstream-a", FAKE_UPSTREAM_BIN, ["--listen", addrA, "--name", "a", "--threads", "1"]);
+    upB = start("upstream-b", FAKE_UPSTREAM_BIN, ["--listen", addrB, "--name", "b", "--threads", "1"]);
+    await Promise.all([waitForOutput(upA, /listening on/, 10_000), waitForOutput(upB, /listening on/, 10_000)]);
+    const config = path.join(tmp, "weir.toml");
+    writeFileSync(
+      config,
+      `# written by tests/browser/dashboard.test.mjs
+[global]
+drain_grace = "1s"
+
+[listeners.web]
+bind = "127.0.0.1:${listenPort}"
+pool = "app"
+
+[pools.app]
+max_conn = 4
+max_queue = 100
+endpoints = [
+  { addr = "${addrA}" },
+  { addr = "${addrB}" },
+]
+
+[pools.app.health]
+check = "tcp"
+interval = "300ms"
+timeout = "200ms"
+fall = 2
+`,
+    );
+    weir = start("weir", WEIR_BIN, ["run", "-c", config, "--admin", `127.0.0.1:${adminPort}`, "--threads", "2"]);
+    await waitReady(weir, adminUrl, 20_000);
+    return `admin on ${adminUrl}, listener on ${listenUrl}`;
+  });
+  if (!started) return skip(later, "weir did not start");
+
+  const browserOk = await check(later[0], async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: apt-get install -y chromium (tests/browser/run.sh does)`);
+    context = await chromium.launchPersistentContext(path.join(tmp, "profile"), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_FLAGS,
+      viewport: { width: 1440, height: 900 },
+      timeout: 30_000,
+    });
+    page = context.pages()[0] || (await context.newPage());
+    page.on("console", (m) => {
+      consoleLog.push(`[${m.type()}] ${m.text()}`);
+      if (m.type() === "error") pageErrors.push(`console error: ${m.text()}`);
+    });
+    page.on("pageerror", (e) => pageErrors.push(`uncaught exception: ${e.message}`));
+    page.on("requestfailed", (r) => pageErrors.push(`request failed: ${r.url()} (${r.failure()?.errorText})`));
+    page.on("response", (r) => {
+      if (r.status() >= 400) pageErrors.push(`HTTP ${r.status()} for ${r.url()}`);
+    });
+    return context.browser()?.version() ?? "";
+  });
+  if (!browserOk) return skip(later.slice(1), "no browser");
+
+  const loaded = await check(later[1], async () => {
+    const res = await page.goto(`${adminUrl}/`, { waitUntil: "load", timeout: 15_000 });
+    if (!res || res.status() !== 200) throw new Error(`GET / answered ${res ? res.status() : "nothing"}`);
+    const title = await page.title();
+    if (!/weir/i.test(title)) throw new Error(`page title is "${title}", not the weir dashboard`);
+    await eventually(
+      () => attr("body", "data-ready").then((v) => v === "true"),
+      5000,
+      async () => `no stats rendered within 5 s: ${await pageSummary()}`,
+    );
+    const version = (await page.textContent("#version"))?.trim();
+    const uptime = (await page.textContent("#uptime"))?.trim();
+    if (!version || version === "–") throw new Error("the header shows no version");
+    if (!uptime || uptime === "–") throw new Error("the header shows no uptime");
+    return `config ${version}, uptime ${uptime}`;
+  });
+  if (!loaded) {
+    skip(later.slice(2, 5), "the page did not load");
+  } else {
+    await check(later[2], async () => {
+      if (!(await page.$('#listeners tr[data-listener="web"]'))) throw new Error(`listener "web" is not in the listeners table`);
+      if (!(await page.$('section.pool[data-pool="app"]'))) throw new Error(`no card for pool "app": ${await pageSummary()}`);
+      await eventually(
+        async () => (await attr(endpointRow("app", addrA), "data-state")) === "active" && (await attr(endpointRow("app", addrB), "data-state")) === "active",
+        5000,
+        async () => `endpoints ${addrA} and ${addrB} are not both listed as active: ${await pageSummary()}`,
+      );
+      return `${addrA} and ${addrB} active`;
+    });
+
+    await check(later[3], async () => {
+      // Spread over ~2.5 s so that any rate window the server uses sees them.
+      const statuses = await Promise.all(
+        Array.from({ length: REQUESTS }, (_, i) =>
+          sleep(i * 50).then(() => get(`${listenUrl}/`, 5000).then((r) => r.status, (e) => `error: ${e.message}`)),
+        ),
+      );
+      const bad = statuses.filter((s) => s !== 200);
+      if (bad.length) throw new Error(`${bad.length} of ${REQUESTS} requests through the listener failed: ${[...new Set(bad)].join(", ")}`);
+      const chart = 'section.pool[data-pool="app"] figure.chart[data-chart="rps"]';
+      await eventually(
+        async () => Number(await attr(chart, "data-points")) >= 2 && Number(await attr(chart, "data-nonzero")) >= 1,
+        5000,
+        async () => `the req/s graph has no non-zero points 5 s after the traffic: ${await pageSummary()}`,
+      );
+      // The page shows the stats of its last poll: give it a poll or two to catch up.
+      let rows = [];
+      await eventually(
+        async () => {
+          rows = await page.$$eval('section.pool[data-pool="app"] tr[data-endpoint]', (trs) => trs.map((tr) => Number(tr.dataset.requests) || 0));
+          return rows.reduce((a, b) => a + b, 0) >= REQUESTS;
+        },
+        3000,
+        async () => `the endpoints' request counts (${rows.join(" + ")}) do not add up to at least ${REQUESTS}`,
+      );
+      return `points=${await attr(chart, "data-points")} nonzero=${await attr(chart, "data-nonzero")}, endpoint requests ${rows.join("+")}`;
+    });
+
+    await check(later[4], async () => {
+      upB.child.kill("SIGKILL");
+      const t0 = Date.now();
+      await eventually(
+        async () => (await attr(endpointRow("app", addrB), "data-state")) === "down",
+        DOWN_WITHIN_MS,
+        async () => `${addrB} not shown as down ${DOWN_WITHIN_MS} ms after its upstream was killed: ${await pageSummary()}`,
+      );
+      const took = Date.now() - t0;
+      const other = await attr(endpointRow("app", addrA), "data-state");
+      if (other !== "active") throw new Error(`${addrA} (still running) shows "${other}", not "active"`);
+      // Let one more poll land so the screenshot shows the graphs with a few more points.
+      await sleep(1200);
+      return `down after ${took} ms; healthy=${await attr(endpointRow("app", addrB), "data-healthy")}`;
+    });
+  }
+
+  await check(later[5], async () => {
+    if (pageErrors.length) throw new Error(`${pageErrors.length}:\n    ${pageErrors.join("\n    ")}`);
+  });
+
+  await check(later[6], async () => {
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    const size = statSync(SCREENSHOT).size;
+    if (size < 1000) throw new Error(`${SCREENSHOT} is only ${size} bytes`);
+    return `${path.relative(process.cwd(), SCREENSHOT) || SCREENSHOT}, ${size} bytes`;
+  });
+}
+
+async function cleanup() {
+  try {
+    if (context) await context.close();
+  } catch {
+    /* the browser may already be gone */
+  }
+  context = null;
+  await stopAll();
+  agent.destroy();
+  try {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    for (const p of procs) writeFileSync(path.join(ARTIFACTS, `${p.name}.log`), p.out);
+    writeFileSync(path.join(ARTIFACTS, "console.log"), consoleLog.join("\n") + (consoleLog.length ? "\n" : ""));
+  } catch (e) {
+    console.log(`(could not write logs to ${ARTIFACTS}: ${e.message})`);
+  }
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+  tmp = null;
+}
+
+function finish(extraFailure) {
+  if (extraFailure) {
+    results.push({ name: "run", ok: false });
+    console.log(`FAIL - ${extraFailure}`);
+  }
+  const passed = results.filter((r) => r.ok).length;
+  const failed = results.length - passed;
+  console.log(`artifacts: ${ARTIFACTS}`);
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+}
+
+let finishing = false;
+async function abort(why) {
+  if (finishing) return;
+  finishing = true;
+  await cleanup();
+  finish(why);
+}
+
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => abort(`interrupted by ${sig}`));
+const watchdog = setTimeout(() => abort(`the whole test took longer than ${OVERALL_TIMEOUT_MS / 1000} s`), OVERALL_TIMEOUT_MS);
+
+main()
+  .catch((e) => {
+    results.push({ name: "run", ok: false });
+    console.log(`FAIL - unexpected error: ${e && e.stack ? e.stack : e}`);
+  })
+  .then(async () => {
+    if (finishing) return;
+    finishing = true;
+    clearTimeout(watchdog);
+    await cleanup();
+    finish();
+  });

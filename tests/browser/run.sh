@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The dashboard's browser test (issue 6): real headless Chromium against the real
+# weir binary. Installs what it needs when missing (Debian's chromium, the pinned
+# playwright-core), builds weir and fake-upstream, then runs the test.
+#
+#   tests/browser/run.sh
+#
+# Ends with `N passed, N failed`; exit status 1 if anything failed. The
+# screenshot and the logs of weir, the upstreams and the browser console go to
+# target/browser-artifacts/. Environment: WEIR_BIN, FAKE_UPSTREAM_BIN, CHROMIUM,
+# ARTIFACTS_DIR (see dashboard.test.mjs); WEIR_SKIP_BUILD=1 skips cargo build.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+
+if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  echo "== installing Debian's chromium"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
+fi
+
+if [ ! -d "$here/node_modules/playwright-core" ]; then
+  echo "== npm ci (tests/browser)"
+  (cd "$here" && npm ci --no-audit --no-fund)
+fi
+
+if [ "${WEIR_SKIP_BUILD:-0}" != "1" ]; then
+  echo "== cargo build -p weir -p weir-testkit"
+  (cd "$root" && cargo build -p weir -p weir-testkit)
+fi
+
+echo "== dashboard in headless Chromium"
+cd "$root"
+exec node "$here/dashboard.test.mjs" "$@"
