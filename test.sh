@@ -15,6 +15,11 @@ if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
+# The metrics tests parse /metrics with the reference Python client's parser.
+if ! python3 -c 'import prometheus_client' 2>/dev/null; then
+  echo "installing: prometheus_client (Python)"
+  python3 -m pip install -q prometheus_client
+fi
 if command -v rustup >/dev/null; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi

@@ -33,16 +33,18 @@ impl Histogram {
         self.sum_ns.fetch_add(d.as_nanos() as u64, Relaxed);
     }
 
-    /// (sum in seconds, count, cumulative (upper bound, count) buckets).
+    /// (sum in seconds, count, per-bucket (upper bound, count)); the count
+    /// is the buckets' total, so a scrape is always self-consistent.
     pub fn snapshot(&self) -> (f64, u64, Vec<(f64, u64)>) {
-        let mut acc = 0;
+        let mut total = 0;
         let mut buckets = Vec::with_capacity(N);
         for (i, c) in self.counts.iter().enumerate() {
-            acc += c.load(Relaxed);
+            let n = c.load(Relaxed);
+            total += n;
             let bound = BOUNDS.get(i).copied().unwrap_or(f64::INFINITY);
-            buckets.push((bound, acc));
+            buckets.push((bound, n));
         }
-        (self.sum_ns.load(Relaxed) as f64 / 1e9, acc, buckets)
+        (self.sum_ns.load(Relaxed) as f64 / 1e9, total, buckets)
     }
 }
 
@@ -154,7 +156,7 @@ mod tests {
         assert_eq!(count, 2);
         assert!((sum - 0.00305).abs() < 1e-9);
         assert_eq!(buckets[0], (0.0001, 1));
-        assert_eq!(buckets.last().unwrap().1, 2);
+        assert_eq!(buckets.iter().map(|b| b.1).sum::<u64>(), 2);
 
         let w = Windowed::default();
         for _ in 0..99 {

@@ -12,6 +12,7 @@ mod health;
 mod http_basic;
 mod http_body;
 mod http_errors;
+mod observability;
 mod reload;
 mod resilience;
 mod retries;
