@@ -125,6 +125,13 @@ def run_scenario(sc: Scenario, ctx: Ctx, opts: dict) -> dict:
         PROCS.stop_all()
         return res
     try:
+        try:
+            cal = sc.calibrate(ctx, upstreams)
+        except BenchError as e:
+            cal = {"error": str(e)}
+        if cal:
+            res["calibration"] = cal
+            log(f"   calibration: {cal.get('summary', cal)}")
         for r in range(sc.rounds()):
             order = variants[r % len(variants):] + variants[:r % len(variants)]
             for v in order:

@@ -67,6 +67,11 @@ class Scenario:
         """Lines printed under the table (e.g. what the failures were)."""
         return []
 
+    def calibrate(self, ctx: Ctx, upstreams: list[Upstream]) -> dict | None:
+        """Optional measurement without any proxy, once per scenario (kept in results as
+        `calibration`; its `summary` is logged)."""
+        return None
+
     def variants(self) -> list[Variant]:
         return [Variant("weir", "weir", 1), Variant("weir-2t", "weir", 2),
                 Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
@@ -550,6 +555,35 @@ class Capacity(PacedScenario):
                            pool_extra=f'max_conn = {self.workers}\nmax_queue = 10000\nqueue_timeout = "30s"',
                            haproxy_backend="    timeout queue 30s")
 
+    def calibrate(self, ctx, upstreams):
+        # One upstream driven directly by as many clients as it has workers: what one
+        # upstream really delivers here (the sleep timer rounds up, the machine is shared).
+        secs = 2 if self.opts["quick"] else 4
+        u = upstreams[0]
+        r = run_bench(ctx, ["paced", "--connect", u.addr, "--clients", self.workers, "--method", "POST",
+                            "--path", "/echo", "--body-size", self.body, "--check-echo", "--duration", secs],
+                      secs + 30)
+        rps = r["ok"] / r["seconds"]
+        ceiling = rps * self.n_up
+        return {"seconds": secs, "rps_one": rps, "mean_ms": self.workers / rps * 1000 if rps else None,
+                "ceiling_rps": ceiling, "ceiling_share": 100 * ceiling / self.ideal, "failed": r["failed"],
+                "summary": f"one upstream, {self.workers} direct clients: {rps:.1f} req/s "
+                           f"(ceiling {ceiling:.0f} req/s = {100 * ceiling / self.ideal:.1f} % of ideal)"}
+
+    def notes(self, res):
+        out = super().notes(res)
+        cal = res.get("calibration")
+        if cal and cal.get("rps_one"):
+            out.append(f"Calibration (no proxy): one upstream driven directly by {self.workers} keep-alive "
+                       f"clients for {cal['seconds']} s served {cal['rps_one']:.1f} req/s, i.e. an effective "
+                       f"mean service time of {cal['mean_ms']:.1f} ms per worker instead of {self.mean_ms} "
+                       f"(timer rounding, shared machine): the ceiling reachable here is about "
+                       f"{self.n_up} × {cal['rps_one']:.0f} = {cal['ceiling_rps']:.0f} req/s = "
+                       f"{cal['ceiling_share']:.1f} % of the nominal ideal.")
+        elif cal and cal.get("error"):
+            out.append(f"Calibration failed: {cal['error']}")
+        return out
+
     def load(self, ctx, seconds, warmup=False):
         offs = self._log_offsets()
         r = run_paced(ctx, self.clients, seconds, "POST", self.body)
@@ -615,7 +649,10 @@ class Resilience(PacedScenario):
         hb = ["    retries 3", "    option redispatch", "    timeout check 250ms"]
         if v.params["method"] == "GET":
             hb.append("    retry-on all-retryable-errors")
-        return start_proxy(ctx, v, "http", ups, tag, pool_extra=WEIR_HEALTH, haproxy_backend="\n".join(hb))
+        health = WEIR_HEALTH
+        if "eject_after" in v.params:
+            health += f"\neject_after = {v.params['eject_after']}"
+        return start_proxy(ctx, v, "http", ups, tag, pool_extra=health, haproxy_backend="\n".join(hb))
 
     def plan(self, upstreams: list[Upstream], seconds: float) -> list[tuple[float, Upstream, int]]:
         return []
@@ -642,6 +679,26 @@ class Resilience(PacedScenario):
         self._upstreams = upstreams
         return super().start(ctx, v, upstreams, tag)
 
+    def notes(self, res):
+        out = super().notes(res)
+        posts = [m for m in res.get("rounds", []) if m["proxy"].startswith("weir") and m["proxy"].endswith(" POST")]
+        if any(m.get("weir_reasons", {}).get("upstream_reset") for m in posts):
+            out += ["", "weir's POST `upstream_reset` 502s are the one failure DESIGN.md §4 allows: a POST that "
+                        "went out on a fresh upstream connection and was dropped before any answer is not "
+                        "retried, because the backend had it (a retry could apply it twice)."]
+        if any(m["proxy"].startswith("haproxy") and any(k.startswith("closed before any response byte")
+                                                        for k in m.get("kinds", {}))
+               for m in res.get("rounds", [])):
+            out += ["", "HAProxy's transport errors: when a request it cannot retry fails on the server side, "
+                        "HAProxy closes the client's keep-alive connection without an answer (so that a client "
+                        "may retry it itself); weir-bench counts that as a failure and does not resend."]
+        if any(m["proxy"].startswith("nginx") and any("no live upstreams" in k for k in m.get("nginx_errors", {}))
+               for m in res.get("rounds", [])):
+            out += ["", "nginx's `no live upstreams` 502s: with its defaults (`max_fails=1 fail_timeout=10s`) each "
+                        "failed try marks a server down for 10 s; once every server is marked down, nginx answers "
+                        "502 without trying any (clients pause 50 ms after each failure, so the count is bounded)."]
+        return out
+
     def goal_line(self, med):
         rows = [(n, m) for n, m in med.items() if n.startswith("weir ")]
         if not rows:
@@ -654,11 +711,23 @@ class Resilience(PacedScenario):
 class ResilienceFlap(Resilience):
     name, title = "resilience-flap", "resilience-flap"
 
+    def variants(self):
+        # weir-noeject: passive ejection off (eject_after = 0), so the flapping endpoint stays
+        # in rotation between its outages and only the retry rules stand between it and the
+        # clients (weir's defaults eject it for 10 s, then 20 s, after its first outage).
+        out = []
+        for m in self.methods:
+            out += [Variant(f"{k} {m}", k, params={"method": m}) for k in ("weir", "haproxy", "nginx")]
+            out.append(Variant(f"weir-noeject {m}", "weir", params={"method": m, "eject_after": 0}))
+        return out
+
     def describe(self):
         return (f"resilience-flap (issue 4 (a)): {self.n_up} fake upstreams (1 ms), the second one stops and "
                 f"drops all its connections (SIGUSR1) every 2 s from t = 1 s and listens again 0.5 s later; "
                 f"{self.clients} keep-alive clients back to back (POST: {self.body} B to /echo, checked) for "
-                f"{self.run_seconds():g} s, {self.rounds()} round(s). {self.proxies_note()}.")
+                f"{self.run_seconds():g} s, {self.rounds()} round(s). {self.proxies_note()}. `weir-noeject`: "
+                f"weir with passive ejection off (`eject_after = 0`), so the flapping endpoint stays in "
+                f"rotation between outages and only the retry rules protect the clients.")
 
     def plan(self, ups, seconds):
         out, t = [], 1.0

@@ -487,7 +487,7 @@
         h("td", { class: "num", text: fmtMs(elat.p50) }),
         h("td", { class: "num", text: fmtMs(elat.p99) }),
         h("td", null, errorChips(e.errors)),
-        h("td", { class: "num", title: "bytes from clients / to clients", text: `${fmtBytes(e.bytes_in)} / ${fmtBytes(e.bytes_out)}` }),
+        h("td", { class: "num", title: "bytes in / out", text: `${fmtBytes(e.bytes_in)} / ${fmtBytes(e.bytes_out)}` }),
       );
     });
     if (rows.length) card.tbody.replaceChildren(...rows);

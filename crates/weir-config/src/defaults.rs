@@ -158,6 +158,7 @@ impl crate::Listener {
                 crate::Protocol::Tcp => TCP_IDLE_TIMEOUT,
             },
             max_header_bytes: MAX_HEADER_BYTES,
+            access_log: None,
         }
     }
 }

@@ -53,6 +53,16 @@ pub struct Listener {
     pub idle_timeout: Duration,
     /// Largest accepted request head in bytes; larger gets 431. Default 64 KiB. (http)
     pub max_header_bytes: usize,
+    /// Where to write one JSON line per request; `None` = no access log. (http)
+    pub access_log: Option<AccessLog>,
+}
+
+/// An access log's destination.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AccessLog {
+    Stdout,
+    /// Appended to; reopened on SIGUSR1 (for rotation).
+    File(PathBuf),
 }
 
 /// `[routes.NAME]`.

@@ -12,8 +12,8 @@ use crate::addr::Use;
 use crate::read::{self, Fields, Sink, Span};
 use crate::{defaults, host, notyet};
 use crate::{
-    Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck, InitialState, Listener,
-    NoHealthy, Pool, Protocol, Retry, Route,
+    AccessLog, Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck,
+    InitialState, Listener, NoHealthy, Pool, Protocol, Retry, Route,
 };
 
 const ROOT_KEYS: &[&str] = &["global", "admin", "listeners", "routes", "pools"];
@@ -26,6 +26,7 @@ const LISTENER_KEYS: &[&str] = &[
     "header_timeout",
     "idle_timeout",
     "max_header_bytes",
+    "access_log",
 ];
 const ROUTE_KEYS: &[&str] = &["listener", "host", "path_prefix", "pool"];
 const POOL_KEYS: &[&str] = &[
@@ -306,9 +307,18 @@ fn listener(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Listener, L
     if let Some(n) = t.int(sink, "max_header_bytes", defaults::MAX_HEADER_BYTES_RANGE) {
         l.max_header_bytes = n;
     }
+    if let Some(v) = t.get("access_log") {
+        if let Some(s) = read::string(sink, v) {
+            match s {
+                "" => sink.error(v.span(), "access_log must be \"stdout\" or a file path"),
+                "stdout" => l.access_log = Some(AccessLog::Stdout),
+                path => l.access_log = Some(AccessLog::File(PathBuf::from(path))),
+            }
+        }
+    }
     if protocol == Protocol::Tcp {
         // Harmless but a sign of a copy-paste or a misunderstanding.
-        for key in ["header_timeout", "max_header_bytes"] {
+        for key in ["header_timeout", "max_header_bytes", "access_log"] {
             if let Some(span) = t.key_span(key) {
                 sink.warn(span, format!("{key} has no effect on a tcp listener"));
             }

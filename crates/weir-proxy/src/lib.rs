@@ -5,6 +5,7 @@
 //! immutable [`snapshot::Snapshot`] and publishes it with one atomic swap; the
 //! data plane reads it once per request or session, never under a lock.
 
+pub mod accesslog;
 pub mod balance;
 pub mod capacity;
 pub mod clock;
@@ -52,6 +53,7 @@ struct Control {
     listeners: HashMap<SocketAddr, Running>,
     next_slot: usize,
     registry: Registry,
+    sinks: accesslog::Sinks,
     drain_grace: Duration,
     shutting_down: bool,
 }
@@ -62,6 +64,12 @@ pub enum ApplyError {
     Bind(#[from] BindError),
     #[error("starting listener: {0}")]
     Start(#[from] std::io::Error),
+    #[error("access log {dest}: {source}")]
+    AccessLog {
+        dest: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl Proxy {
@@ -76,6 +84,7 @@ impl Proxy {
                 listeners: HashMap::new(),
                 next_slot: 0,
                 registry: Registry::default(),
+                sinks: Default::default(),
                 drain_grace: Duration::from_secs(30),
                 shutting_down: false,
             }),
@@ -115,7 +124,20 @@ impl Proxy {
             slots.insert(name.clone(), slot);
         }
 
-        let snapshot = Arc::new(Snapshot::build(cfg, &slots, &mut control.registry));
+        let mut logs = HashMap::new();
+        for dest in cfg.listeners.values().filter_map(|l| l.access_log.as_ref()) {
+            let sink = control
+                .sinks
+                .get(dest)
+                .map_err(|source| ApplyError::AccessLog {
+                    dest: format!("{dest:?}"),
+                    source,
+                })?;
+            logs.insert(dest.clone(), sink);
+        }
+        let used: Vec<_> = logs.keys().cloned().collect();
+        control.sinks.retain(&used);
+        let snapshot = Arc::new(Snapshot::build(cfg, &slots, &mut control.registry, &logs));
         self.shared.snapshot.store(snapshot.clone());
         snapshot.install_queues();
         metrics::GLOBAL
@@ -166,6 +188,11 @@ impl Proxy {
             &metrics::GLOBAL.reloads_failed
         };
         c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Reopens access log files (after logrotate moved them): SIGUSR1.
+    pub fn reopen_logs(&self) {
+        accesslog::reopen();
     }
 
     /// Ready: a config is applied, its listeners are bound, and no shutdown

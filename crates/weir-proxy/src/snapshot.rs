@@ -30,6 +30,8 @@ pub struct Snapshot {
 #[derive(Debug)]
 pub struct ListenerSnap {
     pub name: Arc<str>,
+    /// Where this listener's access log goes, if it has one.
+    pub access_log: Option<crate::accesslog::Sink>,
     /// Where requests that match no route are counted.
     pub no_route: TargetMetrics,
     pub protocol: Protocol,
@@ -162,7 +164,12 @@ fn sync_checker(
 impl Snapshot {
     /// Builds a snapshot; endpoints already in `registry` keep their state,
     /// new ones are added. `slots` maps each listener name to its slot.
-    pub fn build(cfg: &Config, slots: &HashMap<String, usize>, registry: &mut Registry) -> Self {
+    pub fn build(
+        cfg: &Config,
+        slots: &HashMap<String, usize>,
+        registry: &mut Registry,
+        logs: &HashMap<weir_config::AccessLog, crate::accesslog::Sink>,
+    ) -> Self {
         let mut pools = HashMap::new();
         let mut next: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>> = HashMap::new();
         let mut next_pools: HashMap<Arc<str>, Arc<PoolShared>> = HashMap::new();
@@ -234,6 +241,7 @@ impl Snapshot {
             }
             let no_route = series.no_route(&lname);
             listeners[slots[name]] = Some(ListenerSnap {
+                access_log: l.access_log.as_ref().and_then(|d| logs.get(d).cloned()),
                 no_route,
                 name: lname,
                 protocol: l.protocol,

@@ -77,12 +77,13 @@ async fn serve(path: PathBuf, config: Config, admin: SocketAddr) -> ExitCode {
             Watcher::disabled()
         }
     };
-    let (mut hup, mut term, mut int) = match (
+    let (mut hup, mut term, mut int, mut usr1) = match (
         signal(SignalKind::hangup()),
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::user_defined1()),
     ) {
-        (Ok(h), Ok(t), Ok(i)) => (h, t, i),
+        (Ok(h), Ok(t), Ok(i), Ok(u)) => (h, t, i, u),
         _ => {
             error!("cannot install signal handlers");
             return ExitCode::FAILURE;
@@ -99,6 +100,10 @@ async fn serve(path: PathBuf, config: Config, admin: SocketAddr) -> ExitCode {
                 watcher.settle(&mut changed).await;
                 info!("{} changed: reloading", path.display());
                 reload(&proxy, &path, &mut current);
+            }
+            _ = usr1.recv() => {
+                info!("SIGUSR1: reopening access logs");
+                proxy.reopen_logs();
             }
             _ = term.recv() => break,
             _ = int.recv() => break,

@@ -156,6 +156,7 @@ impl Drop for ProxyBody {
             ended,
             slot,
             sent,
+            _rec,
             ..
         } = self
         {
@@ -164,6 +165,9 @@ impl Drop for ProxyBody {
                     .metrics
                     .bytes_out
                     .fetch_add(*sent, std::sync::atomic::Ordering::Relaxed);
+            }
+            if let Some(r) = _rec {
+                r.bytes = *sent;
             }
             // Bodies hyper never polls (HEAD, 204, Content-Length: 0) are
             // complete too; anything else unread means the connection is dirty.

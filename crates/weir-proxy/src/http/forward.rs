@@ -13,13 +13,14 @@ use hyper::body::Incoming;
 use tracing::warn;
 use weir_config::HashKey;
 
+use crate::accesslog::{Entry, Sink};
 use crate::balance::{hash_bytes, Algorithm, PickKey};
 use crate::endpoint::EndpointRt;
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::ConnState;
 use crate::http::error::{error_response, error_response_as};
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
-use crate::http::tries::{self, Attempts, Ended};
+use crate::http::tries::{self, Attempts, Ended, TryInfo};
 use crate::http::upbody::prepare;
 use crate::metrics::counts::Counts;
 use crate::metrics::hist::Histogram;
@@ -27,6 +28,7 @@ use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::router::TargetMetrics;
+use crate::snapshot::ListenerSnap;
 use crate::Shared;
 
 /// What a client connection's requests share.
@@ -76,21 +78,68 @@ pub async fn handle(
     let start = Instant::now();
     let busy = ctx.state.begin_request();
     let mut counted = None;
-    let resp = route_and_forward(&ctx, req, &mut counted).await;
+    let mut log = None;
+    let resp = route_and_forward(&ctx, req, &mut counted, &mut log).await;
     let resp = match counted {
         Some((counts, duration, reason)) => {
+            let status = resp.status().as_u16();
+            let access = log.map(|(sink, mut entry): (Sink, Box<Entry>)| {
+                entry.status = status;
+                entry.reason = reason.map(Reason::as_str);
+                (sink, entry)
+            });
             let rec = Recorder {
                 counts,
                 duration,
                 start,
-                status: resp.status().as_u16(),
+                status,
                 reason,
+                access,
+                bytes: 0,
             };
             resp.map(|b| b.with_recorder(rec))
         }
         None => resp,
     };
     Ok(resp.map(|b| b.with_busy(busy)))
+}
+
+/// The access log entry as far as it is known before the response.
+type Log = Option<(Sink, Box<Entry>)>;
+
+fn start_entry(l: &ListenerSnap, ctx: &ConnCtx, req: &Request<Incoming>) -> Log {
+    let sink = l.access_log.clone()?;
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()))
+        .unwrap_or("")
+        .to_string();
+    let entry = Entry {
+        time: Entry::now_secs(),
+        listener: l.name.clone(),
+        client: ctx.client,
+        method: req.method().to_string(),
+        host,
+        path: req
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string(),
+        status: 0,
+        bytes: 0,
+        route: String::new(),
+        pool: String::new(),
+        endpoint: String::new(),
+        queue_ms: 0.0,
+        connect_ms: 0.0,
+        first_byte_ms: 0.0,
+        total_ms: 0.0,
+        retries: 0,
+        reason: None,
+    };
+    Some((sink, Box::new(entry)))
 }
 
 /// Where a request is counted: its label set, its duration histogram, and
@@ -114,12 +163,15 @@ async fn route_and_forward(
     ctx: &ConnCtx,
     mut req: Request<Incoming>,
     counted: &mut Counted,
+    log: &mut Log,
 ) -> Response<ProxyBody> {
+    let start = Instant::now();
     let (listener, no_route) = {
         let snap = ctx.shared.snapshot.load();
         let Some(Some(l)) = snap.listeners.get(ctx.slot) else {
             return error_response(Reason::RouteNotFound);
         };
+        *log = start_entry(l, ctx, &req);
         (l.name.clone(), l.no_route.clone())
     };
     // RFC 9112 §3.2: an HTTP/1.1 request must carry exactly one Host.
@@ -204,14 +256,36 @@ async fn route_and_forward(
             }
         }
     };
+    if let Some((_, e)) = log.as_mut() {
+        e.route = route.as_deref().unwrap_or("").to_string();
+        e.pool = pool.name.to_string();
+    }
+    let mut info = TryInfo::default();
     let attempts = Attempts {
         pool: &pool,
         key,
         parts,
         body,
         decorate: &decorate,
+        info: &mut info,
     };
-    match tries::run(attempts).await {
+    let ended = tries::run(attempts).await;
+    if let Some((_, e)) = log.as_mut() {
+        e.queue_ms = info.queued.as_secs_f64() * 1000.0;
+        e.connect_ms = info.connect.as_secs_f64() * 1000.0;
+        e.first_byte_ms = info.first_byte.map_or(0.0, |t| {
+            t.saturating_duration_since(start).as_secs_f64() * 1000.0
+        });
+        e.retries = info.retries;
+        let index = match &ended {
+            Ended::Response(_, i) => Some(*i),
+            Ended::Failed { endpoint, .. } => endpoint.as_ref().map(|e| e.1),
+        };
+        if let Some(ep) = index.and_then(|i| pool.endpoints.get(i)) {
+            e.endpoint = ep.addr_str.to_string();
+        }
+    }
+    match ended {
         Ended::Response(resp, index) => {
             count_as(counted, &metrics, Some(index), None);
             resp

@@ -46,6 +46,17 @@ enum Outcome {
     MaybeDelivered(Reason, String),
 }
 
+/// What the tries did, for the access log.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TryInfo {
+    pub queued: Duration,
+    /// Time spent opening the last try's connection (zero when reused).
+    pub connect: Duration,
+    /// When the response head arrived.
+    pub first_byte: Option<Instant>,
+    pub retries: u32,
+}
+
 /// A request ready to be tried, and what the tries need to know about it.
 pub struct Attempts<'a> {
     pub pool: &'a Arc<PoolRt>,
@@ -54,6 +65,7 @@ pub struct Attempts<'a> {
     pub body: Prepared,
     /// Called with each try's result to add response headers (sticky cookie).
     pub decorate: &'a (dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
+    pub info: &'a mut TryInfo,
 }
 
 /// How the tries ended: a response to send, or an error to generate.
@@ -86,6 +98,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         parts,
         body,
         decorate,
+        info,
     } = a;
     let policy = &pool.retry;
     pool.shared.budget.deposit(policy.budget_percent);
@@ -116,6 +129,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         };
         let ep = granted.slot.endpoint.clone();
         let index = granted.slot.index;
+        info.queued += granted.queued;
         let body = match (&replay, once.take()) {
             (Some(b), _) if b.is_empty() => UpBody::Full(None),
             (Some(b), _) => {
@@ -135,7 +149,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             },
         };
         let req = Request::from_parts(parts, body);
-        let outcome = try_once(pool, granted, req, fresh_only, decorate).await;
+        let outcome = try_once(pool, granted, req, fresh_only, decorate, info).await;
         let mut free = false;
         let retried_for;
         let retry = match outcome {
@@ -184,6 +198,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             break;
         }
         tries += 1;
+        info.retries = tries;
         fresh_only = true;
         *pool
             .shared
@@ -239,6 +254,7 @@ async fn try_once(
     req: Request<UpBody>,
     fresh_only: bool,
     decorate: &(dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
+    info: &mut TryInfo,
 ) -> Outcome {
     let ep = granted.slot.endpoint.clone();
     let limit = pool.retry.per_try_timeout.unwrap_or(pool.response_timeout);
@@ -256,6 +272,7 @@ async fn try_once(
         let mut conn = match pooled {
             Some(c) => c.conn,
             None => {
+                let opening = Instant::now();
                 let left = limit.saturating_sub(started.elapsed());
                 match open(
                     &ep,
@@ -263,11 +280,14 @@ async fn try_once(
                 )
                 .await
                 {
-                    Ok(tx) => Conn {
-                        tx,
-                        born: Instant::now(),
-                        uses: 0,
-                    },
+                    Ok(tx) => {
+                        info.connect = opening.elapsed();
+                        Conn {
+                            tx,
+                            born: Instant::now(),
+                            uses: 0,
+                        }
+                    }
                     Err(e) => return Outcome::NotDelivered(Reason::ConnectFailed, e.to_string()),
                 }
             }
@@ -277,6 +297,7 @@ async fn try_once(
         let sent_at = Instant::now();
         match tokio::time::timeout(left, conn.tx.try_send_request(req)).await {
             Ok(Ok(resp)) => {
+                info.first_byte = Some(Instant::now());
                 let took = sent_at.elapsed();
                 ep.ewma.observe(took);
                 ep.metrics.requests.fetch_add(1, Relaxed);

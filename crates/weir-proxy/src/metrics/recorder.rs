@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::accesslog::{Entry, Sink};
 use crate::metrics::counts::Counts;
 use crate::metrics::hist::Histogram;
 use crate::reason::Reason;
@@ -15,11 +16,21 @@ pub struct Recorder {
     pub start: Instant,
     pub status: u16,
     pub reason: Option<Reason>,
+    /// The access log entry to complete and send, when the listener logs.
+    pub access: Option<(Sink, Box<Entry>)>,
+    /// Response body bytes sent (set by the body as it ends).
+    pub bytes: u64,
 }
 
 impl Drop for Recorder {
     fn drop(&mut self) {
+        let total = self.start.elapsed();
         self.counts.record(self.status, self.reason);
-        self.duration.observe(self.start.elapsed());
+        self.duration.observe(total);
+        if let Some((sink, mut e)) = self.access.take() {
+            e.total_ms = total.as_secs_f64() * 1000.0;
+            e.bytes = self.bytes;
+            sink.log(*e);
+        }
     }
 }

@@ -308,6 +308,13 @@ impl Collector for Weir {
             "Configuration reloads, by result.",
             &reloads,
         )?;
+        let dropped = crate::accesslog::DROPPED.load(Relaxed);
+        counter(
+            &mut enc,
+            "weir_access_log_dropped",
+            "Access log lines dropped because a writer fell behind.",
+            &[(vec![], dropped)],
+        )?;
         Ok(())
     }
 }

@@ -2,6 +2,7 @@
 
 mod common;
 
+mod accesslog;
 mod balance;
 mod capacity;
 mod check;
