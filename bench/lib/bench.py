@@ -181,7 +181,7 @@ def medians(sc: Scenario, res: dict) -> dict:
         if not rows:
             continue
         med = {}
-        for c in sc.columns:
+        for c in list(sc.columns) + list(sc.hidden):
             vals = [m[c.key] for m in rows if m.get(c.key) is not None]
             if vals:
                 med[c.key] = sum(vals) if c.agg == "sum" else statistics.median(vals)

@@ -79,7 +79,9 @@ pub async fn handle(
     let busy = ctx.state.begin_request();
     let mut counted = None;
     let mut log = None;
-    let resp = route_and_forward(&ctx, req, &mut counted, &mut log).await;
+    // Boxed: the forwarding future is several KB, and hyper moves the
+    // service future into place; a pointer is cheaper to move than the state.
+    let resp = Box::pin(route_and_forward(&ctx, req, &mut counted, &mut log)).await;
     let resp = match counted {
         Some((counts, duration, reason)) => {
             let status = resp.status().as_u16();
