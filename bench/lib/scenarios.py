@@ -409,7 +409,7 @@ def file_size(p: Path) -> int:
         return 0
 
 
-def wait_upstreams_up(ups: list[Upstream], timeout: float = 10.0) -> None:
+def wait_upstreams_up(ups: list[Upstream], timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     for u in ups:
         while not port_open(HOST, u.port):
@@ -600,6 +600,11 @@ class Capacity(PacedScenario):
                        f"{cal['mean_ms']:.1f} ms per request and worker instead of {self.mean_ms}: timer rounding, "
                        f"client round trips, the shared machine). Note that the exponential service time "
                        f"makes any single run's figure noisy by about ±1–2 %.")
+            med = res.get("medians", {})
+            rel = [f"{n} {100 * med[n]['rps'] / cal['rps']:.1f} %" for n in ("weir", "haproxy")
+                   if med.get(n, {}).get("rps")]
+            if rel:
+                out.append(f"With max_conn, against that reference: {', '.join(rel)}.")
         elif cal and cal.get("error"):
             out.append(f"Calibration failed: {cal['error']}")
         return out

@@ -76,9 +76,11 @@ async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool) {
 }
 
 async fn probe(ep: &EndpointRt, cfg: &Health) -> Result<(), String> {
-    let stream = connect(ep.addr, cfg.timeout)
-        .await
-        .map_err(|e| e.to_string())?;
+    let stream = connect(ep.addr, cfg.timeout).await.map_err(|e| {
+        // Closes seen just before were an outage, not an idle timeout.
+        ep.idle.discard();
+        e.to_string()
+    })?;
     if cfg.check != HealthCheck::Http {
         return Ok(());
     }

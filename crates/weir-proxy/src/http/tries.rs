@@ -288,7 +288,10 @@ async fn try_once(
                             uses: 0,
                         }
                     }
-                    Err(e) => return Outcome::NotDelivered(Reason::ConnectFailed, e.to_string()),
+                    Err(e) => {
+                        ep.idle.discard();
+                        return Outcome::NotDelivered(Reason::ConnectFailed, e.to_string());
+                    }
                 }
             }
         };
@@ -298,6 +301,9 @@ async fn try_once(
         match tokio::time::timeout(left, conn.tx.try_send_request(req)).await {
             Ok(Ok(resp)) => {
                 info.first_byte = Some(Instant::now());
+                if !reused {
+                    ep.idle.confirm();
+                }
                 let took = sent_at.elapsed();
                 ep.ewma.observe(took);
                 ep.metrics.requests.fetch_add(1, Relaxed);

@@ -17,9 +17,10 @@ use crate::http::upbody::UpBody;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.
 const MAX_IDLE: usize = 1024;
-/// A learned idle-close time is trusted this long without new evidence, so a
-/// backend restart (which closes connections of every age) is soon forgotten.
+/// A learned idle-close time is trusted this long without new evidence.
 const LEARNED_TTL_MS: u64 = 60_000;
+/// The shortest idle-close time weir will learn.
+const MIN_LEARNED_MS: u64 = 10;
 
 /// An upstream connection and its life so far.
 pub struct Conn {
@@ -44,6 +45,8 @@ pub struct IdleConns {
     /// connection (ms, 0 = never seen), and when that was last confirmed.
     learned_ms: AtomicU64,
     learned_at: AtomicU64,
+    /// A close seen but not yet believed (ms, 0 = none): see `learn`.
+    candidate_ms: AtomicU64,
 }
 
 impl std::fmt::Debug for IdleConns {
@@ -102,9 +105,38 @@ impl IdleConns {
     }
 
     /// The backend closed a connection that had been idle this long (found
-    /// closed in the pool, or failing on reuse): keep future ones below it.
+    /// closed in the pool, or failing on reuse). That is an idle timeout only
+    /// if the backend still accepts new connections: a crashing or restarting
+    /// backend closes connections of every age, and learning from that would
+    /// retire every pooled connection for a minute. So the age is a candidate
+    /// until a new connection to the endpoint is answered (`confirm`), and is
+    /// forgotten when connecting fails (`discard`).
     pub fn learn(&self, idle_for: Duration) {
         let ms = (idle_for.as_millis() as u64).max(1);
+        let _ = self.candidate_ms.fetch_update(Relaxed, Relaxed, |c| {
+            Some(if c == 0 { ms } else { c.min(ms) })
+        });
+    }
+
+    /// A new connection to the endpoint was answered: a pending candidate was
+    /// a real idle timeout.
+    #[inline]
+    pub fn confirm(&self) {
+        let ms = self.candidate_ms.swap(0, Relaxed);
+        if ms != 0 {
+            self.believe(ms);
+        }
+    }
+
+    /// Connecting to the endpoint failed: its recent closes were an outage.
+    pub fn discard(&self) {
+        self.candidate_ms.store(0, Relaxed);
+    }
+
+    fn believe(&self, ms: u64) {
+        // Below this, a learned time would mostly be noise; retries cover
+        // any race it leaves.
+        let ms = ms.max(MIN_LEARNED_MS);
         let now = clock::now_ms();
         let current = self.learned_ms.load(Relaxed);
         let stale = now.saturating_sub(self.learned_at.load(Relaxed)) > LEARNED_TTL_MS;

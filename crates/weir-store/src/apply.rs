@@ -1,0 +1,80 @@
+//! Applying changes to a State in memory: preconditions and versioning, no I/O.
+//! Kept pure so the rules of DESIGN.md §3 live in one place, apart from the database.
+
+use std::collections::BTreeSet;
+
+use crate::{Change, CommitError, Committed, Kind, Precondition, State, Versioned};
+
+/// The state after a batch of changes, what each change committed as, and which keys changed.
+pub(crate) struct Applied {
+    pub state: State,
+    pub committed: Vec<Committed>,
+    pub touched: BTreeSet<(Kind, String)>,
+}
+
+/// Applies `changes` in order at revision `state.revision + 1`. Each precondition is checked
+/// against the state left by the changes before it, so a batch may add a resource and then
+/// update it (naming the new revision); any failure fails the whole batch.
+pub(crate) fn apply<E>(mut state: State, changes: Vec<Change>) -> Result<Applied, CommitError<E>> {
+    // A resource's version is the revision it was last written at: unique and ever-growing,
+    // so a version is never reused, even after delete and re-add.
+    let revision = state.revision + 1;
+    state.revision = revision;
+    let mut committed = Vec::with_capacity(changes.len());
+    let mut touched = BTreeSet::new();
+    for change in changes {
+        match change {
+            Change::Put {
+                kind,
+                name,
+                body,
+                pre,
+            } => {
+                let key = (kind, name);
+                check(pre, state.resources.get(&key))?;
+                state.resources.insert(
+                    key.clone(),
+                    Versioned {
+                        version: revision,
+                        body,
+                    },
+                );
+                touched.insert(key);
+                committed.push(Committed {
+                    version: revision,
+                    revision,
+                });
+            }
+            Change::Delete { kind, name, pre } => {
+                let key = (kind, name);
+                check(pre, state.resources.get(&key))?;
+                // Passing `Absent` on a missing resource still leaves nothing to delete.
+                if state.resources.remove(&key).is_none() {
+                    return Err(CommitError::NotFound);
+                }
+                touched.insert(key);
+                committed.push(Committed {
+                    version: 0,
+                    revision,
+                });
+            }
+        }
+    }
+    Ok(Applied {
+        state,
+        committed,
+        touched,
+    })
+}
+
+fn check<E>(pre: Precondition, current: Option<&Versioned>) -> Result<(), CommitError<E>> {
+    match (pre, current) {
+        (Precondition::Absent, None) => Ok(()),
+        (Precondition::Absent, Some(_)) => Err(CommitError::AlreadyExists),
+        (Precondition::Version(_), None) => Err(CommitError::NotFound),
+        (Precondition::Version(v), Some(cur)) if cur.version == v => Ok(()),
+        (Precondition::Version(_), Some(cur)) => Err(CommitError::Stale {
+            current: cur.version,
+        }),
+    }
+}

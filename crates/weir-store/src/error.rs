@@ -1,0 +1,65 @@
+//! Typed errors: what went wrong with the store itself vs. why a change was refused.
+
+use std::path::PathBuf;
+
+/// The store could not do its job (I/O, locking, a damaged file). Maps to 5xx, or to a
+/// startup failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "config store {} is already open in another weir process (or another Store in this one); \
+         stop it, or give this one a different data directory",
+        path.display()
+    )]
+    AlreadyOpen { path: PathBuf },
+    #[error("config store {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config store: {0}")]
+    Db(#[from] redb::Error),
+    #[error(
+        "config store was written by a newer weir (format {found}, this one reads {supported})"
+    )]
+    UnknownFormat { found: u64, supported: u64 },
+    #[error("config store is damaged: {0}")]
+    Corrupt(String),
+}
+
+// redb reports each operation with its own error type; all of them fold into redb::Error.
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> Self {
+                StoreError::Db(e.into())
+            }
+        }
+    )*};
+}
+from_redb!(
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+/// Why a change was not committed. In every case nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError<E> {
+    /// Update or delete of a resource that does not exist (404).
+    #[error("not found")]
+    NotFound,
+    /// Add of a resource that already exists (412).
+    #[error("already exists")]
+    AlreadyExists,
+    /// Update or delete naming a version that is no longer current (412).
+    #[error("stale version: the current version is {current}")]
+    Stale { current: u64 },
+    /// The resulting configuration failed validation (422).
+    #[error("invalid configuration: {0}")]
+    Invalid(E),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

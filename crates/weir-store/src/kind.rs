@@ -1,0 +1,42 @@
+//! The four resource kinds of the admin API (DESIGN.md §3).
+
+use std::fmt;
+
+/// What a resource is. Endpoints are named `"POOL/ADDR"`, so one pool's endpoints sort together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Listener,
+    Route,
+    Pool,
+    Endpoint,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Listener, Kind::Route, Kind::Pool, Kind::Endpoint];
+
+    /// The name stored on disk. Spelled out rather than a discriminant so that reordering the
+    /// enum can never reinterpret an existing database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Listener => "listener",
+            Kind::Route => "route",
+            Kind::Pool => "pool",
+            Kind::Endpoint => "endpoint",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The store name of endpoint `addr` of `pool`.
+pub fn endpoint_name(pool: &str, addr: &str) -> String {
+    format!("{pool}/{addr}")
+}

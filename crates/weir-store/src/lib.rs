@@ -1,0 +1,18 @@
+//! weir's durable, versioned configuration store (DESIGN.md §3, issue 5).
+//!
+//! A repository, not a map: every change names what it expects to replace (a version, or
+//! absence), is validated against the whole resulting configuration, and is committed in a
+//! single redb write transaction that is fsynced before [`Store::commit`] returns.
+//! See README.md for the guarantees and how they are kept.
+
+mod apply;
+mod error;
+mod kind;
+mod model;
+mod schema;
+mod store;
+
+pub use error::{CommitError, StoreError};
+pub use kind::{endpoint_name, Kind};
+pub use model::{Change, Committed, Precondition, State, Versioned};
+pub use store::{Store, FILE_NAME};
