@@ -82,4 +82,4 @@ fi
 
 # ---------------------------------------------------------------- 3. run
 # bench.py stops every process it started on exit, error, Ctrl-C or SIGTERM.
-exec python3 "$ROOT/bench/lib/bench.py" "$@"
+exec python3 -B "$ROOT/bench/lib/bench.py" "$@"   # -B: no __pycache__ writes

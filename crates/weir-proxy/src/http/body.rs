@@ -113,6 +113,7 @@ impl Body for ProxyBody {
                 ret,
                 ended,
                 sent,
+                slot,
                 ..
             } => {
                 let r = Pin::new(inner).poll_frame(cx);
@@ -120,6 +121,9 @@ impl Body for ProxyBody {
                     Poll::Ready(None) => {
                         *ended = true;
                         give_back(ret);
+                        // The backend is done with this request: its slot is
+                        // free now, not only once the client has the last byte.
+                        release(slot, *sent);
                     }
                     Poll::Ready(Some(Ok(f))) => {
                         *sent += f.data_ref().map_or(0, |d| d.len() as u64);
@@ -160,12 +164,7 @@ impl Drop for ProxyBody {
             ..
         } = self
         {
-            if let Some(s) = slot {
-                s.endpoint
-                    .metrics
-                    .bytes_out
-                    .fetch_add(*sent, std::sync::atomic::Ordering::Relaxed);
-            }
+            release(slot, *sent);
             if let Some(r) = _rec {
                 r.bytes = *sent;
             }
@@ -175,6 +174,17 @@ impl Drop for ProxyBody {
                 give_back(ret);
             }
         }
+    }
+}
+
+/// Frees the request's slot (waking the first queued request) and counts
+/// the response bytes sent for its endpoint.
+fn release(slot: &mut Option<Slot>, sent: u64) {
+    if let Some(s) = slot.take() {
+        s.endpoint
+            .metrics
+            .bytes_out
+            .fetch_add(sent, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
