@@ -168,35 +168,34 @@ async fn route_and_forward(
     log: &mut Log,
 ) -> Response<ProxyBody> {
     let start = Instant::now();
-    let (listener, no_route) = {
+    // One look at the snapshot per request; the guard is gone before any await.
+    let (listener, host_hdr, route, pool, metrics) = {
         let snap = ctx.shared.snapshot.load();
         let Some(Some(l)) = snap.listeners.get(ctx.slot) else {
             return error_response(Reason::RouteNotFound);
         };
         *log = start_entry(l, ctx, &req);
-        (l.name.clone(), l.no_route.clone())
-    };
-    // RFC 9112 §3.2: an HTTP/1.1 request must carry exactly one Host.
-    let mut hosts = req.headers().get_all(header::HOST).iter();
-    let host_hdr = hosts.next().cloned();
-    if hosts.next().is_some() || (host_hdr.is_none() && req.version() == Version::HTTP_11) {
-        count_as(counted, &no_route, None, Some(Reason::BadRequest));
-        return error_response(Reason::BadRequest);
-    }
-    // An absolute-form target's authority overrides Host (RFC 9112 §3.2.2).
-    let host_hdr = match req.uri().authority() {
-        Some(a) => HeaderValue::from_str(a.as_str()).ok(),
-        None => host_hdr,
-    };
-    let host = host_hdr.as_ref().and_then(|v| v.to_str().ok());
-
-    let (route, pool, metrics) = {
-        let snap = ctx.shared.snapshot.load();
-        let Some(Some(l)) = snap.listeners.get(ctx.slot) else {
-            return error_response(Reason::RouteNotFound);
+        // RFC 9112 §3.2: an HTTP/1.1 request must carry exactly one Host.
+        let mut hosts = req.headers().get_all(header::HOST).iter();
+        let host_hdr = hosts.next().cloned();
+        if hosts.next().is_some() || (host_hdr.is_none() && req.version() == Version::HTTP_11) {
+            count_as(counted, &l.no_route, None, Some(Reason::BadRequest));
+            return error_response(Reason::BadRequest);
+        }
+        // An absolute-form target's authority overrides Host (RFC 9112 §3.2.2).
+        let host_hdr = match req.uri().authority() {
+            Some(a) => HeaderValue::from_str(a.as_str()).ok(),
+            None => host_hdr,
         };
+        let host = host_hdr.as_ref().and_then(|v| v.to_str().ok());
         match l.routes.lookup(host, req.uri().path()) {
-            Some(t) => (t.route.clone(), t.pool.clone(), t.metrics.clone()),
+            Some(t) => (
+                l.name.clone(),
+                host_hdr.clone(),
+                t.route.clone(),
+                t.pool.clone(),
+                t.metrics.clone(),
+            ),
             None => {
                 let w = Where {
                     listener: &l.name,
@@ -205,7 +204,7 @@ async fn route_and_forward(
                     endpoint: None,
                 };
                 let detail = format!("no route for host {host:?} path {:?}", req.uri().path());
-                count_as(counted, &no_route, None, Some(Reason::RouteNotFound));
+                count_as(counted, &l.no_route, None, Some(Reason::RouteNotFound));
                 return fail(Reason::RouteNotFound, &w, &detail);
             }
         }
