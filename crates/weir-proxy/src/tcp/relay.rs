@@ -58,13 +58,70 @@ pub async fn relay(client: TcpStream, upstream: TcpStream, idle: Duration) -> io
 }
 
 async fn one_way(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::Result<u64> {
+    // Short exchanges go through a small buffer: a splice pipe costs six
+    // system calls to create and close, more than a few reads and writes.
+    // Once a read fills the buffer the stream is bulk, and splice takes over.
     #[cfg(target_os = "linux")]
-    let n = crate::tcp::splice::copy(src, dst, activity).await?;
+    let n = match copy_small(src, dst, activity).await? {
+        Copied::Done(n) => n,
+        Copied::Bulk(n) => n + crate::tcp::splice::copy(src, dst, activity).await?,
+    };
     #[cfg(not(target_os = "linux"))]
     let n = copy_buffered(src, dst, activity).await?;
     // Pass the EOF on; the other direction may still be sending.
     let _ = socket2::SockRef::from(dst).shutdown(Shutdown::Write);
     Ok(n)
+}
+
+/// What `copy_small` did: reached EOF, or met a bulk stream.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+enum Copied {
+    Done(u64),
+    Bulk(u64),
+}
+
+/// Bytes per read before a stream counts as bulk.
+const SMALL: usize = 16 * 1024;
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+async fn copy_small(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::Result<Copied> {
+    let mut buf = vec![0u8; SMALL];
+    let mut total = 0u64;
+    loop {
+        let n = read_some(src, &mut buf).await?;
+        if n == 0 {
+            return Ok(Copied::Done(total));
+        }
+        activity.touch();
+        write_all(dst, &buf[..n]).await?;
+        total += n as u64;
+        if n == SMALL {
+            return Ok(Copied::Bulk(total));
+        }
+    }
+}
+
+async fn read_some(src: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        src.readable().await?;
+        match src.try_read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+async fn write_all(dst: &TcpStream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        dst.writable().await?;
+        match dst.try_write(data) {
+            Ok(m) => data = &data[m..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The portable path: read into a buffer, write it out.
@@ -77,27 +134,12 @@ pub async fn copy_buffered(
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {
-        let n = loop {
-            src.readable().await?;
-            match src.try_read(&mut buf) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            }
-        };
+        let n = read_some(src, &mut buf).await?;
         if n == 0 {
             return Ok(total);
         }
         activity.touch();
-        let mut off = 0;
-        while off < n {
-            dst.writable().await?;
-            match dst.try_write(&buf[off..n]) {
-                Ok(m) => off += m,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        write_all(dst, &buf[..n]).await?;
         total += n as u64;
     }
 }
