@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Debian packages the tests need (none yet beyond the Rust toolchain; later
-# features add etcd, chromium, ... here).
+# Debian packages the tests need beyond the Rust toolchain (Chromium for the
+# dashboard test is installed by tests/browser/run.sh; later features add
+# etcd, ... here).
 DEBS=()
 missing=()
 for p in "${DEBS[@]}"; do
