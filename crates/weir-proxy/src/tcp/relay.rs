@@ -35,12 +35,20 @@ impl Activity {
     }
 }
 
-pub async fn relay(client: TcpStream, upstream: TcpStream, idle: Duration) -> io::Result<()> {
+/// Relays until done; bytes moved are added to `sent` (client → upstream)
+/// and `received` (upstream → client) as they move.
+pub async fn relay(
+    client: TcpStream,
+    upstream: TcpStream,
+    idle: Duration,
+    sent: &AtomicU64,
+    received: &AtomicU64,
+) -> io::Result<()> {
     let activity = Activity::new();
     let both = async {
         tokio::try_join!(
-            one_way(&client, &upstream, &activity),
-            one_way(&upstream, &client, &activity)
+            one_way(&client, &upstream, &activity, sent),
+            one_way(&upstream, &client, &activity, received)
         )
     };
     tokio::pin!(both);
@@ -57,17 +65,22 @@ pub async fn relay(client: TcpStream, upstream: TcpStream, idle: Duration) -> io
     }
 }
 
-async fn one_way(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::Result<u64> {
+async fn one_way(
+    src: &TcpStream,
+    dst: &TcpStream,
+    activity: &Activity,
+    count: &AtomicU64,
+) -> io::Result<u64> {
     // Short exchanges go through a small buffer: a splice pipe costs six
     // system calls to create and close, more than a few reads and writes.
     // Once a read fills the buffer the stream is bulk, and splice takes over.
     #[cfg(target_os = "linux")]
-    let n = match copy_small(src, dst, activity).await? {
+    let n = match copy_small(src, dst, activity, count).await? {
         Copied::Done(n) => n,
-        Copied::Bulk(n) => n + crate::tcp::splice::copy(src, dst, activity).await?,
+        Copied::Bulk(n) => n + crate::tcp::splice::copy(src, dst, activity, count).await?,
     };
     #[cfg(not(target_os = "linux"))]
-    let n = copy_buffered(src, dst, activity).await?;
+    let n = copy_buffered(src, dst, activity, count).await?;
     // Pass the EOF on; the other direction may still be sending.
     let _ = socket2::SockRef::from(dst).shutdown(Shutdown::Write);
     Ok(n)
@@ -84,7 +97,12 @@ enum Copied {
 const SMALL: usize = 16 * 1024;
 
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-async fn copy_small(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::Result<Copied> {
+async fn copy_small(
+    src: &TcpStream,
+    dst: &TcpStream,
+    activity: &Activity,
+    count: &AtomicU64,
+) -> io::Result<Copied> {
     let mut buf = vec![0u8; SMALL];
     let mut total = 0u64;
     loop {
@@ -95,6 +113,7 @@ async fn copy_small(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io
         activity.touch();
         write_all(dst, &buf[..n]).await?;
         total += n as u64;
+        count.fetch_add(n as u64, Relaxed);
         if n == SMALL {
             return Ok(Copied::Bulk(total));
         }
@@ -130,6 +149,7 @@ pub async fn copy_buffered(
     src: &TcpStream,
     dst: &TcpStream,
     activity: &Activity,
+    count: &AtomicU64,
 ) -> io::Result<u64> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
@@ -141,6 +161,7 @@ pub async fn copy_buffered(
         activity.touch();
         write_all(dst, &buf[..n]).await?;
         total += n as u64;
+        count.fetch_add(n as u64, Relaxed);
     }
 }
 
@@ -169,7 +190,8 @@ mod tests {
             client.shutdown().await.unwrap();
         });
         let activity = Activity::new();
-        let copy = copy_buffered(&src, &dst, &activity);
+        let moved = AtomicU64::new(0);
+        let copy = copy_buffered(&src, &dst, &activity, &moved);
         let mut got = Vec::new();
         let (n, _) = tokio::join!(copy, async {
             // Stop once everything arrived (dst is not shut down by copy itself).

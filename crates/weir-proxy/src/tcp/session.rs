@@ -45,7 +45,13 @@ pub async fn serve(
     let cut = slot.endpoint.cut.clone();
     tokio::select! {
         _ = cut.cancelled() => debug!(listener = &*listener, "tcp session cut: its endpoint was removed and the drain grace is over"),
-        r = relay(client, upstream, idle_timeout) => {
+        r = relay(
+            client,
+            upstream,
+            idle_timeout,
+            &slot.endpoint.metrics.bytes_in,
+            &slot.endpoint.metrics.bytes_out,
+        ) => {
             if let Err(e) = r {
                 debug!(listener = &*listener, "tcp session ended: {e}");
             }
@@ -71,9 +77,21 @@ async fn connect_any(
         }
         let granted = capacity::acquire(pool, &key).await?;
         let ep = granted.slot.endpoint.clone();
+        let started = std::time::Instant::now();
         match connect(ep.addr, pool.connect_timeout).await {
-            Ok(s) => return Ok((s, granted.slot)),
+            Ok(s) => {
+                // A session counts as the endpoint's "request"; its latency
+                // is the time to connect.
+                let took = started.elapsed();
+                ep.metrics
+                    .requests
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                ep.metrics.upstream.observe(took);
+                ep.metrics.recent.observe(took);
+                return Ok((s, granted.slot));
+            }
             Err(e) => {
+                ep.metrics.error(Reason::ConnectFailed);
                 warn!(
                     listener,
                     pool = &*pool.name,

@@ -57,7 +57,12 @@ fn splice(from: i32, to: i32, len: usize) -> io::Result<usize> {
 }
 
 /// Copies `src` to `dst` until EOF; returns the bytes moved.
-pub async fn copy(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::Result<u64> {
+pub async fn copy(
+    src: &TcpStream,
+    dst: &TcpStream,
+    activity: &Activity,
+    count: &std::sync::atomic::AtomicU64,
+) -> io::Result<u64> {
     let pipe = Pipe::new()?;
     let (src_fd, dst_fd) = (src.as_raw_fd(), dst.as_raw_fd());
     let (pipe_r, pipe_w) = (pipe.r.as_raw_fd(), pipe.w.as_raw_fd());
@@ -87,5 +92,6 @@ pub async fn copy(src: &TcpStream, dst: &TcpStream, activity: &Activity) -> io::
             }
         }
         total += n as u64;
+        count.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
     }
 }

@@ -210,3 +210,30 @@ async fn stats_describe_pools_and_endpoints() {
         serde_json::from_slice(&client::get(w.admin, "/api/v1/stats").await.unwrap().body).unwrap();
     assert_eq!(v["pools"][0]["endpoints"][0]["state"], "down");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tcp_sessions_show_in_stats() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let up = weir_testkit::TcpUpstream::echo("e", false).await.unwrap();
+    let listen = free_addr();
+    let cfg = format!(
+        "[listeners.db]\nbind = \"{listen}\"\nprotocol = \"tcp\"\npool = \"db\"\n[pools.db]\n{}\n",
+        endpoints(&[(up.addr(), 1)])
+    );
+    let w = Weir::start(&cfg, &[listen]);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..3 {
+        let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
+        s.write_all(b"hello").await.unwrap();
+        let mut buf = [0u8; 5];
+        s.read_exact(&mut buf).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let v: Value =
+        serde_json::from_slice(&client::get(w.admin, "/api/v1/stats").await.unwrap().body).unwrap();
+    let ep = &v["pools"][0]["endpoints"][0];
+    // Three sessions plus the readiness probe's.
+    assert!(ep["requests_total"].as_u64().unwrap() >= 3, "{ep}");
+    assert!(ep["bytes_in"].as_u64().unwrap() >= 15, "{ep}");
+    assert!(ep["bytes_out"].as_u64().unwrap() >= 15, "{ep}");
+}
