@@ -123,6 +123,16 @@ impl Algorithm {
         }
     }
 
+    /// Whether picks read the endpoints' latency estimate (ewma, also as a
+    /// sticky pool's base), so that it must be kept up to date.
+    pub fn uses_latency(&self) -> bool {
+        match self {
+            Algorithm::Ewma => true,
+            Algorithm::Sticky { base, .. } => base.uses_latency(),
+            _ => false,
+        }
+    }
+
     pub fn sticky_codec(&self) -> Option<&StickyCodec> {
         match self {
             Algorithm::Sticky { codec, .. } => Some(codec),

@@ -305,7 +305,10 @@ async fn try_once(
                     ep.idle.confirm();
                 }
                 let took = sent_at.elapsed();
-                ep.ewma.observe(took);
+                // Only the ewma balancer reads it; its two exp() are not free.
+                if pool.algorithm.uses_latency() {
+                    ep.ewma.observe(took);
+                }
                 ep.metrics.requests.fetch_add(1, Relaxed);
                 ep.metrics.upstream.observe(took);
                 ep.metrics.recent.observe(took);

@@ -9,7 +9,8 @@ use http::HeaderMap;
 /// headers: the pool's `idle_timeout`, lowered to 3/4 of an announced
 /// `Keep-Alive: timeout=N` so that our reuse never races the backend's close.
 pub fn idle_allowance(headers: &HeaderMap, pool_idle: Duration) -> Duration {
-    let Some(v) = headers.get("keep-alive").and_then(|v| v.to_str().ok()) else {
+    static KEEP_ALIVE: http::HeaderName = http::HeaderName::from_static("keep-alive");
+    let Some(v) = headers.get(&KEEP_ALIVE).and_then(|v| v.to_str().ok()) else {
         return pool_idle;
     };
     for part in v.split(',') {
