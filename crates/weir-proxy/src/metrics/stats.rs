@@ -9,9 +9,11 @@ use serde::Serialize;
 use weir_config::{Balance, HostMatch, Protocol};
 
 use crate::clock;
+use crate::metrics::counts::Counts;
 use crate::metrics::hist::Windowed;
 use crate::metrics::GLOBAL;
 use crate::pool::PoolRt;
+use crate::router::TargetMetrics;
 use crate::snapshot::Snapshot;
 
 #[derive(Debug, Serialize)]
@@ -29,6 +31,10 @@ pub struct ListenerStats {
     pub bind: String,
     pub protocol: &'static str,
     pub pool: Option<String>,
+    /// HTTP requests answered on this listener since start.
+    pub requests_total: u64,
+    /// Of those, the ones weir answered itself, by reason.
+    pub errors: BTreeMap<&'static str, u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -38,6 +44,33 @@ pub struct RouteStats {
     pub host: Option<String>,
     pub path_prefix: String,
     pub pool: String,
+    pub requests_total: u64,
+    pub errors: BTreeMap<&'static str, u64>,
+}
+
+/// Requests and errors by reason over some label sets.
+#[derive(Default)]
+struct Totals {
+    requests: u64,
+    errors: BTreeMap<&'static str, u64>,
+}
+
+impl Totals {
+    fn add(&mut self, c: &Counts) {
+        c.each(|_, reason, n| {
+            self.requests += n;
+            if !reason.is_empty() {
+                *self.errors.entry(reason).or_default() += n;
+            }
+        });
+    }
+
+    fn add_target(&mut self, m: &TargetMetrics) {
+        self.add(&m.no_endpoint);
+        for c in m.by_endpoint.iter() {
+            self.add(c);
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -162,23 +195,52 @@ fn pool_stats(p: &PoolRt, balance: Balance) -> PoolStats {
 
 pub fn stats(snap: &Snapshot) -> Stats {
     let cfg = &snap.config;
+    // Totals per listener and per route, from the request counters.
+    let mut by_listener: BTreeMap<&str, Totals> = BTreeMap::new();
+    let mut by_route: BTreeMap<(&str, &str), Totals> = BTreeMap::new();
+    for l in snap.listeners.iter().flatten() {
+        let lt = by_listener.entry(&l.name).or_default();
+        lt.add_target(&l.no_route);
+        for t in l.routes.targets() {
+            lt.add_target(&t.metrics);
+            if let Some(r) = t.route.as_deref() {
+                by_route
+                    .entry((&l.name, r))
+                    .or_default()
+                    .add_target(&t.metrics);
+            }
+        }
+    }
     let listeners = cfg
         .listeners
         .iter()
-        .map(|(name, l)| ListenerStats {
-            name: name.clone(),
-            bind: l.bind.to_string(),
-            protocol: match l.protocol {
-                Protocol::Http => "http",
-                Protocol::Tcp => "tcp",
-            },
-            pool: l.pool.clone(),
+        .map(|(name, l)| {
+            let t = by_listener.remove(name.as_str()).unwrap_or_default();
+            ListenerStats {
+                name: name.clone(),
+                bind: l.bind.to_string(),
+                protocol: match l.protocol {
+                    Protocol::Http => "http",
+                    Protocol::Tcp => "tcp",
+                },
+                pool: l.pool.clone(),
+                requests_total: t.requests,
+                errors: t.errors,
+            }
         })
         .collect();
     let routes = cfg
         .routes
         .iter()
-        .map(|(name, r)| RouteStats {
+        .map(|(name, r)| {
+            let t = by_route
+                .remove(&(r.listener.as_str(), name.as_str()))
+                .unwrap_or_default();
+            (name, r, t)
+        })
+        .map(|(name, r, t)| RouteStats {
+            requests_total: t.requests,
+            errors: t.errors,
             name: name.clone(),
             listener: r.listener.clone(),
             host: r.host.as_ref().map(|h| match h {

@@ -191,6 +191,7 @@ async fn stats_describe_pools_and_endpoints() {
     assert_eq!(r.status, 200);
     let v: Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(v["listeners"][0]["name"], "web");
+    assert_eq!(v["listeners"][0]["requests_total"], 20);
     let pool = &v["pools"][0];
     assert_eq!(pool["name"], "app");
     assert_eq!(pool["max_conn"], 4);
@@ -236,4 +237,42 @@ async fn tcp_sessions_show_in_stats() {
     assert!(ep["requests_total"].as_u64().unwrap() >= 3, "{ep}");
     assert!(ep["bytes_in"].as_u64().unwrap() >= 15, "{ep}");
     assert!(ep["bytes_out"].as_u64().unwrap() >= 15, "{ep}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stats_count_requests_and_errors_per_route() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let (listen, dead) = (free_addr(), free_addr());
+    let cfg = format!(
+        "[listeners.web]\nbind = \"{listen}\"\n[routes.ok]\nlistener = \"web\"\nhost = \"ok.test\"\npool = \"ok\"\n[routes.dead]\nlistener = \"web\"\nhost = \"dead.test\"\npool = \"dead\"\n[pools.ok]\n{}\n[pools.dead]\n{}\n[pools.dead.retry]\nattempts = 0\n",
+        endpoints(&[(up.addr(), 1)]),
+        endpoints(&[(dead, 1)])
+    );
+    let w = Weir::start(&cfg, &[listen]);
+    for host in ["ok.test", "ok.test", "dead.test", "nowhere.test"] {
+        let req = http::Request::get("/")
+            .header("host", host)
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        client::send(listen, req).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let v: Value =
+        serde_json::from_slice(&client::get(w.admin, "/api/v1/stats").await.unwrap().body).unwrap();
+    let l = &v["listeners"][0];
+    assert_eq!(l["requests_total"], 4, "{l}");
+    assert_eq!(l["errors"]["connect_failed"], 1, "{l}");
+    assert_eq!(l["errors"]["route_not_found"], 1, "{l}");
+    let route = |name: &str| {
+        v["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(route("ok")["requests_total"], 2);
+    assert_eq!(route("dead")["requests_total"], 1);
+    assert_eq!(route("dead")["errors"]["connect_failed"], 1);
 }
