@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use crate::read::{Sink, Span};
 use crate::suggest;
-use crate::walk::{self, Walked};
+use crate::walk::Walked;
 use crate::{HostMatch, Protocol};
 
 pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
@@ -33,7 +33,7 @@ fn tcp_pools(sink: &mut Sink<'_>, w: &Walked) {
         let why = match p.balance {
             Balance::Ewma | Balance::Sticky => Some(format!(
                 "pool `{pool}` uses balance = \"{}\", which tcp listeners do not support",
-                walk::balance_name(p.balance)
+                p.balance.as_str()
             )),
             Balance::Hash if p.hash_key != HashKey::ClientIp => {
                 let key = match &p.hash_key {

@@ -89,11 +89,14 @@ const BALANCES: &[(&str, Balance)] = &[
     ("sticky", Balance::Sticky),
 ];
 /// `balance`'s spelling in the config, for messages.
-pub(crate) fn balance_name(b: Balance) -> &'static str {
-    BALANCES
-        .iter()
-        .find(|(_, v)| *v == b)
-        .map_or("?", |(n, _)| *n)
+impl Balance {
+    /// The name the config file uses for this algorithm.
+    pub fn as_str(self) -> &'static str {
+        BALANCES
+            .iter()
+            .find(|(_, v)| *v == self)
+            .map_or("?", |(n, _)| *n)
+    }
 }
 
 const CHECKS: &[(&str, HealthCheck)] = &[

@@ -79,9 +79,7 @@ pub async fn handle(
     let busy = ctx.state.begin_request();
     let mut counted = None;
     let mut log = None;
-    // Boxed: the forwarding future is several KB, and hyper moves the
-    // service future into place; a pointer is cheaper to move than the state.
-    let resp = Box::pin(route_and_forward(&ctx, req, &mut counted, &mut log)).await;
+    let resp = route_and_forward(&ctx, req, &mut counted, &mut log).await;
     let resp = match counted {
         Some((counts, duration, reason)) => {
             let status = resp.status().as_u16();

@@ -123,18 +123,6 @@ pub struct EndpointStats {
     pub bytes_out: u64,
 }
 
-fn balance_name(b: Balance) -> &'static str {
-    match b {
-        Balance::RoundRobin => "round_robin",
-        Balance::LeastConn => "least_conn",
-        Balance::Random => "random",
-        Balance::P2c => "p2c",
-        Balance::Ewma => "ewma",
-        Balance::Hash => "hash",
-        Balance::Sticky => "sticky",
-    }
-}
-
 fn pool_stats(p: &PoolRt, balance: Balance) -> PoolStats {
     let endpoints: Vec<EndpointStats> = p
         .endpoints
@@ -180,7 +168,7 @@ fn pool_stats(p: &PoolRt, balance: Balance) -> PoolStats {
     }
     PoolStats {
         name: p.name.to_string(),
-        balance: balance_name(balance),
+        balance: balance.as_str(),
         max_conn: p.max_conn,
         queue_depth: p.shared.queue_len(),
         max_queue: p.max_queue,

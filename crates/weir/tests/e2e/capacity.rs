@@ -194,3 +194,27 @@ async fn tcp_sessions_respect_max_conn_and_queue() {
         .unwrap();
     assert_eq!(&buf, b"a\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn max_conn_total_caps_the_whole_pool() {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let listen = free_addr();
+    let eps = endpoints(&[(a.addr(), 1), (b.addr(), 1)]);
+    // Each endpoint could take 5, but the pool only 3 at once.
+    let extra = "max_conn = 5\nmax_conn_total = 3\nmax_queue = 100\nqueue_timeout = \"10s\"";
+    let _w = Weir::start(&one_pool(listen, &eps, extra), &[listen]);
+    let tasks: Vec<_> = (0..12)
+        .map(|_| tokio::spawn(async move { client::get(listen, "/?latency_ms=200").await }))
+        .collect();
+    let mut peak = 0;
+    for _ in 0..30 {
+        peak = peak.max(a.in_flight() + b.in_flight());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap().unwrap().status, 200);
+    }
+    assert!(peak <= 3, "{peak} in flight across the pool");
+    assert_eq!(peak, 3, "the pool never reached its cap");
+}

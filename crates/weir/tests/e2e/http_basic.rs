@@ -208,3 +208,41 @@ async fn pool_idle_timeout_retires_connections() {
     conn.get("/").await.unwrap();
     assert_eq!(up.connections(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn upstream_connections_retire_after_max_requests_and_max_age() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let cfg = one_pool(
+        listen,
+        &endpoints(&[(up.addr(), 1)]),
+        "max_requests_per_conn = 3",
+    );
+    let _w = Weir::start(&cfg, &[listen]);
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    for _ in 0..9 {
+        assert_eq!(conn.get("/").await.unwrap().status, 200);
+    }
+    assert_eq!(up.connections(), 3, "3 requests per upstream connection");
+
+    let aged = HttpUpstream::spawn("b").await.unwrap();
+    let listen = free_addr();
+    let cfg = one_pool(
+        listen,
+        &endpoints(&[(aged.addr(), 1)]),
+        "max_conn_age = \"300ms\"",
+    );
+    let _w2 = Weir::start(&cfg, &[listen]);
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    conn.get("/").await.unwrap();
+    conn.get("/").await.unwrap();
+    assert_eq!(aged.connections(), 1);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    conn.get("/").await.unwrap();
+    conn.get("/").await.unwrap();
+    assert_eq!(
+        aged.connections(),
+        2,
+        "a connection older than max_conn_age was reused"
+    );
+}

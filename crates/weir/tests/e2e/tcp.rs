@@ -142,3 +142,33 @@ async fn sixty_four_mib_round_trip_byte_exact() {
     assert_eq!(got.len(), data.len());
     assert!(got == data[..], "bytes differ");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hash_keeps_a_client_ip_on_one_endpoint() {
+    let ups = [
+        TcpUpstream::echo("a", true).await.unwrap(),
+        TcpUpstream::echo("b", true).await.unwrap(),
+        TcpUpstream::echo("c", true).await.unwrap(),
+    ];
+    let listen = free_addr();
+    let eps = endpoints(&[(ups[0].addr(), 1), (ups[1].addr(), 1), (ups[2].addr(), 1)]);
+    let _w = Weir::start(
+        &tcp_cfg(listen, &format!("{eps}\nbalance = \"hash\""), ""),
+        &[listen],
+    );
+    // Let the readiness probe's session end first.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..9 {
+        let mut s = TcpStream::connect(listen).await.unwrap();
+        seen.insert(greeting(&mut s).await);
+        // End each session before the next, so bounded load (which spills a
+        // key to the next endpoint when its own is busy) does not apply.
+        s.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Every connection comes from 127.0.0.1: one endpoint takes them all.
+    assert_eq!(seen.len(), 1, "{seen:?}");
+}
