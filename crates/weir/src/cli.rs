@@ -33,6 +33,12 @@ pub enum Command {
     Check(CheckArgs),
     /// Run three demo backends and a balancer in front of them; no file needed.
     Demo(DemoArgs),
+    /// Change and inspect a running weir through its admin API.
+    ///
+    /// Talks to --url (or $WEIR_URL, default http://127.0.0.1:9901); a bearer token is
+    /// read from --token-file, or taken from $WEIR_TOKEN. Errors are printed as
+    /// `error: TITLE: DETAIL (field FIELD)` with exit status 1.
+    Ctl(crate::ctl::CtlArgs),
     /// Print the version.
     Version,
 }
