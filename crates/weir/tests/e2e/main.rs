@@ -6,6 +6,7 @@ mod accesslog;
 mod balance;
 mod capacity;
 mod check;
+mod ctl;
 mod demo;
 mod draining;
 mod ejection;
