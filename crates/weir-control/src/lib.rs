@@ -8,3 +8,13 @@
 //! the store.
 
 pub mod from_toml;
+pub mod compile;
+pub mod control;
+pub mod file;
+pub mod leases;
+pub mod render;
+
+pub use compile::{FieldError, Invalid};
+pub use control::{Control, Refused, Source, SourceInfo, StartError};
+pub use file::FileSource;
+pub use leases::HeartbeatError;
