@@ -19,6 +19,8 @@ pub struct FileSource {
     /// Endpoints added through the API.
     overlay: BTreeMap<(Kind, String), Versioned>,
     preamble: String,
+    /// `[admin]` as first read; changing it needs a restart.
+    admin: weir_config::Admin,
 }
 
 /// A re-read file: the new merged state and what it is made of.
@@ -43,14 +45,19 @@ impl FileSource {
     }
 
     fn build(path: Option<PathBuf>, name: String, text: &str) -> Result<FileSource, String> {
-        let (file, preamble) = parse(text, &name, &State::default())?;
+        let (file, preamble, config) = parse(text, &name, &State::default())?;
         Ok(FileSource {
             path,
             name,
             file,
             overlay: BTreeMap::new(),
             preamble,
+            admin: config.admin,
         })
+    }
+
+    pub fn admin(&self) -> &weir_config::Admin {
+        &self.admin
     }
 
     pub fn name(&self) -> &str {
@@ -103,7 +110,7 @@ impl FileSource {
             return Ok(None);
         };
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", self.name))?;
-        let (file, preamble) = parse(&text, &self.name, current)?;
+        let (file, preamble, _) = parse(&text, &self.name, current)?;
         let same = |a: &State, b: &State| {
             a.resources.len() == b.resources.len()
                 && a.resources
@@ -117,9 +124,15 @@ impl FileSource {
         for (key, v) in &self.overlay {
             let pool = key.1.split('/').next().unwrap_or_default();
             if merged.resources.contains_key(key) {
-                warn!("registered endpoint {} is now defined in the file; the file's wins", key.1);
+                warn!(
+                    "registered endpoint {} is now defined in the file; the file's wins",
+                    key.1
+                );
             } else if merged.get(Kind::Pool, pool).is_none() {
-                warn!("registered endpoint {} dropped: its pool is gone from the file", key.1);
+                warn!(
+                    "registered endpoint {} dropped: its pool is gone from the file",
+                    key.1
+                );
             } else {
                 merged.resources.insert(key.clone(), v.clone());
             }
@@ -144,7 +157,11 @@ impl FileSource {
 
 /// Validates `text` like `weir check`, then turns it into resources. A resource whose spec
 /// is unchanged from `current` keeps its version; the others get the next revision.
-fn parse(text: &str, name: &str, current: &State) -> Result<(State, String), String> {
+fn parse(
+    text: &str,
+    name: &str,
+    current: &State,
+) -> Result<(State, String, weir_config::Config), String> {
     let loaded = weir_config::parse_str(text, name).map_err(|d| d.to_string())?;
     for w in &loaded.warnings {
         warn!("{w}");
@@ -162,7 +179,7 @@ fn parse(text: &str, name: &str, current: &State) -> Result<(State, String), Str
         };
         state.resources.insert(key, Versioned { version, body });
     }
-    Ok((state, preamble(text)))
+    Ok((state, preamble(text), loaded.config))
 }
 
 /// The file's `[admin]` and `[global]` tables, as TOML.

@@ -116,7 +116,9 @@ impl Control {
                     Ok(_) => info!(endpoint = %name, "lease expired: endpoint removed, draining"),
                     // Renewed or re-registered meanwhile: the new version has its own lease.
                     Err(Refused::Stale { .. } | Refused::NotFound { .. }) => {}
-                    Err(e) => warn!(endpoint = %name, "lease expired but the endpoint could not be removed: {e}"),
+                    Err(e) => {
+                        warn!(endpoint = %name, "lease expired but the endpoint could not be removed: {e}")
+                    }
                 }
             }
         }

@@ -7,10 +7,10 @@
 //! [`weir_store::State`] in every mode, so the API reads the same shape from a file as from
 //! the store.
 
-pub mod from_toml;
 pub mod compile;
 pub mod control;
 pub mod file;
+pub mod from_toml;
 pub mod leases;
 pub mod render;
 

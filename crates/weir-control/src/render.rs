@@ -38,8 +38,8 @@ impl Rendered {
             .or_else(|| {
                 self.origins
                     .iter()
-                    .filter(|o| o.line < line && o.cols.start == 1)
-                    .last()
+                    .rev()
+                    .find(|o| o.line < line && o.cols.start == 1)
             })
             .map(|o| o.field.as_str())
     }
@@ -233,7 +233,11 @@ mod tests {
                 "app",
                 json!({"max_conn": 4, "hash_balance_factor": 1.0, "health": {"check": "tcp", "interval": "bogus"}}),
             ),
-            (Kind::Endpoint, "app/127.0.0.1:9001", json!({"weight": 3, "ttl": "5s"})),
+            (
+                Kind::Endpoint,
+                "app/127.0.0.1:9001",
+                json!({"weight": 3, "ttl": "5s"}),
+            ),
             (Kind::Endpoint, "app/127.0.0.1:9002", json!({"weight": 0})),
         ]);
         let r = render(&s, "[admin]\nlisten = \"127.0.0.1:9901\"");
