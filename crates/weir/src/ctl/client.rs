@@ -55,7 +55,10 @@ pub struct Problem {
     pub field: Option<String>,
     /// The failing change of a transaction.
     #[serde(default)]
-    pub change: Option<u64>,
+    pub change: Option<usize>,
+    /// What that change was (`put pools/app`): the index alone makes the reader count.
+    #[serde(skip)]
+    pub change_desc: Option<String>,
     #[serde(default)]
     pub errors: Vec<FieldError>,
 }
@@ -100,8 +103,10 @@ impl fmt::Display for Problem {
         if let Some(field) = &self.field {
             write!(f, " (field {field})")?;
         }
-        if let Some(c) = self.change {
-            write!(f, " (change {c})")?;
+        match (self.change, &self.change_desc) {
+            (Some(c), Some(d)) => write!(f, " (change {c}: {d})")?,
+            (Some(c), None) => write!(f, " (change {c})")?,
+            _ => {}
         }
         // The first error is the one `detail` and `field` already describe.
         for e in self.errors.iter().skip(1) {
@@ -223,8 +228,20 @@ impl Client {
     }
 
     pub fn transaction(&self, changes: Vec<Value>) -> Result<TxResult, ApiError> {
-        let body = serde_json::json!({ "changes": changes }).to_string();
-        let a = ok(self.call("POST", "transaction", &[], Some(body))?)?;
+        let body = serde_json::json!({ "changes": &changes }).to_string();
+        let a = match ok(self.call("POST", "transaction", &[], Some(body))?) {
+            Ok(a) => a,
+            Err(ApiError::Problem(mut p)) => {
+                // The index counts from 0, in the order the changes were sent.
+                if let Some(c) = p.change.and_then(|i| changes.get(i)) {
+                    let op = c["op"].as_str().unwrap_or("?");
+                    let path = c["path"].as_str().unwrap_or("?");
+                    p.change_desc = Some(format!("{op} {path}"));
+                }
+                return Err(ApiError::Problem(p));
+            }
+            Err(e) => return Err(e),
+        };
         serde_json::from_str(&a.body).map_err(|e| ApiError::Unexpected {
             method: "POST",
             path: "transaction".into(),

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use serde_json::{json, Map, Value};
 use weir_control::from_toml::canonical_addr;
 
-use super::client::Client;
+use super::client::{ApiError, Client};
 use super::{create, delete, endpoint_path, path, report_delete, CtlError};
 use weir_store::Kind;
 
@@ -100,10 +100,14 @@ pub fn run(client: &Client, cmd: PoolCommand) -> Result<(), CtlError> {
             let changes = create_changes(&name, Value::Object(spec), &endpoints);
             let r = match client.transaction(changes) {
                 Ok(r) => r,
-                Err(e) if e.status() == Some(412) => {
-                    return Err(CtlError::Exists(format!(
-                        "pool `{name}` or one of its endpoints"
-                    )))
+                Err(ApiError::Problem(p)) if p.status == 412 => {
+                    let what = match p.change.and_then(|i| i.checked_sub(1)) {
+                        Some(i) if i < endpoints.len() => {
+                            format!("endpoint {} of pool `{name}`", endpoints[i].0)
+                        }
+                        _ => format!("pool `{name}`"),
+                    };
+                    return Err(CtlError::Exists(what));
                 }
                 Err(e) => return Err(e.into()),
             };

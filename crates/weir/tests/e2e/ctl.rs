@@ -18,9 +18,15 @@ struct Store {
 
 impl Store {
     fn start() -> Store {
+        Self::start_with(&[])
+    }
+
+    fn start_with(extra: &[&str]) -> Store {
         let data = tempfile::tempdir().unwrap();
         let dir = data.path().join("db").display().to_string();
-        let mut w = Weir::command(&["run", "--data", &dir, "--threads", "2"], &[]);
+        let mut args = vec!["run", "--data", &dir, "--threads", "2"];
+        args.extend(extra);
+        let mut w = Weir::command(&args, &[]);
         let admin = w.admin;
         w.wait_listening(admin);
         Store { w, _data: data }
@@ -191,8 +197,114 @@ fn add_and_remove_endpoint() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("does not exist"), "{err}");
 
+    // IPv6 addresses travel percent-encoded in paths and are named canonically.
+    s.ok(&["pool", "add-endpoint", "app", "[0:0::1]:8080"]);
+    assert_eq!(
+        s.endpoints("app"),
+        [("[::1]:8080".to_string(), Value::Null)]
+    );
+    s.ok(&["pool", "remove-endpoint", "app", "[::1]:8080"]);
+    assert!(s.endpoints("app").is_empty());
+
     s.ok(&["pool", "delete", "app"]);
     assert_eq!(s.json(&["get", "pools"]), serde_json::json!([]));
+}
+
+#[test]
+fn pool_create_is_all_or_nothing_and_names_what_exists() {
+    let s = Store::start();
+    s.ok(&["pool", "create", "app", "--endpoint", "127.0.0.1:9001"]);
+    let (code, _, err) = s.ctl(&["pool", "create", "app"]);
+    assert_eq!((code, err.trim()), (1, "error: pool `app` already exists"));
+    // The second put of the same endpoint fails; the pool is not left behind without it.
+    let (code, _, err) = s.ctl(&[
+        "pool",
+        "create",
+        "db",
+        "--endpoint",
+        "127.0.0.1:1",
+        "--endpoint",
+        "127.0.0.1:1:2",
+    ]);
+    assert_eq!(
+        (code, err.trim()),
+        (1, "error: endpoint 127.0.0.1:1 of pool `db` already exists")
+    );
+    let pools = s.json(&["get", "pools"]);
+    assert_eq!(pools.as_array().unwrap().len(), 1, "{pools}");
+}
+
+#[test]
+fn a_token_is_sent_from_a_file_or_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = write(&dir, "token", "s3cret\n");
+    let s = Store::start_with(&["--token-file", &token]);
+    let (code, _, err) = s.ctl(&["pool", "create", "app"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(
+        err.contains("401") || err.to_lowercase().contains("token"),
+        "{err}"
+    );
+
+    s.ok(&["--token-file", &token, "pool", "create", "app"]);
+    let o = out(s
+        .cmd(&["pool", "delete", "app"])
+        .env("WEIR_TOKEN", "s3cret")
+        .output()
+        .unwrap());
+    assert_eq!(o.0, 0, "{o:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_mode_refuses_config_writes_but_takes_registrations() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(
+        &format!(
+            "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n[pools.app]\nendpoints = []\n"
+        ),
+        &[listen],
+    );
+    let url = format!("http://{}", w.admin);
+    let ctl = |args: &[&str]| {
+        out(Command::new(WEIR)
+            .arg("ctl")
+            .args(args)
+            .env("WEIR_URL", &url)
+            .output()
+            .unwrap())
+    };
+    let (code, _, err) = ctl(&["pool", "create", "db"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("error: the config comes from a file: "),
+        "{err}"
+    );
+
+    let addr = up.addr().to_string();
+    let mut reg = Command::new(WEIR)
+        .args([
+            "ctl", "register", "--pool", "app", "--addr", &addr, "--", "sleep", "30",
+        ])
+        .env("WEIR_URL", &url)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "traffic to the registered endpoint",
+        Duration::from_secs(5),
+        || {
+            let (_, o, _) = ctl(&["get", "endpoints", "--pool", "app"]);
+            o.contains(&addr)
+        },
+    );
+    assert_eq!(client::get(listen, "/").await.unwrap().text(), "a\n");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(reg.id() as i32, libc::SIGTERM) };
+    reg.wait().unwrap();
+    let (_, o, _) = ctl(&["get", "endpoints", "--pool", "app"]);
+    assert!(!o.contains(&addr), "{o}");
 }
 
 #[test]
