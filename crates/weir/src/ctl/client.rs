@@ -13,9 +13,10 @@ pub const DEFAULT_URL: &str = "http://127.0.0.1:9901";
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    /// weir answered with an error status.
+    /// weir answered with an error status. Boxed: it is by far the largest variant, and
+    /// every `Result` of the client carries its size.
     #[error("{0}")]
-    Problem(Problem),
+    Problem(Box<Problem>),
     #[error("cannot reach weir at {url}: {source}")]
     Transport {
         url: String,
@@ -305,7 +306,9 @@ fn ok(a: Answer) -> Result<Answer, ApiError> {
     if (200..300).contains(&a.status) {
         Ok(a)
     } else {
-        Err(ApiError::Problem(Problem::from_answer(a.status, &a.body)))
+        Err(ApiError::Problem(Box::new(Problem::from_answer(
+            a.status, &a.body,
+        ))))
     }
 }
 
