@@ -330,6 +330,60 @@ endpoints = [{ addr = "127.0.0.1:9001", weight = 3 }, { addr = "127.0.0.1:9002" 
     }
 
     #[test]
+    fn a_stale_transaction_is_computed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("weir.toml");
+        std::fs::write(
+            &file,
+            "[listeners.web]\nbind = \"127.0.0.1:1\"\npool = \"app\"\n\
+             [pools.app]\nbalance = \"p2c\"\nendpoints = []\n",
+        )
+        .unwrap();
+        // Someone adds the same pool between our read and our write.
+        let (url, log) = super::super::fake::serve(|req, before| {
+            let raced = before.iter().any(|s| s.method == "POST");
+            let body = match (req.method.as_str(), req.path.as_str()) {
+                ("GET", "/api/v1/pools") if raced => {
+                    r#"{"revision":9,"items":[{"name":"app","version":9,"spec":{"balance":"p2c"}}]}"#
+                }
+                ("GET", _) => r#"{"revision":8,"items":[]}"#,
+                ("POST", _) if !raced => {
+                    return (
+                        412,
+                        None,
+                        r#"{"title":"precondition failed","change":0}"#.into(),
+                    )
+                }
+                _ => r#"{"revision":10,"results":[]}"#,
+            };
+            (200, None, body.into())
+        });
+        let client = Client::new(&url, None);
+        apply(
+            &client,
+            ApplyArgs {
+                file,
+                dry_run: false,
+            },
+        )
+        .unwrap();
+        let sent: Vec<Value> = log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.method == "POST")
+            .map(|s| serde_json::from_str::<Value>(&s.body).unwrap()["changes"].clone())
+            .collect();
+        assert_eq!(sent.len(), 2);
+        assert_eq!(sent[0].as_array().unwrap().len(), 2, "{}", sent[0]);
+        assert_eq!(
+            sent[1],
+            json!([{"op": "put", "path": "listeners/web", "if_none_match": "*",
+                    "spec": {"bind": "127.0.0.1:1", "pool": "app"}}])
+        );
+    }
+
+    #[test]
     fn leased_endpoints_are_left_alone() {
         let mut cur = applied();
         cur.insert(

@@ -7,6 +7,8 @@
 mod apply;
 mod client;
 mod export;
+#[cfg(test)]
+mod fake;
 mod get;
 mod listener;
 mod pool;
@@ -207,5 +209,67 @@ fn report_delete(what: &str, d: Deleted) {
     match d {
         Deleted::Now => println!("{what} deleted"),
         Deleted::AlreadyGone => eprintln!("{what} does not exist; nothing to delete"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STALE: &str = r#"{"title":"precondition failed","status":412}"#;
+
+    fn requests(log: &std::sync::Mutex<Vec<fake::Seen>>) -> Vec<String> {
+        log.lock()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let m = s.if_match.as_deref().unwrap_or("-");
+                format!("{} {} {m}", s.method, s.path)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn delete_reads_again_when_the_version_went_stale() {
+        let (url, log) = fake::serve(|req, before| {
+            let gets = before.iter().filter(|s| s.method == "GET").count() as u64;
+            match req.method.as_str() {
+                "GET" => (200, Some(3 + gets), "{}".into()),
+                "DELETE" if req.if_match.as_deref() == Some("\"4\"") => (204, None, "".into()),
+                _ => (412, None, STALE.into()),
+            }
+        });
+        let c = Client::new(&url, None);
+        assert_eq!(delete(&c, "pools/app").unwrap(), Deleted::Now);
+        assert_eq!(
+            requests(&log),
+            [
+                "GET /api/v1/pools/app -",
+                r#"DELETE /api/v1/pools/app "3""#,
+                "GET /api/v1/pools/app -",
+                r#"DELETE /api/v1/pools/app "4""#,
+            ]
+        );
+    }
+
+    #[test]
+    fn delete_gives_up_after_five_stale_versions() {
+        let (url, log) = fake::serve(|req, _| match req.method.as_str() {
+            "GET" => (200, Some(1), "{}".into()),
+            _ => (412, None, STALE.into()),
+        });
+        let c = Client::new(&url, None);
+        assert_eq!(delete(&c, "routes/r").unwrap_err().status(), Some(412));
+        assert_eq!(requests(&log).len(), 10);
+    }
+
+    #[test]
+    fn delete_of_something_absent_is_no_error() {
+        let (url, _) = fake::serve(|_, _| (404, None, r#"{"title":"not found"}"#.into()));
+        let c = Client::new(&url, None);
+        assert_eq!(
+            delete(&c, "pools/app/endpoints/[::1]:80").unwrap(),
+            Deleted::AlreadyGone
+        );
     }
 }

@@ -552,3 +552,25 @@ fn register_refuses_an_unknown_pool_without_running_the_command() {
     assert!(err.contains("error: "), "{err}");
     assert!(!marker.exists());
 }
+
+#[test]
+fn register_registers_again_when_weir_forgot_the_endpoint() {
+    let s = Store::start();
+    s.ok(&["pool", "create", "app"]);
+    let addr = free_addr().to_string();
+    let child = spawn_register(&s, &addr, "1s", &["sleep", "30"]);
+    wait_until("the registration", Duration::from_secs(5), || {
+        registered(&s, &addr)
+    });
+    // An operator removes it; the next heartbeat finds it gone and registers again.
+    s.ok(&["pool", "remove-endpoint", "app", &addr]);
+    wait_until("the second registration", Duration::from_secs(5), || {
+        registered(&s, &addr)
+    });
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let (code, _, err) = out(child.wait_with_output().unwrap());
+    assert_eq!(code, 128 + libc::SIGINT, "{err}");
+    assert!(err.contains("registering again"), "{err}");
+    assert!(!registered(&s, &addr), "{err}");
+}
