@@ -108,6 +108,20 @@ impl Control {
         }
     }
 
+    /// The refusal for writing a resource the config file defines, if it does.
+    pub fn file_defined(&self, kind: Kind, name: &str) -> Option<Refused> {
+        match &*self.source.lock().unwrap() {
+            Source::File(f) => f
+                .check_writable(&[Change::Delete {
+                    kind,
+                    name: name.to_owned(),
+                    pre: weir_store::Precondition::Absent,
+                }])
+                .err(),
+            Source::Store(_) => None,
+        }
+    }
+
     pub fn is_file_mode(&self) -> bool {
         matches!(&*self.source.lock().unwrap(), Source::File(_))
     }

@@ -143,6 +143,9 @@ pub fn endpoints_of(control: &Control, pool: &str, except: &[String]) -> Vec<Cha
 /// A registration: a PUT with a lease and no precondition adds the endpoint or renews it.
 async fn register(control: &Control, name: &str, spec: Value) -> Reply {
     pool_exists(control, name)?;
+    if let Some(e) = control.file_defined(Kind::Endpoint, name) {
+        return Err(refused(e, true));
+    }
     // The read and the commit are apart, so another writer can slip in; try again then.
     for _ in 0..3 {
         let current = control.state().get(Kind::Endpoint, name).cloned();

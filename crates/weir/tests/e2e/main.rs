@@ -1,6 +1,10 @@
 //! End-to-end tests: the real `weir` binary against fake upstreams on loopback.
 
+mod api_client;
 mod common;
+
+mod api;
+mod api_live;
 
 mod accesslog;
 mod balance;
