@@ -488,15 +488,15 @@ fn register_holds_the_endpoint_while_the_command_runs() {
     let s = Store::start();
     s.ok(&["pool", "create", "app"]);
     let addr = free_addr().to_string();
-    // A 1s lease outlives itself only through heartbeats.
-    let child = spawn_register(&s, &addr, "1s", &["sh", "-c", "sleep 3; exit 3"]);
+    // A 2s lease outlives itself only through heartbeats.
+    let child = spawn_register(&s, &addr, "2s", &["sh", "-c", "sleep 5; exit 3"]);
     let start = Instant::now();
     wait_until("the registration", Duration::from_secs(5), || {
         registered(&s, &addr)
     });
     let eps = s.json(&["get", "endpoints", "--pool", "app"]);
-    assert_eq!(eps[0]["spec"]["ttl"], "1s", "{eps}");
-    while start.elapsed() < Duration::from_millis(2500) {
+    assert_eq!(eps[0]["spec"]["ttl"], "2s", "{eps}");
+    while start.elapsed() < Duration::from_millis(4500) {
         assert!(registered(&s, &addr), "lost after {:?}", start.elapsed());
         std::thread::sleep(Duration::from_millis(200));
     }
