@@ -18,6 +18,7 @@ The capacity and resilience scenarios have their own durations (BENCH_CAPACITY_S
 from __future__ import annotations
 
 import json
+import dataclasses
 import os
 import platform
 import statistics
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from harness import (PROCS, BenchError, CpuSnap, SyscallCounter, cpu_delta_us, install_signal_handlers,
                      process_tree, vm_hwm_kib)
-from proxies import Ctx, nginx_stream_module, versions
+from proxies import Ctx, Variant, nginx_stream_module, versions
 from report import render_markdown
 from scenarios import GROUPS, SCENARIOS, Scenario
 
@@ -115,6 +116,13 @@ def run_scenario(sc: Scenario, ctx: Ctx, opts: dict) -> dict:
     # BENCH_PROXIES names rows ("weir-2t") or proxies ("weir" also selects "weir GET")
     variants = [v for v in sc.variants() if not opts["proxies"] or v.name in opts["proxies"]
                 or (" " in v.name and v.kind in opts["proxies"])]
+    # A/B within one run: BENCH_WEIR_BASE=/path/to/another/weir adds a row for it.
+    base = os.environ.get("BENCH_WEIR_BASE", "").strip()
+    if base:
+        at = next((i + 1 for i, v in enumerate(variants) if v.name == "weir"), 0)
+        variants.insert(at, dataclasses.replace(
+            next((v for v in variants if v.name == "weir"), Variant("weir", "weir", 1)),
+            name="weir-base", exe=base))
     res["variants"] = [v.name for v in variants]
     log(f"== {sc.name}: {sc.describe()}")
     try:

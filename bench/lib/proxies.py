@@ -58,6 +58,7 @@ class Variant:
     threads: int = 1
     splice: str = "auto"  # haproxy mode tcp only: "force" (splice-request/response), "auto", "off"
     params: dict = field(default_factory=dict)  # scenario-specific (method, cap, ...)
+    exe: str | None = None  # weir only: another binary (BENCH_WEIR_BASE)
 
     @property
     def is_weir(self) -> bool:
@@ -118,7 +119,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
     if v.kind == "weir":
         if ctx.weir_build_error:
             raise BenchError(ctx.weir_build_error)
-        exe = ctx.bin("weir")
+        exe = Path(v.exe) if v.exe else ctx.bin("weir")
         if not exe.exists():
             raise BenchError(f"{exe} not found (build failed?)")
         servers = "\n".join(
