@@ -12,7 +12,7 @@
 
 Leaves the seed resources behind (pool `app`, listener `web`, route `seed`) for
 the schemathesis run that follows. Prints `ok - ...` / `FAIL - ...` per case and
-ends with `N passed, N failed`; exit status 1 if anything failed. Standard
+ends with `paths: N passed, N failed`; exit status 1 if anything failed. Standard
 library only.
 """
 
@@ -196,7 +196,7 @@ def main():
             case(f"{m} {p} answers 405 with Allow: {', '.join(sorted(documented))}", ok,
                  f"got {brief(s, b)}, Content-Type: {ctype!r}, Allow: {h.get('allow')!r}")
 
-    print(f"{passed} passed, {failed} failed")
+    print(f"paths: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
 

@@ -110,7 +110,7 @@ fi
 echo "== paths: the document against docs/API.md and the server"
 rc=0
 "$venv/bin/python" "$here/paths.py" "$base" "$doc" | tee "$artifacts/paths.log" || rc=$?
-read -r p _ f _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$artifacts/paths.log" | tail -1 || echo "0 passed 1 failed")
+read -r _ p _ f _ < <(grep -E '^paths: [0-9]+ passed, [0-9]+ failed$' "$artifacts/paths.log" | tail -1 || echo "paths: 0 passed, 1 failed")
 passed=$((passed + p))
 failed=$((failed + f))
 if [ "$rc" != 0 ] && [ "$f" = 0 ]; then count 1 "paths.py exited $rc"; fi
