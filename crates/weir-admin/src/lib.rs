@@ -1,6 +1,8 @@
 //! weir's admin listener: `/healthz`, `/readyz`, `/metrics` (Prometheus),
-//! `/api/v1/stats` (JSON) and the dashboard at `/`. Read-only for now; the
-//! configuration API comes with the store.
+//! `/api/v1/...` (the configuration API and JSON stats, see [`api`]) and the
+//! dashboard at `/`.
+
+pub mod api;
 
 mod assets {
     include!(concat!(env!("OUT_DIR"), "/assets.rs"));
@@ -20,15 +22,25 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
+use weir_control::Control;
 use weir_proxy::Proxy;
+
+use crate::api::Auth;
 
 /// Binds the admin listener; serving starts with [`serve`].
 pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
+/// What the admin listener serves from.
+pub struct Admin {
+    pub proxy: Arc<Proxy>,
+    pub control: Arc<Control>,
+    pub auth: Auth,
+}
+
 /// Serves admin requests until `stop` is cancelled.
-pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, stop: CancellationToken) {
+pub async fn serve(listener: TcpListener, admin: Arc<Admin>, stop: CancellationToken) {
     if let Ok(a) = listener.local_addr() {
         info!("admin API, metrics and dashboard on http://{a}/");
     }
@@ -44,11 +56,11 @@ pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, stop: CancellationT
                 }
             },
         };
-        let proxy = proxy.clone();
+        let admin = admin.clone();
         tokio::spawn(async move {
             let svc = service_fn(move |req| {
-                let proxy = proxy.clone();
-                async move { Ok::<_, Infallible>(route(&proxy, req)) }
+                let admin = admin.clone();
+                async move { Ok::<_, Infallible>(route(&admin, req).await) }
             });
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), svc)
@@ -71,16 +83,23 @@ fn text(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Resp
     r
 }
 
-fn route(proxy: &Proxy, req: Request<Incoming>) -> Response<Full<Bytes>> {
-    if req.method() != Method::GET && req.method() != Method::HEAD {
-        return text(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "text/plain; charset=utf-8",
-            "the admin API is read-only in this version of weir\n",
-        );
+async fn route(admin: &Admin, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = req.uri().path().to_owned();
+    if let Some(rest) = path.strip_prefix("/api/v1/") {
+        return api::handle(&admin.control, &admin.proxy, &admin.auth, rest, req).await;
     }
-    let path = req.uri().path();
-    match path {
+    // Load balancers probe these without credentials.
+    let probe = path == "/healthz" || path == "/readyz";
+    if !probe {
+        if let Err(p) = admin.auth.check(req.headers(), false) {
+            return p.into_response();
+        }
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return api::Problem::method_not_allowed("GET, HEAD").into_response();
+    }
+    let proxy = &admin.proxy;
+    match path.as_str() {
         "/healthz" => text(StatusCode::OK, "text/plain; charset=utf-8", "ok\n"),
         "/readyz" if proxy.is_ready() => {
             text(StatusCode::OK, "text/plain; charset=utf-8", "ready\n")
@@ -95,15 +114,7 @@ fn route(proxy: &Proxy, req: Request<Incoming>) -> Response<Full<Bytes>> {
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             proxy.metrics_text(),
         ),
-        "/api/v1/stats" => match serde_json::to_vec(&proxy.stats()) {
-            Ok(b) => text(StatusCode::OK, "application/json", b),
-            Err(e) => text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "text/plain; charset=utf-8",
-                format!("{e}\n"),
-            ),
-        },
-        _ => asset(path),
+        p => asset(p),
     }
 }
 

@@ -10,7 +10,6 @@ pub mod model;
 mod addr;
 mod duration;
 mod host;
-mod notyet;
 mod read;
 mod span;
 mod suggest;

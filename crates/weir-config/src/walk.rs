@@ -1,6 +1,6 @@
 //! Walks the spanned TOML tree into the model, one table at a time, applying
 //! defaults and checking everything that is local to a table. Rules that span
-//! tables live in `validate`; "not enforced yet" warnings in `notyet`.
+//! tables live in `validate`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -10,7 +10,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::addr::Use;
 use crate::read::{self, Fields, Sink, Span};
-use crate::{defaults, host, notyet};
+use crate::{defaults, host};
 use crate::{
     AccessLog, Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck,
     InitialState, Listener, NoHealthy, Pool, Protocol, Retry, Route,
@@ -262,7 +262,19 @@ fn admin(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> (Admin, Option<Span>) {
             None => {}
         }
     }
-    notyet::admin(sink, t, &a);
+    // The admin API changes the running config: reachable from other hosts, it must ask for
+    // a token.
+    if !a.listen.ip().is_loopback() && a.token_file.is_none() {
+        if let Some(v) = t.get("listen") {
+            sink.error(
+                v.span(),
+                format!(
+                    "admin.listen {} is reachable from other hosts; set admin.token_file (a bearer token for the admin API) or listen on loopback",
+                    a.listen
+                ),
+            );
+        }
+    }
     (a, at)
 }
 

@@ -161,20 +161,11 @@ expect_status = 204
 }
 
 #[test]
-fn unenforced_features_warn_and_do_not_fail() {
+fn every_feature_is_enforced_so_nothing_warns() {
     let l = ok(&format!(
         "[admin]\ntoken_file = \"/t\"\n{BASE}balance = \"p2c\"\nmax_conn = 4\nmax_queue = 10\nqueue_timeout = \"1s\"\noverflow_status = 429\n[pools.app.health]\ncheck = \"tcp\"\n[pools.app.retry]\nattempts = 1\n"
     ));
-    let msgs: Vec<&str> = l.warnings.iter().map(|w| w.message.as_str()).collect();
-    // Capacity control, the algorithms, health checks and retries are
-    // enforced; only the admin token is not checked yet.
-    assert_eq!(msgs.len(), 1, "{msgs:#?}");
-    assert_eq!(l.warnings[0].severity, Severity::Warning);
-    assert_eq!((l.warnings[0].line, l.warnings[0].col), (2, 14));
-    assert!(
-        msgs[0].contains("token_file") && msgs[0].contains("not checked yet"),
-        "{msgs:#?}"
-    );
+    assert!(l.warnings.is_empty(), "{:#?}", l.warnings);
     // The values are still validated and kept.
     let p = &l.config.pools["app"];
     assert_eq!(
@@ -234,4 +225,13 @@ fn load_file_names_the_file_and_reports_read_errors() {
         .to_string()
         .starts_with(&format!("{}: cannot read", missing.display())));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_non_loopback_admin_listener_needs_a_token() {
+    let e = weir_config::parse_str("[admin]\nlisten = \"0.0.0.0:9901\"\n", "t.toml").unwrap_err();
+    let d = e.errors().next().unwrap();
+    assert_eq!((d.line, d.col), (2, 10));
+    assert!(d.message.contains("token_file"), "{}", d.message);
+    ok("[admin]\nlisten = \"0.0.0.0:9901\"\ntoken_file = \"/t\"\n");
 }

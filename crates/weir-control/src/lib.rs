@@ -7,4 +7,14 @@
 //! [`weir_store::State`] in every mode, so the API reads the same shape from a file as from
 //! the store.
 
+pub mod compile;
+pub mod control;
+pub mod file;
 pub mod from_toml;
+pub mod leases;
+pub mod render;
+
+pub use compile::{FieldError, Invalid};
+pub use control::{Control, Refused, Source, SourceInfo, StartError};
+pub use file::FileSource;
+pub use leases::HeartbeatError;

@@ -58,6 +58,12 @@ struct Control {
     shutting_down: bool,
 }
 
+/// A configuration whose sockets are bound and logs opened, ready for [`Proxy::install`].
+pub struct Prepared {
+    fresh: Vec<listener::Bound>,
+    logs: HashMap<weir_config::AccessLog, accesslog::Sink>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     #[error(transparent)]
@@ -97,6 +103,15 @@ impl Proxy {
     /// if any bind fails nothing changes. Then one snapshot swap, after which
     /// removed listeners stop accepting and drain.
     pub fn apply(&self, cfg: &Config) -> Result<(), ApplyError> {
+        let prepared = self.prepare(cfg)?;
+        self.install(prepared, cfg)
+    }
+
+    /// The part of [`Proxy::apply`] that can fail for reasons outside the config (a bind
+    /// address in use, an access log that cannot be opened), done without changing anything.
+    /// The store validates a change with it before committing, so that a committed change
+    /// always applies. Dropping the result releases the new sockets.
+    pub fn prepare(&self, cfg: &Config) -> Result<Prepared, ApplyError> {
         let mut control = self.control.lock().unwrap();
         let mut fresh = Vec::new();
         for l in cfg.listeners.values() {
@@ -106,6 +121,24 @@ impl Proxy {
                 fresh.push(listener::bind(l.bind)?);
             }
         }
+        let mut logs = HashMap::new();
+        for dest in cfg.listeners.values().filter_map(|l| l.access_log.as_ref()) {
+            let sink = control
+                .sinks
+                .get(dest)
+                .map_err(|source| ApplyError::AccessLog {
+                    dest: format!("{dest:?}"),
+                    source,
+                })?;
+            logs.insert(dest.clone(), sink);
+        }
+        Ok(Prepared { fresh, logs })
+    }
+
+    /// Publishes `cfg`, which [`Proxy::prepare`] accepted; the listeners bound then start.
+    pub fn install(&self, prepared: Prepared, cfg: &Config) -> Result<(), ApplyError> {
+        let Prepared { fresh, logs } = prepared;
+        let mut control = self.control.lock().unwrap();
         let mut slots: HashMap<String, usize> = HashMap::new();
         let mut fresh_slots = Vec::new();
         for (name, l) in &cfg.listeners {
@@ -124,17 +157,6 @@ impl Proxy {
             slots.insert(name.clone(), slot);
         }
 
-        let mut logs = HashMap::new();
-        for dest in cfg.listeners.values().filter_map(|l| l.access_log.as_ref()) {
-            let sink = control
-                .sinks
-                .get(dest)
-                .map_err(|source| ApplyError::AccessLog {
-                    dest: format!("{dest:?}"),
-                    source,
-                })?;
-            logs.insert(dest.clone(), sink);
-        }
         let used: Vec<_> = logs.keys().cloned().collect();
         control.sinks.retain(&used);
         let snapshot = Arc::new(Snapshot::build(cfg, &slots, &mut control.registry, &logs));

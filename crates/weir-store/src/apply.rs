@@ -1,12 +1,13 @@
 //! Applying changes to a State in memory: preconditions and versioning, no I/O.
-//! Kept pure so the rules of DESIGN.md §3 live in one place, apart from the database.
+//! Kept pure so the rules of DESIGN.md §3 live in one place, apart from the database; the
+//! control plane uses it too, for endpoint registrations in file mode.
 
 use std::collections::BTreeSet;
 
 use crate::{Change, CommitError, Committed, Kind, Precondition, State, Versioned};
 
 /// The state after a batch of changes, what each change committed as, and which keys changed.
-pub(crate) struct Applied {
+pub struct Applied {
     pub state: State,
     pub committed: Vec<Committed>,
     pub touched: BTreeSet<(Kind, String)>,
@@ -15,7 +16,7 @@ pub(crate) struct Applied {
 /// Applies `changes` in order at revision `state.revision + 1`. Each precondition is checked
 /// against the state left by the changes before it, so a batch may add a resource and then
 /// update it (naming the new revision); any failure fails the whole batch.
-pub(crate) fn apply<E>(mut state: State, changes: Vec<Change>) -> Result<Applied, CommitError<E>> {
+pub fn apply<E>(mut state: State, changes: Vec<Change>) -> Result<Applied, CommitError<E>> {
     // A resource's version is the revision it was last written at: unique and ever-growing,
     // so a version is never reused, even after delete and re-add.
     let revision = state.revision + 1;

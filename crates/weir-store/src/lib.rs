@@ -12,6 +12,7 @@ mod model;
 mod schema;
 mod store;
 
+pub use apply::{apply, Applied};
 pub use error::{CommitError, StoreError};
 pub use kind::{endpoint_name, Kind};
 pub use model::{Change, Committed, Precondition, State, Versioned};

@@ -19,10 +19,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the load balancer from a config file.
+    /// Run the load balancer, from a config file (-c) or from its store (--data).
     ///
-    /// The file is reloaded when it changes and on SIGHUP; an invalid file is
-    /// rejected with its errors logged, and the running config stays. SIGTERM
+    /// A file is reloaded when it changes and on SIGHUP; an invalid file is
+    /// rejected with its errors logged, and the running config stays. Without
+    /// -c the config lives in a durable store and changes through the admin
+    /// API (docs/API.md), each validated, committed and applied live. SIGTERM
     /// or SIGINT stop accepting, let in-flight requests finish within
     /// `global.drain_grace` (default 30s), then exit.
     Run(RunArgs),
@@ -33,15 +35,34 @@ pub enum Command {
     Check(CheckArgs),
     /// Run three demo backends and a balancer in front of them; no file needed.
     Demo(DemoArgs),
+    /// Change and inspect a running weir through its admin API.
+    ///
+    /// Talks to --url (or $WEIR_URL, default http://127.0.0.1:9901); a bearer token is
+    /// read from --token-file, or taken from $WEIR_TOKEN. Errors are printed as
+    /// `error: TITLE: DETAIL (field FIELD)` with exit status 1.
+    Ctl(crate::ctl::CtlArgs),
     /// Print the version.
     Version,
 }
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The config file (TOML).
-    #[arg(short = 'c', long = "config", value_name = "FILE")]
-    pub config: PathBuf,
+    /// The config file (TOML). Without it, the config lives in the durable store
+    /// under --data and is managed through the admin API (`weir ctl`).
+    #[arg(
+        short = 'c',
+        long = "config",
+        value_name = "FILE",
+        conflicts_with = "data"
+    )]
+    pub config: Option<PathBuf>,
+    /// The store's directory, when running without -c [default: ./weir-data].
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// A file holding the admin API's bearer token [default: admin.token_file].
+    /// Required when the admin listener is not on loopback.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Data-plane worker threads [default: one per CPU].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,

@@ -5,9 +5,13 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
+
+use weir_admin::api::Auth;
+use weir_control::{Control, FileSource, Source};
 use weir_proxy::Proxy;
 use weir_testkit::{HttpUpstream, Latency};
 
@@ -53,8 +57,8 @@ async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
         .replace("{b1}", &backends[0].addr().to_string())
         .replace("{b2}", &backends[1].addr().to_string())
         .replace("{b3}", &backends[2].addr().to_string());
-    let config = match weir_config::parse_str(&text, "<demo>") {
-        Ok(l) => l.config,
+    let source = match FileSource::embedded(&text, "<demo>") {
+        Ok(f) => f,
         Err(e) => {
             // Only a broken build can get here; say so plainly.
             error!("the embedded demo config is invalid:\n{e}");
@@ -62,10 +66,14 @@ async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
         }
     };
     let proxy = Proxy::new();
-    if let Err(e) = proxy.apply(&config) {
-        error!("{e} (is something else on {listen}? try `weir demo --listen 127.0.0.1:8081`)");
-        return ExitCode::FAILURE;
-    }
+    let control = match Control::start(proxy.clone(), Source::File(source), String::new()) {
+        Ok(c) => c,
+        Err(e) => {
+            error!("{e} (is something else on {listen}? try `weir demo --listen 127.0.0.1:8081`)");
+            return ExitCode::FAILURE;
+        }
+    };
+    tokio::spawn(control.clone().expire_leases());
     let admin_listener = match weir_admin::bind(admin).await {
         Ok(l) => l,
         Err(e) => {
@@ -74,11 +82,12 @@ async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
         }
     };
     let stop = CancellationToken::new();
-    tokio::spawn(weir_admin::serve(
-        admin_listener,
-        proxy.clone(),
-        stop.clone(),
-    ));
+    let served = Arc::new(weir_admin::Admin {
+        proxy: proxy.clone(),
+        control,
+        auth: Auth::new(None, true),
+    });
+    tokio::spawn(weir_admin::serve(admin_listener, served, stop.clone()));
     tokio::spawn(traffic(listen, stop.clone()));
     print_tour(listen, admin, &backends);
 

@@ -2,6 +2,7 @@
 
 mod check;
 mod cli;
+mod ctl;
 mod demo;
 mod logging;
 mod reload;
@@ -19,6 +20,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Check(args) => check::check(args),
         Command::Demo(args) => demo::demo(args),
+        Command::Ctl(args) => ctl::ctl(args),
         Command::Version => {
             println!("weir {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -1,5 +1,5 @@
-//! `weir run`: load the file, start the data plane, reload on change or
-//! SIGHUP, drain on SIGTERM/SIGINT.
+//! `weir run`: take the config from a file (-c) or the store (--data), start the data plane
+//! and the admin listener, reload the file on change or SIGHUP, drain on SIGTERM/SIGINT.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,25 +9,21 @@ use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
-use weir_config::{Config, LoadError};
+use weir_admin::api::Auth;
+use weir_control::{Control, FileSource, Source};
 use weir_proxy::Proxy;
+use weir_store::Store;
 
 use crate::cli::RunArgs;
 use crate::logging;
 use crate::reload::Watcher;
 
+/// Where the store lives when neither -c nor --data is given.
+const DEFAULT_DATA: &str = "./weir-data";
+const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
+
 pub fn run(args: RunArgs) -> ExitCode {
     logging::init();
-    let loaded = match weir_config::load_file(&args.config) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    for w in &loaded.warnings {
-        warn!("{w}");
-    }
     let runtime = match runtime(args.threads) {
         Ok(rt) => rt,
         Err(e) => {
@@ -35,8 +31,13 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let admin = args.admin.unwrap_or(loaded.config.admin.listen);
-    runtime.block_on(serve(args.config, loaded.config, admin))
+    match runtime.block_on(serve(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
@@ -49,35 +50,71 @@ pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtim
     b.enable_all().thread_name("weir-worker").build()
 }
 
-async fn serve(path: PathBuf, config: Config, admin: SocketAddr) -> ExitCode {
-    let proxy = Proxy::new();
-    if let Err(e) = proxy.apply(&config) {
-        error!("{e}");
-        return ExitCode::FAILURE;
-    }
-    let admin_listener = match weir_admin::bind(admin).await {
-        Ok(l) => l,
-        Err(e) => {
-            error!("cannot listen on {admin} for the admin API: {e} (set admin.listen or --admin)");
-            return ExitCode::FAILURE;
+/// The source of the config, and the admin listener's address and token file.
+fn source(args: &RunArgs) -> Result<(Source, SocketAddr, Option<PathBuf>, String), String> {
+    match &args.config {
+        Some(path) => {
+            let f = FileSource::open(path.clone())?;
+            let admin = args.admin.unwrap_or(f.admin().listen);
+            let token = args.token_file.clone().or(f.admin().token_file.clone());
+            Ok((Source::File(f), admin, token, String::new()))
         }
+        None => {
+            let dir = args.data.clone().unwrap_or_else(|| DEFAULT_DATA.into());
+            let store = Store::open(&dir).map_err(|e| e.to_string())?;
+            info!("config store: {}", store.path().display());
+            let admin = args
+                .admin
+                .unwrap_or_else(|| DEFAULT_ADMIN.parse().expect("a valid address"));
+            let token = args.token_file.clone();
+            // Validation sees the admin listener, so no listener can be added on its port.
+            let mut preamble = format!("[admin]\nlisten = \"{admin}\"\n");
+            if let Some(t) = &token {
+                preamble.push_str(&format!("token_file = {:?}\n", t.display().to_string()));
+            }
+            Ok((Source::Store(Arc::new(store)), admin, token, preamble))
+        }
+    }
+}
+
+async fn serve(args: RunArgs) -> Result<(), String> {
+    let (source, admin, token_file, preamble) = source(&args)?;
+    let token = match &token_file {
+        Some(p) => Some(Auth::read_token(p).map_err(|e| e.to_string())?),
+        None => None,
     };
+    let loopback = admin.ip().is_loopback();
+    if !loopback && token.is_none() {
+        return Err(format!(
+            "the admin listener on {admin} is reachable from other hosts and can change the config; \
+             give it a token (--token-file or admin.token_file) or listen on loopback"
+        ));
+    }
+    let proxy = Proxy::new();
+    let control = Control::start(proxy.clone(), source, preamble).map_err(|e| e.to_string())?;
+    tokio::spawn(control.clone().expire_leases());
+    let admin_listener = weir_admin::bind(admin).await.map_err(|e| {
+        format!("cannot listen on {admin} for the admin API: {e} (set admin.listen or --admin)")
+    })?;
     let stop_admin = CancellationToken::new();
+    let served = Arc::new(weir_admin::Admin {
+        proxy: proxy.clone(),
+        control: control.clone(),
+        auth: Auth::new(token, loopback),
+    });
     tokio::spawn(weir_admin::serve(
         admin_listener,
-        proxy.clone(),
+        served,
         stop_admin.clone(),
     ));
-    info!("weir running: {}", weir_config::summary(&config));
-    let mut current = config;
 
-    let (mut watcher, mut changed) = match Watcher::new(&path) {
-        Ok(w) => w,
-        Err(e) => {
+    let (mut watcher, mut changed) = match &args.config {
+        Some(path) => Watcher::new(path).unwrap_or_else(|e| {
             // Reload on SIGHUP still works; say why the automatic one does not.
             warn!("not watching {} for changes: {e}", path.display());
             Watcher::disabled()
-        }
+        }),
+        None => Watcher::disabled(),
     };
     let (mut hup, mut term, mut int, mut usr1) = match (
         signal(SignalKind::hangup()),
@@ -86,22 +123,23 @@ async fn serve(path: PathBuf, config: Config, admin: SocketAddr) -> ExitCode {
         signal(SignalKind::user_defined1()),
     ) {
         (Ok(h), Ok(t), Ok(i), Ok(u)) => (h, t, i, u),
-        _ => {
-            error!("cannot install signal handlers");
-            return ExitCode::FAILURE;
-        }
+        _ => return Err("cannot install signal handlers".into()),
     };
     loop {
         tokio::select! {
             _ = hup.recv() => {
-                info!("SIGHUP: reloading {}", path.display());
-                reload(&proxy, &path, &mut current);
+                if control.is_file_mode() {
+                    info!("SIGHUP: reloading the config file");
+                    control.reload_file().await;
+                } else {
+                    info!("SIGHUP: nothing to reload; the config store applies changes as they commit");
+                }
             }
             Some(()) = changed.recv() => {
                 // Editors write in bursts; settle before reading.
                 watcher.settle(&mut changed).await;
-                info!("{} changed: reloading", path.display());
-                reload(&proxy, &path, &mut current);
+                info!("config file changed: reloading");
+                control.reload_file().await;
             }
             _ = usr1.recv() => {
                 info!("SIGUSR1: reopening access logs");
@@ -112,52 +150,10 @@ async fn serve(path: PathBuf, config: Config, admin: SocketAddr) -> ExitCode {
         }
     }
     info!("shutting down: no new connections; in-flight requests may finish");
-    let drain = shutdown(proxy.clone());
     tokio::select! {
-        _ = drain => info!("shutdown complete"),
+        _ = proxy.shutdown() => info!("shutdown complete"),
         _ = int.recv() => warn!("second interrupt: exiting now"),
     }
     stop_admin.cancel();
-    ExitCode::SUCCESS
-}
-
-async fn shutdown(proxy: Arc<Proxy>) {
-    proxy.shutdown().await;
-}
-
-/// Validates the file, then applies it; any failure keeps the running config.
-fn reload(proxy: &Proxy, path: &std::path::Path, current: &mut Config) {
-    match weir_config::load_file(path) {
-        Ok(loaded) => {
-            for w in &loaded.warnings {
-                warn!("{w}");
-            }
-            if loaded.config == *current {
-                info!("config unchanged");
-                return;
-            }
-            if loaded.config.admin != current.admin {
-                warn!("[admin] changes take effect at the next start");
-            }
-            match proxy.apply(&loaded.config) {
-                Ok(()) => {
-                    proxy.note_reload(true);
-                    info!("config reloaded: {}", weir_config::summary(&loaded.config));
-                    *current = loaded.config;
-                }
-                Err(e) => {
-                    proxy.note_reload(false);
-                    error!("reload failed, running config unchanged: {e}");
-                }
-            }
-        }
-        Err(LoadError::Invalid(diags)) => {
-            proxy.note_reload(false);
-            error!("reload rejected, running config unchanged:\n{diags}");
-        }
-        Err(e) => {
-            proxy.note_reload(false);
-            error!("reload failed, running config unchanged: {e}");
-        }
-    }
+    Ok(())
 }

@@ -57,6 +57,26 @@ impl Weir {
         Self::spawn(dir, config, &args, wait_for, admin)
     }
 
+    /// Starts `weir run --data DIR` (the store mode: no file) on `dir`, and waits for the
+    /// admin listener. `dir` outlives the process, so a test can restart on the same store.
+    pub fn store(dir: &std::path::Path) -> Weir {
+        Self::store_on(dir, free_addr(), &[])
+    }
+
+    pub fn store_on(dir: &std::path::Path, admin: SocketAddr, extra: &[&str]) -> Weir {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("unused.toml");
+        let mut args = vec![
+            "run".to_string(),
+            "--data".into(),
+            dir.display().to_string(),
+            "--admin".into(),
+            admin.to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Self::spawn(tmp, config, &args, &[admin], admin)
+    }
+
     /// Runs `weir ARGS... --admin ADDR` (`run` or `demo`) and waits for `wait_for`.
     pub fn command(args: &[&str], wait_for: &[SocketAddr]) -> Weir {
         let dir = tempfile::tempdir().unwrap();

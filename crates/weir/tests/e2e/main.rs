@@ -1,11 +1,16 @@
 //! End-to-end tests: the real `weir` binary against fake upstreams on loopback.
 
+mod api_client;
 mod common;
+
+mod api;
+mod api_live;
 
 mod accesslog;
 mod balance;
 mod capacity;
 mod check;
+mod ctl;
 mod demo;
 mod draining;
 mod ejection;

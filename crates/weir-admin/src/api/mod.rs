@@ -1,0 +1,144 @@
+//! The configuration API under `/api/v1` (DESIGN.md §3, docs/API.md).
+
+mod auth;
+mod path;
+mod precond;
+mod problem;
+mod resource;
+mod transaction;
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use serde_json::Value;
+use weir_control::Control;
+use weir_proxy::Proxy;
+
+pub use auth::{Auth, TokenError};
+pub use problem::Problem;
+
+use path::Target;
+
+pub type Reply = Result<Response<Full<Bytes>>, Problem>;
+
+/// Request bodies above this are refused (413): a whole config is far smaller.
+const MAX_BODY: usize = 1 << 20;
+
+const OPENAPI: &str = include_str!("openapi.json");
+
+pub async fn handle(
+    control: &Control,
+    proxy: &Proxy,
+    auth: &Auth,
+    rest: &str,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    match dispatch(control, proxy, auth, rest, req).await {
+        Ok(r) => r,
+        Err(p) => p.into_response(),
+    }
+}
+
+// HEAD answers carry the GET answer's headers; hyper leaves the body out.
+async fn dispatch(
+    control: &Control,
+    proxy: &Proxy,
+    auth: &Auth,
+    rest: &str,
+    req: Request<Incoming>,
+) -> Reply {
+    let target = path::parse(rest)?;
+    let method = req.method().clone();
+    let write = !matches!(method, Method::GET | Method::HEAD);
+    auth.check(req.headers(), write)?;
+    let pre = precond::parse(req.headers())?;
+    let read_only = |allow| {
+        if method == Method::GET || method == Method::HEAD {
+            Ok(())
+        } else {
+            Err(Problem::method_not_allowed(allow))
+        }
+    };
+    match target {
+        Target::One(kind, name) => {
+            if !resource::allowed(&method) {
+                return Err(Problem::method_not_allowed(resource::ALLOW));
+            }
+            match method {
+                Method::PUT => {
+                    let spec = body(req).await?;
+                    resource::put(control, kind, &name, pre, spec).await
+                }
+                Method::DELETE => resource::delete(control, kind, &name, pre).await,
+                _ => resource::get(control, kind, &name, pre),
+            }
+        }
+        Target::List(kind, pool) => {
+            read_only("GET, HEAD")?;
+            resource::list(control, kind, pool.as_deref())
+        }
+        Target::Heartbeat(name) => {
+            if method != Method::POST {
+                return Err(Problem::method_not_allowed("POST"));
+            }
+            resource::heartbeat(control, &name)
+        }
+        Target::Transaction => {
+            if method != Method::POST {
+                return Err(Problem::method_not_allowed("POST"));
+            }
+            let b = body(req).await?;
+            transaction::run(control, b).await
+        }
+        Target::Config => {
+            read_only("GET, HEAD")?;
+            Ok(json_response(StatusCode::OK, &control.source_info()))
+        }
+        Target::Export => {
+            read_only("GET, HEAD")?;
+            Ok(text(StatusCode::OK, "application/toml", control.export()))
+        }
+        Target::OpenApi => {
+            read_only("GET, HEAD")?;
+            Ok(text(StatusCode::OK, "application/json", OPENAPI))
+        }
+        Target::Stats => {
+            read_only("GET, HEAD")?;
+            Ok(json_response(StatusCode::OK, &proxy.stats()))
+        }
+    }
+}
+
+/// Reads a JSON body, at most [`MAX_BODY`] bytes.
+async fn body(req: Request<Incoming>) -> Result<Value, Problem> {
+    let bytes = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body-too-large",
+                "the request body is too large",
+                format!("at most {MAX_BODY} bytes"),
+            ))
+        }
+        Err(e) => return Err(Problem::bad_request(format!("reading the body: {e}"))),
+    };
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Problem::bad_request(format!("the body is not valid JSON: {e}")))
+}
+
+pub fn json_response(status: StatusCode, v: &impl serde::Serialize) -> Response<Full<Bytes>> {
+    let body = serde_json::to_vec(v).unwrap_or_default();
+    text(status, "application/json", body)
+}
+
+fn text(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}

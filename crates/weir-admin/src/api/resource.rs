@@ -1,0 +1,288 @@
+//! One resource: GET, HEAD, PUT, DELETE with the repository semantics of DESIGN.md §3, and
+//! lists of a kind.
+
+use bytes::Bytes;
+use http::{header, Method, Response, StatusCode};
+use http_body_util::Full;
+use serde_json::{json, Value};
+use weir_control::Control;
+use weir_store::{Change, Kind, Precondition};
+
+use super::path;
+use super::precond::{etag, Pre};
+use super::problem::{refused, Problem};
+use super::{json_response, Reply};
+
+pub fn get(control: &Control, kind: Kind, name: &str, pre: Pre) -> Reply {
+    let state = control.state();
+    let Some(v) = state.get(kind, name) else {
+        return Err(Problem::not_found(format!(
+            "{} does not exist",
+            path::of(kind, name)
+        )));
+    };
+    let unchanged = match pre {
+        Pre::NotVersion(Some(n)) => n == v.version,
+        Pre::Absent => true,
+        _ => false,
+    };
+    let mut r = if unchanged {
+        let mut r = Response::new(Full::new(Bytes::new()));
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        json_response(StatusCode::OK, &v.body)
+    };
+    r.headers_mut().insert(header::ETAG, etag(v.version));
+    Ok(r)
+}
+
+pub fn list(control: &Control, kind: Kind, pool: Option<&str>) -> Reply {
+    let state = control.state();
+    let items: Vec<Value> = match pool {
+        Some(p) => {
+            if state.get(Kind::Pool, p).is_none() {
+                return Err(Problem::not_found(format!("pools/{p} does not exist")));
+            }
+            state
+                .endpoints_of(p)
+                .map(|(addr, v)| json!({"name": addr, "version": v.version, "spec": v.body}))
+                .collect()
+        }
+        None => state
+            .of_kind(kind)
+            .map(|(n, v)| json!({"name": n, "version": v.version, "spec": v.body}))
+            .collect(),
+    };
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"revision": state.revision, "items": items}),
+    ))
+}
+
+pub async fn put(control: &Control, kind: Kind, name: &str, pre: Pre, spec: Value) -> Reply {
+    check_spec(kind, name, &spec)?;
+    let precondition = match pre {
+        Pre::Absent => Precondition::Absent,
+        Pre::Version(Some(n)) => Precondition::Version(n),
+        Pre::Version(None) => return Err(stale_tag(control, kind, name)),
+        Pre::NotVersion(_) => {
+            return Err(Problem::bad_request(
+                "a PUT takes If-None-Match: * (add) or If-Match: \"N\" (update)",
+            ))
+        }
+        Pre::None if kind == Kind::Endpoint && spec.get("ttl").is_some() => {
+            return register(control, name, spec).await;
+        }
+        Pre::None => {
+            return Err(Problem::precondition_required(
+                "send If-None-Match: * to add, or If-Match: \"<version>\" (the ETag you read) to update",
+            ))
+        }
+    };
+    if kind == Kind::Endpoint {
+        pool_exists(control, name)?;
+    }
+    let added = precondition == Precondition::Absent;
+    let change = Change::Put {
+        kind,
+        name: name.to_owned(),
+        body: spec.clone(),
+        pre: precondition,
+    };
+    let done = control
+        .commit(vec![change])
+        .await
+        .map_err(|e| refused(e, true))?;
+    Ok(written(kind, name, added, done[0].version, &spec))
+}
+
+pub async fn delete(control: &Control, kind: Kind, name: &str, pre: Pre) -> Reply {
+    let version = match pre {
+        Pre::Version(Some(n)) => n,
+        Pre::Version(None) => return Err(stale_tag(control, kind, name)),
+        _ => {
+            return Err(Problem::precondition_required(
+                "send If-Match: \"<version>\" (the ETag you read) to delete",
+            ))
+        }
+    };
+    let mut changes = vec![Change::Delete {
+        kind,
+        name: name.to_owned(),
+        pre: Precondition::Version(version),
+    }];
+    if kind == Kind::Pool {
+        changes.extend(endpoints_of(control, name, &[]));
+    }
+    control
+        .commit(changes)
+        .await
+        .map_err(|e| refused(e, true))?;
+    let mut r = Response::new(Full::new(Bytes::new()));
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    Ok(r)
+}
+
+/// Deletes of a pool's endpoints, so that deleting a pool takes them with it; `except` are
+/// those a transaction already changes.
+pub fn endpoints_of(control: &Control, pool: &str, except: &[String]) -> Vec<Change> {
+    control
+        .state()
+        .endpoints_of(pool)
+        .map(|(addr, v)| (weir_store::endpoint_name(pool, addr), v.version))
+        .filter(|(n, _)| !except.contains(n))
+        .map(|(name, v)| Change::Delete {
+            kind: Kind::Endpoint,
+            name,
+            pre: Precondition::Version(v),
+        })
+        .collect()
+}
+
+/// A registration: a PUT with a lease and no precondition adds the endpoint or renews it.
+async fn register(control: &Control, name: &str, spec: Value) -> Reply {
+    pool_exists(control, name)?;
+    if let Some(e) = control.file_defined(Kind::Endpoint, name) {
+        return Err(refused(e, true));
+    }
+    // The read and the commit are apart, so another writer can slip in; try again then.
+    for _ in 0..3 {
+        let current = control.state().get(Kind::Endpoint, name).cloned();
+        let pre = match &current {
+            None => Precondition::Absent,
+            Some(v) if v.body.get("ttl").is_none() => return Err(Problem::precondition_required(
+                "this endpoint was added without a lease; change it with If-Match: \"<version>\"",
+            )),
+            Some(v) if v.body == spec => {
+                control.heartbeat(name).ok();
+                return Ok(written(Kind::Endpoint, name, false, v.version, &spec));
+            }
+            Some(v) => Precondition::Version(v.version),
+        };
+        let change = Change::Put {
+            kind: Kind::Endpoint,
+            name: name.to_owned(),
+            body: spec.clone(),
+            pre,
+        };
+        match control.commit(vec![change]).await {
+            Ok(done) => {
+                let added = pre == Precondition::Absent;
+                return Ok(written(Kind::Endpoint, name, added, done[0].version, &spec));
+            }
+            Err(
+                weir_control::Refused::Stale { .. }
+                | weir_control::Refused::AlreadyExists { .. }
+                | weir_control::Refused::NotFound { .. },
+            ) => continue,
+            Err(e) => return Err(refused(e, true)),
+        }
+    }
+    Err(Problem::new(
+        StatusCode::CONFLICT,
+        "busy",
+        "the endpoint keeps changing",
+        "the endpoint was changed by others three times while registering; try again",
+    ))
+}
+
+pub fn heartbeat(control: &Control, name: &str) -> Reply {
+    match control.heartbeat(name) {
+        Ok(_) => {
+            let ttl = control
+                .state()
+                .get(Kind::Endpoint, name)
+                .and_then(|v| v.body.get("ttl").cloned())
+                .unwrap_or(Value::Null);
+            Ok(json_response(StatusCode::OK, &json!({"ttl": ttl})))
+        }
+        Err(weir_control::HeartbeatError::NotFound) => Err(Problem::not_found(format!(
+            "{} does not exist; register it again with PUT",
+            path::of(Kind::Endpoint, name)
+        ))),
+        Err(e @ weir_control::HeartbeatError::NoLease) => Err(Problem::new(
+            StatusCode::CONFLICT,
+            "no-lease",
+            "the endpoint has no lease",
+            e.to_string(),
+        )),
+    }
+}
+
+/// Checks a spec's shape before it reaches validation: endpoints are not part of a pool's
+/// spec, and nothing is named twice.
+pub fn check_spec(kind: Kind, name: &str, spec: &Value) -> Result<(), Problem> {
+    let Some(obj) = spec.as_object() else {
+        return Err(Problem::bad_request(
+            "the body must be a JSON object (the resource's spec)",
+        ));
+    };
+    let field = |k: &str| format!("{}/{k}", path::of(kind, name));
+    if kind == Kind::Pool && obj.contains_key("endpoints") {
+        return Err(Problem::invalid(
+            field("endpoints"),
+            format!(
+                "endpoints are resources of their own: PUT /api/v1/pools/{name}/endpoints/ADDR"
+            ),
+        ));
+    }
+    if kind == Kind::Endpoint && obj.contains_key("addr") {
+        return Err(Problem::invalid(
+            field("addr"),
+            "the address is the last part of the path, not a key of the spec".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn pool_exists(control: &Control, endpoint: &str) -> Result<(), Problem> {
+    let pool = endpoint.split('/').next().unwrap_or_default();
+    if control.state().get(Kind::Pool, pool).is_none() {
+        return Err(Problem::not_found(format!("pools/{pool} does not exist")));
+    }
+    Ok(())
+}
+
+/// A tag that is not one of ours can never be current.
+fn stale_tag(control: &Control, kind: Kind, name: &str) -> Problem {
+    match control.state().get(kind, name) {
+        Some(v) => Problem::precondition_failed(
+            format!("If-Match does not name the current version, {}", v.version),
+            Some(v.version),
+        ),
+        None => Problem::not_found(format!("{} does not exist", path::of(kind, name))),
+    }
+}
+
+fn written(
+    kind: Kind,
+    name: &str,
+    added: bool,
+    version: u64,
+    spec: &Value,
+) -> Response<Full<Bytes>> {
+    let status = if added {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut r = json_response(status, spec);
+    r.headers_mut().insert(header::ETAG, etag(version));
+    if added {
+        if let Ok(v) = format!("/api/v1/{}", path::of(kind, name)).parse() {
+            r.headers_mut().insert(header::LOCATION, v);
+        }
+    }
+    r
+}
+
+/// Which methods a single resource answers.
+pub const ALLOW: &str = "GET, HEAD, PUT, DELETE";
+
+pub fn allowed(m: &Method) -> bool {
+    matches!(
+        *m,
+        Method::GET | Method::HEAD | Method::PUT | Method::DELETE
+    )
+}

@@ -1,0 +1,201 @@
+//! File mode: the file is the source of truth for listeners, routes and pools; endpoints
+//! registered through the API are kept beside it (in memory) and merged in.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use tracing::warn;
+use weir_store::{Change, Kind, State, Versioned};
+
+use crate::control::{file_name, Refused};
+use crate::from_toml::specs;
+
+pub struct FileSource {
+    /// None for an embedded config (the demo), which is never re-read.
+    path: Option<PathBuf>,
+    name: String,
+    /// The file's resources, with the revision that last changed each.
+    file: State,
+    /// Endpoints added through the API.
+    overlay: BTreeMap<(Kind, String), Versioned>,
+    preamble: String,
+    /// `[admin]` as first read; changing it needs a restart.
+    admin: weir_config::Admin,
+}
+
+/// A re-read file: the new merged state and what it is made of.
+pub struct Next {
+    pub merged: State,
+    pub file: State,
+    pub preamble: String,
+    pub admin_changed: bool,
+}
+
+impl FileSource {
+    /// Reads and validates the file; the error is every diagnostic, ready to print.
+    pub fn open(path: PathBuf) -> Result<FileSource, String> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{name}: {e}"))?;
+        Self::build(Some(path), name, &text)
+    }
+
+    /// A config that is not a file on disk (the demo's).
+    pub fn embedded(text: &str, name: &str) -> Result<FileSource, String> {
+        Self::build(None, name.to_owned(), text)
+    }
+
+    fn build(path: Option<PathBuf>, name: String, text: &str) -> Result<FileSource, String> {
+        let (file, preamble, config) = parse(text, &name, &State::default())?;
+        Ok(FileSource {
+            path,
+            name,
+            file,
+            overlay: BTreeMap::new(),
+            preamble,
+            admin: config.admin,
+        })
+    }
+
+    pub fn admin(&self) -> &weir_config::Admin {
+        &self.admin
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn preamble(&self) -> &str {
+        &self.preamble
+    }
+
+    /// The file's resources plus the registered endpoints.
+    pub fn merged(&self) -> State {
+        let mut s = self.file.clone();
+        s.resources
+            .extend(self.overlay.iter().map(|(k, v)| (k.clone(), v.clone())));
+        s
+    }
+
+    /// Only endpoints can be written in file mode, and only those the file does not define.
+    pub fn check_writable(&self, changes: &[Change]) -> Result<(), Refused> {
+        for c in changes {
+            let (Change::Put { kind, name, .. } | Change::Delete { kind, name, .. }) = c;
+            if *kind != Kind::Endpoint {
+                return Err(Refused::FileMode(file_name(&self.path)));
+            }
+            if self.file.get(*kind, name).is_some() {
+                return Err(Refused::FileDefined {
+                    name: name.clone(),
+                    file: self.name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the endpoints of `merged` that the file does not define.
+    pub fn set_overlay(&mut self, merged: &State) {
+        self.overlay = merged
+            .resources
+            .iter()
+            .filter(|((k, _), _)| *k == Kind::Endpoint)
+            .filter(|(key, _)| !self.file.resources.contains_key(*key))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+    }
+
+    /// Reads the file again. `Ok(None)` when nothing in it changed.
+    pub fn reread(&self, current: &State) -> Result<Option<Next>, String> {
+        let Some(path) = &self.path else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", self.name))?;
+        let (file, preamble, _) = parse(&text, &self.name, current)?;
+        let same = |a: &State, b: &State| {
+            a.resources.len() == b.resources.len()
+                && a.resources
+                    .iter()
+                    .all(|(k, v)| b.resources.get(k).is_some_and(|w| w.body == v.body))
+        };
+        if same(&file, &self.file) && preamble == self.preamble {
+            return Ok(None);
+        }
+        let mut merged = file.clone();
+        for (key, v) in &self.overlay {
+            let pool = key.1.split('/').next().unwrap_or_default();
+            if merged.resources.contains_key(key) {
+                warn!(
+                    "registered endpoint {} is now defined in the file; the file's wins",
+                    key.1
+                );
+            } else if merged.get(Kind::Pool, pool).is_none() {
+                warn!(
+                    "registered endpoint {} dropped: its pool is gone from the file",
+                    key.1
+                );
+            } else {
+                merged.resources.insert(key.clone(), v.clone());
+            }
+        }
+        merged.revision = file.revision;
+        let admin_changed = section(&preamble, "admin") != section(&self.preamble, "admin");
+        Ok(Some(Next {
+            merged,
+            file,
+            preamble,
+            admin_changed,
+        }))
+    }
+
+    /// Makes a re-read file current (after it was applied).
+    pub fn accept(&mut self, file: State, merged: &State, preamble: String) {
+        self.file = file;
+        self.preamble = preamble;
+        self.set_overlay(merged);
+    }
+}
+
+/// Validates `text` like `weir check`, then turns it into resources. A resource whose spec
+/// is unchanged from `current` keeps its version; the others get the next revision.
+fn parse(
+    text: &str,
+    name: &str,
+    current: &State,
+) -> Result<(State, String, weir_config::Config), String> {
+    let loaded = weir_config::parse_str(text, name).map_err(|d| d.to_string())?;
+    for w in &loaded.warnings {
+        warn!("{w}");
+    }
+    let specs = specs(text).map_err(|e| format!("{name}: {e}"))?;
+    let revision = current.revision + 1;
+    let mut state = State {
+        revision,
+        ..State::default()
+    };
+    for (key, body) in specs {
+        let version = match current.resources.get(&key) {
+            Some(v) if v.body == body => v.version,
+            _ => revision,
+        };
+        state.resources.insert(key, Versioned { version, body });
+    }
+    Ok((state, preamble(text), loaded.config))
+}
+
+/// The file's `[admin]` and `[global]` tables, as TOML.
+fn preamble(text: &str) -> String {
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return String::new();
+    };
+    let mut t = toml::Table::new();
+    for k in ["admin", "global"] {
+        if let Some(v) = doc.get(k) {
+            t.insert(k.to_owned(), v.clone());
+        }
+    }
+    toml::to_string(&t).unwrap_or_default()
+}
+
+fn section(preamble: &str, name: &str) -> Option<toml::Value> {
+    preamble.parse::<toml::Table>().ok()?.get(name).cloned()
+}
