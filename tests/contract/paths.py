@@ -9,6 +9,9 @@
    status (so never 404/405): the resources it needs are created first.
 3. The server has no operation the document lacks: on every documented path, the
    methods the document does not list answer 405 with an Allow header.
+4. What docs/API.md says that a schema cannot express: a 412 for an existing
+   resource names `current_version`, names may contain '.', a transaction
+   without changes gets an answer.
 
 Leaves the seed resources behind (pool `app`, listener `web`, route `seed`) for
 the schemathesis run that follows. Prints `ok - ...` / `FAIL - ...` per case and
@@ -195,6 +198,21 @@ def main():
                 ok = False
             case(f"{m} {p} answers 405 with Allow: {', '.join(sorted(documented))}", ok,
                  f"got {brief(s, b)}, Content-Type: {ctype!r}, Allow: {h.get('allow')!r}")
+
+    # 4. What docs/API.md says that a schema cannot express.
+    s, h, b = expect(api, "412 on If-None-Match: * of an existing resource", "PUT", "/api/v1/pools/app", 412,
+                     {}, star)
+    if s == 412:
+        cv = json.loads(b).get("current_version")
+        case("that 412 names current_version (the resource exists)", isinstance(cv, int) and cv >= 1,
+             f"current_version: {cv!r} in {b[:300].decode(errors='replace')}")
+    # Names are [A-Za-z0-9_.-]{1,64} (docs/API.md, Resources).
+    expect(api, "a name with '.' can be added", "PUT", "/api/v1/pools/with.dot", 201, {}, star)
+    try:
+        s, h, b = api.call("POST", "/api/v1/transaction", {"changes": []})
+        case("a transaction without changes is answered", s < 500, brief(s, b))
+    except OSError as e:
+        case("a transaction without changes is answered", False, f"no answer: {e}")
 
     print(f"paths: {passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -10,7 +10,9 @@
 #    docs/API.md, the server serves this document, every operation answers a
 #    plausible request with its success status, and the methods the document
 #    does not list answer 405 with Allow. It leaves a pool `app`, a listener
-#    `web` and a route `seed` behind for step 3.
+#    `web` and a route `seed` behind for step 3. It also checks what
+#    docs/API.md says and a schema cannot express (current_version in a 412,
+#    names with `.`, an empty transaction).
 # 3. schemathesis generates requests for every operation (examples, coverage,
 #    fuzzing and stateful phases, the last following the document's links from
 #    PUT to GET/PUT/DELETE; a bounded number of cases each) and checks that the
@@ -20,8 +22,8 @@
 # Installs what it needs when missing: python3-venv (apt-get), then pinned
 # schemathesis and openapi-spec-validator into a venv in the cargo target dir
 # (target/contract-venv). Ends with `N passed, N failed`; exit status 1 if
-# anything failed. weir's log, the JUnit report and the requests that failed
-# go to target/contract-artifacts/. Environment: WEIR_BIN [target/debug/weir],
+# anything failed. weir's log, paths.log and schemathesis's JUnit report (a
+# curl line per failure) go to target/contract-artifacts/. Environment: WEIR_BIN [target/debug/weir],
 # WEIR_SKIP_BUILD=1 skips cargo build, CONTRACT_MAX_EXAMPLES [100] cases per
 # operation and phase, CONTRACT_SEED [1], ARTIFACTS_DIR.
 set -euo pipefail
