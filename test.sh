@@ -34,7 +34,10 @@ cargo test --workspace 2>&1 | tee /tmp/weir-test.log
 # The dashboard in real headless Chromium (installs chromium and
 # playwright-core when missing).
 tests/browser/run.sh 2>&1 | tee /tmp/weir-browser.log
+# The admin API against its OpenAPI document, with schemathesis (installs it
+# into a venv when missing).
+tests/contract/run.sh 2>&1 | tee /tmp/weir-contract.log
 # One closing line for the whole run.
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f += $3 }
-     END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' /tmp/weir-test.log /tmp/weir-browser.log
+     END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' /tmp/weir-test.log /tmp/weir-browser.log /tmp/weir-contract.log
