@@ -206,8 +206,9 @@ def main():
         cv = json.loads(b).get("current_version")
         case("that 412 names current_version (the resource exists)", isinstance(cv, int) and cv >= 1,
              f"current_version: {cv!r} in {b[:300].decode(errors='replace')}")
-    # Names are [A-Za-z0-9_.-]{1,64} (docs/API.md, Resources).
-    expect(api, "a name with '.' can be added", "PUT", "/api/v1/pools/with.dot", 201, {}, star)
+    # Names are [A-Za-z0-9_-]{1,64} (docs/API.md, Resources): the config file's names.
+    expect(api, "a name with '_' and '-' can be added", "PUT", "/api/v1/pools/with_under-dash", 201, {}, star)
+    expect(api, "a name with '.' is refused", "PUT", "/api/v1/pools/with.dot", 400, {}, star)
     try:
         s, h, b = api.call("POST", "/api/v1/transaction", {"changes": []})
         case("a transaction without changes is answered", s < 500, brief(s, b))

@@ -85,7 +85,12 @@ fn text(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Resp
 
 async fn route(admin: &Admin, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_owned();
-    if let Some(rest) = path.strip_prefix("/api/v1/") {
+    let api = match path.strip_prefix("/api/v1/") {
+        Some(rest) => Some(rest),
+        None if path == "/api/v1" => Some(""),
+        None => None,
+    };
+    if let Some(rest) = api {
         return api::handle(&admin.control, &admin.proxy, &admin.auth, rest, req).await;
     }
     // Load balancers probe these without credentials.

@@ -26,8 +26,8 @@ pub enum Source {
 pub enum Refused {
     #[error("change {index}: not found")]
     NotFound { index: usize },
-    #[error("change {index}: already exists")]
-    AlreadyExists { index: usize },
+    #[error("change {index}: already exists at version {current}")]
+    AlreadyExists { index: usize, current: u64 },
     #[error("change {index}: stale version; the current version is {current}")]
     Stale { index: usize, current: u64 },
     #[error("{0}")]
@@ -147,6 +147,9 @@ impl Control {
     /// Validates and commits `changes` all-or-nothing, then applies the result. Returns once
     /// the data plane runs it.
     pub async fn commit(&self, changes: Vec<Change>) -> Result<Vec<Committed>, Refused> {
+        if changes.is_empty() {
+            return Ok(Vec::new());
+        }
         let _one = self.writes.lock().await;
         let touched: Vec<(Kind, String)> = changes.iter().map(change_key).collect();
         let preamble = self.preamble.read().unwrap().clone();
@@ -307,7 +310,18 @@ fn refused(e: CommitError<Invalid>, before: &State, changes: &[Change]) -> Refus
     };
     match e {
         CommitError::NotFound => Refused::NotFound { index: index() },
-        CommitError::AlreadyExists => Refused::AlreadyExists { index: index() },
+        CommitError::AlreadyExists => {
+            let i = index();
+            // The version it exists at, in the state the failing change was checked against.
+            let current = weir_store::apply::<()>(before.clone(), changes[..i].to_vec())
+                .ok()
+                .and_then(|a| {
+                    let (kind, name) = change_key(&changes[i]);
+                    a.state.get(kind, &name).map(|v| v.version)
+                })
+                .unwrap_or(0);
+            Refused::AlreadyExists { index: i, current }
+        }
         CommitError::Stale { current } => Refused::Stale {
             index: index(),
             current,

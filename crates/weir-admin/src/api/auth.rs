@@ -56,8 +56,10 @@ impl Auth {
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            .and_then(|v| v.split_once(' '))
+            // The scheme name is case-insensitive (RFC 9110 §11.1).
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim());
         match given {
             Some(g) if same(g.as_bytes(), token.as_bytes()) => Ok(()),
             Some(_) => Err(unauthorized("the bearer token is wrong")),

@@ -44,15 +44,15 @@ pub fn parse(rest: &str) -> Result<Target, Problem> {
     })
 }
 
-/// Resource names: what a config file key can be without quoting, and short.
+/// Resource names: what the config file allows (weir-config rejects anything else), and short.
 fn name(raw: &str) -> Result<String, Problem> {
     let n = decode(raw)?;
     let ok = (1..=64).contains(&n.len())
         && n.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
     if !ok {
         return Err(Problem::bad_request(format!(
-            "invalid name {n:?}: use 1 to 64 letters, digits, '_', '-' or '.'"
+            "invalid name {n:?}: use 1 to 64 letters, digits, '_' or '-' (as in the config file)"
         )));
     }
     Ok(n)

@@ -161,10 +161,11 @@ pub fn refused(e: Refused, single: bool) -> Problem {
         Refused::NotFound { index } => {
             Problem::not_found("the resource does not exist").at_change(at(index))
         }
-        Refused::AlreadyExists { index } => {
-            Problem::precondition_failed("the resource already exists (If-None-Match: *)", None)
-                .at_change(at(index))
-        }
+        Refused::AlreadyExists { index, current } => Problem::precondition_failed(
+            format!("the resource already exists (If-None-Match: *), at version {current}"),
+            Some(current),
+        )
+        .at_change(at(index)),
         Refused::Stale { index, current } => Problem::precondition_failed(
             format!("the resource was changed meanwhile: its version is {current}; read it again"),
             Some(current),

@@ -21,8 +21,8 @@ pub fn get(control: &Control, kind: Kind, name: &str, pre: Pre) -> Reply {
             path::of(kind, name)
         )));
     };
-    let unchanged = match pre {
-        Pre::NotVersion(Some(n)) => n == v.version,
+    let unchanged = match &pre {
+        Pre::NotVersion(tags) => tags.contains(&v.version),
         Pre::Absent => true,
         _ => false,
     };
@@ -64,8 +64,7 @@ pub async fn put(control: &Control, kind: Kind, name: &str, pre: Pre, spec: Valu
     check_spec(kind, name, &spec)?;
     let precondition = match pre {
         Pre::Absent => Precondition::Absent,
-        Pre::Version(Some(n)) => Precondition::Version(n),
-        Pre::Version(None) => return Err(stale_tag(control, kind, name)),
+        Pre::Version(tags) => Precondition::Version(named(control, kind, name, &tags)?),
         Pre::NotVersion(_) => {
             return Err(Problem::bad_request(
                 "a PUT takes If-None-Match: * (add) or If-Match: \"N\" (update)",
@@ -99,8 +98,7 @@ pub async fn put(control: &Control, kind: Kind, name: &str, pre: Pre, spec: Valu
 
 pub async fn delete(control: &Control, kind: Kind, name: &str, pre: Pre) -> Reply {
     let version = match pre {
-        Pre::Version(Some(n)) => n,
-        Pre::Version(None) => return Err(stale_tag(control, kind, name)),
+        Pre::Version(tags) => named(control, kind, name, &tags)?,
         _ => {
             return Err(Problem::precondition_required(
                 "send If-Match: \"<version>\" (the ETag you read) to delete",
@@ -242,6 +240,17 @@ fn pool_exists(control: &Control, endpoint: &str) -> Result<(), Problem> {
         return Err(Problem::not_found(format!("pools/{pool} does not exist")));
     }
     Ok(())
+}
+
+/// The version an `If-Match` list stands for: the current one if the list names it, else
+/// the one version named (so the store reports it stale or absent), else none can match.
+fn named(control: &Control, kind: Kind, name: &str, tags: &[u64]) -> Result<u64, Problem> {
+    let current = control.state().get(kind, name).map(|v| v.version);
+    match (current, tags) {
+        (Some(c), _) if tags.contains(&c) => Ok(c),
+        (_, [one]) => Ok(*one),
+        _ => Err(stale_tag(control, kind, name)),
+    }
 }
 
 /// A tag that is not one of ours can never be current.

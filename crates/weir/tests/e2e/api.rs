@@ -39,6 +39,7 @@ async fn add_update_read_delete_follow_the_preconditions() {
     )
     .await;
     assert_eq!(r.status, 412);
+    assert_eq!(json(&r)["current_version"], v1);
 
     // Read: body is the spec, ETag the version; conditional read; HEAD.
     let r = get(a, "pools/app").await;
@@ -101,6 +102,21 @@ async fn add_update_read_delete_follow_the_preconditions() {
         404
     );
 
+    // Entity-tag lists: any tag in the list may match.
+    let vl = add(a, "pools/lists", json!({})).await;
+    let list = format!("\"1\", \"{vl}\"");
+    let r = call(a, "GET", "pools/lists", &[("if-none-match", &list)], None).await;
+    assert_eq!(r.status, 304);
+    let r = call(
+        a,
+        "PUT",
+        "pools/lists",
+        &[("if-match", &list)],
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+
     // Re-adding never reuses a version.
     let v3 = add(a, "pools/app", json!({})).await;
     assert!(v3 > v2);
@@ -108,6 +124,10 @@ async fn add_update_read_delete_follow_the_preconditions() {
     assert_eq!(list["items"][0]["name"], "app");
     assert_eq!(list["items"][0]["version"], v3);
     assert_eq!(list["revision"], v3);
+    // An empty transaction changes nothing and is answered.
+    let r = call(a, "POST", "transaction", &[], Some(json!({"changes": []}))).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(json(&r)["revision"], v3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -27,7 +27,7 @@ pub async fn call(
     let body = body.map_or(Bytes::new(), |v| Bytes::from(v.to_string()));
     client::send(admin, b.body(Full::new(body)).unwrap())
         .await
-        .unwrap()
+        .unwrap_or_else(|e| panic!("{method} /api/v1/{path}: {e}"))
 }
 
 pub async fn get(admin: SocketAddr, path: &str) -> Resp {

@@ -330,7 +330,8 @@ async fn the_admin_token_guards_writes_and_a_public_bind_needs_one() {
         a,
         "PUT",
         "pools/app",
-        &[("if-none-match", "*"), ("authorization", "Bearer s3cret")],
+        // The scheme name is case-insensitive.
+        &[("if-none-match", "*"), ("authorization", "bearer s3cret")],
         Some(json!({})),
     )
     .await;
