@@ -90,11 +90,11 @@ mod tests {
         assert_eq!(pre(&[("if-none-match", "*")]).unwrap(), Pre::Absent);
         assert_eq!(
             pre(&[("if-match", "\"7\"")]).unwrap(),
-            Pre::Version(Some(7))
+            Pre::Version(vec![7])
         );
         assert_eq!(
             pre(&[("if-match", "W/\"7\"")]).unwrap(),
-            Pre::Version(Some(7))
+            Pre::Version(vec![7])
         );
         assert_eq!(pre(&[("if-match", "\"x\"")]).unwrap(), Pre::Version(vec![]));
         assert_eq!(
@@ -107,7 +107,7 @@ mod tests {
         );
         assert_eq!(
             pre(&[("if-none-match", "\"2\"")]).unwrap(),
-            Pre::NotVersion(Some(2))
+            Pre::NotVersion(vec![2])
         );
         assert!(pre(&[("if-match", "*")]).is_err());
         assert!(pre(&[("if-match", "7")]).is_err());
