@@ -3,7 +3,8 @@
 use std::net::SocketAddr;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitCode, ExitStatus};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -36,28 +37,23 @@ fn parse_ttl(s: &str) -> Result<String, String> {
     Ok(s.to_owned())
 }
 
-/// Signals received and not yet handled, one bit per signal number. A handler may only do
-/// async-signal-safe work, so it records the signal and the main loop acts on it.
-static PENDING: AtomicU64 = AtomicU64::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    PENDING.fetch_or(1 << sig, Ordering::SeqCst);
-}
-
 const FORWARDED: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
 
-fn install_handlers() {
-    for sig in FORWARDED {
-        // SAFETY: a zeroed sigaction is valid (no flags, empty mask); the handler only
-        // touches an atomic, which is async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut sa.sa_mask);
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+/// One flag per forwarded signal, set by signal-hook's handler; the supervising loop acts on
+/// it (a handler may only do async-signal-safe work).
+type Flags = Vec<(libc::c_int, Arc<AtomicBool>)>;
+
+fn install_handlers() -> Flags {
+    FORWARDED
+        .iter()
+        .map(|&sig| {
+            let flag = Arc::new(AtomicBool::new(false));
+            if let Err(e) = signal_hook::flag::register(sig, flag.clone()) {
+                log(format_args!("cannot watch signal {sig}: {e}"));
+            }
+            (sig, flag)
+        })
+        .collect()
 }
 
 fn log(msg: impl std::fmt::Display) {
@@ -180,7 +176,7 @@ pub fn register(client: &Client, args: RegisterArgs) -> Result<ExitCode, CtlErro
     };
     // Before the first request, so that a SIGTERM during start-up is not fatal but
     // handled like any other.
-    install_handlers();
+    let flags = install_handlers();
     match reg.register() {
         Ok(()) => {}
         // weir said no (unknown pool, bad weight, an operator's endpoint, ...): running the
@@ -208,7 +204,7 @@ pub fn register(client: &Client, args: RegisterArgs) -> Result<ExitCode, CtlErro
         }
     };
     log(format_args!("started {program} (pid {})", child.id()));
-    let status = supervise(&mut reg, &mut child, every);
+    let status = supervise(&mut reg, &mut child, every, &flags);
     log(format_args!("{program} exited ({status})"));
     reg.deregister();
     Ok(exit_code(status))
@@ -216,7 +212,12 @@ pub fn register(client: &Client, args: RegisterArgs) -> Result<ExitCode, CtlErro
 
 /// Heartbeats until the child exits; passes signals on, deregistering first on the ones
 /// that stop it so weir stops sending new requests while it shuts down.
-fn supervise(reg: &mut Registration, child: &mut Child, every: Duration) -> ExitStatus {
+fn supervise(
+    reg: &mut Registration,
+    child: &mut Child,
+    every: Duration,
+    flags: &Flags,
+) -> ExitStatus {
     let mut next_beat = Instant::now() + every;
     loop {
         match child.try_wait() {
@@ -229,9 +230,9 @@ fn supervise(reg: &mut Registration, child: &mut Child, every: Duration) -> Exit
                     .unwrap_or_else(|_| ExitStatus::from_raw(1 << 8));
             }
         }
-        let pending = PENDING.swap(0, Ordering::SeqCst);
-        for sig in FORWARDED {
-            if pending & (1 << sig) == 0 {
+        for (sig, flag) in flags {
+            let sig = *sig;
+            if !flag.swap(false, Ordering::SeqCst) {
                 continue;
             }
             if sig != libc::SIGHUP {
