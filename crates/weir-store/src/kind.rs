@@ -40,3 +40,17 @@ impl fmt::Display for Kind {
 pub fn endpoint_name(pool: &str, addr: &str) -> String {
     format!("{pool}/{addr}")
 }
+
+/// The admin API's path of a resource, without `/api/v1/` and unencoded:
+/// `pools/app/endpoints/10.0.0.1:80` for the endpoint named `app/10.0.0.1:80`.
+pub fn resource_path(kind: Kind, name: &str) -> String {
+    match kind {
+        Kind::Listener => format!("listeners/{name}"),
+        Kind::Route => format!("routes/{name}"),
+        Kind::Pool => format!("pools/{name}"),
+        Kind::Endpoint => {
+            let (pool, addr) = name.split_once('/').unwrap_or((name, ""));
+            format!("pools/{pool}/endpoints/{addr}")
+        }
+    }
+}

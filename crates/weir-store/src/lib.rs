@@ -14,6 +14,6 @@ mod store;
 
 pub use apply::{apply, Applied};
 pub use error::{CommitError, StoreError};
-pub use kind::{endpoint_name, Kind};
+pub use kind::{endpoint_name, resource_path, Kind};
 pub use model::{Change, Committed, Precondition, State, Versioned};
 pub use store::{Store, FILE_NAME};

@@ -78,15 +78,7 @@ fn decode(raw: &str) -> Result<String, Problem> {
 
 /// The API path of a resource, without `/api/v1/`.
 pub fn of(kind: Kind, name: &str) -> String {
-    match kind {
-        Kind::Listener => format!("listeners/{name}"),
-        Kind::Route => format!("routes/{name}"),
-        Kind::Pool => format!("pools/{name}"),
-        Kind::Endpoint => {
-            let (pool, addr) = name.split_once('/').unwrap_or((name, ""));
-            format!("pools/{pool}/endpoints/{addr}")
-        }
-    }
+    weir_store::resource_path(kind, name)
 }
 
 #[cfg(test)]

@@ -149,15 +149,7 @@ fn token(file: Option<&std::path::Path>) -> Result<Option<String>, CtlError> {
 
 /// The API path of a resource, unencoded; endpoints are named `POOL/ADDR` as in the store.
 pub fn path(kind: Kind, name: &str) -> String {
-    match kind {
-        Kind::Listener => format!("listeners/{name}"),
-        Kind::Route => format!("routes/{name}"),
-        Kind::Pool => format!("pools/{name}"),
-        Kind::Endpoint => {
-            let (pool, addr) = name.split_once('/').unwrap_or((name, ""));
-            endpoint_path(pool, addr)
-        }
-    }
+    weir_store::resource_path(kind, name)
 }
 
 pub fn endpoint_path(pool: &str, addr: &str) -> String {
