@@ -169,6 +169,23 @@ impl Control {
             error!("committed change not fully applied: {e}");
         }
         self.leases.sync(&state, &touched);
+        // An audit trail of runtime changes, one line per commit.
+        let what: Vec<String> = touched
+            .iter()
+            .map(|(k, n)| {
+                let verb = if state.get(*k, n).is_some() {
+                    "put"
+                } else {
+                    "delete"
+                };
+                format!("{verb} {}", weir_store::resource_path(*k, n))
+            })
+            .collect();
+        info!(
+            revision = state.revision,
+            "config change applied: {}",
+            what.join(", ")
+        );
         *self.view.write().unwrap() = Arc::new(state);
         Ok(committed)
     }
