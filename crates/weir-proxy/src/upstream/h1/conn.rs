@@ -1,0 +1,65 @@
+//! An upstream connection: the socket, a read buffer that outlives one
+//! response (bytes of the next read may already be in it), and a write
+//! buffer reused for every request head.
+
+use std::io;
+use std::task::{ready, Context, Poll};
+
+use bytes::BytesMut;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use crate::metrics::{Held, GLOBAL};
+
+/// Read at least this much room at a time.
+const READ_CHUNK: usize = 16 * 1024;
+
+pub struct Connection {
+    pub(super) io: TcpStream,
+    pub(super) rbuf: BytesMut,
+    pub(super) wbuf: Vec<u8>,
+    _open: Held,
+}
+
+impl Connection {
+    pub fn new(io: TcpStream) -> Self {
+        Connection {
+            io,
+            rbuf: BytesMut::new(),
+            wbuf: Vec::new(),
+            _open: Held::new(&GLOBAL.upstream_open),
+        }
+    }
+
+    /// Whether the connection can no longer carry a request: the backend
+    /// closed it, reset it, or sent bytes nobody asked for. Never blocks;
+    /// costs a system call only when the socket was reported readable.
+    pub fn is_closed(&self) -> bool {
+        if !self.rbuf.is_empty() {
+            return true;
+        }
+        let peeked = self.io.try_io(Interest::READABLE, || {
+            let mut b = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+            socket2::SockRef::from(&self.io).peek(&mut b)
+        });
+        match peeked {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            // EOF, unsolicited bytes, or an error.
+            _ => true,
+        }
+    }
+
+    /// Reads more bytes into `rbuf`; `Ok(0)` at EOF.
+    pub(super) fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
+            self.rbuf.reserve(READ_CHUNK);
+        }
+        loop {
+            ready!(self.io.poll_read_ready(cx))?;
+            match self.io.try_read_buf(&mut self.rbuf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+}
