@@ -264,3 +264,287 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http::Request;
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    /// A request body fed through a channel.
+    struct Chan(mpsc::Receiver<Bytes>, Option<u64>);
+
+    impl Body for Chan {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
+        }
+        fn size_hint(&self) -> SizeHint {
+            self.1.map_or_else(SizeHint::default, SizeHint::with_exact)
+        }
+    }
+
+    async fn pair() -> (Connection, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        (Connection::new(c), s)
+    }
+
+    /// Reads from `s` until `buf` holds a request head; returns its length.
+    async fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> usize {
+        loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                return i + 4;
+            }
+            let mut b = [0u8; 4096];
+            let n = s.read(&mut b).await.unwrap();
+            assert!(n > 0, "EOF before the request head");
+            buf.extend_from_slice(&b[..n]);
+        }
+    }
+
+    fn get(path: &str) -> Parts {
+        Request::get(path)
+            .header("host", "b")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    }
+
+    fn none() -> Payload<Chan> {
+        Payload::Bytes(Bytes::new())
+    }
+
+    #[tokio::test]
+    async fn a_clean_exchange_leaves_the_connection_reusable() {
+        let (conn, mut s) = pair().await;
+        let backend = tokio::spawn(async move {
+            for body in ["one", "two"] {
+                let mut buf = Vec::new();
+                let n = read_head(&mut s, &mut buf).await;
+                assert_eq!(&buf[..n], b"GET /x HTTP/1.1\r\nhost: b\r\n\r\n");
+                let resp = format!("HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\n{body}");
+                s.write_all(resp.as_bytes()).await.unwrap();
+            }
+            s
+        });
+        let mut resp = send(conn, &get("/x"), none()).await.ok().unwrap();
+        let data = resp.body_mut().frame().await.unwrap().unwrap();
+        assert_eq!(data.into_data().unwrap(), "one");
+        assert!(resp.body().is_end_stream());
+        let conn = resp.body_mut().take_reusable().expect("reusable");
+        assert!(!conn.is_closed());
+        let resp = send(conn, &get("/x"), none()).await.ok().unwrap();
+        let mut body = resp.into_body();
+        assert_eq!(
+            body.frame().await.unwrap().unwrap().into_data().unwrap(),
+            "two"
+        );
+        let conn = body.take_reusable().unwrap();
+        // The backend goes away: the pooled connection shows it.
+        drop(backend.await.unwrap());
+        for _ in 0..100 {
+            if conn.is_closed() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        panic!("a closed connection looks open");
+    }
+
+    #[tokio::test]
+    async fn close_and_close_delimited_responses_are_not_reused() {
+        for raw in [
+            "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok",
+            "HTTP/1.1 200 OK\r\n\r\nok",
+            "HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok",
+            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokEXTRA",
+        ] {
+            let (conn, mut s) = pair().await;
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                read_head(&mut s, &mut buf).await;
+                s.write_all(raw.as_bytes()).await.unwrap();
+                if raw.contains("\r\n\r\nok") && !raw.contains("length") {
+                    let _ = s.shutdown().await;
+                }
+                let _ = s.read(&mut [0u8; 16]).await;
+            });
+            let resp = send(conn, &get("/"), none()).await.ok().unwrap();
+            let mut body = resp.into_body();
+            let mut data = Vec::new();
+            while let Some(f) = body.frame().await {
+                data.extend_from_slice(&f.unwrap().into_data().unwrap());
+            }
+            assert_eq!(data, b"ok");
+            assert!(body.take_reusable().is_none(), "{raw:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_early_answer_arrives_and_retires_the_connection() {
+        let (conn, mut s) = pair().await;
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            read_head(&mut s, &mut buf).await;
+            // Refuses the body without reading it.
+            s.write_all(b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 4\r\n\r\nbig!")
+                .await
+                .unwrap();
+            let _ = s.read(&mut [0u8; 16]).await;
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        });
+        let (tx, rx) = mpsc::channel(4);
+        tx.send(Bytes::from(vec![b'x'; 64 * 1024])).await.unwrap();
+        let parts = Request::post("/up").body(()).unwrap().into_parts().0;
+        let resp = send(conn, &parts, Payload::Stream(Chan(rx, Some(10 << 20))))
+            .await
+            .ok()
+            .unwrap();
+        assert_eq!(resp.status(), 413);
+        let mut body = resp.into_body();
+        assert_eq!(
+            body.frame().await.unwrap().unwrap().into_data().unwrap(),
+            "big!"
+        );
+        assert!(body.frame().await.is_none());
+        assert!(body.take_reusable().is_none());
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_streamed_body_goes_chunked_while_the_response_streams_back() {
+        let (conn, mut s) = pair().await;
+        let total = 4 << 20;
+        // An echo backend: answers at once, then returns what it reads.
+        let backend = tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let n = read_head(&mut s, &mut buf).await;
+            let head = String::from_utf8(buf[..n].to_vec()).unwrap();
+            assert!(head.contains("transfer-encoding: chunked\r\n"), "{head}");
+            s.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+            let mut raw = buf[n..].to_vec();
+            s.write_all(&raw).await.unwrap();
+            let mut b = vec![0u8; 65536];
+            while !raw.ends_with(b"0\r\n\r\n") {
+                let n = s.read(&mut b).await.unwrap();
+                assert!(n > 0);
+                raw.extend_from_slice(&b[..n]);
+                s.write_all(&b[..n]).await.unwrap();
+            }
+            s.shutdown().await.unwrap();
+            raw
+        });
+        let (tx, rx) = mpsc::channel(2);
+        let feeder = tokio::spawn(async move {
+            let mut sent = Vec::new();
+            let mut i = 0u32;
+            while sent.len() < total {
+                let piece: Vec<u8> = (0..40_000).map(|j| (i + j) as u8).collect();
+                i += 7;
+                sent.extend_from_slice(&piece);
+                tx.send(Bytes::from(piece)).await.unwrap();
+            }
+            sent
+        });
+        let parts = Request::put("/echo").body(()).unwrap().into_parts().0;
+        let resp = send(conn, &parts, Payload::Stream(Chan(rx, None)))
+            .await
+            .ok()
+            .unwrap();
+        let mut body = resp.into_body();
+        let mut echoed = Vec::new();
+        while let Some(f) = body.frame().await {
+            echoed.extend_from_slice(&f.unwrap().into_data().unwrap());
+        }
+        let sent = feeder.await.unwrap();
+        let raw = backend.await.unwrap();
+        assert_eq!(echoed, raw);
+        // Undo the chunking: the bytes are the ones sent.
+        let mut plain = Vec::new();
+        let mut rest = &raw[..];
+        loop {
+            let line = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&rest[..line]).unwrap(), 16).unwrap();
+            rest = &rest[line + 2..];
+            if size == 0 {
+                break;
+            }
+            plain.extend_from_slice(&rest[..size]);
+            rest = &rest[size + 2..];
+        }
+        assert_eq!(plain, sent);
+        assert!(body.take_reusable().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_small_body_goes_out_with_the_head() {
+        let (conn, mut s) = pair().await;
+        let backend = tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            let n = s.read(&mut buf).await.unwrap();
+            s.write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+                .await
+                .unwrap();
+            buf.truncate(n);
+            buf
+        });
+        let parts = Request::post("/p").body(()).unwrap().into_parts().0;
+        let mut resp = send(
+            conn,
+            &parts,
+            Payload::<Chan>::Bytes(Bytes::from_static(b"hello")),
+        )
+        .await
+        .ok()
+        .unwrap();
+        assert_eq!(resp.status(), 204);
+        assert!(resp.body().is_end_stream());
+        assert!(resp.body_mut().take_reusable().is_some());
+        // One read saw the whole request (one write on a fresh loopback socket).
+        assert_eq!(
+            backend.await.unwrap(),
+            b"POST /p HTTP/1.1\r\ncontent-length: 5\r\n\r\nhello"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_dead_connection_hands_the_payload_back() {
+        let (conn, s) = pair().await;
+        // A reset: linger 0 then close.
+        socket2::SockRef::from(&s)
+            .set_linger(Some(std::time::Duration::ZERO))
+            .unwrap();
+        drop(s);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(conn.is_closed());
+        let parts = Request::post("/p").body(()).unwrap().into_parts().0;
+        let Err(e) = send(
+            conn,
+            &parts,
+            Payload::<Chan>::Bytes(Bytes::from_static(b"x")),
+        )
+        .await
+        else {
+            panic!("sent on a reset connection");
+        };
+        assert!(
+            matches!(e.unsent, Some(Payload::Bytes(b)) if b == "x"),
+            "{}",
+            e.error
+        );
+    }
+}
