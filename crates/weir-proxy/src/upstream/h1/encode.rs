@@ -26,14 +26,18 @@ pub(super) enum Framing {
 
 /// Appends the request head to `dst` and says how to frame the body.
 pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, body: BodyKind) -> Framing {
-    let existing = content_length(&parts.headers).ok().flatten();
     // Which framing header weir adds, and whether the client's
     // Content-Length lines are dropped (a chunked body replaces them).
-    let (framing, add_length, drop_length, chunked) = match body {
-        BodyKind::Empty => (Framing::Length(0), None, false, false),
-        _ if existing.is_some() => (Framing::Length(existing.unwrap_or(0)), None, false, false),
-        BodyKind::Known(n) => (Framing::Length(n), Some(n), true, false),
-        BodyKind::Unknown => match parts.method {
+    // (No header lookup for the common request without a body.)
+    let existing = match body {
+        BodyKind::Empty => None,
+        _ => content_length(&parts.headers).ok().flatten(),
+    };
+    let (framing, add_length, drop_length, chunked) = match (body, existing) {
+        (BodyKind::Empty, _) => (Framing::Length(0), None, false, false),
+        (_, Some(n)) => (Framing::Length(n), None, false, false),
+        (BodyKind::Known(n), None) => (Framing::Length(n), Some(n), true, false),
+        (BodyKind::Unknown, None) => match parts.method {
             Method::GET | Method::HEAD | Method::CONNECT => {
                 (Framing::Length(0), None, false, false)
             }
@@ -114,15 +118,21 @@ pub(super) fn push_hex(dst: &mut Vec<u8>, mut n: u64) {
 pub(super) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ()> {
     let mut found = None;
     for value in headers.get_all(CONTENT_LENGTH) {
-        for part in value.as_bytes().split(|&b| b == b',') {
-            let n = digits(trim(part)).ok_or(())?;
-            match found {
-                Some(f) if f != n => return Err(()),
-                _ => found = Some(n),
-            }
-        }
+        add_length(&mut found, value.as_bytes())?;
     }
     Ok(found)
+}
+
+/// Adds one Content-Length line to what the earlier ones said.
+pub(super) fn add_length(found: &mut Option<u64>, value: &[u8]) -> Result<(), ()> {
+    for part in value.split(|&b| b == b',') {
+        let n = digits(trim(part)).ok_or(())?;
+        match *found {
+            Some(f) if f != n => return Err(()),
+            _ => *found = Some(n),
+        }
+    }
+    Ok(())
 }
 
 fn digits(s: &[u8]) -> Option<u64> {

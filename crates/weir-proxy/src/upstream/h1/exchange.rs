@@ -67,20 +67,29 @@ where
         }
         _ => false,
     };
-    let mut ex = Exchange {
-        conn,
+    let mut sending = Sending {
         writer: Writer::new(payload, inline, framing),
-        write_failed: None,
+        failed: None,
     };
-    match poll_fn(|cx| ex.poll_head(cx, &parts.method)).await {
+    match poll_fn(|cx| poll_head(&mut conn, &mut sending, cx, &parts.method)).await {
         Ok(head) => {
             let Head {
                 parts,
                 decoder,
                 keep_alive,
             } = head;
+            // Usually the whole request is out by now; the rare rest (an
+            // early answer, a full-duplex backend) is boxed, to keep the
+            // body small where it is moved.
+            let (sent, sending) = match (&sending.failed, sending.writer.is_done()) {
+                (None, true) => (true, None),
+                (None, false) => (false, Some(Box::new(sending))),
+                (Some(_), _) => (false, None),
+            };
             let mut body = RecvBody {
-                ex: Some(ex),
+                conn: Some(conn),
+                sending,
+                sent,
                 decoder,
                 keep_alive,
                 reusable: false,
@@ -92,20 +101,20 @@ where
         }
         Err(error) => Err(SendError {
             error,
-            unsent: ex.writer.take_unsent(),
+            unsent: sending.writer.take_unsent(),
         }),
     }
 }
 
-struct Exchange<B> {
-    conn: Connection,
+/// The request side of an exchange.
+struct Sending<B> {
     writer: Writer<B>,
     /// The socket refused the rest of the request; the response may still
     /// come (an early answer), but the connection is done for.
-    write_failed: Option<std::io::Error>,
+    failed: Option<std::io::Error>,
 }
 
-impl<B> Exchange<B>
+impl<B> Sending<B>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
@@ -113,45 +122,50 @@ where
     /// Moves the request along as far as the socket and the body allow.
     /// Errs only when the exchange must stop (the request body failed, or
     /// the connection died before a byte went out).
-    fn drive_write(&mut self, cx: &mut Context<'_>) -> Result<(), Error> {
-        if self.write_failed.is_some() || self.writer.is_done() {
+    fn drive(&mut self, conn: &mut Connection, cx: &mut Context<'_>) -> Result<(), Error> {
+        if self.failed.is_some() || self.writer.is_done() {
             return Ok(());
         }
-        match self.writer.poll(&mut self.conn, cx) {
+        match self.writer.poll(conn, cx) {
             Poll::Ready(Ok(())) | Poll::Pending => Ok(()),
             Poll::Ready(Err(WriteError::Io(e))) if self.writer.sent_nothing() => Err(Error::Io(e)),
             Poll::Ready(Err(WriteError::Io(e))) => {
                 self.writer.abandon();
-                self.write_failed = Some(e);
+                self.failed = Some(e);
                 Ok(())
             }
             Poll::Ready(Err(WriteError::Body(e))) => Err(e),
         }
     }
+}
 
-    fn poll_head(
-        &mut self,
-        cx: &mut Context<'_>,
-        method: &http::Method,
-    ) -> Poll<Result<Head, Error>> {
-        loop {
-            self.drive_write(cx)?;
-            if !self.conn.rbuf.is_empty() {
-                if let Some(head) = parse::parse(&mut self.conn.rbuf, method)? {
-                    return Poll::Ready(Ok(head));
-                }
+fn poll_head<B>(
+    conn: &mut Connection,
+    sending: &mut Sending<B>,
+    cx: &mut Context<'_>,
+    method: &http::Method,
+) -> Poll<Result<Head, Error>>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    loop {
+        sending.drive(conn, cx)?;
+        if !conn.rbuf.is_empty() {
+            if let Some(head) = parse::parse(&mut conn.rbuf, method)? {
+                return Poll::Ready(Ok(head));
             }
-            match self.conn.poll_fill(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Ok(0)) => {
-                    return Poll::Ready(Err(match self.write_failed.take() {
-                        Some(e) => Error::Io(e),
-                        None => Error::ClosedBeforeHead,
-                    }))
-                }
-                Poll::Ready(Ok(_)) => {}
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(Error::Io(e))),
+        }
+        match conn.poll_fill(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(0)) => {
+                return Poll::Ready(Err(match sending.failed.take() {
+                    Some(e) => Error::Io(e),
+                    None => Error::ClosedBeforeHead,
+                }))
             }
+            Poll::Ready(Ok(_)) => {}
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(Error::Io(e))),
         }
     }
 }
@@ -160,7 +174,11 @@ where
 pub struct RecvBody<B> {
     /// Gone once the body ended (or failed) and the connection was not
     /// reusable.
-    ex: Option<Exchange<B>>,
+    conn: Option<Connection>,
+    /// What is left of the request, if it was not all sent with the head.
+    sending: Option<Box<Sending<B>>>,
+    /// The whole request went out cleanly.
+    sent: bool,
     decoder: Decoder,
     keep_alive: bool,
     reusable: bool,
@@ -178,23 +196,39 @@ where
             return None;
         }
         self.reusable = false;
-        self.ex.take().map(|ex| ex.conn)
+        self.conn.take()
+    }
+
+    /// Sends more of the request, if some is left.
+    fn drive_write(&mut self, cx: &mut Context<'_>) -> Result<(), Error> {
+        let (Some(s), Some(conn)) = (self.sending.as_mut(), self.conn.as_mut()) else {
+            return Ok(());
+        };
+        s.drive(conn, cx)?;
+        if s.failed.is_some() || s.writer.is_done() {
+            self.sent = s.failed.is_none();
+            self.sending = None;
+        }
+        Ok(())
     }
 
     /// The response is complete: decide whether the connection can be
-    /// reused, and close it now if not.
+    /// reused, and close it now if not. A request still being sent is
+    /// abandoned.
     fn finish(&mut self) {
         self.reusable = self.keep_alive
-            && self.ex.as_ref().is_some_and(|ex| {
-                ex.writer.is_done() && ex.write_failed.is_none() && ex.conn.rbuf.is_empty()
-            });
+            && self.sent
+            && self.sending.is_none()
+            && self.conn.as_ref().is_some_and(|c| c.rbuf.is_empty());
         if !self.reusable {
-            self.ex = None;
+            self.conn = None;
+            self.sending = None;
         }
     }
 
     fn fail(&mut self, e: Error) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
-        self.ex = None;
+        self.conn = None;
+        self.sending = None;
         self.decoder = Decoder::Done;
         Poll::Ready(Some(Err(e)))
     }
@@ -214,16 +248,16 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let this = self.get_mut();
         loop {
-            if this.decoder.is_done() {
+            if this.decoder.is_done() || this.conn.is_none() {
                 return Poll::Ready(None);
             }
-            let Some(ex) = this.ex.as_mut() else {
-                return Poll::Ready(None);
-            };
-            if let Err(e) = ex.drive_write(cx) {
+            if let Err(e) = this.drive_write(cx) {
                 return this.fail(e);
             }
-            match this.decoder.decode(&mut ex.conn.rbuf) {
+            let Some(conn) = this.conn.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match this.decoder.decode(&mut conn.rbuf) {
                 Ok(Some(data)) => {
                     if this.decoder.is_done() {
                         this.finish();
@@ -237,14 +271,15 @@ where
                 Ok(None) => {}
                 Err(e) => return this.fail(e),
             }
-            match ex.conn.poll_fill(cx) {
+            match conn.poll_fill(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(0)) => {
                     if let Err(e) = this.decoder.on_eof() {
                         return this.fail(e);
                     }
                     // A close-delimited body: the connection ended with it.
-                    this.ex = None;
+                    this.conn = None;
+                    this.sending = None;
                     return Poll::Ready(None);
                 }
                 Poll::Ready(Ok(_)) => {}

@@ -4,13 +4,13 @@
 
 use std::mem::MaybeUninit;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::response::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version};
 
 use super::decode::Decoder;
-use super::encode::{content_length, has_token, trim};
+use super::encode::{add_length, has_token, trim};
 use super::error::Error;
 use super::{MAX_HEAD, MAX_HEADERS};
 
@@ -48,6 +48,11 @@ type Spans = [[u32; 4]; MAX_HEADERS];
 struct Parsed {
     parts: Parts,
     keep_alive: bool,
+    /// The framing headers, noted while the head was read: the last
+    /// Transfer-Encoding line, and Content-Length (`Err` if invalid).
+    te: Option<Bytes>,
+    length: Result<Option<u64>, ()>,
+    has_length: bool,
 }
 
 fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
@@ -100,12 +105,24 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
     };
     let mut keep_alive = version == Version::HTTP_11;
     let mut saw_close = false;
+    let mut te = None;
+    let mut length = Ok(None);
+    let mut has_length = false;
     let mut map = HeaderMap::with_capacity(count);
     for s in &spans[..count] {
         let name = HeaderName::from_bytes(&head[s[0] as usize..s[1] as usize])
             .map_err(|_| Error::Protocol("invalid header name"))?;
         let value = head.slice(s[2] as usize..s[3] as usize);
-        if name == CONNECTION {
+        if name == CONTENT_LENGTH {
+            has_length = true;
+            if let Ok(found) = &mut length {
+                if add_length(found, &value).is_err() {
+                    length = Err(());
+                }
+            }
+        } else if name == TRANSFER_ENCODING {
+            te = Some(value.clone());
+        } else if name == CONNECTION {
             // Once one Connection line asks to close, no later one undoes it.
             if saw_close || has_token(&value, "close") {
                 saw_close = true;
@@ -133,33 +150,44 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
         }
     }
     let (parts, ()) = resp.into_parts();
-    Ok(Some(Parsed { parts, keep_alive }))
+    Ok(Some(Parsed {
+        parts,
+        keep_alive,
+        te,
+        length,
+        has_length,
+    }))
 }
 
 /// How the body of a final response is framed (RFC 9112 §6.3).
 fn framing(head: Parsed, method: &Method) -> Result<Head, Error> {
-    let Parsed { parts, keep_alive } = head;
-    let h = &parts.headers;
+    let Parsed {
+        parts,
+        keep_alive,
+        te,
+        length,
+        has_length,
+    } = head;
     let status = parts.status.as_u16();
     let decoder = if status == 204 || status == 304 || *method == Method::HEAD {
         Decoder::Done
     } else if *method == Method::CONNECT && parts.status.is_success() {
         return Err(Error::Protocol("CONNECT tunnels are not supported"));
-    } else if let Some(te) = h.get_all(TRANSFER_ENCODING).iter().next_back() {
-        if h.contains_key(CONTENT_LENGTH) {
+    } else if let Some(te) = te {
+        if has_length {
             return Err(Error::Protocol("both Transfer-Encoding and Content-Length"));
         }
         if parts.version == Version::HTTP_10 {
             return Err(Error::Protocol("Transfer-Encoding in an HTTP/1.0 response"));
         }
-        let last = te.as_bytes().rsplit(|&b| b == b',').next().unwrap_or(b"");
+        let last = te.rsplit(|&b| b == b',').next().unwrap_or(b"");
         if trim(last).eq_ignore_ascii_case(b"chunked") {
             Decoder::chunked()
         } else {
             Decoder::Eof
         }
     } else {
-        match content_length(h) {
+        match length {
             Ok(Some(n)) => Decoder::length(n),
             Ok(None) => Decoder::Eof,
             Err(()) => return Err(Error::Protocol("invalid Content-Length")),
