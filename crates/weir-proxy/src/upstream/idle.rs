@@ -64,8 +64,9 @@ pub struct Checkout {
 impl IdleConns {
     /// A pooled connection that is open, ready and not expired.
     pub fn checkout(&self, now: Instant) -> Option<Checkout> {
-        let mut conns = self.conns.lock().unwrap();
-        while let Some(c) = conns.pop() {
+        // The lock is not held while a connection is checked.
+        loop {
+            let c = self.conns.lock().unwrap().pop()?;
             // A FIN (or RST) from the backend shows as a readable socket:
             // such a connection is dropped, and its age teaches the idle
             // timeout. The check is a system call only when the socket was
@@ -81,7 +82,6 @@ impl IdleConns {
                 self.learn(now.saturating_duration_since(c.since));
             }
         }
-        None
     }
 
     /// Returns a connection; `idle` is how long it may now stay idle.

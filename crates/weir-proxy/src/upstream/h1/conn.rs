@@ -11,13 +11,16 @@ use tokio::net::TcpStream;
 
 use crate::metrics::{Held, GLOBAL};
 
-/// Read at least this much room at a time.
+/// Read with at least this much room at first; a read that fills the room
+/// doubles it, up to `MAX_READ` (large bodies take fewer reads).
 const READ_CHUNK: usize = 16 * 1024;
+const MAX_READ: usize = 128 * 1024;
 
 pub struct Connection {
     pub(super) io: TcpStream,
     pub(super) rbuf: BytesMut,
     pub(super) wbuf: Vec<u8>,
+    read_size: usize,
     _open: Held,
 }
 
@@ -27,6 +30,7 @@ impl Connection {
             io,
             rbuf: BytesMut::new(),
             wbuf: Vec::new(),
+            read_size: READ_CHUNK,
             _open: Held::new(&GLOBAL.upstream_open),
         }
     }
@@ -51,13 +55,18 @@ impl Connection {
 
     /// Reads more bytes into `rbuf`; `Ok(0)` at EOF.
     pub(super) fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
-            self.rbuf.reserve(READ_CHUNK);
+        if self.rbuf.capacity() - self.rbuf.len() < self.read_size / 4 {
+            self.rbuf.reserve(self.read_size);
         }
+        let room = self.rbuf.capacity() - self.rbuf.len();
         loop {
             ready!(self.io.poll_read_ready(cx))?;
             match self.io.try_read_buf(&mut self.rbuf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Ok(n) if n == room && self.read_size < MAX_READ => {
+                    self.read_size *= 2;
+                    return Poll::Ready(Ok(n));
+                }
                 r => return Poll::Ready(r),
             }
         }
