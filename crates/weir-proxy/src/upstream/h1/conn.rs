@@ -3,11 +3,13 @@
 //! buffer reused for every request head.
 
 use std::io;
+use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use bytes::BytesMut;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
+use tokio_util::io::poll_read_buf;
 
 use crate::metrics::{Held, GLOBAL};
 
@@ -59,16 +61,14 @@ impl Connection {
             self.rbuf.reserve(self.read_size);
         }
         let room = self.rbuf.capacity() - self.rbuf.len();
-        loop {
-            ready!(self.io.poll_read_ready(cx))?;
-            match self.io.try_read_buf(&mut self.rbuf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Ok(n) if n == room && self.read_size < MAX_READ => {
-                    self.read_size *= 2;
-                    return Poll::Ready(Ok(n));
-                }
-                r => return Poll::Ready(r),
-            }
+        // Through AsyncRead rather than try_read: a short read then clears
+        // the socket's readiness, so neither the next read nor the EOF
+        // check before reuse costs a system call that would only say
+        // EAGAIN.
+        let n = ready!(poll_read_buf(Pin::new(&mut self.io), cx, &mut self.rbuf))?;
+        if n == room && self.read_size < MAX_READ {
+            self.read_size *= 2;
         }
+        Poll::Ready(Ok(n))
     }
 }
