@@ -14,9 +14,12 @@ use tokio_util::io::poll_read_buf;
 use crate::metrics::{Held, GLOBAL};
 
 /// Read with at least this much room at first; a read that fills the room
-/// doubles it, up to `MAX_READ` (large bodies take fewer reads).
+/// doubles it, up to `MAX_READ` (large bodies take fewer reads). The buffer
+/// stays with the connection, as hyper's did: reused in place once the
+/// body's frames are sent, it costs no new pages per response (freeing it
+/// at each reuse cost ~40% more system time on 1 MiB responses).
 const READ_CHUNK: usize = 16 * 1024;
-const MAX_READ: usize = 128 * 1024;
+const MAX_READ: usize = 512 * 1024;
 
 pub struct Connection {
     pub(super) io: TcpStream,
