@@ -8,21 +8,29 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::{Body, Frame, SizeHint};
 
 use crate::capacity::Slot;
 use crate::endpoint::EndpointRt;
 use crate::http::conn_state::BusyGuard;
+use crate::http::upbody::UpBody;
 use crate::metrics::recorder::Recorder;
+use crate::upstream::h1::{self, RecvBody};
 use crate::upstream::idle::Conn;
 
-/// A connection to return to its endpoint's pool once the response is read.
+/// The upstream response body: it owns the connection until the end.
+pub type Incoming = RecvBody<UpBody>;
+
+/// Where the connection goes once the response is read (the connection
+/// itself is inside the response body until then).
 pub struct PoolReturn {
     pub endpoint: Arc<EndpointRt>,
-    pub conn: Conn,
+    /// When the connection was opened, and requests sent on it so far.
+    pub born: Instant,
+    pub uses: u32,
     /// How long it may idle in the pool.
     pub idle: Duration,
     /// The pool's `max_conn_age` and `max_requests_per_conn` (0 = none).
@@ -30,6 +38,9 @@ pub struct PoolReturn {
     pub max_uses: u32,
 }
 
+// The upstream variant owns the connection and its buffers; boxing it
+// would allocate per request, and the body moves only a few times.
+#[allow(clippy::large_enum_variant)]
 pub enum ProxyBody {
     Upstream {
         inner: Incoming,
@@ -100,12 +111,12 @@ impl ProxyBody {
 
 impl Body for ProxyBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = h1::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, h1::Error>>> {
         match self.get_mut() {
             ProxyBody::Full { data, .. } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
             ProxyBody::Upstream {
@@ -116,11 +127,11 @@ impl Body for ProxyBody {
                 slot,
                 ..
             } => {
-                let r = Pin::new(inner).poll_frame(cx);
+                let r = Pin::new(&mut *inner).poll_frame(cx);
                 match &r {
                     Poll::Ready(None) => {
                         *ended = true;
-                        give_back(ret);
+                        give_back(ret, inner);
                         // The backend is done with this request: its slot is
                         // free now, not only once the client has the last byte.
                         release(slot, *sent);
@@ -171,7 +182,7 @@ impl Drop for ProxyBody {
             // Bodies hyper never polls (HEAD, 204, Content-Length: 0) are
             // complete too; anything else unread means the connection is dirty.
             if *ended || inner.is_end_stream() {
-                give_back(ret);
+                give_back(ret, inner);
             }
         }
     }
@@ -188,11 +199,21 @@ fn release(slot: &mut Option<Slot>, sent: u64) {
     }
 }
 
-fn give_back(ret: &mut Option<PoolReturn>) {
+/// Pools the connection if the exchange left it reusable (the body reports
+/// that) and it is not too old, worn out, or its endpoint draining.
+fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming) {
     let Some(r) = ret.take() else { return };
-    let too_old = r.max_age.is_some_and(|m| r.conn.born.elapsed() >= m);
-    let worn = r.max_uses > 0 && r.conn.uses >= r.max_uses;
+    let Some(io) = body.take_reusable() else {
+        return;
+    };
+    let too_old = r.max_age.is_some_and(|m| r.born.elapsed() >= m);
+    let worn = r.max_uses > 0 && r.uses >= r.max_uses;
     if !r.endpoint.is_draining() && !too_old && !worn {
-        r.endpoint.idle.checkin(r.conn, r.idle);
+        let conn = Conn {
+            io,
+            born: r.born,
+            uses: r.uses,
+        };
+        r.endpoint.idle.checkin(conn, r.idle);
     }
 }

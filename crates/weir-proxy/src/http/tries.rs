@@ -16,9 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::request::Parts;
-use http::{Method, Request, Response};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use http::{Method, Response};
 
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
@@ -27,10 +25,10 @@ use crate::health::{record_failure, record_success};
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::upbody::{Prepared, UpBody};
-use crate::metrics::{Held, GLOBAL};
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::upstream::connect::connect;
+use crate::upstream::h1::{self, Payload, SendError};
 use crate::upstream::idle::Conn;
 use crate::upstream::keep_alive::idle_allowance;
 
@@ -112,7 +110,6 @@ pub async fn run(a: Attempts<'_>) -> Ended {
     let mut last_failure: (Reason, String, Option<(Arc<str>, usize)>) =
         (Reason::NoHealthyEndpoint, String::new(), None);
     let mut fresh_only = false;
-    let mut head = Some(parts);
     loop {
         let granted = match capacity::acquire(pool, &key).await {
             Ok(g) => g,
@@ -131,25 +128,14 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         let index = granted.slot.index;
         info.queued += granted.queued;
         let body = match (&replay, once.take()) {
-            (Some(b), _) if b.is_empty() => UpBody::Full(None),
             (Some(b), _) => {
                 ep.metrics.bytes_in.fetch_add(b.len() as u64, Relaxed);
-                UpBody::Full(Some(b.clone()))
+                Payload::Bytes(b.clone())
             }
-            (None, Some(b)) => b.counting(ep.metrics.bytes_in.clone()),
+            (None, Some(b)) => Payload::Stream(b.counting(ep.metrics.bytes_in.clone())),
             (None, None) => break,
         };
-        // Keep a copy of the head only while another try may need it.
-        let may_retry = tries < policy.attempts && replay.is_some();
-        let parts = match (may_retry, head.as_ref()) {
-            (true, Some(h)) => h.clone(),
-            _ => match head.take() {
-                Some(h) => h,
-                None => break,
-            },
-        };
-        let req = Request::from_parts(parts, body);
-        let outcome = try_once(pool, granted, req, fresh_only, decorate, info).await;
+        let outcome = try_once(pool, granted, &parts, body, fresh_only, decorate, info).await;
         let mut free = false;
         let retried_for;
         let retry = match outcome {
@@ -251,7 +237,8 @@ fn attach(resp: Response<ProxyBody>, granted: Granted) -> Response<ProxyBody> {
 async fn try_once(
     pool: &PoolRt,
     granted: Granted,
-    req: Request<UpBody>,
+    parts: &Parts,
+    body: Payload<UpBody>,
     fresh_only: bool,
     decorate: &(dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
     info: &mut TryInfo,
@@ -259,7 +246,7 @@ async fn try_once(
     let ep = granted.slot.endpoint.clone();
     let limit = pool.retry.per_try_timeout.unwrap_or(pool.response_timeout);
     let started = Instant::now();
-    let mut req = req;
+    let mut body = body;
     let mut fresh_only = fresh_only;
     loop {
         let pooled = if fresh_only {
@@ -280,10 +267,10 @@ async fn try_once(
                 )
                 .await
                 {
-                    Ok(tx) => {
+                    Ok(io) => {
                         info.connect = opening.elapsed();
                         Conn {
-                            tx,
+                            io,
                             born: Instant::now(),
                             uses: 0,
                         }
@@ -296,9 +283,10 @@ async fn try_once(
             }
         };
         conn.uses += 1;
+        let Conn { io, born, uses } = conn;
         let left = limit.saturating_sub(started.elapsed());
         let sent_at = Instant::now();
-        match tokio::time::timeout(left, conn.tx.try_send_request(req)).await {
+        match tokio::time::timeout(left, h1::send(io, parts, body)).await {
             Ok(Ok(resp)) => {
                 info.first_byte = Some(Instant::now());
                 if !reused {
@@ -318,7 +306,8 @@ async fn try_once(
                 let retry_status = pool.retry.on_status.contains(&parts.status.as_u16());
                 let ret = PoolReturn {
                     endpoint: ep.clone(),
-                    conn,
+                    born,
+                    uses,
                     idle,
                     max_age: pool.max_conn_age,
                     max_uses: pool.max_requests_per_conn,
@@ -327,18 +316,18 @@ async fn try_once(
                 decorate(&mut resp, &ep);
                 return Outcome::Answer(resp, granted, retry_status);
             }
-            Ok(Err(mut e)) => {
-                if let Some(back) = e.take_message() {
+            Ok(Err(SendError { error, unsent })) => {
+                if let Some(back) = unsent {
                     // Not a byte went out: the connection was already dead.
                     if reused && !fresh_only {
                         if let Some(age) = idle_for {
                             ep.idle.learn(age);
                         }
-                        req = back;
+                        body = back;
                         fresh_only = true;
                         continue;
                     }
-                    return Outcome::NotDelivered(Reason::UpstreamReset, e.error().to_string());
+                    return Outcome::NotDelivered(Reason::UpstreamReset, error.to_string());
                 }
                 if reused {
                     // The stale keep-alive race: the backend closed the idle
@@ -347,9 +336,9 @@ async fn try_once(
                     if let Some(age) = idle_for {
                         ep.idle.learn(age);
                     }
-                    return Outcome::NotDelivered(Reason::UpstreamReset, e.error().to_string());
+                    return Outcome::NotDelivered(Reason::UpstreamReset, error.to_string());
                 }
-                return Outcome::MaybeDelivered(Reason::UpstreamReset, e.error().to_string());
+                return Outcome::MaybeDelivered(Reason::UpstreamReset, error.to_string());
             }
             Err(_) => {
                 let detail = format!("no response within {limit:?}");
@@ -359,24 +348,9 @@ async fn try_once(
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-enum OpenError {
-    #[error(transparent)]
-    Connect(#[from] crate::upstream::connect::ConnectError),
-    #[error("HTTP/1 handshake: {0}")]
-    Handshake(#[from] hyper::Error),
-}
-
-async fn open(ep: &EndpointRt, timeout: Duration) -> Result<SendRequest<UpBody>, OpenError> {
-    let stream = connect(ep.addr, timeout).await?;
-    let (tx, conn) = hyper::client::conn::http1::Builder::new()
-        .handshake(TokioIo::new(stream))
-        .await?;
-    let open = Held::new(&GLOBAL.upstream_open);
-    tokio::spawn(async move {
-        // Ends when the backend closes or weir drops the sender.
-        let _ = conn.await;
-        drop(open);
-    });
-    Ok(tx)
+async fn open(
+    ep: &EndpointRt,
+    timeout: Duration,
+) -> Result<h1::Connection, crate::upstream::connect::ConnectError> {
+    Ok(h1::Connection::new(connect(ep.addr, timeout).await?))
 }

@@ -11,9 +11,8 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
+/// A body too large to replay (replayable ones go upstream as bytes).
 pub enum UpBody {
-    /// Held in memory: a try may be repeated with a clone.
-    Full(Option<Bytes>),
     /// Streamed from the client as it arrives.
     Stream(Incoming, Option<Arc<AtomicU64>>),
     /// Already-read bytes, then the rest of the stream.
@@ -34,7 +33,6 @@ impl UpBody {
                 rest,
                 count: Some(counter),
             },
-            full => full,
         }
     }
 }
@@ -98,7 +96,6 @@ impl Body for UpBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         match self.get_mut() {
-            UpBody::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
             UpBody::Stream(inner, c) => {
                 let f = Pin::new(inner).poll_frame(cx);
                 count(&f, c);
@@ -126,7 +123,6 @@ impl Body for UpBody {
 
     fn is_end_stream(&self) -> bool {
         match self {
-            UpBody::Full(data) => data.is_none(),
             UpBody::Stream(inner, _) => inner.is_end_stream(),
             UpBody::Chain { head, rest, .. } => head.is_none() && rest.is_end_stream(),
         }
@@ -134,7 +130,6 @@ impl Body for UpBody {
 
     fn size_hint(&self) -> SizeHint {
         match self {
-            UpBody::Full(data) => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
             UpBody::Stream(inner, _) => inner.size_hint(),
             UpBody::Chain { head, rest, .. } => {
                 let h = head.as_ref().map_or(0, |d| d.len() as u64);

@@ -10,10 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hyper::client::conn::http1::SendRequest;
-
 use crate::clock;
-use crate::http::upbody::UpBody;
+use crate::upstream::h1::Connection;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.
 const MAX_IDLE: usize = 1024;
@@ -24,7 +22,7 @@ const MIN_LEARNED_MS: u64 = 10;
 
 /// An upstream connection and its life so far.
 pub struct Conn {
-    pub tx: SendRequest<UpBody>,
+    pub io: Connection,
     pub born: Instant,
     /// Requests sent on it, the current one included.
     pub uses: u32,
@@ -66,28 +64,29 @@ pub struct Checkout {
 impl IdleConns {
     /// A pooled connection that is open, ready and not expired.
     pub fn checkout(&self, now: Instant) -> Option<Checkout> {
-        let mut conns = self.conns.lock().unwrap();
-        while let Some(c) = conns.pop() {
-            // is_closed/is_ready reflect what the connection task saw: a FIN
-            // from the backend makes the connection closed before we reuse it.
-            if c.conn.tx.is_ready() && c.expires > now {
+        // The lock is not held while a connection is checked.
+        loop {
+            let c = self.conns.lock().unwrap().pop()?;
+            // A FIN (or RST) from the backend shows as a readable socket:
+            // such a connection is dropped, and its age teaches the idle
+            // timeout. The check is a system call only when the socket was
+            // reported readable.
+            let closed = c.conn.io.is_closed();
+            if !closed && c.expires > now {
                 return Some(Checkout {
                     idle_for: now.saturating_duration_since(c.since),
                     conn: c.conn,
                 });
             }
-            if c.conn.tx.is_closed() {
+            if closed {
                 self.learn(now.saturating_duration_since(c.since));
             }
         }
-        None
     }
 
     /// Returns a connection; `idle` is how long it may now stay idle.
+    /// Only connections whose last exchange ended cleanly come here.
     pub fn checkin(&self, conn: Conn, idle: Duration) {
-        if conn.tx.is_closed() {
-            return;
-        }
         let now = Instant::now();
         let idle = match self.learned() {
             Some(l) => idle.min(l),
@@ -159,12 +158,11 @@ impl IdleConns {
 
     pub fn prune(&self, now: Instant) {
         let mut conns = self.conns.lock().unwrap();
-        conns.retain(|c| c.expires > now && !c.conn.tx.is_closed());
+        conns.retain(|c| c.expires > now && !c.conn.io.is_closed());
     }
 
     pub fn clear(&self) {
-        // Dropping the senders lets each idle connection's task finish, which
-        // closes the socket.
+        // Dropping the connections closes their sockets.
         let drained = std::mem::take(&mut *self.conns.lock().unwrap());
         drop(drained);
     }

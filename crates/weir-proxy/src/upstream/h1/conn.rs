@@ -1,0 +1,77 @@
+//! An upstream connection: the socket, a read buffer that outlives one
+//! response (bytes of the next read may already be in it), and a write
+//! buffer reused for every request head.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::BytesMut;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use tokio_util::io::poll_read_buf;
+
+use crate::metrics::{Held, GLOBAL};
+
+/// Read with at least this much room at first; a read that fills the room
+/// doubles it, up to `MAX_READ` (large bodies take fewer reads). The buffer
+/// stays with the connection, as hyper's did: reused in place once the
+/// body's frames are sent, it costs no new pages per response (freeing it
+/// at each reuse cost ~40% more system time on 1 MiB responses).
+const READ_CHUNK: usize = 16 * 1024;
+const MAX_READ: usize = 512 * 1024;
+
+pub struct Connection {
+    pub(super) io: TcpStream,
+    pub(super) rbuf: BytesMut,
+    pub(super) wbuf: Vec<u8>,
+    read_size: usize,
+    _open: Held,
+}
+
+impl Connection {
+    pub fn new(io: TcpStream) -> Self {
+        Connection {
+            io,
+            rbuf: BytesMut::new(),
+            wbuf: Vec::new(),
+            read_size: READ_CHUNK,
+            _open: Held::new(&GLOBAL.upstream_open),
+        }
+    }
+
+    /// Whether the connection can no longer carry a request: the backend
+    /// closed it, reset it, or sent bytes nobody asked for. Never blocks;
+    /// costs a system call only when the socket was reported readable.
+    pub fn is_closed(&self) -> bool {
+        if !self.rbuf.is_empty() {
+            return true;
+        }
+        let peeked = self.io.try_io(Interest::READABLE, || {
+            let mut b = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+            socket2::SockRef::from(&self.io).peek(&mut b)
+        });
+        match peeked {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            // EOF, unsolicited bytes, or an error.
+            _ => true,
+        }
+    }
+
+    /// Reads more bytes into `rbuf`; `Ok(0)` at EOF.
+    pub(super) fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.rbuf.capacity() - self.rbuf.len() < self.read_size / 4 {
+            self.rbuf.reserve(self.read_size);
+        }
+        let room = self.rbuf.capacity() - self.rbuf.len();
+        // Through AsyncRead rather than try_read: a short read then clears
+        // the socket's readiness, so neither the next read nor the EOF
+        // check before reuse costs a system call that would only say
+        // EAGAIN.
+        let n = ready!(poll_read_buf(Pin::new(&mut self.io), cx, &mut self.rbuf))?;
+        if n == room && self.read_size < MAX_READ {
+            self.read_size *= 2;
+        }
+        Poll::Ready(Ok(n))
+    }
+}

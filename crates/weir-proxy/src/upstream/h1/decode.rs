@@ -1,0 +1,324 @@
+//! Response body framing: Content-Length, chunked (extensions ignored,
+//! trailers read and discarded) or close-delimited. The decoder takes bytes
+//! from the connection's read buffer as they arrive, in pieces of any size.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use super::error::Error;
+
+/// Chunk extensions and trailers together may not exceed this.
+const MAX_CHUNK_OVERHEAD: usize = 16 * 1024;
+
+#[derive(Debug)]
+pub(super) enum Decoder {
+    /// This many bytes are still to come.
+    Length(u64),
+    Chunked(Chunked),
+    /// The body ends when the connection does.
+    Eof,
+    Done,
+}
+
+impl Decoder {
+    pub fn length(n: u64) -> Self {
+        if n == 0 {
+            Decoder::Done
+        } else {
+            Decoder::Length(n)
+        }
+    }
+
+    pub fn chunked() -> Self {
+        Decoder::Chunked(Chunked::default())
+    }
+
+    pub fn is_done(&self) -> bool {
+        matches!(self, Decoder::Done)
+    }
+
+    #[cfg(test)]
+    pub fn is_eof_delimited(&self) -> bool {
+        matches!(self, Decoder::Eof)
+    }
+
+    /// Bytes still expected, when known.
+    pub fn remaining(&self) -> Option<u64> {
+        match self {
+            Decoder::Length(n) => Some(*n),
+            Decoder::Done => Some(0),
+            _ => None,
+        }
+    }
+
+    /// The next piece of body data in `buf`, if any; `Ok(None)` means more
+    /// input is needed, or the body is done (see `is_done`).
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Bytes>, Error> {
+        match self {
+            Decoder::Done => Ok(None),
+            _ if buf.is_empty() => Ok(None),
+            Decoder::Eof => Ok(Some(buf.split().freeze())),
+            Decoder::Length(n) => {
+                let take = (*n).min(buf.len() as u64);
+                *n -= take;
+                if *n == 0 {
+                    *self = Decoder::Done;
+                }
+                Ok(Some(buf.split_to(take as usize).freeze()))
+            }
+            Decoder::Chunked(c) => {
+                let data = c.decode(buf)?;
+                if c.state == State::Done {
+                    *self = Decoder::Done;
+                }
+                Ok(data)
+            }
+        }
+    }
+
+    /// The connection reached EOF: fine only for a close-delimited body.
+    pub fn on_eof(&mut self) -> Result<(), Error> {
+        match self {
+            Decoder::Eof | Decoder::Done => {
+                *self = Decoder::Done;
+                Ok(())
+            }
+            _ => Err(Error::ClosedInBody),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum State {
+    #[default]
+    Size,
+    /// Whitespace after the size.
+    SizeLws,
+    Extension,
+    SizeLf,
+    Data,
+    DataCr,
+    DataLf,
+    Trailer,
+    TrailerLf,
+    Done,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Chunked {
+    state: State,
+    /// The chunk size being read, then what is left of the chunk's data.
+    size: u64,
+    digits: u8,
+    /// Length of the trailer line being read.
+    line: usize,
+    /// Extension and trailer bytes so far.
+    overhead: usize,
+}
+
+fn bad(what: &'static str) -> Error {
+    Error::Protocol(what)
+}
+
+impl Chunked {
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Bytes>, Error> {
+        loop {
+            match self.state {
+                State::Done => return Ok(None),
+                State::Data => {
+                    if buf.is_empty() {
+                        return Ok(None);
+                    }
+                    let take = self.size.min(buf.len() as u64);
+                    self.size -= take;
+                    if self.size == 0 {
+                        self.state = State::DataCr;
+                    }
+                    return Ok(Some(buf.split_to(take as usize).freeze()));
+                }
+                _ => {}
+            }
+            // Framing bytes, one at a time up to the next data or the end.
+            let mut used = 0;
+            for &b in buf.iter() {
+                used += 1;
+                self.step(b)?;
+                if matches!(self.state, State::Data | State::Done) {
+                    break;
+                }
+            }
+            buf.advance(used);
+            if !matches!(self.state, State::Data | State::Done) {
+                return Ok(None);
+            }
+        }
+    }
+
+    fn step(&mut self, b: u8) -> Result<(), Error> {
+        self.state = match (self.state, b) {
+            (State::Size, _) if (b as char).is_ascii_hexdigit() => {
+                self.digits += 1;
+                if self.digits > 16 {
+                    return Err(bad("chunk size too large"));
+                }
+                self.size = self.size << 4 | u64::from((b as char).to_digit(16).unwrap_or(0));
+                State::Size
+            }
+            (State::Size, b'\r') if self.digits > 0 => State::SizeLf,
+            (State::Size, b' ' | b'\t') if self.digits > 0 => State::SizeLws,
+            (State::Size, b';') if self.digits > 0 => State::Extension,
+            (State::Size, _) => return Err(bad("invalid chunk size")),
+            (State::SizeLws, b' ' | b'\t') => State::SizeLws,
+            (State::SizeLws, b';') => State::Extension,
+            (State::SizeLws, b'\r') => State::SizeLf,
+            (State::SizeLws, _) => return Err(bad("invalid chunk size")),
+            (State::Extension, b'\r') => State::SizeLf,
+            (State::Extension, b'\n') => return Err(bad("newline in chunk extension")),
+            (State::Extension, _) => {
+                self.overhead += 1;
+                if self.overhead > MAX_CHUNK_OVERHEAD {
+                    return Err(bad("chunk extensions too large"));
+                }
+                State::Extension
+            }
+            (State::SizeLf, b'\n') => {
+                self.digits = 0;
+                if self.size == 0 {
+                    self.line = 0;
+                    State::Trailer
+                } else {
+                    State::Data
+                }
+            }
+            (State::SizeLf, _) => return Err(bad("chunk size not followed by CRLF")),
+            (State::DataCr, b'\r') => State::DataLf,
+            (State::DataLf, b'\n') => State::Size,
+            (State::DataCr | State::DataLf, _) => {
+                return Err(bad("chunk data not followed by CRLF"))
+            }
+            (State::Trailer, b'\r') => State::TrailerLf,
+            (State::Trailer, b'\n') => return Err(bad("bare LF in trailers")),
+            (State::Trailer, _) => {
+                self.line += 1;
+                self.overhead += 1;
+                if self.overhead > MAX_CHUNK_OVERHEAD {
+                    return Err(bad("trailers too large"));
+                }
+                State::Trailer
+            }
+            (State::TrailerLf, b'\n') if self.line == 0 => State::Done,
+            (State::TrailerLf, b'\n') => {
+                self.line = 0;
+                State::Trailer
+            }
+            (State::TrailerLf, _) => return Err(bad("bare CR in trailers")),
+            (State::Data | State::Done, _) => self.state,
+        };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes `input` fed in pieces of `step` bytes; the data, and whether
+    /// the body ended.
+    fn run(mut d: Decoder, input: &[u8], step: usize) -> Result<(Vec<u8>, bool, usize), Error> {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for piece in input.chunks(step.max(1)) {
+            buf.extend_from_slice(piece);
+            while let Some(data) = d.decode(&mut buf)? {
+                assert!(!data.is_empty());
+                out.extend_from_slice(&data);
+            }
+            if d.is_done() {
+                break;
+            }
+        }
+        Ok((out, d.is_done(), buf.len()))
+    }
+
+    fn chunked(input: &str) -> Result<(Vec<u8>, bool, usize), Error> {
+        let whole = run(Decoder::chunked(), input.as_bytes(), input.len())?;
+        for step in 1..input.len() {
+            let split = run(Decoder::chunked(), input.as_bytes(), step)?;
+            assert_eq!(split.0, whole.0, "step {step}");
+            assert_eq!(split.1, whole.1, "step {step}");
+        }
+        Ok(whole)
+    }
+
+    #[test]
+    fn chunked_bodies() {
+        let (data, done, _) = chunked("5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n").unwrap();
+        assert_eq!(data, b"hello world");
+        assert!(done);
+        // Extensions, whitespace, upper-case hex.
+        let (data, done, _) =
+            chunked("A;name=value;x\r\n0123456789\r\n1 \t;q=\"a\"\r\n!\r\n0;last\r\n\r\n").unwrap();
+        assert_eq!(data, b"0123456789!");
+        assert!(done);
+        // Trailers are read and dropped.
+        let (data, done, _) = chunked("3\r\nabc\r\n0\r\nx-sum: 1\r\nx-b: 2\r\n\r\n").unwrap();
+        assert_eq!(data, b"abc");
+        assert!(done);
+        // Not finished yet.
+        let (data, done, _) = chunked("3\r\nabc\r\n0\r\nx: 1\r\n").unwrap();
+        assert_eq!(data, b"abc");
+        assert!(!done);
+        // Bytes after the body stay in the buffer.
+        let (_, done, left) = run(Decoder::chunked(), b"0\r\n\r\nHTTP", 100).unwrap();
+        assert!(done);
+        assert_eq!(left, 4);
+        // Leading zeros are still 16 digits at most.
+        let (data, ..) = chunked("0000000000000001\r\nz\r\n0\r\n\r\n").unwrap();
+        assert_eq!(data, b"z");
+    }
+
+    #[test]
+    fn bad_chunks() {
+        for bad in [
+            "x\r\n",
+            "\r\n",
+            ";ext\r\n",
+            "5\nhello\r\n",
+            "3\r\nabcd\r\n",
+            "3\r\nabc\n0\r\n\r\n",
+            "3 4\r\nabc\r\n",
+            "-3\r\nabc\r\n",
+            "10000000000000000\r\n",
+            "3;a\nb\r\nabc\r\n",
+            "0\r\nx: 1\n\r\n",
+            "0\r\n\rx",
+        ] {
+            assert!(
+                run(Decoder::chunked(), bad.as_bytes(), 100).is_err(),
+                "{bad:?}"
+            );
+            assert!(
+                run(Decoder::chunked(), bad.as_bytes(), 1).is_err(),
+                "{bad:?}"
+            );
+        }
+        let huge = format!("1;{}\r\n", "e".repeat(MAX_CHUNK_OVERHEAD + 1));
+        assert!(run(Decoder::chunked(), huge.as_bytes(), 4096).is_err());
+    }
+
+    #[test]
+    fn length_and_eof() {
+        let (data, done, left) = run(Decoder::length(5), b"hello world", 3).unwrap();
+        assert_eq!(data, b"hello");
+        assert!(done);
+        assert_eq!(left, 1); // the piece that crossed the end
+        assert!(Decoder::length(0).is_done());
+        let mut d = Decoder::length(3);
+        assert!(d.on_eof().is_err());
+        let (data, done, _) = run(Decoder::Eof, b"all of it", 2).unwrap();
+        assert_eq!(data, b"all of it");
+        assert!(!done);
+        let mut d = Decoder::Eof;
+        d.on_eof().unwrap();
+        assert!(d.is_done());
+    }
+}

@@ -1,0 +1,26 @@
+//! What can go wrong on an upstream exchange. Every kind is an upstream
+//! failure to the caller (`upstream_reset`), as hyper's errors were.
+
+use std::io;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("upstream connection: {0}")]
+    Io(#[from] io::Error),
+    #[error("connection closed before the response head was complete")]
+    ClosedBeforeHead,
+    #[error("connection closed before the response body was complete")]
+    ClosedInBody,
+    #[error("invalid response head: {0}")]
+    Parse(httparse::Error),
+    #[error("response head larger than {} bytes", super::MAX_HEAD)]
+    HeadTooLarge,
+    #[error("invalid response: {0}")]
+    Protocol(&'static str),
+    #[error("reading the request body: {0}")]
+    Body(BoxError),
+    #[error("request body {0} its Content-Length")]
+    BodyLength(&'static str),
+}
