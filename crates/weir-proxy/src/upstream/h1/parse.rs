@@ -9,10 +9,10 @@ use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::response::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version};
 
-use super::decode::Decoder;
-use super::encode::{add_length, has_token, trim};
 use super::error::Error;
 use super::{MAX_HEAD, MAX_HEADERS};
+use crate::h1::decode::Decoder;
+use crate::h1::fields::{add_length, has_token, trim};
 
 pub(super) struct Head {
     pub parts: Parts,
