@@ -47,6 +47,7 @@ impl Decoder {
         matches!(self, Decoder::Done)
     }
 
+    #[cfg(test)]
     pub fn is_eof_delimited(&self) -> bool {
         matches!(self, Decoder::Eof)
     }
