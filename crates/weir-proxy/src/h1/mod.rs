@@ -5,3 +5,4 @@
 pub mod date;
 pub mod decode;
 pub mod fields;
+pub mod spans;

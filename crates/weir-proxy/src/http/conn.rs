@@ -17,6 +17,7 @@ use tracing::debug;
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::forward::{handle, ConnCtx};
+use crate::http::race::race;
 use crate::http::server::{self, Control, Handler, ReqBody};
 
 pub struct ClientLimits {
@@ -47,37 +48,36 @@ pub async fn serve(
     let proxy = Proxy(ctx);
     let ctl = Control::default();
     let conn = server::run(stream, &proxy, &ctl, &state, limits.max_header_bytes);
-    tokio::pin!(conn);
-
-    let watchdog = tokio::time::sleep(ConnState::period(
-        limits.header_timeout,
-        limits.idle_timeout,
-    ));
-    tokio::pin!(watchdog);
-    let mut draining = false;
-    loop {
-        tokio::select! {
-            biased;
-            () = conn.as_mut() => return,
-            _ = drain.cancelled(), if !draining => {
-                // Idle connections close now; a request in flight finishes
-                // and its response carries `Connection: close`.
-                if !ctl.busy.load(Relaxed) {
-                    return;
-                }
-                ctl.draining.store(true, Relaxed);
-                draining = true;
-            }
-            _ = kill.cancelled() => return,
-            _ = watchdog.as_mut() => {
-                match state.verdict(limits.header_timeout, limits.idle_timeout) {
-                    Verdict::Expired => {
-                        debug!("client connection timed out");
+    let watch = async {
+        let watchdog = tokio::time::sleep(ConnState::period(
+            limits.header_timeout,
+            limits.idle_timeout,
+        ));
+        tokio::pin!(watchdog);
+        let mut draining = false;
+        loop {
+            tokio::select! {
+                _ = drain.cancelled(), if !draining => {
+                    // Idle connections close now; a request in flight
+                    // finishes and its response carries `Connection: close`.
+                    if !ctl.busy.load(Relaxed) {
                         return;
                     }
-                    Verdict::CheckAt(t) => watchdog.as_mut().reset(Instant::from_std(t)),
+                    ctl.draining.store(true, Relaxed);
+                    draining = true;
+                }
+                _ = kill.cancelled() => return,
+                _ = watchdog.as_mut() => {
+                    match state.verdict(limits.header_timeout, limits.idle_timeout) {
+                        Verdict::Expired => {
+                            debug!("client connection timed out");
+                            return;
+                        }
+                        Verdict::CheckAt(t) => watchdog.as_mut().reset(Instant::from_std(t)),
+                    }
                 }
             }
         }
-    }
+    };
+    race(conn, watch).await;
 }

@@ -143,9 +143,11 @@ impl Conn {
             let Some(mut r) = self.reader.take() else {
                 return false;
             };
+            let remaining = head.body.remaining();
             r.body = head.body;
-            let home = self.home.get_or_insert_with(Default::default).clone();
-            ReqBody::new(r, home, head.expect_continue)
+            let home = self.home.get_or_insert_with(Default::default);
+            home.lend(r);
+            ReqBody::new(home.clone(), remaining, head.expect_continue)
         };
         let mut call = pin!(handler.call(Request::from_parts(head.parts, body)));
         let Some(resp) = poll_fn(|cx| self.wait(call.as_mut(), cx)).await else {
@@ -195,7 +197,7 @@ impl Conn {
         }
     }
 
-    /// Takes the reader back if a finished (or dropped) body returned it.
+    /// Takes the reader back once no body reads from it.
     fn reclaim(&mut self) {
         if self.reader.is_none() {
             self.reader = self.home.as_ref().and_then(|h| h.take());

@@ -35,8 +35,6 @@ pub use body::ReqBody;
 pub use conn::{run, Control, Handler};
 pub use error::{BodyError, ParseError};
 
-use crate::h1::decode::DecodeError;
-
 /// The most header fields a request may carry (hyper's limit too): more
 /// answers 431.
 pub const MAX_HEADERS: usize = 100;

@@ -11,6 +11,8 @@
 
 use std::mem::MaybeUninit;
 
+use crate::h1::spans::{offset, Spans};
+
 use bytes::BytesMut;
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
 use http::request::Parts;
@@ -29,9 +31,6 @@ pub(crate) struct Head {
     /// The client waits for `100 Continue` before it sends the body.
     pub expect_continue: bool,
 }
-
-/// Field positions in the head: name start and end, value start and end.
-type Spans = [[u32; 4]; MAX_HEADERS];
 
 /// What the framing headers said, noted while the head is read.
 #[derive(Default)]
@@ -52,7 +51,7 @@ pub(crate) fn parse(
     headers: &mut Option<HeaderMap>,
 ) -> Result<Option<Head>, ParseError> {
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
-    let mut spans: Spans = [[0; 4]; MAX_HEADERS];
+    let mut spans = Spans::new();
     let (len, method, target, version, count) = {
         let mut req = httparse::Request::new(&mut []);
         let bytes: &[u8] = buf;
@@ -60,17 +59,8 @@ pub(crate) fn parse(
             .parse_request_with_uninit_headers(&mut req, bytes, &mut raw)
         {
             Ok(httparse::Status::Complete(len)) if len <= max_head => {
-                let base = bytes.as_ptr() as usize;
-                // Empty slices may not point into the buffer.
-                let at = |s: &[u8]| match s.is_empty() {
-                    true => 0,
-                    false => (s.as_ptr() as usize - base) as u32,
-                };
-                for (span, h) in spans.iter_mut().zip(req.headers.iter()) {
-                    let n = at(h.name.as_bytes());
-                    let v = at(h.value);
-                    *span = [n, n + h.name.len() as u32, v, v + h.value.len() as u32];
-                }
+                let at = |s: &[u8]| offset(bytes.as_ptr() as usize, s);
+                spans.record(bytes, req.headers);
                 let path = req.path.unwrap_or("");
                 if path.len() > MAX_URI_LEN {
                     return Err(ParseError::UriTooLong);
@@ -103,10 +93,10 @@ pub(crate) fn parse(
     let mut framing = Framing::default();
     let mut map = headers.take().unwrap_or_default();
     map.reserve(count);
-    for s in &spans[..count] {
-        let name = HeaderName::from_bytes(&head[s[0] as usize..s[1] as usize])
+    for (name, value) in spans.iter() {
+        let name = HeaderName::from_bytes(&head[name])
             .map_err(|_| ParseError::Syntax(httparse::Error::HeaderName))?;
-        let value = head.slice(s[2] as usize..s[3] as usize);
+        let value = head.slice(value);
         if name == CONTENT_LENGTH {
             let n = digits(&value).ok_or(ParseError::Framing("invalid Content-Length"))?;
             match framing.length {

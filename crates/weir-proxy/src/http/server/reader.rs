@@ -2,10 +2,10 @@
 //! that outlives one request (pipelined bytes of the next one may already
 //! be in it), and the state of the current request's body.
 //!
-//! The reader goes with a request that has a body (inside its `ReqBody`)
-//! and comes back through the connection's `Home` when the body is done or
-//! dropped, so the body is read straight from the socket in the request's
-//! own task, with no channel in between.
+//! While a request body may be read, the reader waits in the connection's
+//! `Home`, where the body (polled in the connection's own task) reads it
+//! straight from the socket, with no channel in between; the connection
+//! takes it back once the body is done or dropped.
 
 use std::io;
 use std::pin::Pin;
@@ -77,22 +77,44 @@ impl Reader {
     }
 }
 
-/// Where a request body returns the reader, and how it asks for
-/// `100 Continue`. One per connection, made at its first request body.
+/// Where the reader stays while a request body may read from it: the
+/// body holds only a pointer here, so the request types that carry it stay
+/// small (they are moved several times per request). One per connection,
+/// made at its first request body.
 #[derive(Default)]
 pub(crate) struct Home {
-    reader: Mutex<Option<Reader>>,
+    slot: Mutex<Slot>,
     /// The body was first read and the client waits for `100 Continue`.
-    pub wants_continue: AtomicBool,
+    wants_continue: AtomicBool,
+}
+
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub reader: Option<Reader>,
+    /// A body still reads from the reader: the connection must not take it.
+    pub lent: bool,
 }
 
 impl Home {
-    pub fn put(&self, r: Reader) {
-        *self.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    /// Lends the reader to a request body.
+    pub fn lend(&self, r: Reader) {
+        *self.lock() = Slot {
+            reader: Some(r),
+            lent: true,
+        };
     }
 
+    /// The reader back, once no body reads from it.
     pub fn take(&self) -> Option<Reader> {
-        self.reader.lock().unwrap_or_else(|e| e.into_inner()).take()
+        let mut slot = self.lock();
+        match slot.lent {
+            true => None,
+            false => slot.reader.take(),
+        }
+    }
+
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn ask_continue(&self) {
