@@ -43,6 +43,8 @@ struct Framing {
     other_codings: bool,
 }
 
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0";
+
 /// Parses a request head from the front of `buf` (`Ok(None)`: more bytes
 /// are needed). `headers` is a map to reuse (a previous message's, cleared).
 pub(crate) fn parse(
@@ -79,7 +81,10 @@ pub(crate) fn parse(
                 return Err(ParseError::TooLarge(max_head))
             }
             Ok(httparse::Status::Partial) => return Ok(None),
-            Err(_) if buf.starts_with(b"PRI * HTTP/2.0") => return Err(ParseError::Http2Preface),
+            // An HTTP/2 preface; or, cut short, perhaps one (the answer
+            // must not depend on how the bytes were split).
+            Err(_) if buf.starts_with(H2_PREFACE) => return Err(ParseError::Http2Preface),
+            Err(_) if H2_PREFACE.starts_with(buf) => return Ok(None),
             Err(httparse::Error::TooManyHeaders) => return Err(ParseError::TooManyHeaders),
             Err(e) => return Err(ParseError::Syntax(e)),
         }

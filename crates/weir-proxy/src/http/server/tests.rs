@@ -195,6 +195,8 @@ fn smuggling_and_malformed_heads_are_refused() {
 fn the_framing_property_holds_on_known_streams() {
     let pipelined = b"GET /1 HTTP/1.1\r\n\r\nPOST /2 HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nx-t: 1\r\n\r\nPUT /3 HTTP/1.1\r\ncontent-length: 2\r\n\r\nok";
     check(pipelined);
+    // Found by the fuzz target: an HTTP/2 preface cut before its version.
+    check(b"PRI * HTTP/2.0\n");
     let (reqs, end) = frame([&pipelined[..]]);
     assert_eq!(end, End::Clean);
     let bodies: Vec<&[u8]> = reqs.iter().map(|r| &r.3[..]).collect();
