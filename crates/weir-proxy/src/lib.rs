@@ -10,6 +10,7 @@ pub mod balance;
 pub mod capacity;
 pub mod clock;
 pub mod endpoint;
+pub(crate) mod h1;
 pub mod health;
 pub mod http;
 pub mod listener;

@@ -1,28 +1,40 @@
-//! Serving one client connection: hyper's HTTP/1.1 server, plus the client
-//! timeouts (see `conn_state`), graceful close on drain, and a hard stop when
-//! the drain grace runs out.
+//! Serving one client connection: weir's HTTP/1.1 server (`server`) with
+//! `forward::handle` as the handler, plus the client timeouts (see
+//! `conn_state`), graceful close on drain, and a hard stop when the drain
+//! grace runs out.
 
+use std::future::Future;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use http::{Request, Response};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::http::conn_state::{ConnState, Verdict, Watched};
+use crate::http::body::ProxyBody;
+use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::forward::{handle, ConnCtx};
-
-/// hyper refuses read buffers below this.
-const HYPER_MIN_BUF: usize = 8192;
+use crate::http::race::race;
+use crate::http::server::{self, Control, Handler, ReqBody};
 
 pub struct ClientLimits {
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_header_bytes: usize,
+}
+
+/// The proxy as the server's handler.
+struct Proxy(Arc<ConnCtx>);
+
+impl Handler for Proxy {
+    type Body = ProxyBody;
+
+    fn call(&self, req: Request<ReqBody>) -> impl Future<Output = Response<ProxyBody>> + Send + '_ {
+        handle(&self.0, req)
+    }
 }
 
 pub async fn serve(
@@ -33,45 +45,39 @@ pub async fn serve(
     kill: CancellationToken,
 ) {
     let state: Arc<ConnState> = ctx.state.clone();
-    let io = TokioIo::new(Watched::new(stream, state.clone()));
-    let mut builder = http1::Builder::new();
-    builder
-        .keep_alive(true)
-        .max_buf_size(limits.max_header_bytes.max(HYPER_MIN_BUF));
-    let conn = builder.serve_connection(io, service_fn(move |req| handle(ctx.clone(), req)));
-    tokio::pin!(conn);
-
-    let watchdog = tokio::time::sleep(ConnState::period(
-        limits.header_timeout,
-        limits.idle_timeout,
-    ));
-    tokio::pin!(watchdog);
-    let mut draining = false;
-    loop {
-        tokio::select! {
-            biased;
-            r = conn.as_mut() => {
-                if let Err(e) = r {
-                    debug!("client connection ended: {e}");
-                }
-                return;
-            }
-            _ = drain.cancelled(), if !draining => {
-                // Idle connections close now; a request in flight finishes
-                // and its response carries `Connection: close`.
-                conn.as_mut().graceful_shutdown();
-                draining = true;
-            }
-            _ = kill.cancelled() => return,
-            _ = watchdog.as_mut() => {
-                match state.verdict(limits.header_timeout, limits.idle_timeout) {
-                    Verdict::Expired => {
-                        debug!("client connection timed out");
+    let proxy = Proxy(ctx);
+    let ctl = Control::default();
+    let conn = server::run(stream, &proxy, &ctl, &state, limits.max_header_bytes);
+    let watch = async {
+        let watchdog = tokio::time::sleep(ConnState::period(
+            limits.header_timeout,
+            limits.idle_timeout,
+        ));
+        tokio::pin!(watchdog);
+        let mut draining = false;
+        loop {
+            tokio::select! {
+                _ = drain.cancelled(), if !draining => {
+                    // Idle connections close now; a request in flight
+                    // finishes and its response carries `Connection: close`.
+                    if !ctl.busy.load(Relaxed) {
                         return;
                     }
-                    Verdict::CheckAt(t) => watchdog.as_mut().reset(Instant::from_std(t)),
+                    ctl.draining.store(true, Relaxed);
+                    draining = true;
+                }
+                _ = kill.cancelled() => return,
+                _ = watchdog.as_mut() => {
+                    match state.verdict(limits.header_timeout, limits.idle_timeout) {
+                        Verdict::Expired => {
+                            debug!("client connection timed out");
+                            return;
+                        }
+                        Verdict::CheckAt(t) => watchdog.as_mut().reset(Instant::from_std(t)),
+                    }
                 }
             }
         }
-    }
+    };
+    race(conn, watch).await;
 }

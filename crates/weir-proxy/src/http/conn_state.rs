@@ -1,19 +1,15 @@
-//! Where a client connection is in its life, for the two client timeouts that
-//! hyper cannot express separately: the time to send a request head
-//! (`header_timeout`) and the keep-alive idle time between requests
-//! (`idle_timeout`). hyper's own header timer also runs while a keep-alive
-//! connection is idle, which would cap idle time at the header timeout.
+//! Where a client connection is in its life, for the two client timeouts:
+//! the time to send a request head (`header_timeout`) and the keep-alive
+//! idle time between requests (`idle_timeout`). The server reports request
+//! bytes (`on_read`); a request's response body holds a `BusyGuard`.
 //!
 //! Everything here is touched only from the connection's own task, so relaxed
-//! atomics suffice; they are atomics only because hyper needs `Send + Sync`.
+//! atomics suffice; they are atomics only because the guard travels inside
+//! the response body, which must be `Send`.
 
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 const IDLE: u8 = 0;
 const HEAD: u8 = 1;
@@ -56,9 +52,9 @@ impl ConnState {
         self.since.store(self.now_ms(), Relaxed);
     }
 
-    /// Bytes arrived from the client.
+    /// Bytes of a request head arrived from the client.
     #[inline]
-    fn on_read(&self) {
+    pub fn on_read(&self) {
         if self.phase.load(Relaxed) == IDLE {
             self.enter(HEAD);
         }
@@ -108,66 +104,5 @@ impl Drop for BusyGuard {
         if self.0.busy.fetch_sub(1, Relaxed) == 1 {
             self.0.enter(IDLE);
         }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// The client socket, reporting reads to the connection state.
-    pub struct Watched<T> {
-        #[pin]
-        io: T,
-        state: Arc<ConnState>,
-    }
-}
-
-impl<T> Watched<T> {
-    pub fn new(io: T, state: Arc<ConnState>) -> Self {
-        Watched { io, state }
-    }
-}
-
-impl<T: AsyncRead> AsyncRead for Watched<T> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.project();
-        let before = buf.filled().len();
-        let r = this.io.poll_read(cx, buf);
-        if buf.filled().len() > before {
-            this.state.on_read();
-        }
-        r
-    }
-}
-
-impl<T: AsyncWrite> AsyncWrite for Watched<T> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        self.project().io.poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        self.project().io.poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.project().io.poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.project().io.poll_shutdown(cx)
     }
 }

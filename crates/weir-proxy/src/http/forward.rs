@@ -2,14 +2,12 @@
 //! the balancer needs from it, then hand it to `tries` and turn the outcome
 //! into the response (or an error with its reason).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use http::header::{self, HeaderValue};
 use http::{Request, Response, Uri, Version};
-use hyper::body::Incoming;
 use tracing::warn;
 use weir_config::HashKey;
 
@@ -20,6 +18,7 @@ use crate::http::body::ProxyBody;
 use crate::http::conn_state::ConnState;
 use crate::http::error::{error_response, error_response_as};
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
+use crate::http::server::ReqBody;
 use crate::http::tries::{self, Attempts, Ended, TryInfo};
 use crate::http::upbody::prepare;
 use crate::metrics::counts::Counts;
@@ -71,15 +70,12 @@ fn fail_as(
     error_response_as(status, reason)
 }
 
-pub async fn handle(
-    ctx: Arc<ConnCtx>,
-    req: Request<Incoming>,
-) -> Result<Response<ProxyBody>, Infallible> {
+pub async fn handle(ctx: &ConnCtx, req: Request<ReqBody>) -> Response<ProxyBody> {
     let start = Instant::now();
     let busy = ctx.state.begin_request();
     let mut counted = None;
     let mut log = None;
-    let resp = route_and_forward(&ctx, req, &mut counted, &mut log).await;
+    let resp = route_and_forward(ctx, req, &mut counted, &mut log).await;
     let resp = match counted {
         Some((counts, duration, reason)) => {
             let status = resp.status().as_u16();
@@ -101,13 +97,13 @@ pub async fn handle(
         }
         None => resp,
     };
-    Ok(resp.map(|b| b.with_busy(busy)))
+    resp.map(|b| b.with_busy(busy))
 }
 
 /// The access log entry as far as it is known before the response.
 type Log = Option<(Sink, Box<Entry>)>;
 
-fn start_entry(l: &ListenerSnap, ctx: &ConnCtx, req: &Request<Incoming>) -> Log {
+fn start_entry(l: &ListenerSnap, ctx: &ConnCtx, req: &Request<ReqBody>) -> Log {
     let sink = l.access_log.clone()?;
     let host = req
         .headers()
@@ -161,7 +157,7 @@ fn count_as(
 
 async fn route_and_forward(
     ctx: &ConnCtx,
-    mut req: Request<Incoming>,
+    mut req: Request<ReqBody>,
     counted: &mut Counted,
     log: &mut Log,
 ) -> Response<ProxyBody> {
@@ -215,8 +211,8 @@ async fn route_and_forward(
     }
     let h = req.headers_mut();
     strip_hop_by_hop(h);
-    // weir answers `Expect: 100-continue` itself (hyper sends 100 when the
-    // body is first read, i.e. once the upstream is connected).
+    // weir answers `Expect: 100-continue` itself (`http::server` sends 100
+    // when the body is first read, i.e. once the upstream is connected).
     h.remove(header::EXPECT);
     add_forwarded(h, &ctx.client_ip, host_hdr.as_ref());
     if let Some(v) = host_hdr {
@@ -235,12 +231,14 @@ async fn route_and_forward(
     let body = match prepare(body, pool.retry.buffer).await {
         Ok(b) => b,
         Err(e) => {
-            count_as(counted, &metrics, None, Some(Reason::ClientClosed));
-            return fail(
-                Reason::ClientClosed,
-                &w,
-                &format!("reading the request body: {e}"),
-            );
+            // A body that breaks its framing (a bad chunk size) is the
+            // client's mistake: 400; one that stops short, a client gone.
+            let reason = match e.is_malformed() {
+                true => Reason::BadRequest,
+                false => Reason::ClientClosed,
+            };
+            count_as(counted, &metrics, None, Some(reason));
+            return fail(reason, &w, &format!("reading the request body: {e}"));
         }
     };
     let sticky_from = key.sticky;
@@ -317,7 +315,7 @@ async fn route_and_forward(
 
 /// What the pool's algorithm needs from the request: a hash of the
 /// configured key, or the endpoint a sticky cookie names.
-fn pick_key(pool: &PoolRt, req: &Request<Incoming>, client: SocketAddr) -> PickKey {
+fn pick_key(pool: &PoolRt, req: &Request<ReqBody>, client: SocketAddr) -> PickKey {
     let mut key = PickKey::default();
     let (hashes, codec) = match &pool.algorithm {
         Algorithm::Hash { .. } => (true, None),

@@ -8,17 +8,19 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
+use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+
+use crate::http::server::{BodyError, ReqBody};
 
 /// A body too large to replay (replayable ones go upstream as bytes).
 pub enum UpBody {
     /// Streamed from the client as it arrives.
-    Stream(Incoming, Option<Arc<AtomicU64>>),
+    Stream(ReqBody, Option<Arc<AtomicU64>>),
     /// Already-read bytes, then the rest of the stream.
     Chain {
         head: Option<Bytes>,
-        rest: Incoming,
+        rest: ReqBody,
         count: Option<Arc<AtomicU64>>,
     },
 }
@@ -37,7 +39,7 @@ impl UpBody {
     }
 }
 
-fn count(frame: &Poll<Option<Result<Frame<Bytes>, hyper::Error>>>, c: &Option<Arc<AtomicU64>>) {
+fn count(frame: &Poll<Option<Result<Frame<Bytes>, BodyError>>>, c: &Option<Arc<AtomicU64>>) {
     if let (Poll::Ready(Some(Ok(f))), Some(c)) = (frame, c) {
         if let Some(d) = f.data_ref() {
             c.fetch_add(d.len() as u64, Relaxed);
@@ -60,7 +62,7 @@ impl Prepared {
 }
 
 /// Reads up to `limit` bytes of the body to decide whether it can be replayed.
-pub async fn prepare(mut body: Incoming, limit: usize) -> Result<Prepared, hyper::Error> {
+pub async fn prepare(mut body: ReqBody, limit: usize) -> Result<Prepared, BodyError> {
     if body.is_end_stream() {
         return Ok(Prepared::Replayable(Bytes::new()));
     }
@@ -70,10 +72,15 @@ pub async fn prepare(mut body: Incoming, limit: usize) -> Result<Prepared, hyper
         }
     }
     let mut buf = BytesMut::new();
+    let whole = body.size_hint().exact();
     while let Some(frame) = body.frame().await {
         // Trailers are dropped: they are rare on requests, and hop-by-hop
         // framing is ours to choose.
         if let Ok(data) = frame?.into_data() {
+            // The usual small body comes in one piece: no copy.
+            if buf.is_empty() && whole == Some(data.len() as u64) {
+                return Ok(Prepared::Replayable(data));
+            }
             buf.extend_from_slice(&data);
             if buf.len() > limit {
                 return Ok(Prepared::Once(UpBody::Chain {
@@ -89,12 +96,12 @@ pub async fn prepare(mut body: Incoming, limit: usize) -> Result<Prepared, hyper
 
 impl Body for UpBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BodyError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         match self.get_mut() {
             UpBody::Stream(inner, c) => {
                 let f = Pin::new(inner).poll_frame(cx);

@@ -18,6 +18,7 @@ mod health;
 mod http_basic;
 mod http_body;
 mod http_errors;
+mod http_framing;
 mod observability;
 mod reload;
 mod resilience;

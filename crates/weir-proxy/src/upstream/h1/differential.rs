@@ -13,7 +13,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{decode::Decoder, parse, send, Connection, Payload};
+use super::{parse, send, Connection, Payload};
+use crate::h1::decode::Decoder;
 
 /// What a client made of a response.
 #[derive(Debug, PartialEq)]

@@ -6,7 +6,9 @@
 
 use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::request::Parts;
-use http::{HeaderMap, Method};
+use http::Method;
+
+use crate::h1::fields::{content_length, push_decimal};
 
 /// What is known about the request body before it is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,88 +86,6 @@ pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, body: BodyKind) -> Framing 
     framing
 }
 
-pub(super) fn push_decimal(dst: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    dst.extend_from_slice(&digits[i..]);
-}
-
-pub(super) fn push_hex(dst: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 16];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b"0123456789abcdef"[(n & 15) as usize];
-        n >>= 4;
-        if n == 0 {
-            break;
-        }
-    }
-    dst.extend_from_slice(&digits[i..]);
-}
-
-/// The message's Content-Length: `Ok(None)` without one, `Err` when a value
-/// is not a number or the values disagree. Like hyper, a comma-separated
-/// list of equal values counts as one.
-pub(super) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ()> {
-    let mut found = None;
-    for value in headers.get_all(CONTENT_LENGTH) {
-        add_length(&mut found, value.as_bytes())?;
-    }
-    Ok(found)
-}
-
-/// Adds one Content-Length line to what the earlier ones said.
-pub(super) fn add_length(found: &mut Option<u64>, value: &[u8]) -> Result<(), ()> {
-    for part in value.split(|&b| b == b',') {
-        let n = digits(trim(part)).ok_or(())?;
-        match *found {
-            Some(f) if f != n => return Err(()),
-            _ => *found = Some(n),
-        }
-    }
-    Ok(())
-}
-
-fn digits(s: &[u8]) -> Option<u64> {
-    if s.is_empty() {
-        return None;
-    }
-    let mut n: u64 = 0;
-    for &b in s {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        n = n.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-    }
-    Some(n)
-}
-
-pub(super) fn trim(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
-}
-
-/// Whether a header's comma-separated tokens include `token`.
-pub(super) fn has_token(value: &[u8], token: &str) -> bool {
-    value
-        .split(|&b| b == b',')
-        .any(|t| trim(t).eq_ignore_ascii_case(token.as_bytes()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,34 +146,5 @@ mod tests {
             encode(opts, BodyKind::Empty).0,
             "OPTIONS * HTTP/1.1\r\n\r\n"
         );
-    }
-
-    #[test]
-    fn numbers() {
-        for n in [0u64, 1, 9, 10, 255, 4096, u64::MAX] {
-            let mut v = Vec::new();
-            push_decimal(&mut v, n);
-            assert_eq!(String::from_utf8(v).unwrap(), n.to_string());
-            let mut v = Vec::new();
-            push_hex(&mut v, n);
-            assert_eq!(String::from_utf8(v).unwrap(), format!("{n:x}"));
-        }
-    }
-
-    #[test]
-    fn content_lengths() {
-        let mut h = HeaderMap::new();
-        assert_eq!(content_length(&h), Ok(None));
-        h.append(CONTENT_LENGTH, "5".parse().unwrap());
-        assert_eq!(content_length(&h), Ok(Some(5)));
-        h.append(CONTENT_LENGTH, "5, 5".parse().unwrap());
-        assert_eq!(content_length(&h), Ok(Some(5)));
-        h.append(CONTENT_LENGTH, "6".parse().unwrap());
-        assert_eq!(content_length(&h), Err(()));
-        for bad in ["", "+5", "-1", "5x", "1,", "99999999999999999999"] {
-            let mut h = HeaderMap::new();
-            h.append(CONTENT_LENGTH, bad.parse().unwrap());
-            assert_eq!(content_length(&h), Err(()), "{bad:?}");
-        }
     }
 }

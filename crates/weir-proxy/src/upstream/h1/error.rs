@@ -24,3 +24,13 @@ pub enum Error {
     #[error("request body {0} its Content-Length")]
     BodyLength(&'static str),
 }
+
+impl From<crate::h1::decode::DecodeError> for Error {
+    fn from(e: crate::h1::decode::DecodeError) -> Self {
+        use crate::h1::decode::DecodeError;
+        match e {
+            DecodeError::Invalid(what) => Error::Protocol(what),
+            DecodeError::ClosedEarly => Error::ClosedInBody,
+        }
+    }
+}

@@ -16,11 +16,11 @@ use http::Response;
 use http_body::{Body, Frame, SizeHint};
 
 use super::conn::Connection;
-use super::decode::Decoder;
 use super::encode::{self, BodyKind};
 use super::error::{BoxError, Error};
 use super::parse::{self, Head};
 use super::write::{WriteError, Writer};
+use crate::h1::decode::Decoder;
 
 /// The request body to send.
 pub enum Payload<B> {
@@ -269,13 +269,13 @@ where
                     return Poll::Ready(None);
                 }
                 Ok(None) => {}
-                Err(e) => return this.fail(e),
+                Err(e) => return this.fail(e.into()),
             }
             match conn.poll_fill(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(0)) => {
                     if let Err(e) = this.decoder.on_eof() {
-                        return this.fail(e);
+                        return this.fail(e.into());
                     }
                     // A close-delimited body: the connection ended with it.
                     this.conn = None;

@@ -12,12 +12,11 @@
 //! - `conn`: the socket and its buffers, and the EOF check before reuse;
 //! - `encode`: the request head and how the body is framed;
 //! - `write`: sending the request (head, then a streamed body);
-//! - `parse`: the response head and how its body is framed;
-//! - `decode`: Content-Length, chunked and close-delimited bodies;
+//! - `parse`: the response head and how its body is framed (the body
+//!   decoder itself is `crate::h1::decode`, shared with the server);
 //! - `exchange`: one request/response, and the response body type.
 
 mod conn;
-mod decode;
 mod encode;
 mod error;
 mod exchange;

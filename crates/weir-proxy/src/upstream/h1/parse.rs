@@ -4,15 +4,17 @@
 
 use std::mem::MaybeUninit;
 
+use crate::h1::spans::{offset, Spans};
+
 use bytes::{Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::response::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version};
 
-use super::decode::Decoder;
-use super::encode::{add_length, has_token, trim};
 use super::error::Error;
 use super::{MAX_HEAD, MAX_HEADERS};
+use crate::h1::decode::Decoder;
+use crate::h1::fields::{add_length, has_token, trim};
 
 pub(super) struct Head {
     pub parts: Parts,
@@ -42,9 +44,6 @@ pub(super) fn parse(buf: &mut BytesMut, method: &Method) -> Result<Option<Head>,
     }
 }
 
-/// Header field positions in the head: name start and end, value start and end.
-type Spans = [[u32; 4]; MAX_HEADERS];
-
 struct Parsed {
     parts: Parts,
     keep_alive: bool,
@@ -57,7 +56,7 @@ struct Parsed {
 
 fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
     let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
-    let mut spans: Spans = [[0; 4]; MAX_HEADERS];
+    let mut spans = Spans::new();
     let (len, code, version, count, reason_span) = {
         let mut res = httparse::Response::new(&mut []);
         let bytes: &[u8] = buf;
@@ -67,17 +66,8 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
             &mut headers,
         ) {
             Ok(httparse::Status::Complete(len)) if len <= MAX_HEAD => {
-                let base = bytes.as_ptr() as usize;
-                // Empty slices may not point into the buffer.
-                let at = |s: &[u8]| match s.is_empty() {
-                    true => 0,
-                    false => (s.as_ptr() as usize - base) as u32,
-                };
-                for (span, h) in spans.iter_mut().zip(res.headers.iter()) {
-                    let n = at(h.name.as_bytes());
-                    let v = at(h.value);
-                    *span = [n, n + h.name.len() as u32, v, v + h.value.len() as u32];
-                }
+                let at = |s: &[u8]| offset(bytes.as_ptr() as usize, s);
+                spans.record(bytes, res.headers);
                 let reason = res.reason.unwrap_or("");
                 let r = at(reason.as_bytes());
                 (
@@ -109,10 +99,10 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
     let mut length = Ok(None);
     let mut has_length = false;
     let mut map = HeaderMap::with_capacity(count);
-    for s in &spans[..count] {
-        let name = HeaderName::from_bytes(&head[s[0] as usize..s[1] as usize])
+    for (name, value) in spans.iter() {
+        let name = HeaderName::from_bytes(&head[name])
             .map_err(|_| Error::Protocol("invalid header name"))?;
-        let value = head.slice(s[2] as usize..s[3] as usize);
+        let value = head.slice(value);
         if name == CONTENT_LENGTH {
             has_length = true;
             if let Ok(found) = &mut length {

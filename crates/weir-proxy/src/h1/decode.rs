@@ -1,16 +1,27 @@
-//! Response body framing: Content-Length, chunked (extensions ignored,
-//! trailers read and discarded) or close-delimited. The decoder takes bytes
-//! from the connection's read buffer as they arrive, in pieces of any size.
+//! Message body framing, for responses from upstreams and requests from
+//! clients alike: Content-Length, chunked (extensions ignored, trailers
+//! read and discarded) or close-delimited (responses only). The decoder
+//! takes bytes from the connection's read buffer as they arrive, in pieces
+//! of any size.
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use super::error::Error;
+/// Why a body could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("{0}")]
+    Invalid(&'static str),
+    #[error("connection closed before the body was complete")]
+    ClosedEarly,
+}
+
+type Error = DecodeError;
 
 /// Chunk extensions and trailers together may not exceed this.
 const MAX_CHUNK_OVERHEAD: usize = 16 * 1024;
 
 #[derive(Debug)]
-pub(super) enum Decoder {
+pub enum Decoder {
     /// This many bytes are still to come.
     Length(u64),
     Chunked(Chunked),
@@ -82,7 +93,7 @@ impl Decoder {
                 *self = Decoder::Done;
                 Ok(())
             }
-            _ => Err(Error::ClosedInBody),
+            _ => Err(Error::ClosedEarly),
         }
     }
 }
@@ -104,7 +115,7 @@ enum State {
 }
 
 #[derive(Debug, Default)]
-pub(super) struct Chunked {
+pub struct Chunked {
     state: State,
     /// The chunk size being read, then what is left of the chunk's data.
     size: u64,
@@ -116,7 +127,7 @@ pub(super) struct Chunked {
 }
 
 fn bad(what: &'static str) -> Error {
-    Error::Protocol(what)
+    Error::Invalid(what)
 }
 
 impl Chunked {
