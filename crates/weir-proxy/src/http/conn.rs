@@ -3,6 +3,7 @@
 //! `conn_state`), graceful close on drain, and a hard stop when the drain
 //! grace runs out.
 
+use std::fmt::Display;
 use std::future::Future;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use tracing::debug;
 
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
-use crate::http::forward::{handle, ConnCtx};
+use crate::http::forward::{handle, refused, ConnCtx};
 use crate::http::race::race;
 use crate::http::server::{self, Control, Handler, ReqBody};
 
@@ -34,6 +35,10 @@ impl Handler for Proxy {
 
     fn call(&self, req: Request<ReqBody>) -> impl Future<Output = Response<ProxyBody>> + Send + '_ {
         handle(&self.0, req)
+    }
+
+    fn refused(&self, status: u16, why: &dyn Display) {
+        refused(&self.0, status, why);
     }
 }
 

@@ -100,6 +100,47 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ReqBody>) -> Response<ProxyBody>
     resp.map(|b| b.with_busy(busy))
 }
 
+/// A request the server refused before it could be routed (bad framing,
+/// oversize head): counted, logged and access-logged like any failure, with
+/// the listener's "no route" labels since it has no route.
+pub fn refused(ctx: &ConnCtx, status: u16, why: &dyn std::fmt::Display) {
+    let snap = ctx.shared.snapshot.load();
+    let Some(Some(l)) = snap.listeners.get(ctx.slot) else {
+        return;
+    };
+    let reason = Reason::BadRequest;
+    warn!(
+        listener = &*l.name,
+        client = %ctx.client,
+        reason = reason.as_str(),
+        status,
+        "request refused: {why}"
+    );
+    l.no_route.no_endpoint.record(status, Some(reason));
+    l.no_route.duration.observe(std::time::Duration::ZERO);
+    if let Some(sink) = &l.access_log {
+        sink.log(Entry {
+            time: Entry::now_secs(),
+            listener: l.name.clone(),
+            client: ctx.client,
+            method: String::new(),
+            host: String::new(),
+            path: String::new(),
+            status,
+            bytes: 0,
+            route: String::new(),
+            pool: String::new(),
+            endpoint: String::new(),
+            queue_ms: 0.0,
+            connect_ms: 0.0,
+            first_byte_ms: 0.0,
+            total_ms: 0.0,
+            retries: 0,
+            reason: Some(reason.as_str()),
+        });
+    }
+}
+
 /// The access log entry as far as it is known before the response.
 type Log = Option<(Sink, Box<Entry>)>;
 

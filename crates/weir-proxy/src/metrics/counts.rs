@@ -25,7 +25,10 @@ pub fn reason_index(r: Reason) -> usize {
 }
 
 /// Status codes weir's own errors use; a reason's count is kept per code.
-const GENERATED: [u16; 7] = [400, 404, 429, 499, 502, 503, 504];
+const GENERATED: [u16; 10] = [400, 404, 414, 429, 431, 499, 501, 502, 503, 504];
+/// Where a code outside `GENERATED` is counted (502).
+const OTHER: usize = 7;
+const _: () = assert!(GENERATED[OTHER] == 502);
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Labels {
@@ -62,7 +65,7 @@ impl Counts {
                 }
             }
             Some(r) => {
-                let code = GENERATED.iter().position(|&g| g == status).unwrap_or(4);
+                let code = GENERATED.iter().position(|&g| g == status).unwrap_or(OTHER);
                 self.by_reason[reason_index(r)][code].fetch_add(1, Relaxed);
             }
         }

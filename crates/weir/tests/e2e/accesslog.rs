@@ -7,7 +7,7 @@ use serde_json::Value;
 use weir_testkit::client;
 use weir_testkit::HttpUpstream;
 
-use crate::common::{endpoints, free_addr, Weir};
+use crate::common::{endpoints, free_addr, raw_exchange, Weir};
 
 fn lines(path: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -130,4 +130,60 @@ attempts = 0
     assert_eq!(fresh.len(), 1);
     assert_eq!(fresh[0]["path"], "/after");
     assert_eq!(lines(&rotated).len(), 4);
+}
+
+/// Requests the server refuses before routing (framing, oversize heads)
+/// are failures like any other: an access log line and a count, with the
+/// reason, under the listener's no-route labels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refused_requests_are_logged_and_counted() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let cfg = format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+pool = "app"
+access_log = "{}"
+max_header_bytes = 8192
+
+[pools.app]
+{}
+"#,
+        log.display(),
+        endpoints(&[(up.addr(), 1)]),
+    );
+    let w = Weir::start(&cfg, &[listen]);
+    let smuggle =
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n";
+    let text = raw_exchange(listen, smuggle, Duration::from_secs(3)).await;
+    assert!(text.starts_with("HTTP/1.1 400 "), "{text}");
+    let big = format!(
+        "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(10_000)
+    );
+    let text = raw_exchange(listen, big.as_bytes(), Duration::from_secs(3)).await;
+    assert!(text.starts_with("HTTP/1.1 431 "), "{text}");
+
+    let entries = wait_lines(&log, 2);
+    assert_eq!(entries.len(), 2, "{entries:#?}");
+    for (e, status) in entries.iter().zip([400, 431]) {
+        assert_eq!(e["status"], status, "{e}");
+        assert_eq!(e["reason"], "bad_request", "{e}");
+        assert_eq!(e["listener"], "web", "{e}");
+    }
+    let text = client::get(w.admin, "/metrics").await.unwrap().text();
+    for code in ["400", "431"] {
+        assert!(
+            text.lines().any(|l| l.starts_with("weir_requests_total{")
+                && l.contains("listener=\"web\"")
+                && l.contains(&format!("code=\"{code}\""))
+                && l.contains("reason=\"bad_request\"")
+                && l.ends_with(" 1")),
+            "no count for {code}:\n{text}"
+        );
+    }
+    assert_eq!(up.requests(), 0);
 }

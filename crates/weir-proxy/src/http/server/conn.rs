@@ -33,6 +33,10 @@ pub trait Handler: Sync {
     type Body: Body<Data = Bytes> + Unpin + Send;
     fn call(&self, req: Request<ReqBody>)
         -> impl Future<Output = Response<Self::Body>> + Send + '_;
+
+    /// A request the server refused before the handler saw it (answered
+    /// with `status`): for the handler's metrics and logs.
+    fn refused(&self, _status: u16, _why: &dyn Display) {}
 }
 
 /// What the connection shares with the task that runs it.
@@ -70,7 +74,7 @@ pub async fn run<H: Handler>(
         peeked: false,
     };
     loop {
-        let Some(head) = conn.next_head(state, max_head).await else {
+        let Some(head) = conn.next_head(handler, state, max_head).await else {
             return;
         };
         ctl.busy.store(true, Relaxed);
@@ -97,7 +101,12 @@ struct Conn {
 impl Conn {
     /// The next request head; `None` when the connection is over (EOF, an
     /// error, or a head weir refused and answered).
-    async fn next_head(&mut self, state: &ConnState, max_head: usize) -> Option<Head> {
+    async fn next_head<H: Handler>(
+        &mut self,
+        handler: &H,
+        state: &ConnState,
+        max_head: usize,
+    ) -> Option<Head> {
         let r = self.reader.as_mut()?;
         let headers = &mut self.headers;
         let parsed = poll_fn(|cx| loop {
@@ -120,6 +129,7 @@ impl Conn {
             Err(e) => {
                 debug!("refused request: {e}");
                 if let Some(status) = e.status() {
+                    handler.refused(status, &e);
                     respond::refusal(&mut self.w.buf, status);
                     let _ = poll_fn(|cx| self.w.poll_flush(cx)).await;
                 }
