@@ -75,3 +75,30 @@ PUT /three HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n
     let seen: Vec<(&str, u64)> = log.iter().map(|r| (r.path.as_str(), r.body_len)).collect();
     assert_eq!(seen, [("/one", 0), ("/two", 3), ("/three", 2)]);
 }
+
+/// A response with `Connection: close` is followed by the FIN at once
+/// (weir closes without a `shutdown` first; the client must not wait).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn connection_close_ends_with_eof_at_once() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        let text = raw_exchange(
+            listen,
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(5),
+        )
+        .await;
+        assert!(text.starts_with("HTTP/1.1 200 "), "{text}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "EOF came after {:?}",
+            started.elapsed()
+        );
+    }
+}

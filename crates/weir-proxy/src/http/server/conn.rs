@@ -75,14 +75,20 @@ pub async fn run<H: Handler>(
     };
     loop {
         let Some(head) = conn.next_head(handler, state, max_head).await else {
-            return;
+            break;
         };
         ctl.busy.store(true, Relaxed);
         let keep = conn.exchange(handler, head, ctl).await;
         ctl.busy.store(false, Relaxed);
         if !keep || ctl.draining.load(Relaxed) {
-            return;
+            break;
         }
+    }
+    // With the read half here, dropping it next closes the socket; if a
+    // request body still holds it somewhere, the FIN must not wait for that.
+    conn.reclaim();
+    if conn.reader.is_some() {
+        conn.w.close();
     }
 }
 
