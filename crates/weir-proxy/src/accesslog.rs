@@ -50,6 +50,30 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// A line for a request on `listener` from `client`, stamped now, with
+    /// everything else still unknown (empty, zero).
+    pub fn begin(listener: Arc<str>, client: SocketAddr) -> Entry {
+        Entry {
+            time: Entry::now_secs(),
+            listener,
+            client,
+            method: String::new(),
+            host: String::new(),
+            path: String::new(),
+            status: 0,
+            bytes: 0,
+            route: String::new(),
+            pool: String::new(),
+            endpoint: String::new(),
+            queue_ms: 0.0,
+            connect_ms: 0.0,
+            first_byte_ms: 0.0,
+            total_ms: 0.0,
+            retries: 0,
+            reason: None,
+        }
+    }
+
     pub fn now_secs() -> f64 {
         SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)

@@ -88,6 +88,18 @@ pub fn has_token(value: &[u8], token: &str) -> bool {
         .any(|t| trim(t).eq_ignore_ascii_case(token.as_bytes()))
 }
 
+/// Folds one `Connection` line into whether the connection stays open
+/// (`keep_alive` starts as the version's default). Once a line asks to
+/// close, no later one undoes it.
+pub fn fold_connection(value: &[u8], keep_alive: &mut bool, saw_close: &mut bool) {
+    if *saw_close || has_token(value, "close") {
+        *saw_close = true;
+        *keep_alive = false;
+    } else if !*keep_alive {
+        *keep_alive = has_token(value, "keep-alive");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,25 +119,10 @@ pub fn refused(ctx: &ConnCtx, status: u16, why: &dyn std::fmt::Display) {
     l.no_route.no_endpoint.record(status, Some(reason));
     l.no_route.duration.observe(std::time::Duration::ZERO);
     if let Some(sink) = &l.access_log {
-        sink.log(Entry {
-            time: Entry::now_secs(),
-            listener: l.name.clone(),
-            client: ctx.client,
-            method: String::new(),
-            host: String::new(),
-            path: String::new(),
-            status,
-            bytes: 0,
-            route: String::new(),
-            pool: String::new(),
-            endpoint: String::new(),
-            queue_ms: 0.0,
-            connect_ms: 0.0,
-            first_byte_ms: 0.0,
-            total_ms: 0.0,
-            retries: 0,
-            reason: Some(reason.as_str()),
-        });
+        let mut e = Entry::begin(l.name.clone(), ctx.client);
+        e.status = status;
+        e.reason = Some(reason.as_str());
+        sink.log(e);
     }
 }
 
@@ -153,29 +138,14 @@ fn start_entry(l: &ListenerSnap, ctx: &ConnCtx, req: &Request<ReqBody>) -> Log {
         .or_else(|| req.uri().authority().map(|a| a.as_str()))
         .unwrap_or("")
         .to_string();
-    let entry = Entry {
-        time: Entry::now_secs(),
-        listener: l.name.clone(),
-        client: ctx.client,
-        method: req.method().to_string(),
-        host,
-        path: req
-            .uri()
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_string(),
-        status: 0,
-        bytes: 0,
-        route: String::new(),
-        pool: String::new(),
-        endpoint: String::new(),
-        queue_ms: 0.0,
-        connect_ms: 0.0,
-        first_byte_ms: 0.0,
-        total_ms: 0.0,
-        retries: 0,
-        reason: None,
-    };
+    let mut entry = Entry::begin(l.name.clone(), ctx.client);
+    entry.method = req.method().to_string();
+    entry.host = host;
+    entry.path = req
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
     Some((sink, Box::new(entry)))
 }
 

@@ -21,7 +21,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri, Version};
 use super::error::ParseError;
 use super::{MAX_HEADERS, MAX_URI_LEN};
 use crate::h1::decode::Decoder;
-use crate::h1::fields::{digits, has_token, trim};
+use crate::h1::fields::{digits, fold_connection, trim};
 
 pub(crate) struct Head {
     pub parts: Parts,
@@ -136,13 +136,7 @@ pub(crate) fn parse(
                 }
             }
         } else if name == CONNECTION {
-            // Once one Connection line asks to close, no later one undoes it.
-            if saw_close || has_token(&value, "close") {
-                saw_close = true;
-                keep_alive = false;
-            } else if !keep_alive {
-                keep_alive = has_token(&value, "keep-alive");
-            }
+            fold_connection(&value, &mut keep_alive, &mut saw_close);
         } else if name == EXPECT {
             expect_continue = value.eq_ignore_ascii_case(b"100-continue");
         }

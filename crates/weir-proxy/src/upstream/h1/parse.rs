@@ -14,7 +14,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Ver
 use super::error::Error;
 use super::{MAX_HEAD, MAX_HEADERS};
 use crate::h1::decode::Decoder;
-use crate::h1::fields::{add_length, has_token, trim};
+use crate::h1::fields::{add_length, fold_connection, trim};
 
 pub(super) struct Head {
     pub parts: Parts,
@@ -113,13 +113,7 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
         } else if name == TRANSFER_ENCODING {
             te = Some(value.clone());
         } else if name == CONNECTION {
-            // Once one Connection line asks to close, no later one undoes it.
-            if saw_close || has_token(&value, "close") {
-                saw_close = true;
-                keep_alive = false;
-            } else if !keep_alive {
-                keep_alive = has_token(&value, "keep-alive");
-            }
+            fold_connection(&value, &mut keep_alive, &mut saw_close);
         }
         // SAFETY: httparse accepted the value, so it holds only HTAB, SP,
         // visible ASCII and obs-text: exactly what a HeaderValue may hold.
