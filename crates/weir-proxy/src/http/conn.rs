@@ -52,7 +52,15 @@ pub async fn serve(
     let state: Arc<ConnState> = ctx.state.clone();
     let proxy = Proxy(ctx);
     let ctl = Control::default();
-    let conn = server::run(stream, &proxy, &ctl, &state, limits.max_header_bytes);
+    // Boxed: the connection's future is kilobytes; here it is built once
+    // in place, where every `async` layer above would copy it again.
+    let conn = Box::pin(server::run(
+        stream,
+        &proxy,
+        &ctl,
+        &state,
+        limits.max_header_bytes,
+    ));
     let watch = async {
         let watchdog = tokio::time::sleep(ConnState::period(
             limits.header_timeout,

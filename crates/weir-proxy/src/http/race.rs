@@ -55,31 +55,56 @@ impl Side {
     }
 }
 
-/// Runs `main` and `watch` until either finishes.
-pub async fn race<M, W>(main: M, watch: W)
+pin_project_lite::pin_project! {
+    /// Runs `main` and `watch` until either finishes. A struct rather than
+    /// an `async fn`: an `async fn` would keep its arguments and their
+    /// pinned copies side by side, doubling the size of a connection's
+    /// future (kilobytes, copied when the task is spawned).
+    pub struct Race<M, W> {
+        #[pin]
+        main: M,
+        #[pin]
+        watch: W,
+        sides: Option<(Side, Side)>,
+    }
+}
+
+pub fn race<M, W>(main: M, watch: W) -> Race<M, W>
 where
     M: Future<Output = ()>,
     W: Future<Output = ()>,
 {
-    let mut main = std::pin::pin!(main);
-    let mut watch = std::pin::pin!(watch);
-    let mut sides: Option<(Side, Side)> = None;
-    std::future::poll_fn(|cx| {
+    Race {
+        main,
+        watch,
+        sides: None,
+    }
+}
+
+impl<M, W> Future for Race<M, W>
+where
+    M: Future<Output = ()>,
+    W: Future<Output = ()>,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
         // New wakers only if the task's own changed (never, in a tokio
         // task): both sides are then polled once to register them.
-        if !sides
+        if !this
+            .sides
             .as_ref()
             .is_some_and(|(m, _)| m.flag.task.will_wake(cx.waker()))
         {
-            sides = Some((Side::new(cx.waker()), Side::new(cx.waker())));
+            *this.sides = Some((Side::new(cx.waker()), Side::new(cx.waker())));
         }
-        let (m, w) = sides.as_ref().expect("set above");
-        if m.poll(main.as_mut()).is_ready() || w.poll(watch.as_mut()).is_ready() {
+        let (m, w) = this.sides.as_ref().expect("set above");
+        if m.poll(this.main).is_ready() || w.poll(this.watch).is_ready() {
             return Poll::Ready(());
         }
         Poll::Pending
-    })
-    .await
+    }
 }
 
 #[cfg(test)]
