@@ -5,8 +5,13 @@ use std::net::IpAddr;
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-/// Headers that describe one connection, never forwarded.
-static HOP_BY_HOP: [HeaderName; 8] = [
+use crate::h1::fields::trim;
+
+/// Headers that describe one connection, never forwarded, and `Upgrade`,
+/// which weir does not pass yet (WebSocket comes later; an Upgrade header
+/// without the connection-level handshake would confuse upstreams). The
+/// order is that of the bits `hop_bit` returns.
+static HOP_BY_HOP: [HeaderName; 9] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
     HeaderName::from_static("proxy-connection"),
@@ -15,58 +20,70 @@ static HOP_BY_HOP: [HeaderName; 8] = [
     header::TE,
     header::TRAILER,
     header::TRANSFER_ENCODING,
+    header::UPGRADE,
 ];
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
-/// Whether `n` is hop-by-hop (or `Upgrade`, which weir does not pass yet).
-/// A match on the (lower-case) name compiles to a length switch and one
-/// compare, cheaper than comparing against each name in turn.
+/// The bit of `n` in `HOP_BY_HOP`, or 0. A match on the (lower-case) name
+/// compiles to a length switch and one compare.
 #[inline]
-fn is_hop(n: &HeaderName) -> bool {
-    matches!(
-        n.as_str(),
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-    )
+fn hop_bit(n: &HeaderName) -> u16 {
+    match n.as_str() {
+        "connection" => 1,
+        "keep-alive" => 1 << 1,
+        "proxy-connection" => 1 << 2,
+        "proxy-authenticate" => 1 << 3,
+        "proxy-authorization" => 1 << 4,
+        "te" => 1 << 5,
+        "trailer" => 1 << 6,
+        "transfer-encoding" => 1 << 7,
+        "upgrade" => 1 << 8,
+        _ => 0,
+    }
 }
 
 /// Removes hop-by-hop headers, including those the `Connection` header names.
-/// Most messages carry none: one pass over the (few) names answers that,
-/// cheaper than a hash lookup per hop-by-hop name.
+/// One pass over the (few) names finds which are present; only those are
+/// removed (a hash lookup each). Most requests carry none; most responses
+/// only `Connection: keep-alive`.
 pub fn strip_hop_by_hop(h: &mut HeaderMap) {
-    if !h.keys().any(is_hop) {
+    let present = h.keys().fold(0, |bits, n| bits | hop_bit(n));
+    if present == 0 {
         return;
     }
-    if let Some(conn) = h.get(header::CONNECTION) {
-        // Only pay for parsing when Connection names something unusual.
-        let named: Vec<HeaderName> = conn
-            .to_str()
-            .unwrap_or("")
-            .split(',')
-            .map(str::trim)
-            .filter(|t| !t.eq_ignore_ascii_case("close") && !t.eq_ignore_ascii_case("keep-alive"))
-            .filter_map(|t| HeaderName::from_bytes(t.as_bytes()).ok())
-            .collect();
-        for n in named {
+    if present & 1 != 0 {
+        for n in named_by_connection(h) {
             h.remove(n);
         }
     }
-    for n in &HOP_BY_HOP {
-        h.remove(n);
+    for (i, n) in HOP_BY_HOP.iter().enumerate() {
+        if present & (1 << i) != 0 {
+            h.remove(n);
+        }
     }
-    // weir does not proxy upgrades yet (WebSocket comes later); an Upgrade
-    // header without the connection-level handshake would confuse upstreams.
-    h.remove(header::UPGRADE);
+}
+
+/// The headers the `Connection` lines name besides `close` and `keep-alive`
+/// (no allocation when there are none, the usual case).
+fn named_by_connection(h: &HeaderMap) -> Vec<HeaderName> {
+    let mut named = Vec::new();
+    for line in h.get_all(header::CONNECTION) {
+        for token in line.as_bytes().split(|&b| b == b',').map(trim) {
+            if token.is_empty()
+                || token.eq_ignore_ascii_case(b"close")
+                || token.eq_ignore_ascii_case(b"keep-alive")
+            {
+                continue;
+            }
+            if let Ok(n) = HeaderName::from_bytes(token) {
+                named.push(n);
+            }
+        }
+    }
+    named
 }
 
 /// The client address as an `X-Forwarded-For` value, made once per connection.
@@ -176,6 +193,27 @@ mod tests {
         strip_hop_by_hop(&mut h);
         assert_eq!(h.len(), 1);
         assert!(h.contains_key("x-kept"));
+    }
+
+    #[test]
+    fn strips_what_every_connection_line_names() {
+        let mut h = HeaderMap::new();
+        h.append("connection", "keep-alive".parse().unwrap());
+        h.append("connection", "X-Secret , close".parse().unwrap());
+        h.insert("x-secret", "1".parse().unwrap());
+        h.insert("upgrade", "websocket".parse().unwrap());
+        h.insert("x-kept", "1".parse().unwrap());
+        strip_hop_by_hop(&mut h);
+        assert_eq!(h.len(), 1, "{h:?}");
+        assert!(h.contains_key("x-kept"));
+    }
+
+    #[test]
+    fn every_hop_by_hop_name_has_its_bit() {
+        for (i, n) in HOP_BY_HOP.iter().enumerate() {
+            assert_eq!(hop_bit(n), 1 << i, "{n}");
+        }
+        assert_eq!(hop_bit(&header::HOST), 0);
     }
 
     #[test]

@@ -23,6 +23,9 @@ async fn forwards_and_rewrites_headers() {
         .header("host", "shop.example.com:8080")
         .header("connection", "keep-alive, x-hop")
         .header("x-hop", "secret")
+        // Every Connection line counts, not only the first.
+        .header("connection", "x-hop2")
+        .header("x-hop2", "secret")
         .header("keep-alive", "timeout=5")
         .header("x-forwarded-for", "10.1.2.3")
         .header("x-custom", "kept")
