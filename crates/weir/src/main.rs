@@ -10,6 +10,10 @@ mod run;
 
 use std::process::ExitCode;
 
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
 // mimalloc: every client connection allocates a few buffers of kilobytes,
 // where glibc takes its slow paths (bins, consolidation, aligned task cells).
 // Measured in one bench run against glibc: less CPU per unit in all five perf
@@ -17,10 +21,6 @@ use std::process::ExitCode;
 // ~7 MiB more peak RSS (docs/BENCHMARKS.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-use clap::Parser;
-
-use crate::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
