@@ -119,7 +119,7 @@ impl Proxy {
             if !control.listeners.contains_key(&l.bind)
                 && !fresh.iter().any(|b: &listener::Bound| b.addr == l.bind)
             {
-                fresh.push(listener::bind(l.bind)?);
+                fresh.push(listener::bind(l.bind, l.protocol)?);
             }
         }
         let mut logs = HashMap::new();
@@ -144,7 +144,10 @@ impl Proxy {
         let mut fresh_slots = Vec::new();
         for (name, l) in &cfg.listeners {
             let slot = match control.listeners.get(&l.bind) {
-                Some(r) => r.slot,
+                Some(r) => {
+                    r.set_protocol(l.protocol);
+                    r.slot
+                }
                 None => match fresh_slots.iter().find(|(a, _)| *a == l.bind) {
                     Some((_, s)) => *s,
                     None => {

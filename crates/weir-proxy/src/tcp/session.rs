@@ -40,7 +40,6 @@ pub async fn serve(
             return;
         }
     };
-    let _ = client.set_nodelay(true);
     let _upstream_open = crate::metrics::Held::new(&crate::metrics::GLOBAL.upstream_open);
     let cut = slot.endpoint.cut.clone();
     tokio::select! {

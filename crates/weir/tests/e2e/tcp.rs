@@ -172,3 +172,33 @@ async fn hash_keeps_a_client_ip_on_one_endpoint() {
     // Every connection comes from 127.0.0.1: one endpoint takes them all.
     assert_eq!(seen.len(), 1, "{seen:?}");
 }
+
+/// TCP listeners accept at once, so a backend that speaks first (MySQL,
+/// SMTP) greets a client that has sent nothing, also when a reload turns
+/// an HTTP listener's address (whose accepts wait for the client's bytes)
+/// into a TCP listener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_server_speaks_first_also_after_a_reload_from_http() {
+    let a = TcpUpstream::echo("hello-from-a", true).await.unwrap();
+    let listen = free_addr();
+    let http = format!(
+        "[listeners.db]\nbind = \"{listen}\"\npool = \"db\"\n\n[pools.db]\n{}",
+        endpoints(&[(a.addr(), 1)])
+    );
+    let w = Weir::start(&http, &[listen]);
+    let outcome = w.reload(&tcp_cfg(listen, &endpoints(&[(a.addr(), 1)]), ""));
+    assert!(outcome.contains("config reloaded"), "{outcome}");
+    for _ in 0..3 {
+        let started = Instant::now();
+        let mut s = TcpStream::connect(listen).await.unwrap();
+        let hello = tokio::time::timeout(Duration::from_secs(3), greeting(&mut s))
+            .await
+            .expect("no greeting");
+        assert_eq!(hello, "hello-from-a");
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "greeting after {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -83,3 +83,50 @@ async fn idle_time_is_not_capped_by_the_header_timeout() {
     );
     assert_eq!(conn.get("/").await.unwrap().status, 200);
 }
+
+/// The gauge of open client connections, from `/metrics`.
+async fn client_connections(w: &crate::common::Weir) -> String {
+    let r = weir_testkit::client::get(w.admin, "/metrics")
+        .await
+        .unwrap();
+    r.text()
+        .lines()
+        .find(|l| l.starts_with("weir_connections{side=\"client\",state=\"open\"}"))
+        .map(|l| l.rsplit(' ').next().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+/// HTTP listeners defer the accept until the client's first bytes arrive
+/// (TCP_DEFER_ACCEPT): a silent connection takes no connection slot at
+/// first, one that speaks is served at once, and a silent one is still
+/// accepted after about a second and closed at the header timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn silent_connections_are_accepted_late_and_still_time_out() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(&cfg(listen, up.addr(), "300ms", "60s"), &[listen]);
+    // wait_listening's probe connection is silent too: let it go first.
+    let settle = Instant::now() + Duration::from_secs(5);
+    while client_connections(&w).await != "0" && Instant::now() < settle {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let mut silent = tokio::net::TcpStream::connect(listen).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        client_connections(&w).await,
+        "0",
+        "accepted before any byte"
+    );
+
+    let mut speaking = HttpConn::connect(listen).await.unwrap();
+    let started = Instant::now();
+    assert_eq!(speaking.get("/").await.unwrap().status, 200);
+    assert!(started.elapsed() < Duration::from_millis(500));
+
+    let t = time_to_close(&mut silent, Duration::from_secs(8)).await;
+    assert!(
+        t > Duration::from_millis(300) && t < Duration::from_secs(5),
+        "silent connection closed after {t:?}"
+    );
+}
