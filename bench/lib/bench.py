@@ -9,7 +9,7 @@ tcp-stream, tcp-conn), resilience (resilience-flap, resilience-idle, resilience-
 
 Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
 BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),
-BENCH_TCP_BYTES (1 GiB), BENCH_TCP_STREAMS (3), BENCH_PROXIES (e.g. "weir,haproxy"), BENCH_PORT_BASE
+BENCH_TCP_BYTES (1 GiB), BENCH_TCP_STREAMS (3), BENCH_PROXIES (e.g. "weir,haproxy"), BENCH_PEER_DEFER (0), BENCH_PORT_BASE
 (18000), BENCH_QUICK=1 (1 round x 3 s, 256 MiB), BENCH_OUT_DIR, BENCH_BIN_DIR.
 The capacity and resilience scenarios have their own durations (BENCH_CAPACITY_SECONDS,
 20; BENCH_RESILIENCE_SECONDS, 12; quick: 5) and run 1 round unless BENCH_ROUNDS is set.

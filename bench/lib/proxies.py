@@ -103,6 +103,13 @@ def nginx_stream_module() -> str | None:
     return "" if "--with-stream " in v + " " and "--with-stream=dynamic" not in v else None
 
 
+def peer_defer() -> bool:
+    """BENCH_PEER_DEFER=1: HAProxy and nginx defer accepts on http listeners
+    too (`defer-accept`, `deferred`: off by default in both; on by default in
+    weir's http listeners)."""
+    return os.environ.get("BENCH_PEER_DEFER", "") not in ("", "0")
+
+
 def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], tag: str,
                 balance: str = "round_robin", pool_extra: str = "", haproxy_backend: str = "",
                 nginx_upstream: str = "", nginx_location: str = "") -> Proc:
@@ -143,6 +150,8 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         if v.threads != 1:
             text = cfg.read_text().replace("nbthread 1", f"nbthread {v.threads}")
             cfg.write_text(text)
+        if protocol == "http" and peer_defer():
+            cfg.write_text(cfg.read_text().replace(f"bind {listen}", f"bind {listen} defer-accept"))
         p = PROCS.start(name, ["haproxy", "-db", "-f", cfg], logs / f"{name}.log")
     elif v.kind == "nginx":
         if protocol == "tcp" and ctx.nginx_stream_line is None:
@@ -159,6 +168,8 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         if v.threads != 1:
             text = cfg.read_text().replace("worker_processes 1;", f"worker_processes {v.threads};")
             cfg.write_text(text)
+        if protocol == "http" and peer_defer():
+            cfg.write_text(cfg.read_text().replace("backlog=4096;", "backlog=4096 deferred;"))
         p = PROCS.start(name, ["nginx", "-p", f"{ctx.run}/", "-e", ctx.run / f"{name}.error.log",
                                "-c", cfg, "-g", "daemon off;"], logs / f"{name}.log")
     else:
