@@ -157,9 +157,14 @@ async fn accept_loop(
     kill: CancellationToken,
     tracker: TaskTracker,
 ) {
+    // Made once: a `cancelled()` per accepted connection would register
+    // and unregister with the token each time.
+    let stop = drain.cancelled();
+    tokio::pin!(stop);
     loop {
         let (stream, client) = tokio::select! {
-            _ = drain.cancelled() => return,
+            biased;
+            _ = &mut stop => return,
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(e) => {

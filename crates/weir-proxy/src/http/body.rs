@@ -125,13 +125,19 @@ impl Body for ProxyBody {
                 ended,
                 sent,
                 slot,
+                _rec,
                 ..
             } => {
                 let r = Pin::new(&mut *inner).poll_frame(cx);
                 match &r {
                     Poll::Ready(None) => {
                         *ended = true;
-                        give_back(ret, inner);
+                        // The request's end, for pooling and its recorder.
+                        let now = Instant::now();
+                        if let Some(r) = _rec {
+                            r.end = Some(now);
+                        }
+                        give_back(ret, inner, now);
                         // The backend is done with this request: its slot is
                         // free now, not only once the client has the last byte.
                         release(slot, *sent);
@@ -176,13 +182,17 @@ impl Drop for ProxyBody {
         } = self
         {
             release(slot, *sent);
+            // At most one clock read, shared by the recorder and the pooling.
+            let end = _rec.as_ref().and_then(|r| r.end);
+            let now = end.unwrap_or_else(Instant::now);
             if let Some(r) = _rec {
                 r.bytes = *sent;
+                r.end = Some(now);
             }
-            // Bodies hyper never polls (HEAD, 204, Content-Length: 0) are
+            // Bodies never polled (HEAD, 204, Content-Length: 0) are
             // complete too; anything else unread means the connection is dirty.
             if *ended || inner.is_end_stream() {
-                give_back(ret, inner);
+                give_back(ret, inner, now);
             }
         }
     }
@@ -201,12 +211,14 @@ fn release(slot: &mut Option<Slot>, sent: u64) {
 
 /// Pools the connection if the exchange left it reusable (the body reports
 /// that) and it is not too old, worn out, or its endpoint draining.
-fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming) {
+fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming, now: Instant) {
     let Some(r) = ret.take() else { return };
     let Some(io) = body.take_reusable() else {
         return;
     };
-    let too_old = r.max_age.is_some_and(|m| r.born.elapsed() >= m);
+    let too_old = r
+        .max_age
+        .is_some_and(|m| now.saturating_duration_since(r.born) >= m);
     let worn = r.max_uses > 0 && r.uses >= r.max_uses;
     if !r.endpoint.is_draining() && !too_old && !worn {
         let conn = Conn {
@@ -214,6 +226,6 @@ fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming) {
             born: r.born,
             uses: r.uses,
         };
-        r.endpoint.idle.checkin(conn, r.idle);
+        r.endpoint.idle.checkin(conn, r.idle, now);
     }
 }

@@ -69,7 +69,10 @@ pub async fn serve(
         tokio::pin!(watchdog);
         let mut draining = false;
         loop {
+            // Kill only ever follows a drain, so a connection waits on one
+            // token at a time: registering with both cost every connection.
             tokio::select! {
+                biased;
                 _ = drain.cancelled(), if !draining => {
                     // Idle connections close now; a request in flight
                     // finishes and its response carries `Connection: close`.
@@ -79,7 +82,7 @@ pub async fn serve(
                     ctl.draining.store(true, Relaxed);
                     draining = true;
                 }
-                _ = kill.cancelled() => return,
+                _ = kill.cancelled(), if draining => return,
                 _ = watchdog.as_mut() => {
                     match state.verdict(limits.header_timeout, limits.idle_timeout) {
                         Verdict::Expired => {

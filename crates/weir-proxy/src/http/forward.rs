@@ -75,7 +75,7 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ReqBody>) -> Response<ProxyBody>
     let busy = ctx.state.begin_request();
     let mut counted = None;
     let mut log = None;
-    let resp = route_and_forward(ctx, req, &mut counted, &mut log).await;
+    let resp = route_and_forward(ctx, req, start, &mut counted, &mut log).await;
     let resp = match counted {
         Some((counts, duration, reason)) => {
             let status = resp.status().as_u16();
@@ -92,6 +92,7 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ReqBody>) -> Response<ProxyBody>
                 reason,
                 access,
                 bytes: 0,
+                end: None,
             };
             resp.map(|b| b.with_recorder(rec))
         }
@@ -169,10 +170,10 @@ fn count_as(
 async fn route_and_forward(
     ctx: &ConnCtx,
     mut req: Request<ReqBody>,
+    start: Instant,
     counted: &mut Counted,
     log: &mut Log,
 ) -> Response<ProxyBody> {
-    let start = Instant::now();
     // One look at the snapshot per request; the guard is gone before any await.
     let (listener, host_hdr, route, pool, metrics) = {
         let snap = ctx.shared.snapshot.load();

@@ -20,11 +20,16 @@ pub struct Recorder {
     pub access: Option<(Sink, Box<Entry>)>,
     /// Response body bytes sent (set by the body as it ends).
     pub bytes: u64,
+    /// When the response ended, if the body already read the clock.
+    pub end: Option<Instant>,
 }
 
 impl Drop for Recorder {
     fn drop(&mut self) {
-        let total = self.start.elapsed();
+        let total = self
+            .end
+            .unwrap_or_else(Instant::now)
+            .saturating_duration_since(self.start);
         self.counts.record(self.status, self.reason);
         self.duration.observe(total);
         if let Some((sink, mut e)) = self.access.take() {

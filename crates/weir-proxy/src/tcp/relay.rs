@@ -60,6 +60,7 @@ pub async fn relay(
     loop {
         let deadline = activity.idle_deadline(idle);
         tokio::select! {
+            biased;
             r = both.as_mut() => return r.map(|_| ()),
             _ = tokio::time::sleep_until(deadline.into()) => {
                 if Instant::now() >= activity.idle_deadline(idle) {

@@ -42,8 +42,9 @@ pub async fn serve(
     };
     let _upstream_open = crate::metrics::Held::new(&crate::metrics::GLOBAL.upstream_open);
     let cut = slot.endpoint.cut.clone();
+    // biased: polled in order, without a random start per wakeup.
     tokio::select! {
-        _ = cut.cancelled() => debug!(listener = &*listener, "tcp session cut: its endpoint was removed and the drain grace is over"),
+        biased;
         r = relay(
             client,
             upstream,
@@ -55,6 +56,7 @@ pub async fn serve(
                 debug!(listener = &*listener, "tcp session ended: {e}");
             }
         }
+        _ = cut.cancelled() => debug!(listener = &*listener, "tcp session cut: its endpoint was removed and the drain grace is over"),
         _ = kill.cancelled() => debug!(listener = &*listener, "tcp session cut at drain grace"),
     }
 }

@@ -86,8 +86,7 @@ impl IdleConns {
 
     /// Returns a connection; `idle` is how long it may now stay idle.
     /// Only connections whose last exchange ended cleanly come here.
-    pub fn checkin(&self, conn: Conn, idle: Duration) {
-        let now = Instant::now();
+    pub fn checkin(&self, conn: Conn, idle: Duration, now: Instant) {
         let idle = match self.learned() {
             Some(l) => idle.min(l),
             None => idle,
