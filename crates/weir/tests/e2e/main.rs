@@ -6,6 +6,7 @@ mod common;
 mod api;
 mod api_live;
 
+mod accept;
 mod accesslog;
 mod balance;
 mod capacity;

@@ -10,7 +10,7 @@ use weir_testkit::TcpUpstream;
 
 use crate::common::{endpoints, free_addr, Weir};
 
-fn tcp_cfg(listen: SocketAddr, eps: &str, listener_extra: &str) -> String {
+pub(crate) fn tcp_cfg(listen: SocketAddr, eps: &str, listener_extra: &str) -> String {
     format!(
         r#"
 [listeners.db]
@@ -181,12 +181,9 @@ async fn hash_keeps_a_client_ip_on_one_endpoint() {
 async fn a_server_speaks_first_also_after_a_reload_from_http() {
     let a = TcpUpstream::echo("hello-from-a", true).await.unwrap();
     let listen = free_addr();
-    let http = format!(
-        "[listeners.db]\nbind = \"{listen}\"\npool = \"db\"\n\n[pools.db]\n{}",
-        endpoints(&[(a.addr(), 1)])
-    );
-    let w = Weir::start(&http, &[listen]);
-    let outcome = w.reload(&tcp_cfg(listen, &endpoints(&[(a.addr(), 1)]), ""));
+    let eps = endpoints(&[(a.addr(), 1)]);
+    let w = Weir::start(&crate::common::one_pool(listen, &eps, ""), &[listen]);
+    let outcome = w.reload(&tcp_cfg(listen, &eps, ""));
     assert!(outcome.contains("config reloaded"), "{outcome}");
     for _ in 0..3 {
         let started = Instant::now();
