@@ -18,8 +18,8 @@ use tracing::debug;
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::forward::{handle, refused, ConnCtx};
-use crate::http::race::race;
 use crate::http::server::{self, Control, Handler, ReqBody};
+use crate::race::race;
 
 pub struct ClientLimits {
     pub header_timeout: Duration,

@@ -7,7 +7,6 @@ pub mod conn_state;
 pub mod error;
 pub mod forward;
 pub mod headers;
-mod race;
 pub mod server;
 pub mod tries;
 pub mod upbody;

@@ -292,8 +292,8 @@ async fn try_once(
         };
         conn.uses += 1;
         let Conn { io, born, uses } = conn;
-        match tokio::time::timeout_at(deadline.into(), h1::send(io, parts, body)).await {
-            Ok(Ok(resp)) => {
+        match h1::send(io, parts, body, deadline).await {
+            Ok(resp) => {
                 let answered = Instant::now();
                 info.first_byte = Some(answered);
                 if !reused {
@@ -323,7 +323,14 @@ async fn try_once(
                 decorate(&mut resp, &ep);
                 return Outcome::Answer(resp, granted, retry_status);
             }
-            Ok(Err(SendError { error, unsent })) => {
+            Err(SendError {
+                error: h1::Error::Timeout,
+                ..
+            }) => {
+                let detail = format!("no response within {limit:?}");
+                return Outcome::MaybeDelivered(Reason::UpstreamTimeout, detail);
+            }
+            Err(SendError { error, unsent }) => {
                 if let Some(back) = unsent {
                     // Not a byte went out: the connection was already dead.
                     if reused && !fresh_only {
@@ -346,10 +353,6 @@ async fn try_once(
                     return Outcome::NotDelivered(Reason::UpstreamReset, error.to_string());
                 }
                 return Outcome::MaybeDelivered(Reason::UpstreamReset, error.to_string());
-            }
-            Err(_) => {
-                let detail = format!("no response within {limit:?}");
-                return Outcome::MaybeDelivered(Reason::UpstreamTimeout, detail);
             }
         }
     }

@@ -52,6 +52,41 @@ async fn slow_upstream_is_504_upstream_timeout() {
     );
 }
 
+/// Each request on a pooled upstream connection gets the whole
+/// `response_timeout` from its own start, whatever the requests before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_response_timeout_counts_from_each_request_on_a_reused_connection() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let cfg = one_pool(
+        listen,
+        &endpoints(&[(up.addr(), 1)]),
+        "response_timeout = \"400ms\"\n[pools.app.retry]\nattempts = 0",
+    );
+    let _w = Weir::start(&cfg, &[listen]);
+    let first = client::get(listen, "/").await.unwrap();
+    assert_eq!(first.status, 200);
+    // Answered 300 ms after it started, 550 ms after the first request:
+    // past the first request's deadline, within its own.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let second = client::get(listen, "/?latency_ms=300").await.unwrap();
+    assert_eq!(second.status, 200, "{:?}", second.header("x-weir-reason"));
+    assert_eq!(
+        first.header("x-upstream-conn"),
+        second.header("x-upstream-conn"),
+        "the second request did not reuse the upstream connection"
+    );
+    // And one that never answers still times out, 400 ms after its start.
+    let t = std::time::Instant::now();
+    let third = client::get(listen, "/?hang=1").await.unwrap();
+    let took = t.elapsed();
+    assert_eq!(third.status, 504);
+    assert!(
+        took >= Duration::from_millis(390) && took < Duration::from_millis(1500),
+        "{took:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_route_is_404_route_not_found() {
     let up = HttpUpstream::spawn("a").await.unwrap();

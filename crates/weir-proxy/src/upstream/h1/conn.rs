@@ -1,10 +1,12 @@
 //! An upstream connection: the socket, a read buffer that outlives one
 //! response (bytes of the next read may already be in it), and a write
-//! buffer reused for every request head.
+//! buffer reused for every request head, and the response timer.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
+use std::time::Instant;
 
 use bytes::BytesMut;
 use tokio::io::Interest;
@@ -26,6 +28,8 @@ pub struct Connection {
     pub(super) rbuf: BytesMut,
     pub(super) wbuf: Vec<u8>,
     read_size: usize,
+    /// Bounds the wait for a response head; armed by the first exchange.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
     _open: Held,
 }
 
@@ -36,6 +40,7 @@ impl Connection {
             rbuf: BytesMut::new(),
             wbuf: Vec::new(),
             read_size: READ_CHUNK,
+            timer: None,
             _open: Held::new(&GLOBAL.upstream_open),
         }
     }
@@ -55,6 +60,31 @@ impl Connection {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
             // EOF, unsolicited bytes, or an error.
             _ => true,
+        }
+    }
+
+    /// Ready once `deadline` has passed.
+    ///
+    /// One timer per connection, re-armed lazily: a timer per exchange cost
+    /// a timer-wheel insert and removal per request (~450 instructions of
+    /// ~21k, callgrind). A later request leaves the timer at its earlier
+    /// deadline; when that fires, it moves to the request's own. A timer
+    /// firing while the connection sits idle wakes the task that last
+    /// polled it, which finds nothing to do.
+    pub(super) fn poll_deadline(&mut self, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
+        let deadline = tokio::time::Instant::from_std(deadline);
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() > deadline {
+            timer.as_mut().reset(deadline);
+        }
+        loop {
+            ready!(timer.as_mut().poll(cx));
+            if timer.deadline() >= deadline {
+                return Poll::Ready(());
+            }
+            timer.as_mut().reset(deadline);
         }
     }
 

@@ -145,7 +145,14 @@ async fn with_weir(method: &str, response: &[u8], bytewise: bool) -> Seen {
     let addr = backend(response.to_vec(), bytewise).await;
     let conn = Connection::new(TcpStream::connect(addr).await.unwrap());
     let (parts, _) = request(method).into_parts();
-    let Ok(resp) = send(conn, &parts, Payload::<Empty<Bytes>>::Bytes(Bytes::new())).await else {
+    let Ok(resp) = send(
+        conn,
+        &parts,
+        Payload::<Empty<Bytes>>::Bytes(Bytes::new()),
+        std::time::Instant::now() + std::time::Duration::from_secs(60),
+    )
+    .await
+    else {
         return Seen::Failed;
     };
     let (p, body) = resp.into_parts();

@@ -9,6 +9,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub enum Error {
     #[error("upstream connection: {0}")]
     Io(#[from] io::Error),
+    #[error("no response head by the deadline")]
+    Timeout,
     #[error("connection closed before the response head was complete")]
     ClosedBeforeHead,
     #[error("connection closed before the response body was complete")]

@@ -9,6 +9,7 @@
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::request::Parts;
@@ -38,12 +39,14 @@ pub struct SendError<B> {
     pub unsent: Option<Payload<B>>,
 }
 
-/// Sends the request on `conn` and reads the response head. The response
-/// body owns the connection; see [`RecvBody::take_reusable`].
+/// Sends the request on `conn` and reads the response head, failing with
+/// [`Error::Timeout`] if the head is not complete by `deadline`. The
+/// response body owns the connection; see [`RecvBody::take_reusable`].
 pub async fn send<B>(
     mut conn: Connection,
     parts: &Parts,
     payload: Payload<B>,
+    deadline: Instant,
 ) -> Result<Response<RecvBody<B>>, SendError<B>>
 where
     B: Body<Data = Bytes> + Unpin,
@@ -71,7 +74,15 @@ where
         writer: Writer::new(payload, inline, framing),
         failed: None,
     };
-    match poll_fn(|cx| poll_head(&mut conn, &mut sending, cx, &parts.method)).await {
+    let head = poll_fn(
+        |cx| match poll_head(&mut conn, &mut sending, cx, &parts.method) {
+            Poll::Pending => conn
+                .poll_deadline(deadline, cx)
+                .map(|()| Err(Error::Timeout)),
+            done => done,
+        },
+    );
+    match head.await {
         Ok(head) => {
             let Head {
                 parts,
@@ -306,6 +317,7 @@ mod tests {
 
     use http::Request;
     use http_body_util::BodyExt;
+    use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
     use tokio::sync::mpsc;
@@ -358,6 +370,11 @@ mod tests {
             .0
     }
 
+    /// A deadline no test reaches.
+    fn far() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(60)
+    }
+
     fn none() -> Payload<Chan> {
         Payload::Bytes(Bytes::new())
     }
@@ -375,13 +392,13 @@ mod tests {
             }
             s
         });
-        let mut resp = send(conn, &get("/x"), none()).await.ok().unwrap();
+        let mut resp = send(conn, &get("/x"), none(), far()).await.ok().unwrap();
         let data = resp.body_mut().frame().await.unwrap().unwrap();
         assert_eq!(data.into_data().unwrap(), "one");
         assert!(resp.body().is_end_stream());
         let conn = resp.body_mut().take_reusable().expect("reusable");
         assert!(!conn.is_closed());
-        let resp = send(conn, &get("/x"), none()).await.ok().unwrap();
+        let resp = send(conn, &get("/x"), none(), far()).await.ok().unwrap();
         let mut body = resp.into_body();
         assert_eq!(
             body.frame().await.unwrap().unwrap().into_data().unwrap(),
@@ -397,6 +414,69 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         panic!("a closed connection looks open");
+    }
+
+    /// Answers each request head with a 2-byte body after `delays[i]`.
+    fn slow_backend(mut s: TcpStream, delays: Vec<u64>) {
+        tokio::spawn(async move {
+            for d in delays {
+                let mut buf = Vec::new();
+                read_head(&mut s, &mut buf).await;
+                tokio::time::sleep(Duration::from_millis(d)).await;
+                let r = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                if s.write_all(r).await.is_err() {
+                    return;
+                }
+            }
+            let _ = s.read(&mut [0u8; 16]).await;
+        });
+    }
+
+    async fn exchange_ok(conn: Connection, deadline: Instant) -> Result<Connection, Error> {
+        let resp = send(conn, &get("/"), none(), deadline)
+            .await
+            .map_err(|e| e.error)?;
+        let mut body = resp.into_body();
+        assert_eq!(
+            body.frame().await.unwrap().unwrap().into_data().unwrap(),
+            "ok"
+        );
+        Ok(body.take_reusable().expect("reusable"))
+    }
+
+    #[tokio::test]
+    async fn a_reused_connection_times_out_by_each_requests_own_deadline() {
+        let (conn, s) = pair().await;
+        slow_backend(s, vec![0, 150, 0]);
+        let ms = Duration::from_millis;
+        // The first exchange arms the timer for +100 ms.
+        let conn = exchange_ok(conn, Instant::now() + ms(100)).await.unwrap();
+        // The second answers at +150 ms, within its own +400 ms: the timer
+        // firing at the first exchange's deadline must not end it.
+        let t = Instant::now();
+        let conn = exchange_ok(conn, t + ms(400)).await.unwrap();
+        assert!(t.elapsed() >= ms(140), "{:?}", t.elapsed());
+        // An earlier deadline than the armed one still holds.
+        let (conn2, s2) = pair().await;
+        slow_backend(s2, vec![0, 300]);
+        let conn2 = exchange_ok(conn2, Instant::now() + ms(60_000))
+            .await
+            .unwrap();
+        let t = Instant::now();
+        let Err(Error::Timeout) = exchange_ok(conn2, t + ms(100)).await else {
+            panic!("no timeout");
+        };
+        let took = t.elapsed();
+        assert!(took >= ms(95) && took < ms(280), "{took:?}");
+        // A deadline already past: at once.
+        let (conn3, s3) = pair().await;
+        slow_backend(s3, vec![200]);
+        let t = Instant::now();
+        let Err(Error::Timeout) = exchange_ok(conn3, t).await else {
+            panic!("no timeout");
+        };
+        assert!(t.elapsed() < ms(150), "{:?}", t.elapsed());
+        drop(conn);
     }
 
     #[tokio::test]
@@ -417,7 +497,7 @@ mod tests {
                 }
                 let _ = s.read(&mut [0u8; 16]).await;
             });
-            let resp = send(conn, &get("/"), none()).await.ok().unwrap();
+            let resp = send(conn, &get("/"), none(), far()).await.ok().unwrap();
             let mut body = resp.into_body();
             let mut data = Vec::new();
             while let Some(f) = body.frame().await {
@@ -444,10 +524,15 @@ mod tests {
         let (tx, rx) = mpsc::channel(4);
         tx.send(Bytes::from(vec![b'x'; 64 * 1024])).await.unwrap();
         let parts = Request::post("/up").body(()).unwrap().into_parts().0;
-        let resp = send(conn, &parts, Payload::Stream(Chan(rx, Some(10 << 20))))
-            .await
-            .ok()
-            .unwrap();
+        let resp = send(
+            conn,
+            &parts,
+            Payload::Stream(Chan(rx, Some(10 << 20))),
+            far(),
+        )
+        .await
+        .ok()
+        .unwrap();
         assert_eq!(resp.status(), 413);
         let mut body = resp.into_body();
         assert_eq!(
@@ -495,7 +580,7 @@ mod tests {
             sent
         });
         let parts = Request::put("/echo").body(()).unwrap().into_parts().0;
-        let resp = send(conn, &parts, Payload::Stream(Chan(rx, None)))
+        let resp = send(conn, &parts, Payload::Stream(Chan(rx, None)), far())
             .await
             .ok()
             .unwrap();
@@ -542,6 +627,7 @@ mod tests {
             conn,
             &parts,
             Payload::<Chan>::Bytes(Bytes::from_static(b"hello")),
+            far(),
         )
         .await
         .ok()
@@ -571,6 +657,7 @@ mod tests {
             conn,
             &parts,
             Payload::<Chan>::Bytes(Bytes::from_static(b"x")),
+            far(),
         )
         .await
         else {

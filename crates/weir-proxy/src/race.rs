@@ -1,7 +1,8 @@
 //! Two futures raced in one task, each polled only when it was woken.
 //!
-//! A client connection is a busy future (woken twice per request) beside
-//! watchers that almost never fire (drain, kill, the timeout watchdog).
+//! A client connection or a TCP session is a busy future (woken a few times
+//! per request) beside watchers that almost never fire (drain, kill, an
+//! endpoint's cut, the timeout watchdog).
 //! `select!` would poll every watcher on every wake-up, which costs a few
 //! mutex operations each (cancellation tokens); here each side gets a
 //! waker that notes it fired, so a wake-up polls only its own side.
