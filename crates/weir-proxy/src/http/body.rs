@@ -81,31 +81,32 @@ impl ProxyBody {
         }
     }
 
+    // Setters in place rather than `with_*(self) -> Self` builders: the
+    // body is ~360 bytes and each builder moved the whole response twice
+    // (~130 instructions per request each, callgrind).
+
     /// Counts and times the request when the response is done.
-    pub fn with_recorder(mut self, rec: Recorder) -> Self {
-        match &mut self {
+    pub fn set_recorder(&mut self, rec: Recorder) {
+        match self {
             ProxyBody::Upstream { _rec, .. } | ProxyBody::Full { _rec, .. } => *_rec = Some(rec),
         }
-        self
     }
 
     /// Holds the request's endpoint slot until the response is fully sent.
-    pub fn with_slot(mut self, slot: Slot) -> Self {
-        if let ProxyBody::Upstream { slot: s, .. } = &mut self {
+    pub fn set_slot(&mut self, slot: Slot) {
+        if let ProxyBody::Upstream { slot: s, .. } = self {
             *s = Some(slot);
         }
-        self
     }
 
     /// Ties the client connection's busy state to this body: the connection
     /// counts as idle again only once the response is fully sent.
-    pub fn with_busy(mut self, guard: BusyGuard) -> Self {
-        match &mut self {
+    pub fn set_busy(&mut self, guard: BusyGuard) {
+        match self {
             ProxyBody::Upstream { _busy, .. } | ProxyBody::Full { _busy, .. } => {
                 *_busy = Some(guard)
             }
         }
-        self
     }
 }
 

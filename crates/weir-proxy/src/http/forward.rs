@@ -75,30 +75,28 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ReqBody>) -> Response<ProxyBody>
     let busy = ctx.state.begin_request();
     let mut counted = None;
     let mut log = None;
-    let resp = route_and_forward(ctx, req, start, &mut counted, &mut log).await;
-    let resp = match counted {
-        Some((counts, duration, reason)) => {
-            let status = resp.status().as_u16();
-            let access = log.map(|(sink, mut entry): (Sink, Box<Entry>)| {
-                entry.status = status;
-                entry.reason = reason.map(Reason::as_str);
-                (sink, entry)
-            });
-            let rec = Recorder {
-                counts,
-                duration,
-                start,
-                status,
-                reason,
-                access,
-                bytes: 0,
-                end: None,
-            };
-            resp.map(|b| b.with_recorder(rec))
-        }
-        None => resp,
-    };
-    resp.map(|b| b.with_busy(busy))
+    let mut resp = route_and_forward(ctx, req, start, &mut counted, &mut log).await;
+    if let Some((counts, duration, reason)) = counted {
+        let status = resp.status().as_u16();
+        let access = log.map(|(sink, mut entry): (Sink, Box<Entry>)| {
+            entry.status = status;
+            entry.reason = reason.map(Reason::as_str);
+            (sink, entry)
+        });
+        let rec = Recorder {
+            counts,
+            duration,
+            start,
+            status,
+            reason,
+            access,
+            bytes: 0,
+            end: None,
+        };
+        resp.body_mut().set_recorder(rec);
+    }
+    resp.body_mut().set_busy(busy);
+    resp
 }
 
 /// A request the server refused before it could be routed (bad framing,

@@ -230,8 +230,9 @@ pub async fn run(a: Attempts<'_>) -> Ended {
     }
 }
 
-fn attach(resp: Response<ProxyBody>, granted: Granted) -> Response<ProxyBody> {
-    resp.map(|b| b.with_slot(granted.slot))
+fn attach(mut resp: Response<ProxyBody>, granted: Granted) -> Response<ProxyBody> {
+    resp.body_mut().set_slot(granted.slot);
+    resp
 }
 
 async fn try_once(
