@@ -5,12 +5,14 @@
 
 use std::io;
 use std::net::Shutdown;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
+use tokio::time::Sleep;
 
 /// Milliseconds since the session began at the last byte moved.
 pub struct Activity {
@@ -38,13 +40,16 @@ impl Activity {
 }
 
 /// Relays until done; bytes moved are added to `sent` (client → upstream)
-/// and `received` (upstream → client) as they move.
+/// and `received` (upstream → client) as they move. `timer` becomes the
+/// idle timer (the session's connect timer, already registered: moving it
+/// to a later deadline costs no timer-wheel operation).
 pub async fn relay(
     mut client: TcpStream,
     mut upstream: TcpStream,
     idle: Duration,
     sent: &AtomicU64,
     received: &AtomicU64,
+    mut timer: Pin<&mut Sleep>,
 ) -> io::Result<()> {
     let activity = Activity::new();
     let one_done = AtomicBool::new(false);
@@ -58,11 +63,11 @@ pub async fn relay(
     };
     tokio::pin!(both);
     loop {
-        let deadline = activity.idle_deadline(idle);
+        timer.as_mut().reset(activity.idle_deadline(idle).into());
         tokio::select! {
             biased;
             r = both.as_mut() => return r.map(|_| ()),
-            _ = tokio::time::sleep_until(deadline.into()) => {
+            _ = timer.as_mut() => {
                 if Instant::now() >= activity.idle_deadline(idle) {
                     return Err(io::Error::new(io::ErrorKind::TimedOut, "idle timeout"));
                 }

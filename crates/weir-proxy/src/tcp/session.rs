@@ -4,10 +4,12 @@
 //! removed listener or a shutdown ends it.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
+use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -18,7 +20,7 @@ use crate::pool::PoolRt;
 use crate::race::race;
 use crate::reason::Reason;
 use crate::tcp::relay::relay;
-use crate::upstream::connect::connect;
+use crate::upstream::connect::connect_until;
 
 pub async fn serve(
     client: TcpStream,
@@ -28,7 +30,10 @@ pub async fn serve(
     idle_timeout: Duration,
     kill: CancellationToken,
 ) {
-    let (upstream, slot) = match connect_any(&listener, &pool, peer).await {
+    // One timer for the whole session: the connect timeout, then idle.
+    let timer = tokio::time::sleep(pool.connect_timeout);
+    tokio::pin!(timer);
+    let (upstream, slot) = match connect_any(&listener, &pool, peer, timer.as_mut()).await {
         Ok(x) => x,
         Err(reason) => {
             warn!(
@@ -50,6 +55,7 @@ pub async fn serve(
             idle_timeout,
             &slot.endpoint.metrics.bytes_in,
             &slot.endpoint.metrics.bytes_out,
+            timer,
         )
         .await;
         if let Err(e) = r {
@@ -75,6 +81,7 @@ async fn connect_any(
     listener: &str,
     pool: &Arc<PoolRt>,
     peer: SocketAddr,
+    mut timer: Pin<&mut Sleep>,
 ) -> Result<(TcpStream, Slot), Reason> {
     let mut key = PickKey::default();
     if let Algorithm::Hash { .. } = pool.algorithm {
@@ -87,7 +94,10 @@ async fn connect_any(
         let granted = capacity::acquire(pool, &key).await?;
         let ep = granted.slot.endpoint.clone();
         let started = std::time::Instant::now();
-        match connect(ep.addr, pool.connect_timeout).await {
+        timer
+            .as_mut()
+            .reset((started + pool.connect_timeout).into());
+        match connect_until(ep.addr, pool.connect_timeout, timer.as_mut()).await {
             Ok(s) => {
                 // A session counts as the endpoint's "request"; its latency
                 // is the time to connect.

@@ -2,11 +2,13 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
+use tokio::time::Sleep;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -21,20 +23,36 @@ pub enum ConnectError {
 }
 
 pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {
+    let timer = tokio::time::sleep(timeout);
+    tokio::pin!(timer);
+    connect_until(addr, timeout, timer).await
+}
+
+/// As [`connect`], bounded by `timer`, set to fire `timeout` from now. The
+/// caller keeps the timer: a TCP session re-arms it as its idle timer, one
+/// timer registration per session instead of two.
+pub async fn connect_until(
+    addr: SocketAddr,
+    timeout: Duration,
+    timer: Pin<&mut Sleep>,
+) -> Result<TcpStream, ConnectError> {
     let io = |source| ConnectError::Io { addr, source };
     let stream = start(addr).map_err(io)?;
-    match tokio::time::timeout(timeout, stream.ready(Interest::WRITABLE)).await {
-        Err(_) => Err(ConnectError::Timeout { addr, timeout }),
-        Ok(Err(source)) => Err(io(source)),
-        // A refused or reset connect reports HUP (write closed); a socket
-        // still connecting is not writable. So writable and open is
-        // connected, without the SO_ERROR read tokio's connect makes
-        // (one system call per connection of ~19).
-        Ok(Ok(ready)) if !ready.is_write_closed() => Ok(stream),
-        Ok(Ok(_)) => Err(io(stream.take_error().ok().flatten().unwrap_or_else(
-            || io::Error::new(io::ErrorKind::ConnectionAborted, "closed while connecting"),
-        ))),
+    let ready = tokio::select! {
+        biased;
+        r = stream.ready(Interest::WRITABLE) => r.map_err(io)?,
+        _ = timer => return Err(ConnectError::Timeout { addr, timeout }),
+    };
+    // A refused or reset connect reports HUP (write closed); a socket still
+    // connecting is not writable. So writable and open is connected, without
+    // the SO_ERROR read tokio's connect makes (one system call per
+    // connection of ~19).
+    if !ready.is_write_closed() {
+        return Ok(stream);
     }
+    Err(io(stream.take_error().ok().flatten().unwrap_or_else(
+        || io::Error::new(io::ErrorKind::ConnectionAborted, "closed while connecting"),
+    )))
 }
 
 /// A non-blocking socket with TCP_NODELAY (small requests and responses
