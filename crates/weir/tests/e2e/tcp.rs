@@ -70,6 +70,65 @@ async fn tries_the_next_endpoint_when_connect_fails() {
     }
 }
 
+/// A listener that never completes a handshake: its accept queue (backlog
+/// 0) is full, so the kernel drops new SYNs and a connect hangs.
+fn black_hole() -> (socket2::Socket, std::net::TcpStream, SocketAddr) {
+    use socket2::{Domain, Socket, Type};
+    let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    l.listen(0).unwrap();
+    let addr = l.local_addr().unwrap().as_socket().unwrap();
+    let held = std::net::TcpStream::connect(addr).unwrap();
+    (l, held, addr)
+}
+
+/// A connect that times out moves on to the next endpoint; the session's
+/// one timer then bounds its idle time from the last byte, not from the
+/// connect deadline it was first armed with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_connect_timeout_fails_over_and_the_session_then_idles_out() {
+    let (_hole, _held, hole) = black_hole();
+    let live = TcpUpstream::echo("live", true).await.unwrap();
+    let listen = free_addr();
+    let eps = format!(
+        "connect_timeout = \"300ms\"\n{}",
+        endpoints(&[(hole, 1), (live.addr(), 1)])
+    );
+    let _w = Weir::start(
+        &tcp_cfg(listen, &eps, r#"idle_timeout = "700ms""#),
+        &[listen],
+    );
+    let mut slow = None;
+    // Round robin: every other session tries the black hole first.
+    for _ in 0..4 {
+        let t = Instant::now();
+        let mut s = TcpStream::connect(listen).await.unwrap();
+        assert_eq!(greeting(&mut s).await, "live");
+        let took = t.elapsed();
+        if took >= Duration::from_millis(280) {
+            assert!(took < Duration::from_millis(1500), "{took:?}");
+            slow.get_or_insert(s);
+        }
+    }
+    let mut s = slow.expect("no session tried the unanswering endpoint first");
+    s.write_all(b"ping").await.unwrap();
+    let mut buf = [0u8; 4];
+    s.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf, b"ping");
+    let start = Instant::now();
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest))
+        .await
+        .expect("idle session not closed")
+        .ok();
+    let t = start.elapsed();
+    assert!(
+        t >= Duration::from_millis(600) && t < Duration::from_secs(2),
+        "closed {t:?} after the last byte (idle_timeout 700ms)"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn half_close_passes_through() {
     let up = TcpUpstream::echo("e", false).await.unwrap();
