@@ -90,6 +90,18 @@ async fn serve(args: RunArgs) -> Result<(), String> {
              give it a token (--token-file or admin.token_file) or listen on loopback"
         ));
     }
+    // Before the first listener opens: a SIGHUP that arrives once weir
+    // accepts (a reload right after a start) must find its handler, not the
+    // default action, which ends the process.
+    let (mut hup, mut term, mut int, mut usr1) = match (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::user_defined1()),
+    ) {
+        (Ok(h), Ok(t), Ok(i), Ok(u)) => (h, t, i, u),
+        _ => return Err("cannot install signal handlers".into()),
+    };
     let proxy = Proxy::new();
     let control = Control::start(proxy.clone(), source, preamble).map_err(|e| e.to_string())?;
     tokio::spawn(control.clone().expire_leases());
@@ -115,15 +127,6 @@ async fn serve(args: RunArgs) -> Result<(), String> {
             Watcher::disabled()
         }),
         None => Watcher::disabled(),
-    };
-    let (mut hup, mut term, mut int, mut usr1) = match (
-        signal(SignalKind::hangup()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::user_defined1()),
-    ) {
-        (Ok(h), Ok(t), Ok(i), Ok(u)) => (h, t, i, u),
-        _ => return Err("cannot install signal handlers".into()),
     };
     loop {
         tokio::select! {

@@ -139,3 +139,24 @@ async fn listeners_are_added_and_removed_live() {
     // ...but its in-flight request finished.
     assert_eq!(pending.await.unwrap().unwrap().status, 200);
 }
+
+/// A SIGHUP sent the moment the data listener accepts (a reload right after
+/// a start, as service managers do) reloads; it must not meet the default
+/// action of a signal not yet handled, which ends the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sighup_as_soon_as_weir_listens_is_a_reload() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    for _ in 0..5 {
+        let listen = free_addr();
+        let w = Weir::start(&one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""), &[]);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(listen).is_err() {
+            assert!(std::time::Instant::now() < deadline, "weir never listened");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        w.signal(libc::SIGHUP);
+        w.wait_log(0, "SIGHUP: reloading", Duration::from_secs(5));
+        let r = client::get(listen, "/").await.unwrap();
+        assert_eq!(r.status, 200);
+    }
+}
