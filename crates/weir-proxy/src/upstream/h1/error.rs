@@ -1,5 +1,6 @@
-//! What can go wrong on an upstream exchange. Every kind is an upstream
-//! failure to the caller (`upstream_reset`), as hyper's errors were.
+//! What can go wrong on an upstream exchange. Every kind but `Timeout`
+//! (`upstream_timeout`) is an upstream failure to the caller
+//! (`upstream_reset`), as hyper's errors were.
 
 use std::io;
 
