@@ -5,6 +5,7 @@
 //! backend: latency, a worker-pool concurrency cap, stale keep-alive closes, flapping
 //! (`stop`/`start`), streaming bodies, close-delimited bodies, hanging requests.
 
+mod black_hole;
 mod body;
 pub mod client;
 mod conn;
@@ -14,6 +15,7 @@ mod listener;
 mod routes;
 mod tcp;
 
+pub use black_hole::BlackHole;
 pub use body::pattern;
 pub use http::{HttpUpstream, HttpUpstreamBuilder, RequestRecord};
 pub use latency::{parse_duration, Latency};

@@ -107,17 +107,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_connect_nobody_answers_times_out() {
-        // A listener whose accept queue is full drops new SYNs: the
-        // connect stays in SYN_SENT.
-        let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-        l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
-            .unwrap();
-        l.listen(0).unwrap();
-        let addr = l.local_addr().unwrap().as_socket().unwrap();
-        // Backlog 0: one connection fills the queue.
-        let _held = std::net::TcpStream::connect(addr).unwrap();
+        let hole = weir_testkit::BlackHole::new().unwrap();
         let t = std::time::Instant::now();
-        match connect(addr, Duration::from_millis(300)).await {
+        match connect(hole.addr(), Duration::from_millis(300)).await {
             Err(ConnectError::Timeout { .. }) => {}
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("connected past a full accept queue"),

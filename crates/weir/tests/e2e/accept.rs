@@ -1,6 +1,7 @@
-//! Accepted client sockets: weir sets TCP_NODELAY once on the listening
-//! socket and relies on accepted sockets inheriting it, so small responses
-//! and relayed bytes never wait for Nagle. Checked on weir's own socket,
+//! TCP_NODELAY on both sides, so small requests, responses and relayed
+//! bytes never wait for Nagle: weir sets it once on the listening socket
+//! and relies on accepted sockets inheriting it, and sets it on each
+//! upstream socket before connecting. Checked on weir's own sockets,
 //! duplicated out of the running process with pidfd_getfd(2).
 
 use std::net::{SocketAddr, TcpStream};
@@ -75,4 +76,27 @@ async fn accepted_tcp_sockets_have_nodelay() {
     s.read_exact(&mut buf).await.unwrap();
     assert_eq!(&buf, b"a\n");
     assert!(nodelay_of_peer(w.child.id(), s.local_addr().unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn upstream_sockets_have_nodelay() {
+    // HTTP: the pooled keep-alive connection to the upstream.
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
+    let r = weir_testkit::client::get(listen, "/").await.unwrap();
+    assert_eq!(r.status, 200);
+    assert!(nodelay_of_peer(w.child.id(), up.addr()));
+    // TCP: the session's upstream side, open while the client is.
+    let echo = TcpUpstream::echo("b", true).await.unwrap();
+    let listen = free_addr();
+    let cfg = crate::tcp::tcp_cfg(listen, &endpoints(&[(echo.addr(), 1)]), "");
+    let w = Weir::start(&cfg, &[listen]);
+    let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
+    let mut buf = [0u8; 2];
+    s.read_exact(&mut buf).await.unwrap();
+    assert!(nodelay_of_peer(w.child.id(), echo.addr()));
 }
