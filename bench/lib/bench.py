@@ -9,7 +9,8 @@ tcp-stream, tcp-conn), resilience (resilience-flap, resilience-idle, resilience-
 
 Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
 BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),
-BENCH_TCP_BYTES (1 GiB), BENCH_TCP_STREAMS (3), BENCH_PROXIES (e.g. "weir,haproxy"), BENCH_PEER_DEFER (0), BENCH_PORT_BASE
+BENCH_TCP_BYTES (1 GiB), BENCH_TCP_STREAMS (3), BENCH_PROXIES (e.g. "weir,haproxy"), BENCH_PEER_DEFER (0),
+BENCH_PIN (1: one-thread proxies on their own CPU, see harness.Pinning), BENCH_PORT_BASE
 (18000), BENCH_QUICK=1 (1 round x 3 s, 256 MiB), BENCH_OUT_DIR, BENCH_BIN_DIR.
 The capacity and resilience scenarios have their own durations (BENCH_CAPACITY_SECONDS,
 20; BENCH_RESILIENCE_SECONDS, 12; quick: 5) and run 1 round unless BENCH_ROUNDS is set.
@@ -27,7 +28,7 @@ import time
 import traceback
 from pathlib import Path
 
-from harness import (PROCS, BenchError, CpuSnap, SyscallCounter, cpu_delta_us, install_signal_handlers,
+from harness import (PIN, PROCS, BenchError, CpuSnap, SyscallCounter, cpu_delta_us, install_signal_handlers,
                      process_tree, vm_hwm_kib)
 from proxies import Ctx, Variant, nginx_stream_module, versions
 from report import render_markdown
@@ -55,6 +56,7 @@ def options() -> dict:
         "tcp_streams": env_int("BENCH_TCP_STREAMS", 1 if quick else 3),
         "port_base": env_int("BENCH_PORT_BASE", 18000),
         "proxies": [p for p in os.environ.get("BENCH_PROXIES", "").split(",") if p],
+        "pin": os.environ.get("BENCH_PIN", "1") not in ("", "0"),
     }
 
 
@@ -210,12 +212,14 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    return {"cpus": os.cpu_count(), "cpu_model": model, "kernel": platform.release(), "loadavg_start": loadavg()}
+    return {"cpus": os.cpu_count(), "cpu_model": model, "kernel": platform.release(), "loadavg_start": loadavg(),
+            "pinning": PIN.describe()}
 
 
 def main(argv: list[str]) -> int:
     install_signal_handlers()
     opts = options()
+    PIN.set_up(opts["pin"])
     names = []
     for n in argv or ["all"]:
         for x in GROUPS.get(n, [n]):
@@ -246,6 +250,7 @@ def main(argv: list[str]) -> int:
     log(f"output: {out}")
     log(f"rounds={opts['rounds']} seconds={opts['seconds']} warmup={opts['warmup']} "
         f"syscalls={'via ' + method if method else 'not counted'} scenarios={' '.join(names)}")
+    log(f"cpus: {PIN.describe()}")
     if ctx.weir_build_error:
         log(f"weir: {ctx.weir_build_error}")
     results = {"meta": meta, "scenarios": {}}

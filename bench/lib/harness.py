@@ -61,7 +61,7 @@ class Procs:
         self._procs: list[Proc] = []
 
     def start(self, name: str, argv: list[str], log: Path, cwd: Path | None = None,
-              env: dict | None = None) -> Proc:
+              env: dict | None = None, cpus: set[int] | None = None) -> Proc:
         log.parent.mkdir(parents=True, exist_ok=True)
         fh = open(log, "ab")
         fh.write(f"\n### {time.strftime('%H:%M:%S')} {' '.join(map(str, argv))}\n".encode())
@@ -69,7 +69,8 @@ class Procs:
         try:
             popen = subprocess.Popen(
                 [str(a) for a in argv], stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=cwd, env=env, start_new_session=True)
+                cwd=cwd, env=env, start_new_session=True,
+                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         except OSError as e:
             raise BenchError(f"cannot start {name}: {e}") from e
         finally:
@@ -110,6 +111,42 @@ class Procs:
 
 
 PROCS = Procs()
+
+
+class Pinning:
+    """Where processes run. With BENCH_PIN on (the default, given two CPUs or
+    more) a one-thread proxy has the last CPU to itself and everything else
+    (upstreams, load generators, this harness) shares the others, as a proxy
+    host would be apart from its clients and backends. Unpinned, the scheduler
+    moves the proxy next to wrk or an upstream from one moment to the next, and
+    the kernel's share of a request (wakeups across CPUs, preemption) swings by
+    a third between identical runs."""
+
+    def __init__(self) -> None:
+        self.proxy: set[int] | None = None
+        self.rest: set[int] | None = None
+
+    def set_up(self, enabled: bool) -> None:
+        cpus = sorted(os.sched_getaffinity(0))
+        if not enabled or len(cpus) < 2:
+            return
+        self.proxy, self.rest = {cpus[-1]}, set(cpus[:-1])
+        os.sched_setaffinity(0, self.rest)  # inherited by every later child
+
+    def for_proxy(self, threads: int) -> set[int] | None:
+        """A one-thread proxy's CPU; a multi-thread one may use all of them."""
+        if self.proxy is None:
+            return None
+        return set(self.proxy) if threads == 1 else self.proxy | self.rest
+
+    def describe(self) -> str:
+        if self.proxy is None:
+            return "not pinned"
+        return (f"one-thread proxies pinned to CPU {min(self.proxy)}, upstreams and load generators "
+                f"to CPU {','.join(map(str, sorted(self.rest)))}")
+
+
+PIN = Pinning()
 
 
 def install_signal_handlers() -> None:

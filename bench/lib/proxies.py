@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
-from harness import PROCS, BenchError, Proc, ensure_port_free, wait_port
+from harness import PIN, PROCS, BenchError, Proc, ensure_port_free, wait_port
 
 HOST = "127.0.0.1"
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -137,7 +137,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         ensure_port_free(HOST, ctx.admin_port)
         argv = [exe, "run", "-c", cfg, "--threads", v.threads]
         env = dict(os.environ, RUST_LOG=os.environ.get("BENCH_WEIR_LOG", "warn"))
-        p = PROCS.start(name, argv, logs / f"{name}.log", env=env)
+        p = PROCS.start(name, argv, logs / f"{name}.log", env=env, cpus=PIN.for_proxy(v.threads))
     elif v.kind == "haproxy":
         servers = "\n".join(
             f"    server u{i} {u.addr}" + (f" {u.opts['haproxy']}" if u.opts.get("haproxy") else "")
@@ -152,7 +152,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
             cfg.write_text(text)
         if protocol == "http" and peer_defer():
             cfg.write_text(cfg.read_text().replace(f"bind {listen}", f"bind {listen} defer-accept"))
-        p = PROCS.start(name, ["haproxy", "-db", "-f", cfg], logs / f"{name}.log")
+        p = PROCS.start(name, ["haproxy", "-db", "-f", cfg], logs / f"{name}.log", cpus=PIN.for_proxy(v.threads))
     elif v.kind == "nginx":
         if protocol == "tcp" and ctx.nginx_stream_line is None:
             raise BenchError("nginx has no stream module (install libnginx-mod-stream)")
@@ -171,7 +171,8 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         if protocol == "http" and peer_defer():
             cfg.write_text(cfg.read_text().replace("backlog=4096;", "backlog=4096 deferred;"))
         p = PROCS.start(name, ["nginx", "-p", f"{ctx.run}/", "-e", ctx.run / f"{name}.error.log",
-                               "-c", cfg, "-g", "daemon off;"], logs / f"{name}.log")
+                               "-c", cfg, "-g", "daemon off;"], logs / f"{name}.log",
+                        cpus=PIN.for_proxy(v.threads))
     else:
         raise BenchError(f"unknown proxy kind {v.kind}")
     try:

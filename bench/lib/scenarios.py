@@ -84,7 +84,7 @@ class Scenario:
         raise NotImplementedError
 
     def start(self, ctx: Ctx, v: Variant, upstreams: list[Upstream], tag: str) -> Proc:
-        return start_proxy(ctx, v, self.protocol, upstreams, tag)
+        return start_proxy(ctx, v, v.params.get("protocol", self.protocol), upstreams, tag)
 
     def check(self, ctx: Ctx) -> None:
         """One correct exchange through the proxy, or BenchError."""
@@ -200,8 +200,32 @@ class HttpScenario(Scenario):
 
 
 class HttpSmall(HttpScenario):
+    """Also relays the same traffic at L4 (weir-l4, nginx-l4: each client
+    connection spliced to one upstream connection, one read and one write per
+    message each way, no HTTP parsing): what a proxy spends when it does nothing
+    but move the bytes, the floor under every HTTP row."""
     name, title = "http-small", "http-small"
     goal = (0.8, ("haproxy", "nginx"), True)
+    relays = ("weir-l4", "nginx-l4")
+
+    def variants(self):
+        return super().variants() + [Variant("weir-l4", "weir", 1, params={"protocol": "tcp"}),
+                                     Variant("nginx-l4", "nginx", params={"protocol": "tcp"})]
+
+    def describe(self):
+        return super().describe() + "; weir-l4 and nginx-l4 relay the same traffic at L4 (the floor)"
+
+    def goal_line(self, med):
+        line = super().goal_line(med)
+        peers = [p for p in self.goal[1] if med.get(p, {}).get("cpu_total")]
+        relays = [r for r in self.relays if med.get(r, {}).get("cpu_total")]
+        if not line or not peers or not relays:
+            return line
+        best = min(peers, key=lambda p: med[p]["cpu_total"])
+        floor = min(relays, key=lambda r: med[r]["cpu_total"])
+        return line + (f" Floor: {floor}, moving the same bytes without HTTP, spends "
+                       f"{med[floor]['cpu_total'] / med[best]['cpu_total']:.2f} × {best}'s CPU; "
+                       f"weir spends {med['weir']['cpu_total'] / med[floor]['cpu_total']:.2f} × the floor.")
 
 
 class HttpLarge(HttpScenario):
