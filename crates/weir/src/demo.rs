@@ -34,6 +34,14 @@ pub fn demo(args: DemoArgs) -> ExitCode {
 }
 
 async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
+    // Before anything listens: a SIGTERM that meets the default action skips the drain.
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        error!("cannot install signal handlers");
+        return ExitCode::FAILURE;
+    };
     let mut backends = Vec::new();
     for i in 1..=3 {
         // A little latency so the demo behaves like real services.
@@ -91,13 +99,6 @@ async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
     tokio::spawn(traffic(listen, stop.clone()));
     print_tour(listen, admin, &backends);
 
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        error!("cannot install signal handlers");
-        return ExitCode::FAILURE;
-    };
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}

@@ -30,3 +30,24 @@ async fn demo_balances_three_named_backends() {
     w.signal(libc::SIGTERM);
     assert_eq!(w.wait_exit(Duration::from_secs(5)).code(), Some(0));
 }
+
+/// SIGTERM the moment the demo's listener accepts: the demo shuts down
+/// cleanly (exit 0) rather than meeting the signal's default action.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigterm_as_soon_as_the_demo_listens_is_a_clean_shutdown() {
+    for _ in 0..5 {
+        let listen = free_addr();
+        let mut w = Weir::command(&["demo", "--listen", &listen.to_string()], &[]);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(listen).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the demo never listened"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        w.signal(libc::SIGTERM);
+        let status = w.wait_exit(Duration::from_secs(10));
+        assert_eq!(status.code(), Some(0), "{status}; log:\n{}", w.log_text());
+    }
+}
