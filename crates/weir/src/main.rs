@@ -1,5 +1,6 @@
 //! The `weir` binary: command line, wiring and signals.
 
+mod alloc;
 mod check;
 mod cli;
 mod ctl;
@@ -18,9 +19,9 @@ use crate::cli::{Cli, Command};
 // where glibc takes its slow paths (bins, consolidation, aligned task cells).
 // Measured in one bench run against glibc: less CPU per unit in all five perf
 // scenarios (tcp-conn 73.3 → 70.2 µs, http-small user 5.0 → 4.3 µs), at
-// ~7 MiB more peak RSS (docs/BENCHMARKS.md).
+// ~7 MiB more peak RSS (docs/BENCHMARKS.md). Entered through alloc.rs.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::MiMalloc = alloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
