@@ -13,6 +13,27 @@ def cell(fmt: str, v) -> str:
     return "–" if v is None else fmt.format(v)
 
 
+def round_ratios(res: dict, goal) -> str | None:
+    """weir's CPU ÷ each peer's, round by round: the two ran minutes apart at
+    most, so a drift of the machine between rounds cancels here, and the
+    spread shows how far one run's ratio can be trusted."""
+    if not goal:
+        return None
+    by_round: dict = {}
+    for m in res.get("rounds", []):
+        by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
+    parts = []
+    for peer in goal[1]:
+        rs = [r["weir"] / r[peer] for r in by_round.values() if r.get("weir") and r.get(peer)]
+        if len(rs) > 1:
+            rs_sorted = sorted(rs)
+            mid = rs_sorted[len(rs) // 2] if len(rs) % 2 else sum(rs_sorted[len(rs) // 2 - 1:len(rs) // 2 + 1]) / 2
+            parts.append(f"÷ {peer}'s {' '.join(f'{r:.2f}' for r in rs)} (median {mid:.2f})")
+    if not parts:
+        return None
+    return "Per round, weir's CPU " + "; ".join(parts) + "."
+
+
 def render_markdown(results: dict, scenarios: dict) -> str:
     meta = results["meta"]
     o = meta["options"]
@@ -77,5 +98,9 @@ def render_markdown(results: dict, scenarios: dict) -> str:
         g = sc.goal_line(med)
         if g:
             lines.append(g)
+            lines.append("")
+        spread = round_ratios(res, getattr(sc, "goal", None))
+        if spread:
+            lines.append(spread)
             lines.append("")
     return "\n".join(lines)
