@@ -4,10 +4,12 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::warn;
@@ -17,6 +19,7 @@ use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::conn_state::ConnState;
 use crate::http::forward::ConnCtx;
 use crate::http::headers::client_ip_value;
+use crate::http::server::Socket;
 use crate::metrics::{Held, GLOBAL};
 use crate::tcp::session::serve as serve_tcp;
 use crate::Shared;
@@ -102,7 +105,7 @@ pub struct Running {
     pub kill: CancellationToken,
     pub tracker: TaskTracker,
     /// Weak: the accept loop owns the socket, which closes when it ends.
-    socket: std::sync::Weak<TcpListener>,
+    socket: std::sync::Weak<Listener>,
 }
 
 impl Running {
@@ -111,7 +114,7 @@ impl Running {
         let Some(socket) = self.socket.upgrade() else {
             return;
         };
-        if let Err(e) = defer_accept(&socket2::SockRef::from(&*socket), protocol) {
+        if let Err(e) = defer_accept(&socket2::SockRef::from(socket.get_ref()), protocol) {
             warn!("TCP_DEFER_ACCEPT on {}: {e}", self.local_addr);
         }
     }
@@ -130,8 +133,12 @@ impl Running {
 }
 
 pub fn start(bound: Bound, slot: usize, shared: Arc<Shared>) -> io::Result<Running> {
-    let listener = Arc::new(TcpListener::from_std(bound.socket)?);
-    let local_addr = listener.local_addr()?;
+    // SAFETY: the AsyncFd owns the listening socket, so its fd stays open
+    // (and the same) for as long as it is registered.
+    let listener = unsafe { AsyncFd::register_with_interest(bound.socket, Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)?;
+    let listener = Arc::new(listener);
+    let local_addr = listener.get_ref().local_addr()?;
     let running = Running {
         slot,
         local_addr,
@@ -149,8 +156,51 @@ pub fn start(bound: Bound, slot: usize, shared: Arc<Shared>) -> io::Result<Runni
     Ok(running)
 }
 
+/// The listening socket, polled for readiness only: accepting is ours.
+type Listener = AsyncFd<std::net::TcpListener>;
+
+/// Accepts one connection, non-blocking and close-on-exec, without
+/// registering it with the runtime as tokio's `accept` would: an HTTP
+/// client socket registers only once it must wait (http/server/socket.rs).
+async fn accept(l: &Listener) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+    loop {
+        let mut guard = l.readable().await?;
+        match guard.try_io(|l| accept4(l.get_ref())) {
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(r) => return r,
+            Err(_would_block) => continue,
+        }
+    }
+}
+
+fn accept4(l: &std::net::TcpListener) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+    // SAFETY: accept4 writes at most `len` bytes of address into `storage`
+    // and the length it wrote into `len`, as try_init expects.
+    let (fd, addr) = unsafe {
+        socket2::SockAddr::try_init(|storage, len| {
+            let fd = libc::accept4(
+                l.as_raw_fd(),
+                storage.cast(),
+                len,
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            );
+            if fd < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(fd)
+            }
+        })?
+    };
+    // SAFETY: a fresh fd from accept4, owned by nothing else.
+    let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+    let addr = addr
+        .as_socket()
+        .ok_or_else(|| io::Error::other("accepted a socket without an IP address"))?;
+    Ok((stream, addr))
+}
+
 async fn accept_loop(
-    listener: Arc<TcpListener>,
+    listener: Arc<Listener>,
     slot: usize,
     shared: Arc<Shared>,
     drain: CancellationToken,
@@ -165,11 +215,11 @@ async fn accept_loop(
         let (stream, client) = tokio::select! {
             biased;
             _ = &mut stop => return,
-            r = listener.accept() => match r {
+            r = accept(&listener) => match r {
                 Ok(x) => x,
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
-                    warn!("accept on {:?}: {e}", listener.local_addr().ok());
+                    warn!("accept on {:?}: {e}", listener.get_ref().local_addr().ok());
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -198,6 +248,7 @@ async fn accept_loop(
                 // (task cell, scheduler, first poll), and these are
                 // kilobytes (a TCP session's 1.8 KB was ~1.3k instructions
                 // of memcpy per connection); a box moves as a pointer.
+                let stream = Socket::new(stream);
                 let conn = Box::pin(serve_http(stream, ctx, limits, drain.clone(), kill.clone()));
                 tracker.spawn(async move {
                     conn.await;
@@ -206,6 +257,13 @@ async fn accept_loop(
             }
             Protocol::Tcp => {
                 let Some(pool) = l.pool.clone() else { continue };
+                let stream = match tokio::net::TcpStream::from_std(stream) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        warn!("registering an accepted connection: {e}");
+                        continue;
+                    }
+                };
                 let session = Box::pin(serve_tcp(
                     stream,
                     client,

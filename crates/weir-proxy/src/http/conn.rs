@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, Response};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
@@ -43,7 +42,7 @@ impl Handler for Proxy {
 }
 
 pub async fn serve(
-    stream: TcpStream,
+    stream: server::Socket,
     ctx: Arc<ConnCtx>,
     limits: ClientLimits,
     drain: CancellationToken,

@@ -15,7 +15,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{run, Control, Handler, ReqBody};
+use super::{run, Control, Handler, ReqBody, Socket};
 use crate::http::conn_state::ConnState;
 
 /// What the handler saw of one request.
@@ -134,6 +134,7 @@ async fn server(weir: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec<Seen>>>) {
         let (s, _) = l.accept().await.unwrap();
         if weir {
             let state = ConnState::new();
+            let s = Socket::new(s.into_std().unwrap());
             run(s, &Noter(s2), &Control::default(), &state, 64 * 1024).await;
         } else {
             let svc = service_fn(move |req| {

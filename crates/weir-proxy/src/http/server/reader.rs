@@ -15,9 +15,9 @@ use std::task::{ready, Context, Poll};
 
 use bytes::BytesMut;
 use tokio::io::ReadBuf;
-use tokio::net::tcp::OwnedReadHalf;
 use tokio_util::io::poll_read_buf;
 
+use super::socket::ReadHalf;
 use crate::h1::decode::Decoder;
 
 /// Reads start with this much room (hyper's first read size too); a read
@@ -26,7 +26,7 @@ const READ_CHUNK: usize = 8 * 1024;
 const MAX_READ: usize = 256 * 1024;
 
 pub(crate) struct Reader {
-    io: OwnedReadHalf,
+    io: ReadHalf,
     pub buf: BytesMut,
     read_size: usize,
     /// The current request's body (`Done` when it has none, or it is read).
@@ -36,7 +36,7 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    pub fn new(io: OwnedReadHalf) -> Self {
+    pub fn new(io: ReadHalf) -> Self {
         Reader {
             io,
             buf: BytesMut::new(),
@@ -61,6 +61,11 @@ impl Reader {
             self.read_size *= 2;
         }
         Poll::Ready(Ok(n))
+    }
+
+    /// Whether waiting on the socket would cost no more system calls.
+    pub fn registered(&self) -> bool {
+        self.io.registered()
     }
 
     /// While a request is in flight: `Ready(true)` once the client closed

@@ -16,7 +16,7 @@ use super::error::ParseError;
 use super::fuzz::{check, frame, End};
 use super::parse::parse;
 use super::respond::{self, Asked, Framing, Length};
-use super::{run, Control, Handler, ReqBody, MAX_HEADERS};
+use super::{run, Control, Handler, ReqBody, Socket, MAX_HEADERS};
 use crate::http::conn_state::ConnState;
 
 fn head(input: &str) -> Result<Option<super::parse::Head>, ParseError> {
@@ -411,7 +411,14 @@ where
     tokio::spawn(async move {
         let (s, _) = l.accept().await.unwrap();
         let state = ConnState::new();
-        run(s, &handler, &c, &state, 64 * 1024).await;
+        run(
+            Socket::new(s.into_std().unwrap()),
+            &handler,
+            &c,
+            &state,
+            64 * 1024,
+        )
+        .await;
     });
     (addr, ctl)
 }
