@@ -128,6 +128,7 @@ impl Default for crate::Pool {
             overflow_status: OVERFLOW_STATUS,
             connect_timeout: CONNECT_TIMEOUT,
             response_timeout: RESPONSE_TIMEOUT,
+            request_timeout: None,
             idle_timeout: UPSTREAM_IDLE_TIMEOUT,
             health: crate::Health::default(),
             retry: crate::Retry::default(),

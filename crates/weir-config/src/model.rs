@@ -114,8 +114,13 @@ pub struct Pool {
     pub overflow_status: u16,
     /// Upstream connect timeout. Default 2 s.
     pub connect_timeout: Duration,
-    /// Time from request sent to response head received. Default 60 s. (http)
+    /// Per try: time from the last request byte sent to the response head
+    /// received. Default 60 s. (http)
     pub response_timeout: Duration,
+    /// Across every try of a request, from the first try's start to a
+    /// response head: no client waits longer (queueing for the first try
+    /// aside). None = the pool's `response_timeout`. (http)
+    pub request_timeout: Option<Duration>,
     /// Pooled idle upstream connections close after this. Default 4 s;
     /// lowered per connection by the backend's `Keep-Alive: timeout=`.
     pub idle_timeout: Duration,

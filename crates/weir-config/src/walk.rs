@@ -47,6 +47,7 @@ const POOL_KEYS: &[&str] = &[
     "max_requests_per_conn",
     "connect_timeout",
     "response_timeout",
+    "request_timeout",
     "idle_timeout",
     "health",
     "retry",
@@ -462,6 +463,9 @@ fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
             }
             None => {}
         }
+    }
+    if let Some(d) = t.duration(sink, "request_timeout", true) {
+        p.request_timeout = Some(d);
     }
     balancing(sink, t, &mut p);
     if let Some(d) = t.duration(sink, "slow_start", false) {

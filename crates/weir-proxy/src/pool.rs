@@ -48,6 +48,8 @@ pub struct PoolRt {
     pub slow_start: Duration,
     pub connect_timeout: Duration,
     pub response_timeout: Duration,
+    /// Across every try (see `http/tries.rs`).
+    pub request_timeout: Duration,
     pub idle_timeout: Duration,
     /// Passive ejection and the no-healthy policy (active checks run in
     /// their own tasks).
@@ -82,6 +84,7 @@ impl PoolRt {
             slow_start: cfg.slow_start,
             connect_timeout: cfg.connect_timeout,
             response_timeout: cfg.response_timeout,
+            request_timeout: cfg.request_timeout.unwrap_or(cfg.response_timeout),
             idle_timeout: cfg.idle_timeout,
             health: cfg.health.clone(),
             retry: cfg.retry.clone(),

@@ -15,9 +15,12 @@ use hyper::body::{Body, Frame, SizeHint};
 
 use crate::capacity::Slot;
 use crate::endpoint::EndpointRt;
+use crate::health::{record_failure, record_success};
 use crate::http::conn_state::BusyGuard;
 use crate::http::upbody::UpBody;
 use crate::metrics::recorder::Recorder;
+use crate::pool::PoolRt;
+use crate::reason::Reason;
 use crate::upstream::h1::{self, RecvBody};
 use crate::upstream::idle::Conn;
 
@@ -27,6 +30,9 @@ pub type Incoming = RecvBody<UpBody>;
 /// Where the connection goes once the response is read (the connection
 /// itself is inside the response body until then).
 pub struct PoolReturn {
+    /// The pool the endpoint answered for: a body cut short counts toward
+    /// its passive ejection.
+    pub pool: Arc<PoolRt>,
     pub endpoint: Arc<EndpointRt>,
     /// When the connection was opened, and requests sent on it so far.
     pub born: Instant,
@@ -36,6 +42,9 @@ pub struct PoolReturn {
     /// The pool's `max_conn_age` and `max_requests_per_conn` (0 = none).
     pub max_age: Option<Duration>,
     pub max_uses: u32,
+    /// The status was not one of the pool's `eject_status`: a clean end
+    /// counts as a success.
+    pub success: bool,
 }
 
 // The upstream variant owns the connection and its buffers; boxing it
@@ -146,7 +155,8 @@ impl Body for ProxyBody {
                     Poll::Ready(Some(Ok(f))) => {
                         *sent += f.data_ref().map_or(0, |d| d.len() as u64);
                     }
-                    _ => {}
+                    Poll::Ready(Some(Err(_))) => cut_short(ret, _rec),
+                    Poll::Pending => {}
                 }
                 r
             }
@@ -199,6 +209,21 @@ impl Drop for ProxyBody {
     }
 }
 
+/// The backend ended the response before its end (a reset, a close, bytes
+/// that break the framing): the client sees the cut, so the request is not a
+/// success in the counts, the access log or passive ejection.
+#[cold]
+fn cut_short(ret: &mut Option<PoolReturn>, rec: &mut Option<Recorder>) {
+    let reason = Reason::UpstreamReset;
+    if let Some(r) = rec {
+        r.reason.get_or_insert(reason);
+    }
+    if let Some(r) = ret.take() {
+        r.endpoint.metrics.error(reason);
+        record_failure(&r.pool, &r.endpoint, reason.as_str());
+    }
+}
+
 /// Frees the request's slot (waking the first queued request) and counts
 /// the response bytes sent for its endpoint.
 fn release(slot: &mut Option<Slot>, sent: u64) {
@@ -210,10 +235,15 @@ fn release(slot: &mut Option<Slot>, sent: u64) {
     }
 }
 
-/// Pools the connection if the exchange left it reusable (the body reports
-/// that) and it is not too old, worn out, or its endpoint draining.
+/// The response ended cleanly: a success for passive ejection (only now,
+/// not at its head, so that a body cut short counts as the failure it is),
+/// and the connection pooled if the exchange left it reusable (the body
+/// reports that) and it is not too old, worn out, or its endpoint draining.
 fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming, now: Instant) {
     let Some(r) = ret.take() else { return };
+    if r.success {
+        record_success(&r.endpoint);
+    }
     let Some(io) = body.take_reusable() else {
         return;
     };

@@ -1,11 +1,16 @@
 //! Sending a request upstream, with the retries DESIGN.md §4 allows:
 //!
-//! - a try that failed to connect, or failed on a reused connection before
-//!   any response byte, never reached the application: it is retried for any
-//!   method, on a fresh connection, preferably to another endpoint;
-//! - a timeout, a reset after the request went out on a fresh connection,
-//!   or an answer listed in `on_status` is retried only for idempotent
-//!   methods or requests carrying `Idempotency-Key`;
+//! - a try that provably never reached the application is retried for any
+//!   method, on a fresh connection, preferably to another endpoint: the
+//!   connect failed, the pooled connection was seen closed before a byte of
+//!   the request was written, or the backend reset the connection before
+//!   any response byte (it closed with the request unread; see
+//!   `h1::SendError::may_have_been_processed`);
+//! - a timeout, a clean close after the request was written (the backend
+//!   may have acted on it and died before answering), any failure after a
+//!   response byte arrived (a malformed head too), or an answer listed in
+//!   `on_status` is retried only for idempotent methods or requests
+//!   carrying `Idempotency-Key`;
 //! - nothing is retried once response bytes went to the client (tries end
 //!   before the response is handed back), nor a body too large to replay;
 //! - the pool's retry budget has the last word; when retries run out, the
@@ -21,14 +26,14 @@ use http::{Method, Response};
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
 use crate::endpoint::EndpointRt;
-use crate::health::{record_failure, record_success};
+use crate::health::record_failure;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::upbody::{Prepared, UpBody};
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::upstream::connect::connect;
-use crate::upstream::h1::{self, Payload, SendError};
+use crate::upstream::h1::{self, HeadTimer, Payload, SendError};
 use crate::upstream::idle::Conn;
 use crate::upstream::keep_alive::idle_allowance;
 
@@ -106,6 +111,9 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         Prepared::Once(b) => (None, Some(b)),
     };
     let mut tries = 0u32;
+    // `request_timeout`: from the first try's start, across every try.
+    let mut total: Option<Instant> = None;
+    let limit = pool.retry.per_try_timeout.unwrap_or(pool.response_timeout);
     let mut last_answer: Option<(Response<ProxyBody>, usize)> = None;
     let mut last_failure: (Reason, String, Option<(Arc<str>, usize)>) =
         (Reason::NoHealthyEndpoint, String::new(), None);
@@ -124,6 +132,10 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             // A retry found no slot: the last answer or failure stands.
             Err(_) => break,
         };
+        // Clock reads cost ~27 ns each here and a request once made ten of
+        // them: a reused connection's exchange reads it twice (start, answer).
+        let started = Instant::now();
+        let until = *total.get_or_insert(started + pool.request_timeout);
         let ep = granted.slot.endpoint.clone();
         let index = granted.slot.index;
         info.queued += granted.queued;
@@ -135,16 +147,29 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             (None, Some(b)) => Payload::Stream(b.counting(ep.metrics.bytes_in.clone())),
             (None, None) => break,
         };
-        let outcome = try_once(pool, granted, &parts, body, fresh_only, decorate, info).await;
+        // A streamed body is sent once: its wait counts only once it is out.
+        let timer = match &body {
+            Payload::Bytes(_) => HeadTimer {
+                started,
+                limit,
+                cap: Some(until),
+            },
+            Payload::Stream(_) => HeadTimer {
+                started,
+                limit: limit.min(pool.request_timeout),
+                cap: None,
+            },
+        };
+        let outcome = try_once(pool, granted, &parts, body, fresh_only, timer, decorate, info).await;
         let mut free = false;
         let retried_for;
         let retry = match outcome {
             Outcome::Answer(resp, granted, retry_status) => {
+                // A success is recorded when the body ends cleanly
+                // (`http/body.rs`), since it may still be cut short.
                 let status = resp.status().as_u16();
                 if pool.health.eject_status.contains(&status) {
                     record_failure(pool, &ep, "ejecting status");
-                } else {
-                    record_success(&ep);
                 }
                 if !(retry_status && idempotent && replay.is_some()) {
                     return Ended::Response(attach(resp, granted), index);
@@ -179,6 +204,8 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         // nothing, so retrying it is not charged.
         if !retry
             || tries >= policy.attempts
+            // No time left for another try: the last failure stands.
+            || total.is_some_and(|t| Instant::now() >= t)
             || !(free || pool.shared.budget.withdraw(policy.budget_min_per_sec))
         {
             break;
@@ -235,21 +262,20 @@ fn attach(mut resp: Response<ProxyBody>, granted: Granted) -> Response<ProxyBody
     resp
 }
 
+// Each argument is one fact the try needs; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 async fn try_once(
-    pool: &PoolRt,
+    pool: &Arc<PoolRt>,
     granted: Granted,
     parts: &Parts,
     body: Payload<UpBody>,
     fresh_only: bool,
+    timer: HeadTimer,
     decorate: &(dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
     info: &mut TryInfo,
 ) -> Outcome {
     let ep = granted.slot.endpoint.clone();
-    let limit = pool.retry.per_try_timeout.unwrap_or(pool.response_timeout);
-    // Clock reads cost ~27 ns each here and a request made ten of them: a
-    // reused connection's exchange now reads the clock twice (start, answer).
-    let started = Instant::now();
-    let deadline = started + limit;
+    let started = timer.started;
     let mut body = body;
     let mut fresh_only = fresh_only;
     loop {
@@ -265,7 +291,9 @@ async fn try_once(
             Some(c) => (c.conn, started),
             None => {
                 let opening = Instant::now();
-                let left = deadline.saturating_duration_since(opening);
+                let left = timer
+                    .cap
+                    .map_or(pool.connect_timeout, |c| c.saturating_duration_since(opening));
                 match open(
                     &ep,
                     pool.connect_timeout.min(left.max(Duration::from_millis(1))),
@@ -293,7 +321,11 @@ async fn try_once(
         };
         conn.uses += 1;
         let Conn { io, born, uses } = conn;
-        match h1::send(io, parts, body, deadline).await {
+        let timer = HeadTimer {
+            started: sent_at,
+            ..timer
+        };
+        match h1::send(io, parts, body, timer).await {
             Ok(resp) => {
                 let answered = Instant::now();
                 info.first_byte = Some(answered);
@@ -312,7 +344,10 @@ async fn try_once(
                 let idle = idle_allowance(&parts.headers, pool.idle_timeout);
                 strip_hop_by_hop(&mut parts.headers);
                 let retry_status = pool.retry.on_status.contains(&parts.status.as_u16());
+                let success = !pool.health.eject_status.contains(&parts.status.as_u16());
                 let ret = PoolReturn {
+                    success,
+                    pool: pool.clone(),
                     endpoint: ep.clone(),
                     born,
                     uses,
@@ -328,32 +363,46 @@ async fn try_once(
                 error: h1::Error::Timeout,
                 ..
             }) => {
-                let detail = format!("no response within {limit:?}");
+                let detail = match timer.cap {
+                    Some(cap) if cap <= Instant::now() => format!(
+                        "no response within the request_timeout ({:?}) across tries",
+                        pool.request_timeout
+                    ),
+                    _ => format!(
+                        "no response within {:?} of the request's last byte",
+                        timer.limit
+                    ),
+                };
                 return Outcome::MaybeDelivered(Reason::UpstreamTimeout, detail);
             }
-            Err(SendError { error, unsent }) => {
+            Err(e) => {
+                let processed = e.may_have_been_processed();
+                let SendError {
+                    error,
+                    unsent,
+                    answered,
+                } = e;
+                if reused && !answered {
+                    // Most likely the stale keep-alive race: the backend
+                    // closed the idle connection as we wrote. Learn how long
+                    // it keeps them, so the next ones are not reused so late.
+                    if let Some(age) = idle_for {
+                        ep.idle.learn(age);
+                    }
+                }
                 if let Some(back) = unsent {
                     // Not a byte went out: the connection was already dead.
                     if reused && !fresh_only {
-                        if let Some(age) = idle_for {
-                            ep.idle.learn(age);
-                        }
                         body = back;
                         fresh_only = true;
                         continue;
                     }
                     return Outcome::NotDelivered(Reason::UpstreamReset, error.to_string());
                 }
-                if reused {
-                    // The stale keep-alive race: the backend closed the idle
-                    // connection as we wrote. It answered nothing, so the
-                    // request was not processed.
-                    if let Some(age) = idle_for {
-                        ep.idle.learn(age);
-                    }
-                    return Outcome::NotDelivered(Reason::UpstreamReset, error.to_string());
+                if processed {
+                    return Outcome::MaybeDelivered(Reason::UpstreamReset, error.to_string());
                 }
-                return Outcome::MaybeDelivered(Reason::UpstreamReset, error.to_string());
+                return Outcome::NotDelivered(Reason::UpstreamReset, error.to_string());
             }
         }
     }

@@ -26,9 +26,6 @@ pub fn reason_index(r: Reason) -> usize {
 
 /// Status codes weir's own errors use; a reason's count is kept per code.
 const GENERATED: [u16; 10] = [400, 404, 414, 429, 431, 499, 501, 502, 503, 504];
-/// Where a code outside `GENERATED` is counted (502).
-const OTHER: usize = 7;
-const _: () = assert!(GENERATED[OTHER] == 502);
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Labels {
@@ -45,6 +42,9 @@ pub struct Counts {
     by_code: Box<[AtomicU64]>,
     /// Responses weir generated, by reason and code.
     by_reason: [[AtomicU64; GENERATED.len()]; REASONS.len()],
+    /// Failures under another code: an upstream answer cut short after its
+    /// head keeps the upstream's status. Rare, so a lock is fine.
+    by_other: std::sync::Mutex<Vec<(u16, Reason, u64)>>,
 }
 
 impl Counts {
@@ -53,6 +53,7 @@ impl Counts {
             labels,
             by_code: (100..600).map(|_| AtomicU64::new(0)).collect(),
             by_reason: Default::default(),
+            by_other: Default::default(),
         }
     }
 
@@ -64,10 +65,18 @@ impl Counts {
                     c.fetch_add(1, Relaxed);
                 }
             }
-            Some(r) => {
-                let code = GENERATED.iter().position(|&g| g == status).unwrap_or(OTHER);
-                self.by_reason[reason_index(r)][code].fetch_add(1, Relaxed);
-            }
+            Some(r) => match GENERATED.iter().position(|&g| g == status) {
+                Some(code) => {
+                    self.by_reason[reason_index(r)][code].fetch_add(1, Relaxed);
+                }
+                None => {
+                    let mut other = self.by_other.lock().unwrap();
+                    match other.iter_mut().find(|(c, x, _)| *c == status && *x == r) {
+                        Some((_, _, n)) => *n += 1,
+                        None => other.push((status, r, 1)),
+                    }
+                }
+            },
         }
     }
 
@@ -86,6 +95,9 @@ impl Counts {
                     f(GENERATED[ci], REASONS[ri].as_str(), n);
                 }
             }
+        }
+        for &(code, r, n) in self.by_other.lock().unwrap().iter() {
+            f(code, r.as_str(), n);
         }
     }
 }

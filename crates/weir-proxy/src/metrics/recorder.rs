@@ -35,6 +35,8 @@ impl Drop for Recorder {
         if let Some((sink, mut e)) = self.access.take() {
             e.total_ms = total.as_secs_f64() * 1000.0;
             e.bytes = self.bytes;
+            // A response cut after its head gets its reason only now.
+            e.reason = e.reason.or(self.reason.map(Reason::as_str));
             sink.log(*e);
         }
     }

@@ -2,6 +2,7 @@
 
 mod api_client;
 mod common;
+mod scripted;
 
 mod api;
 mod api_live;
@@ -14,6 +15,7 @@ mod check;
 mod ctl;
 mod demo;
 mod draining;
+mod duplicates;
 mod ejection;
 mod health;
 mod http_basic;
@@ -22,9 +24,11 @@ mod http_errors;
 mod http_framing;
 mod observability;
 mod reload;
+mod request_timeout;
 mod resilience;
 mod retries;
 mod routing;
 mod shutdown;
 mod tcp;
 mod timeouts;
+mod truncation;

@@ -28,6 +28,16 @@ pub enum Error {
     BodyLength(&'static str),
 }
 
+impl Error {
+    /// The backend reset the connection (a write then fails with EPIPE).
+    pub fn is_reset(&self) -> bool {
+        matches!(self, Error::Io(e) if matches!(
+            e.kind(),
+            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+        ))
+    }
+}
+
 impl From<crate::h1::decode::DecodeError> for Error {
     fn from(e: crate::h1::decode::DecodeError) -> Self {
         use crate::h1::decode::DecodeError;

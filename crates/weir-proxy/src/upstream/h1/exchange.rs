@@ -9,7 +9,7 @@
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::request::Parts;
@@ -37,16 +37,66 @@ pub enum Payload<B> {
 pub struct SendError<B> {
     pub error: Error,
     pub unsent: Option<Payload<B>>,
+    /// Whether any byte of a response had arrived when the exchange failed.
+    pub answered: bool,
+}
+
+impl<B> SendError<B> {
+    /// Whether the backend's application can have read the whole request:
+    /// what decides if a request that is not idempotent may be sent again.
+    ///
+    /// It cannot when not a byte went out, or when the backend reset the
+    /// connection before any response byte: a kernel answers with a reset
+    /// when its socket is closed with bytes still unread (or gets bytes after
+    /// it was closed, the stale keep-alive race), so the application never
+    /// had all of the request. A clean close (EOF) after the request went
+    /// out proves nothing: the application may have read it, acted on it,
+    /// and died before answering. Nor does a timeout, nor any response byte.
+    pub fn may_have_been_processed(&self) -> bool {
+        self.unsent.is_none() && (self.answered || !self.error.is_reset())
+    }
+}
+
+/// How long an exchange waits for the response head.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadTimer {
+    /// When the exchange started: the whole request usually goes out in the
+    /// first write, and then `limit` counts from here (no clock read).
+    pub started: Instant,
+    /// The wait allowed after the last request byte went out, so that a slow
+    /// upload is not cut while it is still being sent.
+    pub limit: Duration,
+    /// Never wait past this, however recently bytes went out.
+    pub cap: Option<Instant>,
+}
+
+impl HeadTimer {
+    fn after(&self, sent: Instant) -> Instant {
+        let d = sent + self.limit;
+        self.cap.map_or(d, |c| c.min(d))
+    }
+}
+
+/// A fixed deadline.
+impl From<Instant> for HeadTimer {
+    fn from(deadline: Instant) -> Self {
+        HeadTimer {
+            started: deadline,
+            limit: Duration::ZERO,
+            cap: Some(deadline),
+        }
+    }
 }
 
 /// Sends the request on `conn` and reads the response head, failing with
-/// [`Error::Timeout`] if the head is not complete by `deadline`. The
-/// response body owns the connection; see [`RecvBody::take_reusable`].
+/// [`Error::Timeout`] if the head is not complete in time (see
+/// [`HeadTimer`]). The response body owns the connection; see
+/// [`RecvBody::take_reusable`].
 pub async fn send<B>(
     mut conn: Connection,
     parts: &Parts,
     payload: Payload<B>,
-    deadline: Instant,
+    timer: impl Into<HeadTimer>,
 ) -> Result<Response<RecvBody<B>>, SendError<B>>
 where
     B: Body<Data = Bytes> + Unpin,
@@ -74,14 +124,26 @@ where
         writer: Writer::new(payload, inline, framing),
         failed: None,
     };
-    let head = poll_fn(
-        |cx| match poll_head(&mut conn, &mut sending, cx, &parts.method) {
-            Poll::Pending => conn
-                .poll_deadline(deadline, cx)
-                .map(|()| Err(Error::Timeout)),
+    let mut answered = false;
+    let timer = timer.into();
+    let mut deadline = timer.after(timer.started);
+    // Writes seen by the last poll; None before the first.
+    let mut writes = None;
+    let head = poll_fn(|cx| {
+        match poll_head(&mut conn, &mut sending, &mut answered, cx, &parts.method) {
+            Poll::Pending => {
+                let now_writes = sending.writer.writes();
+                if writes.is_some_and(|w| w != now_writes) {
+                    // More of the request went out since the last poll.
+                    deadline = deadline.max(timer.after(Instant::now()));
+                }
+                writes = Some(now_writes);
+                conn.poll_deadline(deadline, cx)
+                    .map(|()| Err(Error::Timeout))
+            }
             done => done,
-        },
-    );
+        }
+    });
     match head.await {
         Ok(head) => {
             let Head {
@@ -113,6 +175,7 @@ where
         Err(error) => Err(SendError {
             error,
             unsent: sending.writer.take_unsent(),
+            answered,
         }),
     }
 }
@@ -153,6 +216,7 @@ where
 fn poll_head<B>(
     conn: &mut Connection,
     sending: &mut Sending<B>,
+    answered: &mut bool,
     cx: &mut Context<'_>,
     method: &http::Method,
 ) -> Poll<Result<Head, Error>>
@@ -175,7 +239,7 @@ where
                     None => Error::ClosedBeforeHead,
                 }))
             }
-            Poll::Ready(Ok(_)) => {}
+            Poll::Ready(Ok(_)) => *answered = true,
             Poll::Ready(Err(e)) => return Poll::Ready(Err(Error::Io(e))),
         }
     }

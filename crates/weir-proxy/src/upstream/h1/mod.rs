@@ -28,7 +28,7 @@ mod differential;
 
 pub use conn::Connection;
 pub use error::Error;
-pub use exchange::{send, Payload, RecvBody, SendError};
+pub use exchange::{send, HeadTimer, Payload, RecvBody, SendError};
 
 /// The largest response head accepted (status line, headers, 1xx heads).
 pub const MAX_HEAD: usize = 64 * 1024;

@@ -44,6 +44,9 @@ pub(super) struct Writer<B> {
     out: VecDeque<Bytes>,
     stream: Stream<B>,
     done: bool,
+    /// Successful writes so far (wrapping): tells the response timer that
+    /// the request is still moving.
+    writes: u32,
 }
 
 impl<B> Writer<B>
@@ -60,6 +63,7 @@ where
             out: VecDeque::new(),
             stream: Stream::Held(held),
             done: false,
+            writes: 0,
         }
     }
 
@@ -69,6 +73,10 @@ where
 
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    pub fn writes(&self) -> u32 {
+        self.writes
     }
 
     pub fn sent_nothing(&self) -> bool {
@@ -106,6 +114,7 @@ where
                 }
                 Poll::Ready(Ok(n)) => {
                     self.head_at += n;
+                    self.writes = self.writes.wrapping_add(1);
                     if let Stream::Held(p) = std::mem::replace(&mut self.stream, Stream::Done) {
                         self.start(p);
                     }
@@ -127,6 +136,7 @@ where
                         return Poll::Ready(Err(WriteError::Io(io::ErrorKind::WriteZero.into())))
                     }
                     Poll::Ready(Ok(mut n)) => {
+                        self.writes = self.writes.wrapping_add(1);
                         while n > 0 {
                             let Some(front) = self.out.front_mut() else {
                                 break;
