@@ -480,6 +480,23 @@ def wait_upstreams_up(ups: list[Upstream], timeout: float = 15.0) -> None:
             time.sleep(0.05)
 
 
+def upstream_duplicates(ups: list[Upstream]) -> int:
+    """Requests that reached a fake upstream's application a second time, summed over
+    `ups`: weir-bench paced sends a unique X-Request-Id, fake-upstream counts repeats
+    (GET /__ids). Counted at the backends, not in any proxy's own counters."""
+    total = 0
+    for u in ups:
+        c = http.client.HTTPConnection(HOST, u.port, timeout=5)
+        try:
+            c.request("GET", "/__ids")
+            total += json.loads(c.getresponse().read())["duplicates"]
+        except (OSError, ValueError, KeyError) as e:
+            raise BenchError(f"upstream {u.addr}: /__ids: {e}") from None
+        finally:
+            c.close()
+    return total
+
+
 class Disturber:
     """Sends restart signals to fake upstreams on a schedule while the load runs:
     `plan` is a list of (seconds after start, upstream, signal)."""
@@ -711,6 +728,7 @@ class Resilience(PacedScenario):
                Column("transport errors", "transport", agg="sum", ratio=False),
                Column("p50 ms", "p50_ms", "{:.2f}", ratio=False),
                Column("p99 ms", "p99_ms", "{:.2f}", ratio=False),
+               Column("duplicates", "dups", agg="sum", ratio=False),
                Column("restarts", "restarts", agg="sum", ratio=False)]
     hidden = [Column("", "resets", agg="sum", ratio=False)]  # aggregated, not shown
 
@@ -720,8 +738,9 @@ class Resilience(PacedScenario):
 
     def proxies_note(self) -> str:
         return ("weir: `[pools.app.health] check = \"tcp\"`, interval 500ms, timeout 250ms, rise 2, fall 2, "
-                "default retries (2 attempts; a try that failed on connect or on a reused connection "
-                "before any response byte is retried for any method); HAProxy: `check inter 500ms rise 2 "
+                "default retries (2 attempts; a try the backend provably did not read, i.e. a failed "
+                "connect, a pooled connection found closed before writing, or a reset before any "
+                "response byte, is retried for any method); HAProxy: `check inter 500ms rise 2 "
                 "fall 2`, `timeout check 250ms`, `retries 3`, `option redispatch`, and for GET "
                 "`retry-on all-retryable-errors` (POST: the default `retry-on conn-failure`); nginx: "
                 "defaults (`proxy_next_upstream error timeout`, `max_fails=1 fail_timeout=10s`, no "
@@ -751,10 +770,12 @@ class Resilience(PacedScenario):
             return {"units": max(r["ok"], 1)}
         offs = self._log_offsets()
         ups = self._upstreams
+        dups_before = upstream_duplicates(ups)
         with Disturber(self.plan(ups, seconds)) as d:
             r = run_paced(ctx, self.clients, seconds, method, body, self.pace)
         wait_upstreams_up(ups)
         m = {"units": max(r["ok"], 1), "requests": r["requests"], "ok_s": r["ok"] / r["seconds"],
+             "dups": upstream_duplicates(ups) - dups_before,
              "failed": r["failed"], "non2xx": r["non2xx"], "transport": r["transport"],
              "p50_ms": r["p50_us"] / 1000, "p99_ms": r["p99_us"] / 1000, "restarts": d.sent,
              "kinds": r["kinds"], "samples": r["samples"], "paced": r,
@@ -770,9 +791,9 @@ class Resilience(PacedScenario):
         out = super().notes(res)
         posts = [m for m in res.get("rounds", []) if m["proxy"].startswith("weir") and m["proxy"].endswith(" POST")]
         if any(k.startswith("upstream_reset") for m in posts for k in m.get("weir_reasons", {})):
-            out += ["", "weir's POST `upstream_reset` 502s are the one failure DESIGN.md §4 allows: a POST that "
-                        "went out on a fresh upstream connection and was dropped before any answer is not "
-                        "retried, because the backend had it (a retry could apply it twice)."]
+            out += ["", "weir's POST `upstream_reset` 502s are the failures its retry rule accepts rather than a "
+                        "duplicate: a POST that went out and whose connection was then closed cleanly before any "
+                        "answer may have been acted on, so it is not sent again (a retry could apply it twice)."]
         if any(m["proxy"].startswith("haproxy") and any(k.startswith("closed before any response byte")
                                                         for k in m.get("kinds", {}))
                for m in res.get("rounds", [])):
@@ -797,8 +818,15 @@ class Resilience(PacedScenario):
                 why = (f", all of them POST upstream_reset, the DESIGN.md §4 exception" if resets == m["failed"]
                        else f", {resets:.0f} of them POST upstream_reset" if resets else "")
                 bad.append(f"{n}: {m['failed']:.0f} failed{why}")
+        dups = [f"{n}: {m['dups']:.0f}" for n, m in med.items() if m.get("dups")]
+        nginx_post = med.get("nginx POST", {}).get("failed")
+        weir_post = med.get("weir POST", {}).get("failed")
+        vs = (f"; POST failures weir {weir_post:.0f} vs nginx {nginx_post:.0f}"
+              if weir_post is not None and nginx_post is not None else "")
         return (f"Goal (issue 4): 0 failed and 0 non-2xx through weir: "
-                f"{'**met**' if not bad else 'not met (' + '; '.join(bad) + ')'}.")
+                f"{'**met**' if not bad else 'not met (' + '; '.join(bad) + ')'}. "
+                f"Issue 23: no request reaches a backend twice (counted at the backends by request id): "
+                f"{'**met**' if not dups else 'not met (' + ', '.join(dups) + ')'}{vs}.")
 
 
 class ResilienceFlap(Resilience):

@@ -264,15 +264,31 @@ fn find(h: &[u8], n: &[u8]) -> Option<usize> {
     h.windows(n.len()).position(|w| w == n)
 }
 
+/// This process's id and start time: distinct for every run of weir-bench.
+fn run_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros());
+        format!("{}.{t}", std::process::id())
+    })
+}
+
 fn request(o: &Opts, client: usize, n: u64) -> (Vec<u8>, Vec<u8>) {
     let mut body = Vec::new();
     if o.body_size > 0 {
         body = format!("client {client} request {n} ").into_bytes();
         body.resize(o.body_size, b'x');
     }
+    // A request id unique across runs, so backends can count a request
+    // that reached them twice (fake-upstream's `/__ids`).
     let mut req = format!(
-        "{} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: weir-bench\r\n",
-        o.method, o.path, o.connect
+        "{} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: weir-bench\r\nX-Request-Id: {}-{client}-{n}\r\n",
+        o.method,
+        o.path,
+        o.connect,
+        run_id()
     );
     if o.body_size > 0 || !matches!(o.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS") {
         req.push_str(&format!("Content-Length: {}\r\n", body.len()));

@@ -50,6 +50,10 @@ pub(crate) struct Shared {
     pub(crate) open: AtomicU64,
     pub(crate) next_conn_id: AtomicU64,
     pub(crate) log: Mutex<Vec<RequestRecord>>,
+    /// Every `x-request-id` seen, to count requests that reached this
+    /// backend more than once (what a proxy must never cause for a POST).
+    pub(crate) ids: Mutex<std::collections::HashSet<Box<[u8]>>>,
+    pub(crate) duplicates: AtomicU64,
     /// Bumped by `shutdown_gracefully`: open connections finish what they
     /// are doing and close.
     pub(crate) drain: tokio::sync::watch::Sender<u64>,
@@ -63,6 +67,15 @@ impl Shared {
             self.log.lock().unwrap().push(rec());
         }
     }
+
+    /// Notes the request's `x-request-id`, if it has one; counts a repeat.
+    pub(crate) fn note_id(&self, headers: &HeaderMap) {
+        if let Some(id) = headers.get("x-request-id") {
+            if !self.ids.lock().unwrap().insert(id.as_bytes().into()) {
+                self.duplicates.fetch_add(1, Relaxed);
+            }
+        }
+    }
 }
 
 /// A running fake HTTP/1.1 backend on 127.0.0.1. Dropping it stops it.
@@ -72,6 +85,8 @@ impl Shared {
 /// - `/healthz`: 200 `ok` / 503 per [`set_healthy`](Self::set_healthy); bypasses latency,
 ///   worker slots and the request counters;
 /// - `/echo`: streams the request body back;
+/// - `/__ids`: JSON `{ids, duplicates}`: distinct `x-request-id` values seen, and
+///   requests whose id was seen before (bypasses the counters, like `/healthz`);
 /// - `/headers`: JSON `{upstream, method, uri, version, headers: [[name, value]..], body_len}`;
 /// - `/status/{code}`: that status, body `NAME\n` (none for 204/304);
 /// - `/bytes/{n}`: `n` bytes of [`pattern`](crate::pattern), with Content-Length;
@@ -119,6 +134,11 @@ impl HttpUpstream {
     /// Requests received (head and body), `/healthz` excluded.
     pub fn requests(&self) -> u64 {
         self.shared.requests.load(Relaxed)
+    }
+
+    /// Requests whose `x-request-id` this backend had seen before.
+    pub fn duplicates(&self) -> u64 {
+        self.shared.duplicates.load(Relaxed)
     }
 
     /// `/healthz` requests received.
@@ -281,6 +301,8 @@ impl HttpUpstreamBuilder {
             open: AtomicU64::new(0),
             next_conn_id: AtomicU64::new(0),
             log: Mutex::new(Vec::new()),
+            ids: Mutex::default(),
+            duplicates: AtomicU64::new(0),
             drain: tokio::sync::watch::channel(0).0,
         });
         let on_conn: ConnFn = {

@@ -40,6 +40,25 @@ pub(crate) async fn handle(
         return Ok(respond(&shared, conn.id, status, full(text), ticket));
     }
 
+    // What the request ids say (see `Shared::note_id`), for a harness that
+    // counts duplicated requests across restarts.
+    if path == "/__ids" {
+        drain(body).await;
+        let text = format!(
+            "{{\"ids\":{},\"duplicates\":{}}}\n",
+            shared.ids.lock().unwrap().len(),
+            shared.duplicates.load(Relaxed)
+        );
+        return Ok(respond(
+            &shared,
+            conn.id,
+            StatusCode::OK,
+            full(text),
+            ticket,
+        ));
+    }
+    shared.note_id(&parts.headers);
+
     let (body_len, echo_body) = if path == "/echo" {
         (content_length(&parts.headers), Some(body))
     } else {

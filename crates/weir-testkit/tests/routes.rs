@@ -142,3 +142,21 @@ async fn keep_alive_header_body_size_and_hang() {
         .await
         .is_err());
 }
+
+#[tokio::test]
+async fn a_request_id_seen_twice_counts_as_a_duplicate() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    for id in ["r-1", "r-2", "r-1", "r-1"] {
+        let req = Request::post("/echo")
+            .header("x-request-id", id)
+            .body(Full::new(Bytes::from("x")))
+            .unwrap();
+        assert_eq!(client::send(up.addr(), req).await.unwrap().status, 200);
+    }
+    // Requests without an id are not counted either way.
+    client::get(up.addr(), "/").await.unwrap();
+    assert_eq!(up.duplicates(), 2);
+    let ids = client::get(up.addr(), "/__ids").await.unwrap();
+    assert_eq!(ids.text(), "{\"ids\":2,\"duplicates\":2}\n");
+    assert_eq!(up.requests(), 5, "/__ids is not a request");
+}

@@ -160,7 +160,10 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                 cap: None,
             },
         };
-        let outcome = try_once(pool, granted, &parts, body, fresh_only, timer, decorate, info).await;
+        let outcome = try_once(
+            pool, granted, &parts, body, fresh_only, timer, decorate, info,
+        )
+        .await;
         let mut free = false;
         let retried_for;
         let retry = match outcome {
@@ -291,9 +294,9 @@ async fn try_once(
             Some(c) => (c.conn, started),
             None => {
                 let opening = Instant::now();
-                let left = timer
-                    .cap
-                    .map_or(pool.connect_timeout, |c| c.saturating_duration_since(opening));
+                let left = timer.cap.map_or(pool.connect_timeout, |c| {
+                    c.saturating_duration_since(opening)
+                });
                 match open(
                     &ep,
                     pool.connect_timeout.min(left.max(Duration::from_millis(1))),

@@ -36,7 +36,12 @@ async fn a_hanging_backend_costs_a_get_one_response_timeout_not_one_per_try() {
         took >= Duration::from_millis(950) && took < Duration::from_millis(2500),
         "{took:?}"
     );
-    assert_eq!(up.log().len(), 1, "the backend saw {} copies", up.log().len());
+    assert_eq!(
+        up.log().len(),
+        1,
+        "the backend saw {} copies",
+        up.log().len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

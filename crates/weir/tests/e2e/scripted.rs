@@ -116,4 +116,3 @@ async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
         buf.extend_from_slice(&chunk[..n]);
     }
 }
-

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use tokio::io::Interest;
@@ -60,6 +60,54 @@ impl Connection {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
             // EOF, unsolicited bytes, or an error.
             _ => true,
+        }
+    }
+
+    /// After a clean close with no answer to a request that went out:
+    /// whether the backend's kernel reset the connection too. It does when
+    /// our bytes reach a socket its application already closed (the stale
+    /// keep-alive race) or closed with them unread; then no application read
+    /// the request. The reset trails the close by up to a round trip, so
+    /// this waits about that long (cold path: failures only).
+    pub(super) async fn reset_follows(&self) -> bool {
+        let wait = (self.rtt() * 2 + Duration::from_millis(1)).min(Duration::from_millis(20));
+        let until = Instant::now() + wait;
+        loop {
+            match self.io.take_error() {
+                // A reset in CLOSE_WAIT (after the peer's FIN) reports EPIPE.
+                Ok(Some(e)) => {
+                    return matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                    )
+                }
+                Ok(None) if Instant::now() < until => {
+                    tokio::time::sleep(Duration::from_millis(1)).await
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    /// The kernel's smoothed round-trip time for this connection.
+    fn rtt(&self) -> Duration {
+        use std::os::fd::AsRawFd;
+        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        // SAFETY: a valid socket, and a buffer of the length passed.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.io.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_INFO,
+                (&mut info as *mut libc::tcp_info).cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 {
+            Duration::from_micros(info.tcpi_rtt.into())
+        } else {
+            Duration::ZERO
         }
     }
 

@@ -49,9 +49,12 @@ impl<B> SendError<B> {
     /// connection before any response byte: a kernel answers with a reset
     /// when its socket is closed with bytes still unread (or gets bytes after
     /// it was closed, the stale keep-alive race), so the application never
-    /// had all of the request. A clean close (EOF) after the request went
-    /// out proves nothing: the application may have read it, acted on it,
-    /// and died before answering. Nor does a timeout, nor any response byte.
+    /// had all of the request; in the race the reset trails the backend's
+    /// close, which is why a close is followed by a look for it
+    /// (`Connection::reset_follows`). A clean close (EOF) alone after the
+    /// request went out proves nothing: the application may have read it,
+    /// acted on it, and died before answering. Nor does a timeout, nor any
+    /// response byte.
     pub fn may_have_been_processed(&self) -> bool {
         self.unsent.is_none() && (self.answered || !self.error.is_reset())
     }
@@ -172,11 +175,20 @@ where
             }
             Ok(Response::from_parts(parts, body))
         }
-        Err(error) => Err(SendError {
-            error,
-            unsent: sending.writer.take_unsent(),
-            answered,
-        }),
+        Err(mut error) => {
+            let unsent = sending.writer.take_unsent();
+            if matches!(error, Error::ClosedBeforeHead) && unsent.is_none() && !answered {
+                // A close right after our write: was it the idle-close race?
+                if conn.reset_follows().await {
+                    error = Error::Io(std::io::ErrorKind::ConnectionReset.into());
+                }
+            }
+            Err(SendError {
+                error,
+                unsent,
+                answered,
+            })
+        }
     }
 }
 
