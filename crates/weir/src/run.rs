@@ -47,7 +47,10 @@ pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtim
     if let Some(n) = threads {
         b.worker_threads(n.max(1));
     }
-    b.enable_all().thread_name("weir-worker").build()
+    b.enable_all()
+        .thread_name("weir-worker")
+        .on_thread_park(crate::alloc::on_park)
+        .build()
 }
 
 /// The source of the config, and the admin listener's address and token file.

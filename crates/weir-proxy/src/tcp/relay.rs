@@ -122,11 +122,13 @@ async fn copy_small(
     count: &AtomicU64,
 ) -> io::Result<Copied> {
     // Not zeroed: reads go into spare capacity. Zeroing 16 KiB per direction
-    // was more than half of a short session's instructions.
-    let mut buf = Vec::with_capacity(SMALL);
+    // was more than half of a short session's instructions. Allocated for
+    // each read and given back while a read waits: an idle session holds no
+    // buffer (it held 32 KiB).
+    let mut buf = Vec::new();
     let mut total = 0u64;
     loop {
-        let n = read_some(src, &mut buf).await?;
+        let n = read_releasing(src, &mut buf).await?;
         if n == 0 {
             return Ok(Copied::Done(total));
         }
@@ -147,6 +149,34 @@ async fn copy_small(
 async fn read_some(src: &mut ReadHalf<'_>, buf: &mut Vec<u8>) -> io::Result<usize> {
     buf.clear();
     src.read_buf(buf).await
+}
+
+/// Reads into `buf` (given `SMALL` bytes of room), replacing what it held;
+/// while the read waits, the buffer goes back to the allocator. Through
+/// tokio's AsyncRead, for the reason given at `read_some`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+async fn read_releasing(src: &mut ReadHalf<'_>, buf: &mut Vec<u8>) -> io::Result<usize> {
+    use tokio::io::AsyncRead;
+    std::future::poll_fn(|cx| {
+        buf.clear();
+        if buf.capacity() < SMALL {
+            buf.reserve_exact(SMALL);
+        }
+        let mut rb = tokio::io::ReadBuf::uninit(buf.spare_capacity_mut());
+        match Pin::new(&mut *src).poll_read(cx, &mut rb) {
+            std::task::Poll::Pending => {
+                *buf = Vec::new();
+                std::task::Poll::Pending
+            }
+            std::task::Poll::Ready(r) => {
+                let n = rb.filled().len();
+                // SAFETY: poll_read initialised the first n bytes of the spare capacity.
+                unsafe { buf.set_len(n) };
+                std::task::Poll::Ready(r.map(|()| n))
+            }
+        }
+    })
+    .await
 }
 
 /// The portable path: read into a buffer, write it out.

@@ -22,6 +22,7 @@ mod http_basic;
 mod http_body;
 mod http_errors;
 mod http_framing;
+mod memory;
 mod observability;
 mod reload;
 mod request_timeout;

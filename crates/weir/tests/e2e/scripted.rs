@@ -75,7 +75,7 @@ async fn serve(mut s: TcpStream, script: &'static [Act], log: Arc<Mutex<Vec<Stri
                     .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
                     .await;
                 // Linger 0: close with a reset, as a crashing process's kernel may.
-                let _ = s.set_linger(Some(std::time::Duration::ZERO));
+                let _ = socket2::SockRef::from(&s).set_linger(Some(std::time::Duration::ZERO));
                 return;
             }
             Act::ReadAndClose | Act::CloseUnread => return,

@@ -63,6 +63,17 @@ impl Reader {
         Poll::Ready(Ok(n))
     }
 
+    /// Between requests, when the next one has not arrived: gives the read
+    /// buffer back, so that an idle keep-alive connection holds none (nginx
+    /// and HAProxy do the same). The next read allocates a fresh one; a
+    /// request still holding bytes of the old one keeps them alive.
+    pub fn release_idle(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > 0 {
+            self.buf = BytesMut::new();
+            self.read_size = READ_CHUNK;
+        }
+    }
+
     /// Whether waiting on the socket would cost no more system calls.
     pub fn registered(&self) -> bool {
         self.io.registered()
