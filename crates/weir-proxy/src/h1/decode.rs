@@ -104,14 +104,33 @@ enum State {
     Size,
     /// Whitespace after the size.
     SizeLws,
-    Extension,
+    /// After `;`: optional whitespace, then an extension's name.
+    ExtStart,
+    ExtName,
+    /// After a name: whitespace, then `;`, `=` or the line's end.
+    ExtAfterName,
+    /// After `=`: whitespace, then a token or a quoted string.
+    ExtValStart,
+    ExtValToken,
+    ExtQuoted,
+    ExtQuotedEscape,
+    /// After a value: whitespace, then `;` or the line's end.
+    ExtAfterVal,
     SizeLf,
     Data,
     DataCr,
     DataLf,
+    /// The start of a trailer line: a field name, or the empty last line.
     Trailer,
+    TrailerName,
+    TrailerValue,
     TrailerLf,
     Done,
+}
+
+/// RFC 9110 §5.6.2: the characters of a token (field names, extension names).
+fn tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 #[derive(Debug, Default)]
@@ -176,20 +195,30 @@ impl Chunked {
             }
             (State::Size, b'\r') if self.digits > 0 => State::SizeLf,
             (State::Size, b' ' | b'\t') if self.digits > 0 => State::SizeLws,
-            (State::Size, b';') if self.digits > 0 => State::Extension,
+            (State::Size, b';') if self.digits > 0 => State::ExtStart,
             (State::Size, _) => return Err(bad("invalid chunk size")),
             (State::SizeLws, b' ' | b'\t') => State::SizeLws,
-            (State::SizeLws, b';') => State::Extension,
+            (State::SizeLws, b';') => State::ExtStart,
             (State::SizeLws, b'\r') => State::SizeLf,
             (State::SizeLws, _) => return Err(bad("invalid chunk size")),
-            (State::Extension, b'\r') => State::SizeLf,
-            (State::Extension, b'\n') => return Err(bad("newline in chunk extension")),
-            (State::Extension, _) => {
+            // RFC 9112 §7.1.1: `*( BWS ";" BWS name [ BWS "=" BWS value ] )`,
+            // a name a token, a value a token or a quoted string.
+            (
+                ext @ (State::ExtStart
+                | State::ExtName
+                | State::ExtAfterName
+                | State::ExtValStart
+                | State::ExtValToken
+                | State::ExtQuoted
+                | State::ExtQuotedEscape
+                | State::ExtAfterVal),
+                b,
+            ) => {
                 self.overhead += 1;
                 if self.overhead > MAX_CHUNK_OVERHEAD {
                     return Err(bad("chunk extensions too large"));
                 }
-                State::Extension
+                extension(ext, b)?
             }
             (State::SizeLf, b'\n') => {
                 self.digits = 0;
@@ -207,14 +236,26 @@ impl Chunked {
                 return Err(bad("chunk data not followed by CRLF"))
             }
             (State::Trailer, b'\r') => State::TrailerLf,
-            (State::Trailer, b'\n') => return Err(bad("bare LF in trailers")),
-            (State::Trailer, _) => {
+            // A field line: `name ":" OWS value OWS` (RFC 9112 §5); no
+            // whitespace before the name (obs-fold) or the colon.
+            (State::Trailer | State::TrailerName | State::TrailerValue, _) => {
                 self.line += 1;
                 self.overhead += 1;
                 if self.overhead > MAX_CHUNK_OVERHEAD {
                     return Err(bad("trailers too large"));
                 }
-                State::Trailer
+                match (self.state, b) {
+                    (State::Trailer, b) if tchar(b) => State::TrailerName,
+                    (State::TrailerName, b) if tchar(b) => State::TrailerName,
+                    (State::TrailerName, b':') => State::TrailerValue,
+                    (State::TrailerValue, b'\r') => State::TrailerLf,
+                    // SP, HTAB, visible ASCII, obs-text.
+                    (State::TrailerValue, b' ' | b'\t' | 0x21..=0x7e | 0x80..=0xff) => {
+                        State::TrailerValue
+                    }
+                    (_, b'\n') => return Err(bad("bare LF in trailers")),
+                    _ => return Err(bad("invalid trailer field")),
+                }
             }
             (State::TrailerLf, b'\n') if self.line == 0 => State::Done,
             (State::TrailerLf, b'\n') => {
@@ -226,6 +267,37 @@ impl Chunked {
         };
         Ok(())
     }
+}
+
+/// One byte of a chunk's extensions.
+fn extension(s: State, b: u8) -> Result<State, Error> {
+    let ws = b == b' ' || b == b'\t';
+    Ok(match (s, b) {
+        (State::ExtQuoted, b'"') => State::ExtAfterVal,
+        (State::ExtQuoted, b'\\') => State::ExtQuotedEscape,
+        // qdtext: HTAB, SP, visible ASCII but `"` and `\`, obs-text.
+        (State::ExtQuoted, b'\t' | b' ' | 0x21..=0x7e | 0x80..=0xff) => State::ExtQuoted,
+        (State::ExtQuotedEscape, b'\t' | b' ' | 0x21..=0x7e | 0x80..=0xff) => State::ExtQuoted,
+        (State::ExtQuoted | State::ExtQuotedEscape, _) => {
+            return Err(bad("invalid quoted chunk extension value"))
+        }
+        (State::ExtStart, _) if ws => State::ExtStart,
+        (State::ExtStart | State::ExtName, b) if tchar(b) => State::ExtName,
+        (State::ExtName | State::ExtAfterName, _) if ws => State::ExtAfterName,
+        (State::ExtValStart, _) if ws => State::ExtValStart,
+        (State::ExtValStart, b'"') => State::ExtQuoted,
+        (State::ExtValStart | State::ExtValToken, b) if tchar(b) => State::ExtValToken,
+        (State::ExtValToken | State::ExtAfterVal, _) if ws => State::ExtAfterVal,
+        (State::ExtName | State::ExtAfterName, b'=') => State::ExtValStart,
+        (State::ExtName | State::ExtAfterName | State::ExtValToken | State::ExtAfterVal, b';') => {
+            State::ExtStart
+        }
+        (State::ExtName | State::ExtAfterName | State::ExtValToken | State::ExtAfterVal, b'\r') => {
+            State::SizeLf
+        }
+        (_, b'\n') => return Err(bad("newline in chunk extension")),
+        _ => return Err(bad("invalid chunk extension")),
+    })
 }
 
 #[cfg(test)]
@@ -270,6 +342,9 @@ mod tests {
             chunked("A;name=value;x\r\n0123456789\r\n1 \t;q=\"a\"\r\n!\r\n0;last\r\n\r\n").unwrap();
         assert_eq!(data, b"0123456789!");
         assert!(done);
+        // Whitespace around `;` and `=`, quoted values with escapes.
+        let (data, ..) = chunked("5 ; a = b ;c=\"x\\\"y; z\" \r\nhello\r\n0\r\n\r\n").unwrap();
+        assert_eq!(data, b"hello");
         // Trailers are read and dropped.
         let (data, done, _) = chunked("3\r\nabc\r\n0\r\nx-sum: 1\r\nx-b: 2\r\n\r\n").unwrap();
         assert_eq!(data, b"abc");
@@ -302,6 +377,19 @@ mod tests {
             "3;a\nb\r\nabc\r\n",
             "0\r\nx: 1\n\r\n",
             "0\r\n\rx",
+            // Extensions without a name, with a bad value, unterminated quotes.
+            "5;\r\nhello\r\n0\r\n\r\n",
+            "5; ;a\r\nhello\r\n0\r\n\r\n",
+            "5;a=\r\nhello\r\n0\r\n\r\n",
+            "5;a=b c\r\nhello\r\n0\r\n\r\n",
+            "5;a=\"b\r\nhello\r\n0\r\n\r\n",
+            "5;a@b\r\nhello\r\n0\r\n\r\n",
+            // Trailer lines that are not field lines.
+            "0\r\nnocolon\r\n\r\n",
+            "0\r\n: empty name\r\n\r\n",
+            "0\r\n folded: x\r\n\r\n",
+            "0\r\nx : space before colon\r\n\r\n",
+            "0\r\nx: \x01\r\n\r\n",
         ] {
             assert!(
                 run(Decoder::chunked(), bad.as_bytes(), 100).is_err(),

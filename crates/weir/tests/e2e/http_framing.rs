@@ -102,3 +102,55 @@ async fn connection_close_ends_with_eof_at_once() {
         );
     }
 }
+
+/// What a strict parser refuses and weir used to pass on (issue 23 §6): a
+/// Host that is not `host[:port]`, a chunk extension without a name,
+/// trailer lines that are not field lines, `*` for a method other than
+/// OPTIONS; and CONNECT, which no listener tunnels: 405 with `Allow`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_smaller_edges_are_refused_before_any_upstream() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
+    let cases: [(&[u8], &str); 8] = [
+        (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", "400"),
+        (b"GET / HTTP/1.1\r\nHost: user@evil\r\n\r\n", "400"),
+        (b"GET * HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+        (b"GET example.com:80 HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;\r\nhello\r\n0\r\n\r\n", "400"),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nno colon here\r\n\r\n", "400"),
+        (b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", "405"),
+        (b"CONNECT / HTTP/1.1\r\nHost: x\r\n\r\n", "405"),
+    ];
+    for (bytes, status) in cases {
+        let text = raw_exchange(listen, bytes, Duration::from_secs(3)).await;
+        let what = String::from_utf8_lossy(bytes);
+        assert!(
+            text.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{what:?} -> {text:?}"
+        );
+        assert!(text.contains("bad_request"), "{what:?} -> {text:?}");
+        if status == "405" {
+            assert!(
+                text.to_ascii_lowercase().contains("\r\nallow: get, "),
+                "{text:?}"
+            );
+        }
+    }
+    // Whatever was cut mid-body never completed upstream; the rest never got there.
+    let complete = up.log().iter().filter(|r| r.body_len == 5).count();
+    assert_eq!(complete, 0, "{:?}", up.log());
+    assert!(up.log().iter().all(|r| r.method != http::Method::CONNECT));
+    // What is valid still passes: OPTIONS *, extensions with names, field-line trailers.
+    for ok in [
+        &b"OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"[..],
+        b"POST / HTTP/1.1\r\nHost: x:8080\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n5;a=\"b c\"\r\nhello\r\n0\r\nx-sum: 1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: [::1]:80\r\nConnection: close\r\n\r\n",
+    ] {
+        let text = raw_exchange(listen, ok, Duration::from_secs(3)).await;
+        assert!(text.starts_with("HTTP/1.1 200 "), "{:?} -> {text:?}", String::from_utf8_lossy(ok));
+    }
+}

@@ -29,6 +29,16 @@ pub enum ParseError {
     /// A transfer coding weir cannot pass on (RFC 9112 §6.1).
     #[error("unsupported transfer coding")]
     UnsupportedCoding,
+    /// CONNECT asks for a tunnel, which no listener offers (yet).
+    #[error("CONNECT: tunnelling is not offered")]
+    Connect,
+    /// A target form the method does not allow (`*` is for OPTIONS only,
+    /// authority-form for CONNECT only; RFC 9112 §3.2).
+    #[error("request target form not allowed for the method")]
+    TargetForm,
+    /// A Host field that is not `host[:port]` (RFC 9110 §7.2).
+    #[error("invalid Host")]
+    Host,
     /// An HTTP/2 client with prior knowledge: it gets no HTTP/1 answer.
     #[error("HTTP/2 connection preface")]
     Http2Preface,
@@ -42,6 +52,7 @@ impl ParseError {
             ParseError::TooLarge(_) | ParseError::TooManyHeaders => Some(431),
             ParseError::UriTooLong => Some(414),
             ParseError::UnsupportedCoding => Some(501),
+            ParseError::Connect => Some(405),
             _ => Some(400),
         }
     }

@@ -14,7 +14,7 @@ use std::mem::MaybeUninit;
 use crate::h1::spans::{offset, Spans};
 
 use bytes::BytesMut;
-use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
+use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING};
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri, Version};
 
@@ -72,6 +72,19 @@ pub(crate) fn parse(
                 }
                 let method = Method::from_bytes(req.method.unwrap_or("").as_bytes())
                     .map_err(|_| ParseError::Method)?;
+                if method == Method::CONNECT {
+                    return Err(ParseError::Connect);
+                }
+                // Origin-form (`/...`) or absolute-form (`scheme://...`); `*`
+                // only for OPTIONS (RFC 9112 §3.2).
+                let form_ok = match path.as_bytes().first() {
+                    Some(b'/') => true,
+                    Some(b'*') => path == "*" && method == Method::OPTIONS,
+                    _ => path.contains("://"),
+                };
+                if !form_ok {
+                    return Err(ParseError::TargetForm);
+                }
                 let p = at(path.as_bytes()) as usize;
                 let version = match req.version {
                     Some(1) => Version::HTTP_11,
@@ -139,6 +152,8 @@ pub(crate) fn parse(
             fold_connection(&value, &mut keep_alive, &mut saw_close);
         } else if name == EXPECT {
             expect_continue = value.eq_ignore_ascii_case(b"100-continue");
+        } else if name == HOST && !valid_host(&value) {
+            return Err(ParseError::Host);
         }
         // SAFETY: httparse accepted the value, so it holds only HTAB, SP,
         // visible ASCII and obs-text: exactly what a HeaderValue may hold.
@@ -158,6 +173,15 @@ pub(crate) fn parse(
         body,
         keep_alive,
     }))
+}
+
+/// RFC 9110 §7.2: `uri-host [ ":" port ]` (or empty), checked by its
+/// characters: a reg-name's, an IP literal's brackets, the port's colon.
+/// Anything else (spaces, `@`, `/`, control bytes) would let a Host mean
+/// one thing to weir's router and another to the backend.
+fn valid_host(v: &[u8]) -> bool {
+    v.iter()
+        .all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%:[]".contains(&b))
 }
 
 /// How the body is framed (RFC 9112 §6.3), or why it cannot be told.

@@ -200,6 +200,10 @@ pub(crate) fn refusal(dst: &mut Vec<u8>, status: u16) {
     dst.extend_from_slice(text.as_bytes());
     dst.extend_from_slice(b"\r\ncontent-type: text/plain; charset=utf-8\r\nx-weir-reason: ");
     dst.extend_from_slice(reason.as_bytes());
+    if status == StatusCode::METHOD_NOT_ALLOWED {
+        // Only CONNECT is refused so (RFC 9110 §15.5.6 wants the list).
+        dst.extend_from_slice(b"\r\nallow: GET, HEAD, POST, PUT, DELETE, OPTIONS, TRACE, PATCH");
+    }
     dst.extend_from_slice(b"\r\nconnection: close\r\ncontent-length: ");
     push_decimal(dst, body_len as u64);
     dst.extend_from_slice(b"\r\ndate: ");
