@@ -5,6 +5,7 @@ mod common;
 
 mod api;
 mod api_live;
+mod api_safety;
 
 mod accept;
 mod accesslog;
