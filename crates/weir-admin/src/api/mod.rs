@@ -1,6 +1,7 @@
 //! The configuration API under `/api/v1` (DESIGN.md §3, docs/API.md).
 
 mod auth;
+pub(crate) mod browser;
 mod path;
 mod precond;
 mod problem;
@@ -52,6 +53,9 @@ async fn dispatch(
     let method = req.method().clone();
     let write = !matches!(method, Method::GET | Method::HEAD);
     auth.check(req.headers(), write)?;
+    if write {
+        browser::require_json(req.headers())?;
+    }
     let pre = precond::parse(req.headers())?;
     let read_only = |allow| {
         if method == Method::GET || method == Method::HEAD {

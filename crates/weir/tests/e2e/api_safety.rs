@@ -1,12 +1,335 @@
-//! The admin listener is safe by default (issue 23 §2, §6): an IPv4-mapped loopback admin
-//! address counts as loopback.
+//! The admin listener is safe from web pages by default (issue 23 §2, §6): a page cannot
+//! change the config with a form or a simple cross-site `fetch` (no preflight), nor read
+//! or change it through DNS rebinding; and an IPv4-mapped loopback admin address counts
+//! as loopback.
 
 use std::net::SocketAddr;
 
-use serde_json::json;
+use bytes::Bytes;
+use http::Request;
+use http_body_util::Full;
+use serde_json::{json, Value};
+use weir_testkit::client::{self, Resp};
+use weir_testkit::HttpUpstream;
 
-use crate::api_client::{call, get};
-use crate::common::{free_port, Weir, WEIR};
+use crate::api_client::{call, get, json};
+use crate::common::{free_addr, free_port, Weir, WEIR};
+
+/// `METHOD PATH` with exactly these headers (the client adds `Host` only when missing).
+async fn send(
+    admin: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Resp {
+    let mut b = Request::builder().method(method).uri(path);
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    let req = b.body(Full::new(Bytes::from(body.to_owned()))).unwrap();
+    client::send(admin, req)
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+/// The finding's transaction: a pool with a backend and a live listener in front of it.
+fn takeover(listen: SocketAddr, backend: SocketAddr) -> String {
+    json!({"changes": [
+        {"op": "put", "path": "pools/p", "if_none_match": "*", "spec": {}},
+        {"op": "put", "path": format!("pools/p/endpoints/{backend}"), "if_none_match": "*",
+         "spec": {"weight": 1}},
+        {"op": "put", "path": "listeners/l", "if_none_match": "*",
+         "spec": {"bind": listen.to_string(), "pool": "p"}},
+    ]})
+    .to_string()
+}
+
+fn assert_problem(r: &Resp, status: u16, kind: &str) -> Value {
+    assert_eq!(r.status, status, "{}", r.text());
+    assert_eq!(r.header("content-type"), Some("application/problem+json"));
+    let p = json(r);
+    assert_eq!(p["type"], format!("urn:weir:problem:{kind}"), "{p}");
+    assert_eq!(p["status"], status);
+    p
+}
+
+/// Nothing was created: no pool, and nothing listens on `listen`.
+async fn unchanged(admin: SocketAddr, listen: SocketAddr) {
+    assert_eq!(json(&get(admin, "pools").await)["items"], json!([]));
+    assert!(
+        tokio::net::TcpStream::connect(listen).await.is_err(),
+        "a listener was opened on {listen}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_body_is_not_labelled_json_is_refused_with_415() {
+    let backend = HttpUpstream::spawn("backend").await.unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let w = Weir::store(data.path());
+    let a = w.admin;
+    let listen = free_addr();
+    let body = takeover(listen, backend.addr());
+
+    // What a page can send cross-site without a preflight: a form's encodings, a string
+    // body (text/plain) and a Blob without a type (no Content-Type at all). Then types that
+    // merely look like JSON.
+    for ctype in [
+        Some("text/plain"),
+        Some("text/plain;charset=UTF-8"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        None,
+        Some("application/jsonp"),
+        Some("text/json"),
+        Some(""),
+    ] {
+        let headers: Vec<(&str, &str)> = ctype.map(|c| ("content-type", c)).into_iter().collect();
+        let r = send(a, "POST", "/api/v1/transaction", &headers, &body).await;
+        let p = assert_problem(&r, 415, "unsupported-media-type");
+        assert!(
+            p["detail"].as_str().unwrap().contains("application/json"),
+            "{ctype:?}: {p}"
+        );
+        let r = send(
+            a,
+            "PUT",
+            "/api/v1/pools/p",
+            &[headers.as_slice(), &[("if-none-match", "*")]].concat(),
+            "{}",
+        )
+        .await;
+        assert_problem(&r, 415, "unsupported-media-type");
+        unchanged(a, listen).await;
+    }
+
+    // Labelled JSON (parameters and case do not matter), the same body works and proxies.
+    let r = send(
+        a,
+        "PUT",
+        "/api/v1/pools/q",
+        &[("content-type", "Application/JSON"), ("if-none-match", "*")],
+        "{}",
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = send(
+        a,
+        "POST",
+        "/api/v1/transaction",
+        &[("content-type", "application/json ; charset=utf-8")],
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(client::get(listen, "/").await.unwrap().text(), "backend\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_from_a_foreign_origin_is_refused_with_403() {
+    let data = tempfile::tempdir().unwrap();
+    let w = Weir::store(data.path());
+    let a = w.admin;
+    let port = a.port();
+    let listen = free_addr();
+    let json_ct = ("content-type", "application/json");
+
+    // A page elsewhere: another site, a sandboxed frame or file (`null`), another scheme,
+    // another port, another name for this host.
+    let other_port = format!("http://127.0.0.1:{}", free_port());
+    let https = format!("https://127.0.0.1:{port}");
+    let by_name = format!("http://localhost:{port}");
+    for origin in [
+        "http://evil.example",
+        "null",
+        other_port.as_str(),
+        https.as_str(),
+        by_name.as_str(),
+    ] {
+        let o = ("origin", origin);
+        let r = send(
+            a,
+            "POST",
+            "/api/v1/transaction",
+            &[json_ct, o],
+            &takeover(listen, free_addr()),
+        )
+        .await;
+        let p = assert_problem(&r, 403, "cross-origin");
+        assert!(
+            p["detail"].as_str().unwrap().contains(origin),
+            "{origin}: {p}"
+        );
+        // Reads too, and the rest of the admin listener: the dashboard never asks
+        // cross-origin, and nothing else runs in a browser.
+        for path in ["/api/v1/pools", "/api/v1/export", "/metrics", "/"] {
+            let r = send(a, "GET", path, &[o], "").await;
+            assert_problem(&r, 403, "cross-origin");
+        }
+        // Probes say nothing and are answered.
+        assert_eq!(send(a, "GET", "/healthz", &[o], "").await.status, 200);
+        unchanged(a, listen).await;
+    }
+
+    // The listener's own origin: by the Host the request was sent to, or by its address.
+    let own = format!("http://127.0.0.1:{port}");
+    let r = send(a, "GET", "/api/v1/pools", &[("origin", &own)], "").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let host = format!("localhost:{port}");
+    for origin in [by_name.as_str(), own.as_str()] {
+        let r = send(
+            a,
+            "GET",
+            "/api/v1/pools",
+            &[("host", &host), ("origin", origin)],
+            "",
+        )
+        .await;
+        assert_eq!(r.status, 200, "{origin}: {}", r.text());
+    }
+    let r = send(
+        a,
+        "PUT",
+        "/api/v1/pools/app",
+        &[json_ct, ("if-none-match", "*"), ("origin", &own)],
+        "{}",
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_token_a_host_that_is_not_loopback_is_refused_with_421() {
+    let data = tempfile::tempdir().unwrap();
+    let w = Weir::store(data.path());
+    let a = w.admin;
+    let port = a.port();
+    let listen = free_addr();
+
+    // DNS rebinding: the attacker's name now resolves to 127.0.0.1, so to the browser the
+    // page and the admin listener are one origin; only the Host header tells.
+    let evil = format!("evil.example:{port}");
+    let evil_origin = format!("http://{evil}");
+    let r = send(
+        a,
+        "POST",
+        "/api/v1/transaction",
+        &[
+            ("host", &evil),
+            ("origin", &evil_origin),
+            ("content-type", "application/json"),
+        ],
+        &takeover(listen, free_addr()),
+    )
+    .await;
+    let p = assert_problem(&r, 421, "misdirected-request");
+    assert!(p["detail"].as_str().unwrap().contains(&evil), "{p}");
+    unchanged(a, listen).await;
+
+    let names = [
+        evil.clone(),
+        "evil.example".into(),
+        format!("10.0.0.1:{port}"),
+        format!("[::ffff:10.0.0.1]:{port}"),
+        format!("[2001:db8::1]:{port}"),
+        format!("0.0.0.0:{port}"),
+        format!("localhost.evil.example:{port}"),
+        format!("127.0.0.1.evil.example:{port}"),
+        "localhost:notaport".into(),
+        String::new(),
+    ];
+    for host in &names {
+        // Reads too: a rebound page could read the config and the metrics.
+        for path in ["/api/v1/pools", "/api/v1/export", "/metrics", "/"] {
+            let r = send(a, "GET", path, &[("host", host)], "").await;
+            assert_problem(&r, 421, "misdirected-request");
+        }
+        assert_eq!(
+            send(a, "GET", "/healthz", &[("host", host)], "")
+                .await
+                .status,
+            200
+        );
+    }
+
+    // Loopback literals and `localhost`, with or without a port.
+    let names = [
+        format!("127.0.0.1:{port}"),
+        format!("127.1.2.3:{port}"),
+        "127.0.0.1".into(),
+        format!("localhost:{port}"),
+        "LocalHost".into(),
+        format!("[::1]:{port}"),
+        format!("[::ffff:127.0.0.1]:{port}"),
+        "[::ffff:7f00:1]".into(),
+    ];
+    for host in &names {
+        let r = send(a, "GET", "/api/v1/pools", &[("host", host)], "").await;
+        assert_eq!(r.status, 200, "{host}: {}", r.text());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_token_any_host_is_fine_once_the_token_is_sent() {
+    let data = tempfile::tempdir().unwrap();
+    let token = data.path().join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let tf = token.display().to_string();
+    let w = Weir::store_on(&data.path().join("s"), free_addr(), &["--token-file", &tf]);
+    let a = w.admin;
+    let evil = format!("evil.example:{}", a.port());
+    let bearer = ("authorization", "Bearer s3cret");
+
+    // On loopback reads are open, but a rebound page would not send the token: a read by
+    // another name needs it.
+    assert_eq!(get(a, "pools").await.status, 200);
+    let r = send(a, "GET", "/api/v1/pools", &[("host", &evil)], "").await;
+    let p = assert_problem(&r, 401, "unauthorized");
+    assert!(p["detail"].as_str().unwrap().contains("Host"), "{p}");
+    let r = send(a, "GET", "/metrics", &[("host", &evil)], "").await;
+    assert_problem(&r, 401, "unauthorized");
+
+    let r = send(a, "GET", "/api/v1/pools", &[("host", &evil), bearer], "").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = send(
+        a,
+        "PUT",
+        "/api/v1/pools/app",
+        &[
+            ("host", &evil),
+            bearer,
+            ("content-type", "application/json"),
+            ("if-none-match", "*"),
+        ],
+        "{}",
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    // The Origin and Content-Type rules hold with a token too.
+    let r = send(
+        a,
+        "GET",
+        "/api/v1/pools",
+        &[bearer, ("origin", "http://evil.example")],
+        "",
+    )
+    .await;
+    assert_problem(&r, 403, "cross-origin");
+    let r = send(
+        a,
+        "PUT",
+        "/api/v1/pools/b",
+        &[
+            bearer,
+            ("content-type", "text/plain"),
+            ("if-none-match", "*"),
+        ],
+        "{}",
+    )
+    .await;
+    assert_problem(&r, 415, "unsupported-media-type");
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ipv4_mapped_loopback_admin_address_is_loopback() {
