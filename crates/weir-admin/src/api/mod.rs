@@ -2,6 +2,7 @@
 
 mod auth;
 pub(crate) mod browser;
+mod json;
 mod path;
 mod precond;
 mod problem;
@@ -114,7 +115,7 @@ async fn dispatch(
     }
 }
 
-/// Reads a JSON body, at most [`MAX_BODY`] bytes.
+/// Reads a JSON body, at most [`MAX_BODY`] bytes, each key once per object.
 async fn body(req: Request<Incoming>) -> Result<Value, Problem> {
     let bytes = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(c) => c.to_bytes(),
@@ -128,8 +129,7 @@ async fn body(req: Request<Incoming>) -> Result<Value, Problem> {
         }
         Err(e) => return Err(Problem::bad_request(format!("reading the body: {e}"))),
     };
-    serde_json::from_slice(&bytes)
-        .map_err(|e| Problem::bad_request(format!("the body is not valid JSON: {e}")))
+    json::parse(&bytes)
 }
 
 pub fn json_response(status: StatusCode, v: &impl serde::Serialize) -> Response<Full<Bytes>> {

@@ -1,7 +1,7 @@
 //! The admin listener is safe from web pages by default (issue 23 §2, §6): a page cannot
 //! change the config with a form or a simple cross-site `fetch` (no preflight), nor read
-//! or change it through DNS rebinding; and an IPv4-mapped loopback admin address counts
-//! as loopback.
+//! or change it through DNS rebinding; an IPv4-mapped loopback admin address counts as
+//! loopback; and a JSON body means one thing (no duplicate keys).
 
 use std::net::SocketAddr;
 
@@ -368,4 +368,67 @@ async fn an_ipv4_mapped_loopback_admin_address_is_loopback() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_key_in_a_body_is_refused_naming_its_json_pointer() {
+    let data = tempfile::tempdir().unwrap();
+    let w = Weir::store(data.path());
+    let a = w.admin;
+    let put = |path: &'static str, body: &'static str| {
+        send(
+            a,
+            "PUT",
+            path,
+            &[("content-type", "application/json"), ("if-none-match", "*")],
+            body,
+        )
+    };
+
+    let r = put(
+        "/api/v1/pools/app",
+        r#"{"balance": "p2c", "max_conn": 1, "balance": "random"}"#,
+    )
+    .await;
+    let p = assert_problem(&r, 400, "bad-request");
+    assert_eq!(p["field"], "/balance", "{p}");
+    assert!(p["detail"].as_str().unwrap().contains("balance"), "{p}");
+    // Nested, and a key that needs escaping in a pointer (`~` and `/`).
+    let r = put(
+        "/api/v1/pools/app",
+        r#"{"health": {"check": "tcp", "check": "none"}}"#,
+    )
+    .await;
+    assert_eq!(
+        assert_problem(&r, 400, "bad-request")["field"],
+        "/health/check"
+    );
+    let r = put("/api/v1/pools/app", r#"{"a/b~": 1, "a/b~": 2}"#).await;
+    assert_eq!(assert_problem(&r, 400, "bad-request")["field"], "/a~1b~0");
+    assert_eq!(get(a, "pools/app").await.status, 404);
+
+    // In a transaction, inside the second change's spec.
+    let tx = r#"{"changes": [
+        {"op": "put", "path": "pools/a", "if_none_match": "*", "spec": {}},
+        {"op": "put", "path": "pools/b", "if_none_match": "*",
+         "spec": {"max_conn": 1, "max_queue": 5, "max_conn": 0}}]}"#;
+    let r = send(
+        a,
+        "POST",
+        "/api/v1/transaction",
+        &[("content-type", "application/json")],
+        tx,
+    )
+    .await;
+    let p = assert_problem(&r, 400, "bad-request");
+    assert_eq!(p["field"], "/changes/1/spec/max_conn", "{p}");
+    assert_eq!(json(&get(a, "pools").await)["items"], json!([]));
+
+    // The same key in different objects is no duplicate.
+    let r = put(
+        "/api/v1/pools/app",
+        r#"{"max_conn": 1, "health": {"check": "none"}, "retry": {"attempts": 1}}"#,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
 }
