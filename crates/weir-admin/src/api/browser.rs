@@ -8,8 +8,8 @@
 //!   refused (403); curl, `weir ctl` and Prometheus send none.
 //! - [`host_is_loopback`]: a rebound page's requests carry its own name in `Host`;
 //!   `Auth::check` refuses them unless the token guards the request.
-//! - [`require_json`]: a body must be labelled `application/json`, a type no page can send
-//!   to another origin without a preflight, which weir never grants (415).
+//! - [`require_json`]: a body that is not empty must be labelled `application/json`, a type
+//!   no page can send to another origin without a preflight, which weir never grants (415).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -122,20 +122,9 @@ pub fn same_origin(headers: &HeaderMap, local: Option<SocketAddr>) -> Result<(),
     }
 }
 
-/// Whether the request carries a body: a `Transfer-Encoding`, or a `Content-Length` other
-/// than 0.
-fn has_body(headers: &HeaderMap) -> bool {
-    headers.contains_key(header::TRANSFER_ENCODING)
-        || headers
-            .get(header::CONTENT_LENGTH)
-            .is_some_and(|v| v.as_bytes() != b"0")
-}
-
-/// Refuses a body not labelled `application/json` (parameters such as `charset` aside).
+/// Refuses a body not labelled `application/json` (parameters such as `charset` aside);
+/// asked only for a body that is not empty.
 pub fn require_json(headers: &HeaderMap) -> Result<(), Problem> {
-    if !has_body(headers) {
-        return Ok(());
-    }
     let given = headers.get(header::CONTENT_TYPE);
     let essence = given
         .and_then(|v| v.to_str().ok())

@@ -4,6 +4,7 @@
 //! loopback; and a JSON body means one thing (no duplicate keys).
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::Request;
@@ -12,8 +13,8 @@ use serde_json::{json, Value};
 use weir_testkit::client::{self, Resp};
 use weir_testkit::HttpUpstream;
 
-use crate::api_client::{call, get, json};
-use crate::common::{free_addr, free_port, Weir, WEIR};
+use crate::api_client::{call, get, json, version};
+use crate::common::{free_addr, free_port, raw_exchange, Weir, WEIR};
 
 /// `METHOD PATH` with exactly these headers (the client adds `Host` only when missing).
 async fn send(
@@ -31,6 +32,18 @@ async fn send(
     client::send(admin, req)
         .await
         .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+/// A request with a chunked body (`""`: the last chunk alone) on a connection it closes.
+fn chunked(admin: SocketAddr, method: &str, path: &str, extra: &str, body: &str) -> String {
+    let chunks = match body {
+        "" => "0\r\n\r\n".to_owned(),
+        b => format!("{:x}\r\n{b}\r\n0\r\n\r\n", b.len()),
+    };
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {admin}\r\n{extra}Transfer-Encoding: chunked\r\n\
+         Connection: close\r\n\r\n{chunks}"
+    )
 }
 
 /// The finding's transaction: a pool with a backend and a live listener in front of it.
@@ -104,6 +117,24 @@ async fn a_write_whose_body_is_not_labelled_json_is_refused_with_415() {
         unchanged(a, listen).await;
     }
 
+    // A chunked body is a body too.
+    let wait = Duration::from_secs(5);
+    let r = raw_exchange(
+        a,
+        chunked(
+            a,
+            "POST",
+            "/api/v1/transaction",
+            "Content-Type: text/plain\r\n",
+            &body,
+        )
+        .as_bytes(),
+        wait,
+    )
+    .await;
+    assert!(r.starts_with("HTTP/1.1 415 "), "{r}");
+    unchanged(a, listen).await;
+
     // Labelled JSON (parameters and case do not matter), the same body works and proxies.
     let r = send(
         a,
@@ -124,6 +155,25 @@ async fn a_write_whose_body_is_not_labelled_json_is_refused_with_415() {
     .await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(client::get(listen, "/").await.unwrap().text(), "backend\n");
+
+    // An empty body, chunked or not, needs no label: ureq (so `weir ctl`) sends a
+    // bodiless POST chunked.
+    let ep = "/api/v1/pools/q/endpoints/127.0.0.1:9";
+    let r = call(
+        a,
+        "PUT",
+        &ep["/api/v1/".len()..],
+        &[],
+        Some(json!({"weight": 1, "ttl": "1h"})),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let hb = format!("{ep}/heartbeat");
+    let r = raw_exchange(a, chunked(a, "POST", &hb, "", "").as_bytes(), wait).await;
+    assert!(r.starts_with("HTTP/1.1 200 "), "{r}");
+    let tag = format!("\"{}\"", version(&get(a, &ep["/api/v1/".len()..]).await));
+    let r = send(a, "DELETE", ep, &[("if-match", &tag)], "").await;
+    assert_eq!(r.status, 204, "{}", r.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
