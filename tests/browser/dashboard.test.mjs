@@ -7,6 +7,7 @@
 //   - the listener, the pool and both endpoints are listed;
 //   - after ~50 requests through the listener the pool's req/s graph has points;
 //   - after one upstream is killed its endpoint shows data-state="down" within 3 s;
+//   - a page of another origin cannot register an endpoint with a text/plain POST;
 //   - a screenshot is saved to target/browser-artifacts/dashboard.png.
 // Logs of every process go beside the screenshot. Ends with `N passed, N failed`
 // and exits 1 if anything failed.
@@ -252,6 +253,7 @@ async function main() {
     "lists the listener, the pool and both endpoints",
     `req/s graph has data points after ${REQUESTS} requests`,
     "a killed upstream shows data-state=\"down\" within 3 s",
+    "a page of another origin cannot change the config",
     "no console errors",
     "screenshot saved",
   ];
@@ -390,11 +392,37 @@ fall = 2
     });
   }
 
+  // Issue 23 §2: a page elsewhere (here the proxied listener, another port so another
+  // origin) sends what needs no CORS preflight: a text/plain POST. Chromium adds Origin,
+  // weir refuses it (403) and registers nothing.
   await check(later[5], async () => {
-    if (pageErrors.length) throw new Error(`${pageErrors.length}:\n    ${pageErrors.join("\n    ")}`);
+    const other = await context.newPage();
+    try {
+      await other.goto(`${listenUrl}/`, { waitUntil: "load", timeout: 10_000 });
+      const url = `${adminUrl}/api/v1/transaction`;
+      const answered = other.waitForResponse((r) => r.url() === url, { timeout: 10_000 });
+      const body = JSON.stringify({
+        changes: [{ op: "put", path: "pools/app/endpoints/127.0.0.1:9", if_none_match: "*", spec: { weight: 1 } }],
+      });
+      await other.evaluate(
+        ([u, b]) => fetch(u, { method: "POST", mode: "no-cors", headers: { "Content-Type": "text/plain" }, body: b }).catch(() => {}),
+        [url, body],
+      );
+      const status = (await answered).status();
+      if (status !== 403) throw new Error(`the cross-origin POST was answered ${status}, not 403`);
+      const eps = await get(`${adminUrl}/api/v1/pools/app/endpoints`);
+      if (eps.body.includes("127.0.0.1:9\"")) throw new Error(`the endpoint was registered: ${eps.body}`);
+      return `answered ${status}; endpoints unchanged`;
+    } finally {
+      await other.close();
+    }
   });
 
   await check(later[6], async () => {
+    if (pageErrors.length) throw new Error(`${pageErrors.length}:\n    ${pageErrors.join("\n    ")}`);
+  });
+
+  await check(later[7], async () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     const size = statSync(SCREENSHOT).size;
     if (size < 1000) throw new Error(`${SCREENSHOT} is only ${size} bytes`);

@@ -57,10 +57,12 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, stop: CancellationT
             },
         };
         let admin = admin.clone();
+        // The address the client reached: one spelling of this listener's own origin.
+        let local = stream.local_addr().ok();
         tokio::spawn(async move {
             let svc = service_fn(move |req| {
                 let admin = admin.clone();
-                async move { Ok::<_, Infallible>(route(&admin, req).await) }
+                async move { Ok::<_, Infallible>(route(&admin, local, req).await) }
             });
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), svc)
@@ -83,8 +85,19 @@ fn text(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Resp
     r
 }
 
-async fn route(admin: &Admin, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn route(
+    admin: &Admin,
+    local: Option<SocketAddr>,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_owned();
+    // Load balancers probe these without credentials, under any Host; they say nothing.
+    let probe = path == "/healthz" || path == "/readyz";
+    if !probe {
+        if let Err(p) = api::browser::same_origin(req.headers(), local) {
+            return p.into_response();
+        }
+    }
     let api = match path.strip_prefix("/api/v1/") {
         Some(rest) => Some(rest),
         None if path == "/api/v1" => Some(""),
@@ -93,8 +106,6 @@ async fn route(admin: &Admin, req: Request<Incoming>) -> Response<Full<Bytes>> {
     if let Some(rest) = api {
         return api::handle(&admin.control, &admin.proxy, &admin.auth, rest, req).await;
     }
-    // Load balancers probe these without credentials.
-    let probe = path == "/healthz" || path == "/readyz";
     if !probe {
         if let Err(p) = admin.auth.check(req.headers(), false) {
             return p.into_response();

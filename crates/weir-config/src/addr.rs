@@ -14,6 +14,13 @@ pub(crate) enum Use {
     Endpoint,
 }
 
+/// Whether only this host can reach `ip`: 127.0.0.0/8, `::1`, and IPv4-mapped
+/// `::ffff:127.x.y.z`, which Linux delivers over IPv4 loopback but
+/// `Ipv6Addr::is_loopback` does not count.
+pub fn is_loopback(ip: IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
+}
+
 pub(crate) fn parse(s: &str, usage: Use) -> Result<SocketAddr, String> {
     let addr = match s.parse::<SocketAddr>() {
         Ok(addr) => addr,
@@ -93,6 +100,28 @@ mod tests {
         ] {
             let err = parse(s, Use::Endpoint).unwrap_err();
             assert!(err.contains(why), "{s:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn loopback_includes_ipv4_mapped() {
+        for ip in [
+            "127.0.0.1",
+            "127.9.8.7",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:7f00:2",
+        ] {
+            assert!(is_loopback(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in [
+            "10.0.0.1",
+            "0.0.0.0",
+            "::",
+            "::ffff:10.0.0.1",
+            "::127.0.0.1",
+        ] {
+            assert!(!is_loopback(ip.parse().unwrap()), "{ip}");
         }
     }
 }

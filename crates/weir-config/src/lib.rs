@@ -16,6 +16,7 @@ mod suggest;
 mod validate;
 mod walk;
 
+pub use addr::is_loopback;
 pub use model::*;
 
 use std::fmt;

@@ -265,7 +265,7 @@ fn admin(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> (Admin, Option<Span>) {
     }
     // The admin API changes the running config: reachable from other hosts, it must ask for
     // a token.
-    if !a.listen.ip().is_loopback() && a.token_file.is_none() {
+    if !crate::is_loopback(a.listen.ip()) && a.token_file.is_none() {
         if let Some(v) = t.get("listen") {
             sink.error(
                 v.span(),

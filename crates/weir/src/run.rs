@@ -86,7 +86,7 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         Some(p) => Some(Auth::read_token(p).map_err(|e| e.to_string())?),
         None => None,
     };
-    let loopback = admin.ip().is_loopback();
+    let loopback = weir_config::is_loopback(admin.ip());
     if !loopback && token.is_none() {
         return Err(format!(
             "the admin listener on {admin} is reachable from other hosts and can change the config; \

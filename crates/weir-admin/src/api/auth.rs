@@ -2,6 +2,7 @@
 
 use http::{header, HeaderMap, StatusCode};
 
+use super::browser;
 use super::problem::Problem;
 
 #[derive(Debug, Clone)]
@@ -46,11 +47,28 @@ impl Auth {
         Ok(t.to_owned())
     }
 
+    /// Whether this request may go on. Without a token, only a request sent to a loopback
+    /// name may (DNS rebinding: a page whose name now resolves to 127.0.0.1 sends its own
+    /// name in `Host`). With one, a request the token does not otherwise guard (a read on
+    /// loopback) needs it too when sent to another name.
     pub fn check(&self, headers: &HeaderMap, write: bool) -> Result<(), Problem> {
+        let loopback_host = browser::host_is_loopback(headers);
         let Some(token) = &self.token else {
-            return Ok(());
+            if loopback_host {
+                return Ok(());
+            }
+            return Err(Problem::new(
+                StatusCode::MISDIRECTED_REQUEST,
+                "misdirected-request",
+                "the admin listener answers only to loopback names",
+                format!(
+                    "Host {} is not localhost or a loopback address; without a token \
+                     (admin.token_file) the admin listener answers only requests sent to those",
+                    browser::host_text(headers)
+                ),
+            ));
         };
-        if !write && !self.reads_need_token {
+        if !write && !self.reads_need_token && loopback_host {
             return Ok(());
         }
         let given = headers
@@ -62,15 +80,21 @@ impl Auth {
             .map(|(_, t)| t.trim());
         match given {
             Some(g) if same(g.as_bytes(), token.as_bytes()) => Ok(()),
-            Some(_) => Err(unauthorized("the bearer token is wrong")),
-            None => Err(unauthorized(
-                "this call needs Authorization: Bearer <token> (the content of admin.token_file)",
+            Some(_) => Err(unauthorized("the bearer token is wrong".into())),
+            None if write || self.reads_need_token => Err(unauthorized(
+                "this call needs Authorization: Bearer <token> (the content of admin.token_file)"
+                    .into(),
             )),
+            None => Err(unauthorized(format!(
+                "Host {} is not localhost or a loopback address: this call needs \
+                 Authorization: Bearer <token> (the content of admin.token_file)",
+                browser::host_text(headers)
+            ))),
         }
     }
 }
 
-fn unauthorized(detail: &str) -> Problem {
+fn unauthorized(detail: String) -> Problem {
     Problem::new(
         StatusCode::UNAUTHORIZED,
         "unauthorized",

@@ -1,6 +1,8 @@
 //! The configuration API under `/api/v1` (DESIGN.md §3, docs/API.md).
 
 mod auth;
+pub(crate) mod browser;
+mod json;
 mod path;
 mod precond;
 mod problem;
@@ -11,7 +13,6 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use serde_json::Value;
 use weir_control::Control;
 use weir_proxy::Proxy;
 
@@ -49,10 +50,23 @@ async fn dispatch(
     req: Request<Incoming>,
 ) -> Reply {
     let target = path::parse(rest)?;
-    let method = req.method().clone();
+    let (parts, incoming) = req.into_parts();
+    let method = parts.method;
     let write = !matches!(method, Method::GET | Method::HEAD);
-    auth.check(req.headers(), write)?;
-    let pre = precond::parse(req.headers())?;
+    auth.check(&parts.headers, write)?;
+    // A write's body is read here, whatever the method, so that every body the API takes
+    // is labelled JSON; an empty one need not be (it may even come chunked: ureq, and so
+    // older `weir ctl` heartbeats, send a bodiless POST that way).
+    let content = if write {
+        let bytes = read_body(incoming).await?;
+        if !bytes.is_empty() {
+            browser::require_json(&parts.headers)?;
+        }
+        bytes
+    } else {
+        Bytes::new()
+    };
+    let pre = precond::parse(&parts.headers)?;
     let read_only = |allow| {
         if method == Method::GET || method == Method::HEAD {
             Ok(())
@@ -67,7 +81,7 @@ async fn dispatch(
             }
             match method {
                 Method::PUT => {
-                    let spec = body(req).await?;
+                    let spec = json::parse(&content)?;
                     resource::put(control, kind, &name, pre, spec).await
                 }
                 Method::DELETE => resource::delete(control, kind, &name, pre).await,
@@ -88,8 +102,7 @@ async fn dispatch(
             if method != Method::POST {
                 return Err(Problem::method_not_allowed("POST"));
             }
-            let b = body(req).await?;
-            transaction::run(control, b).await
+            transaction::run(control, json::parse(&content)?).await
         }
         Target::Config => {
             read_only("GET, HEAD")?;
@@ -110,22 +123,18 @@ async fn dispatch(
     }
 }
 
-/// Reads a JSON body, at most [`MAX_BODY`] bytes.
-async fn body(req: Request<Incoming>) -> Result<Value, Problem> {
-    let bytes = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return Err(Problem::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body-too-large",
-                "the request body is too large",
-                format!("at most {MAX_BODY} bytes"),
-            ))
-        }
-        Err(e) => return Err(Problem::bad_request(format!("reading the body: {e}"))),
-    };
-    serde_json::from_slice(&bytes)
-        .map_err(|e| Problem::bad_request(format!("the body is not valid JSON: {e}")))
+/// Reads a request body, at most [`MAX_BODY`] bytes.
+async fn read_body(body: Incoming) -> Result<Bytes, Problem> {
+    match Limited::new(body, MAX_BODY).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body-too-large",
+            "the request body is too large",
+            format!("at most {MAX_BODY} bytes"),
+        )),
+        Err(e) => Err(Problem::bad_request(format!("reading the body: {e}"))),
+    }
 }
 
 pub fn json_response(status: StatusCode, v: &impl serde::Serialize) -> Response<Full<Bytes>> {

@@ -123,6 +123,17 @@ impl Problem {
         p
     }
 
+    /// Names the field the problem is about.
+    pub fn with_field(mut self, field: String) -> Problem {
+        self.0.field = Some(field);
+        self
+    }
+
+    #[cfg(test)]
+    pub fn field(&self) -> Option<&str> {
+        self.0.field.as_deref()
+    }
+
     pub fn at_change(mut self, index: Option<usize>) -> Problem {
         self.0.change = index;
         self

@@ -246,6 +246,7 @@ async fn malformed_requests_get_400_problems_and_big_bodies_413() {
     let raw = |body: &'static str| {
         let req = http::Request::put("/api/v1/pools/app")
             .header("if-none-match", "*")
+            .header("content-type", "application/json")
             .body(http_body_util::Full::new(bytes::Bytes::from(body)))
             .unwrap();
         weir_testkit::client::send(a, req)
@@ -258,6 +259,7 @@ async fn malformed_requests_get_400_problems_and_big_bodies_413() {
     let big = format!("{{\"x\": \"{}\"}}", "a".repeat(2 << 20));
     let req = http::Request::put("/api/v1/pools/app")
         .header("if-none-match", "*")
+        .header("content-type", "application/json")
         .body(http_body_util::Full::new(bytes::Bytes::from(big)))
         .unwrap();
     let r = weir_testkit::client::send(a, req).await.unwrap();

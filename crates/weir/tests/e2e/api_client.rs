@@ -10,7 +10,8 @@ use http_body_util::Full;
 use serde_json::Value;
 use weir_testkit::client::{self, Resp};
 
-/// `METHOD /api/v1/PATH` with headers and an optional JSON body.
+/// `METHOD /api/v1/PATH` with headers and an optional JSON body (sent as
+/// `Content-Type: application/json`, as the API requires).
 pub async fn call(
     admin: SocketAddr,
     method: &str,
@@ -23,6 +24,9 @@ pub async fn call(
         .uri(format!("/api/v1/{path}"));
     for (k, v) in headers {
         b = b.header(*k, *v);
+    }
+    if body.is_some() {
+        b = b.header("content-type", "application/json");
     }
     let body = body.map_or(Bytes::new(), |v| Bytes::from(v.to_string()));
     client::send(admin, b.body(Full::new(body)).unwrap())

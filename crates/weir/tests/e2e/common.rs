@@ -36,7 +36,7 @@ pub struct Weir {
 
 impl Weir {
     /// Starts `weir run` on `toml` and waits until every address in `wait_for`
-    /// accepts connections.
+    /// and the admin listener accept connections.
     pub fn start(toml: &str, wait_for: &[SocketAddr]) -> Weir {
         Self::start_with(toml, wait_for, &["--threads", "2"])
     }
@@ -123,6 +123,9 @@ impl Weir {
         for a in wait_for {
             w.wait_listening(*a);
         }
+        // weir opens the admin listener after the config's listeners: a test that calls
+        // it as soon as those accept would race it.
+        w.wait_listening(admin);
         w
     }
 

@@ -6,6 +6,7 @@ mod scripted;
 
 mod api;
 mod api_live;
+mod api_safety;
 
 mod accept;
 mod accesslog;
