@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import BenchError, Proc, port_open
+from harness import BenchError, Proc, port_open, process_tree
 from proxies import (HOST, Ctx, Upstream, Variant, start_bench_upstream, start_fake_upstream,
                      start_nginx_upstream, start_proxy)
 
@@ -897,10 +897,129 @@ class ResilienceRolling(Resilience):
         return out
 
 
+# -- issue 23 §3
+
+
+def rss_kib(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            for line in open(f"/proc/{pid}/status"):
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+class IdleMemory(Scenario):
+    """N idle connections, each after one exchange: what each costs the proxy's resident
+    set, and whether the memory comes back once they close."""
+    syscall_pass = False
+    own_timing = True
+    conns = 3000  # HAProxy's template allows 4096 connections
+    settle_s = 7  # weir's idle connections give their buffers back at the watchdog's next look (≤ 5 s)
+    columns = [Column("KiB per idle conn", "kib_per_conn", "{:.2f}"),
+               Column("RSS before MiB", "rss0_mib", "{:.1f}", ratio=False),
+               Column("RSS idle MiB", "rss1_mib", "{:.1f}", ratio=False),
+               Column("after close vs before", "after_pct", "{:+.1f} %", ratio=False)]
+
+    def rounds(self):
+        return self.opts["rounds"] if self.opts.get("rounds_set") else 1
+
+    def variants(self):
+        return [Variant("weir", "weir", 1), Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
+
+    def start(self, ctx, v, upstreams, tag):
+        p = start_proxy(ctx, v, self.protocol, upstreams, tag)
+        self._proc = p
+        return p
+
+    def describe(self):
+        return (f"{self.title}: {self.conns} {self.what}, each after one exchange, then idle; the proxy's "
+                f"VmRSS (all its processes) before, {self.settle_s} s after the last one opened, and "
+                f"5 s after they all closed (a warm-up exchange first, so 'before' is a used proxy)")
+
+    def exchange(self, s) -> None:
+        raise NotImplementedError
+
+    def load(self, ctx, seconds, warmup=False):
+        import resource
+        import socket
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < self.conns + 100:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, self.conns + 1000), hard))
+        pids = process_tree(self._proc.pid)
+
+        def one():
+            s = socket.create_connection((HOST, ctx.proxy_port), timeout=10)
+            self.exchange(s)
+            return s
+        for _ in range(3):
+            one().close()
+        if warmup:
+            return {"units": 1}
+        time.sleep(2)
+        r0 = rss_kib(pids)
+        socks = [one() for _ in range(self.conns)]
+        time.sleep(self.settle_s)
+        r1 = rss_kib(pids)
+        for s in socks:
+            s.close()
+        time.sleep(5)
+        r2 = rss_kib(pids)
+        return {"units": self.conns, "kib_per_conn": (r1 - r0) / self.conns, "rss0_mib": r0 / 1024,
+                "rss1_mib": r1 / 1024, "after_pct": 100 * (r2 - r0) / r0}
+
+    def goal_line(self, med):
+        w = med.get("weir")
+        if not w:
+            return None
+        ok = w["kib_per_conn"] <= self.goal_kib and w["after_pct"] <= 10
+        return (f"Goal (issue 23): ≤ {self.goal_kib:g} KiB per idle {self.unit_name} and RSS back within 10 % "
+                f"after they close: {'**met**' if ok else 'not met'} ({w['kib_per_conn']:.2f} KiB, "
+                f"{w['after_pct']:+.1f} %).")
+
+
+class IdleHttp(IdleMemory):
+    name, title, protocol = "idle-http", "idle-http", "http"
+    what, unit_name, goal_kib = "keep-alive HTTP connections", "HTTP connection", 2
+
+    def start_upstreams(self, ctx):
+        return [start_fake_upstream(ctx, 1, [])]
+
+    def exchange(self, s):
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while not data.endswith(b"u1\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                raise BenchError(f"closed after {data!r}")
+            data += chunk
+
+
+class IdleTcp(IdleMemory):
+    name, title, protocol = "idle-tcp", "idle-tcp", "tcp"
+    what, unit_name, goal_kib = "TCP sessions", "TCP session", 8
+
+    def start_upstreams(self, ctx):
+        return [start_fake_upstream(ctx, 1, ["--tcp-echo"])]
+
+    def exchange(self, s):
+        s.sendall(b"ping\n")
+        data = b""
+        while len(data) < 5:
+            chunk = s.recv(100)
+            if not chunk:
+                raise BenchError("closed")
+            data += chunk
+
+
 SCENARIOS = {c.name: c for c in (HttpSmall, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
-                                 ResilienceIdle, ResilienceRolling)}
+                                 ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
     "resilience": ["resilience-flap", "resilience-idle", "resilience-rolling"],
+    "memory": ["idle-http", "idle-tcp"],
 }

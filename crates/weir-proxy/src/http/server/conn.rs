@@ -141,6 +141,7 @@ impl Conn {
             }
             match r.poll_fill(cx) {
                 Poll::Pending => {
+                    // Waiting for the next request: hold no buffers meanwhile.
                     r.release_idle();
                     w.release_idle();
                     *headers = None;
