@@ -32,7 +32,8 @@ pub struct Next {
 }
 
 impl FileSource {
-    /// Reads and validates the file; the error is every diagnostic, ready to print.
+    /// Reads and validates the file; the error is the diagnostics (the first 100 and a
+    /// count of the rest), ready to print.
     pub fn open(path: PathBuf) -> Result<FileSource, String> {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{name}: {e}"))?;
@@ -165,6 +166,9 @@ fn parse(
     let loaded = weir_config::parse_str(text, name).map_err(|d| d.to_string())?;
     for w in &loaded.warnings {
         warn!("{w}");
+    }
+    if !loaded.omitted.is_empty() {
+        warn!("{}", loaded.omitted);
     }
     let specs = specs(text).map_err(|e| format!("{name}: {e}"))?;
     let revision = current.revision + 1;

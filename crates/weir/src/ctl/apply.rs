@@ -127,7 +127,7 @@ pub fn apply(client: &Client, args: ApplyArgs) -> Result<(), CtlError> {
     let file = args.file.display().to_string();
     let source = read(&args.file)?;
     if let Err(diags) = weir_config::parse_str(&source, &file) {
-        let count = diags.errors().count();
+        let count = diags.error_count();
         return Err(CtlError::Invalid { file, count, diags });
     }
     let desired = from_toml::specs(&source)?;

@@ -20,6 +20,7 @@ mod http_basic;
 mod http_body;
 mod http_errors;
 mod http_framing;
+mod input_bounds;
 mod observability;
 mod reload;
 mod resilience;

@@ -1,0 +1,124 @@
+//! Issue 23 §3: a bounded number of diagnostics, long lines cut around the caret.
+
+use weir_config::{parse_str, MAX_DIAGNOSTICS};
+
+/// `n` bad endpoint addresses on one line: `n` errors, the k-th at column 20 + 11k.
+fn many_errors(n: usize) -> String {
+    let items = vec![r#"{addr="x"}"#; n].join(",");
+    format!("[pools.app]\nendpoints = [{items}]\n")
+}
+
+/// The chars of the source line under the caret.
+fn under_caret(d: &weir_config::Diagnostic) -> String {
+    d.source_line
+        .chars()
+        .skip(d.caret_col - 1)
+        .take(d.caret_len)
+        .collect()
+}
+
+#[test]
+fn only_the_first_hundred_diagnostics_are_kept_the_rest_counted() {
+    let err = parse_str(&many_errors(250), "t.toml").unwrap_err();
+    assert_eq!(err.list.len(), MAX_DIAGNOSTICS);
+    assert_eq!((err.omitted.errors, err.omitted.warnings), (150, 0));
+    assert_eq!(err.error_count(), 250);
+    // The first hundred in file order.
+    assert_eq!(err.list[0].col, 20);
+    assert_eq!(err.list[99].col, 20 + 11 * 99);
+    assert!(err
+        .to_string()
+        .ends_with("\n\n... and 150 more errors not shown (only the first 100 are)"));
+    // At the cap exactly, nothing is said about more.
+    let err = parse_str(&many_errors(100), "t.toml").unwrap_err();
+    assert_eq!(err.list.len(), 100);
+    assert!(err.omitted.is_empty());
+    assert!(!err.to_string().contains("not shown"));
+}
+
+/// `n` tcp listeners with an http-only setting: one warning each.
+fn warned_listeners(n: usize) -> String {
+    let mut s = String::from("[pools.app]\n");
+    for i in 0..n {
+        s += &format!(
+            "[listeners.l{i}]\nbind = \"127.0.0.1:{}\"\nprotocol = \"tcp\"\npool = \"app\"\nheader_timeout = \"1s\"\n",
+            10000 + i
+        );
+    }
+    s
+}
+
+#[test]
+fn warnings_are_capped_too_and_come_after_every_error() {
+    let l = parse_str(&warned_listeners(130), "t.toml").unwrap();
+    assert_eq!((l.warnings.len(), l.omitted.warnings), (100, 30));
+    assert_eq!(l.omitted.errors, 0);
+    assert_eq!(
+        l.omitted.to_string(),
+        "... and 30 more warnings not shown (only the first 100 are)"
+    );
+    // 120 errors fill the list; all 130 warnings are counted behind them.
+    let src = warned_listeners(130) + &many_errors(120).replace("[pools.app]", "[pools.bad]");
+    let err = parse_str(&src, "t.toml").unwrap_err();
+    assert_eq!(err.list.len(), 100);
+    assert!(err
+        .list
+        .iter()
+        .all(|d| d.severity == weir_config::Severity::Error));
+    assert_eq!((err.omitted.errors, err.omitted.warnings), (20, 130));
+    assert!(err.to_string().ends_with(
+        "... and 20 more errors and 130 more warnings not shown (only the first 100 are)"
+    ));
+}
+
+#[test]
+fn a_long_line_is_cut_around_the_caret() {
+    let err = parse_str(&many_errors(250), "t.toml").unwrap_err();
+    for d in &err.list {
+        assert!(d.source_line.chars().count() <= weir_config::MAX_EXCERPT_CHARS + 6);
+        assert_eq!(under_caret(d), r#""x""#, "{d}");
+    }
+    let first = &err.list[0];
+    assert!(first.source_line.starts_with("endpoints = [{addr="));
+    assert!(first.source_line.ends_with("..."));
+    let mid = &err.list[50];
+    assert!(mid.source_line.starts_with("...") && mid.source_line.ends_with("..."));
+    // 40 chars of context before the span.
+    assert_eq!(mid.caret_col, 3 + 40 + 1);
+    // The last error of a line sits near its end: cut at the start only.
+    let err = parse_str(&many_errors(60), "t.toml").unwrap_err();
+    let last = err.list.last().unwrap();
+    assert!(last.source_line.starts_with("...") && last.source_line.ends_with("\"x\"}]"));
+    assert_eq!(under_caret(last), r#""x""#);
+    // The rendering puts the caret under it too.
+    let text = last.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines[2].find('^').unwrap();
+    assert_eq!(&lines[1][at..at + 3], r#""x""#, "{text}");
+}
+
+#[test]
+fn cutting_counts_chars_not_bytes() {
+    // 200 two-byte chars before the mistake on the same line.
+    let src = format!("[listeners.web]\nbind = \"{}\"\n", "é".repeat(200));
+    let err = parse_str(&src, "t.toml").unwrap_err();
+    let d = &err.list[0];
+    assert_eq!((d.line, d.col, d.len), (2, 8, 202));
+    assert!(d.source_line.ends_with("...") && !d.source_line.starts_with("..."));
+    assert_eq!(d.source_line.chars().count(), 123);
+    assert_eq!((d.caret_col, d.caret_len), (8, 113));
+}
+
+#[test]
+fn a_huge_key_makes_no_huge_message() {
+    let key = "k".repeat(100_000);
+    let err = parse_str(&format!("[global]\n{key} = 1\n"), "t.toml").unwrap_err();
+    let d = &err.list[0];
+    assert!(
+        d.message.starts_with("unknown key `kkk"),
+        "{}",
+        &d.message[..40]
+    );
+    assert!(d.message.chars().count() <= 1003 && d.message.ends_with("..."));
+    assert!(err.to_string().len() < 2000);
+}

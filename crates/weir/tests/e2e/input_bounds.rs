@@ -1,0 +1,200 @@
+//! Issue 23 §3: however broken a config is, the report weir prints or logs about it is
+//! bounded: the first 100 diagnostics, long lines cut around the caret.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use weir_testkit::{client, HttpUpstream};
+
+use crate::common::{endpoints, free_addr, one_pool, Weir, WEIR};
+
+/// Runs `cmd` to its end with stdout and stderr in files (a report of any size cannot block
+/// it), killing it if it outlives `timeout`: an unbounded read would otherwise never end.
+/// Its address space is capped at 4 GiB, so that a weir that reads without bound fails
+/// here instead of growing until the OOM killer picks some process of the machine.
+fn run(cmd: &mut Command, timeout: Duration) -> (i32, String, String) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit(2) is async-signal-safe; the closure allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit {
+                rlim_cur: 4 << 30,
+                rlim_max: 4 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = cmd
+        .stdout(File::create(&out).unwrap())
+        .stderr(File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} still running after {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
+    (status.code().unwrap_or(-1), read(&out), read(&err))
+}
+
+fn check(path: &Path) -> (i32, String, String) {
+    run(
+        Command::new(WEIR)
+            .arg("check")
+            .arg(path)
+            .stdin(Stdio::null()),
+        Duration::from_secs(30),
+    )
+}
+
+/// One pool whose endpoints line holds `n` bad addresses: `n` errors on one line.
+fn many_errors(n: usize) -> String {
+    let items = vec![r#"{addr="x"}"#; n].join(",");
+    format!("[pools.app]\nendpoints = [{items}]\n")
+}
+
+/// Each rendered diagnostic's source line and caret line (the two lines after its header).
+fn excerpts(report: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = report.lines().collect();
+    lines
+        .windows(3)
+        .filter(|w| w[0].contains(": error: ") || w[0].contains(": warning: "))
+        .map(|w| {
+            let strip = |l: &str| l.split_once(" | ").map(|(_, t)| t.to_owned()).unwrap();
+            (strip(w[1]), strip(w[2]))
+        })
+        .collect()
+}
+
+/// The text of `source` under the carets of `caret`, counted in chars.
+fn under_caret(source: &str, caret: &str) -> String {
+    let at = caret.chars().take_while(|&c| c != '^').count();
+    let width = caret.chars().filter(|&c| c == '^').count();
+    source.chars().skip(at).take(width).collect()
+}
+
+#[test]
+fn a_thousand_errors_on_one_long_line_print_the_first_hundred_cut_around_the_caret() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.toml");
+    std::fs::write(&path, many_errors(1000)).unwrap();
+    let (code, _, err) = check(&path);
+    assert_eq!(code, 1);
+    // Each of the 1000 used to repeat the whole 11 KB line: 11 MB of report.
+    assert!(err.len() < 64 * 1024, "{} bytes of report", err.len());
+    let shown = excerpts(&err);
+    assert_eq!(shown.len(), 100, "{err}");
+    assert!(
+        err.contains("... and 900 more errors not shown"),
+        "{}",
+        &err[err.len().saturating_sub(500)..]
+    );
+    assert!(
+        err.ends_with(": 1000 errors\n"),
+        "{}",
+        &err[err.len() - 200..]
+    );
+    for (source, caret) in &shown {
+        assert!(source.chars().count() <= 130, "{source}");
+        assert_eq!(under_caret(source, caret), r#""x""#, "{source}\n{caret}");
+    }
+    // The first is near the start of the line: cut only at its end. Later ones are cut
+    // on both sides, and still name their true column.
+    assert!(!shown[0].0.starts_with("...") && shown[0].0.ends_with("..."));
+    assert!(shown[99].0.starts_with("...") && shown[99].0.ends_with("..."));
+    assert!(
+        err.contains(":2:1109: error: invalid address \"x\""),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_with_many_errors_logs_a_bounded_report() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
+    let from = w.log_lines();
+    assert!(w.reload(&many_errors(1000)).contains("reload rejected"));
+    w.wait_log(
+        from,
+        "... and 900 more errors not shown",
+        Duration::from_secs(5),
+    );
+    let report: Vec<String> = w.log_text().lines().skip(from).map(str::to_owned).collect();
+    let report = report.join("\n");
+    // Each of the 1000 errors used to repeat the whole 11 KB line.
+    assert!(report.len() < 64 * 1024, "{} bytes of log", report.len());
+    assert_eq!(client::get(listen, "/").await.unwrap().status, 200);
+}
+
+#[test]
+fn warnings_are_capped_like_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.toml");
+    // 130 tcp listeners, each with an http-only setting: a warning each, no error.
+    let mut cfg = String::from("[pools.app]\n");
+    for i in 0..130 {
+        cfg += &format!(
+            "[listeners.l{i}]\nbind = \"127.0.0.1:{}\"\nprotocol = \"tcp\"\npool = \"app\"\nheader_timeout = \"1s\"\n",
+            20000 + i
+        );
+    }
+    std::fs::write(&path, cfg).unwrap();
+    let (code, out, err) = check(&path);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(": ok (130 listeners"), "{out}");
+    assert_eq!(excerpts(&err).len(), 100);
+    assert!(
+        err.contains("... and 30 more warnings not shown (only the first 100 are)"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_change_with_many_errors_lists_the_first_hundred_and_counts_the_rest() {
+    use crate::api_client::{call, json};
+    let data = tempfile::tempdir().unwrap();
+    let w = Weir::store(data.path());
+    let changes: Vec<serde_json::Value> = (0..150)
+        .map(|i| {
+            serde_json::json!({"op": "put", "path": format!("pools/p{i:03}"), "if_none_match": "*",
+                "spec": {"balance": "fastest"}})
+        })
+        .collect();
+    let r = call(
+        w.admin,
+        "POST",
+        "transaction",
+        &[],
+        Some(serde_json::json!({ "changes": changes })),
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.text());
+    let p = json(&r);
+    let errors = p["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 101, "{p}");
+    assert_eq!(errors[0]["field"], "pools/p000/balance");
+    assert_eq!(
+        errors[100]["message"],
+        "... and 50 more errors not shown (only the first 100 are)"
+    );
+    assert!(errors[100].get("field").is_none(), "{p}");
+}
