@@ -3,7 +3,8 @@
 //!
 //! Entry points: [`load_file`] and [`parse_str`]. Both return the validated
 //! [`Config`] plus warnings, or the errors found: the first [`MAX_DIAGNOSTICS`]
-//! of them and a count of the rest.
+//! of them and a count of the rest. [`read_source`] reads a config of at most
+//! [`MAX_CONFIG_BYTES`] from a file or standard input.
 
 pub mod defaults;
 pub mod model;
@@ -11,12 +12,14 @@ pub mod model;
 mod addr;
 mod duration;
 mod host;
+mod input;
 mod read;
 mod span;
 mod suggest;
 mod validate;
 mod walk;
 
+pub use input::{read_source, MAX_CONFIG_BYTES};
 pub use model::*;
 pub use span::MAX_EXCERPT_CHARS;
 
@@ -148,7 +151,8 @@ pub struct Loaded {
     pub omitted: Omitted,
 }
 
-/// Errors from [`load_file`]: the file could not be read, or it is invalid.
+/// Errors from [`load_file`] and [`read_source`]: the file could not be read,
+/// is too large, or is invalid (which includes not being UTF-8).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("{file}: cannot read: {source}")]
@@ -157,23 +161,20 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "{file}: larger than {} MiB ({limit} bytes), the most weir reads from a config file",
+        .limit >> 20
+    )]
+    TooLarge { file: String, limit: u64 },
     #[error("{0}")]
     Invalid(#[from] Diagnostics),
 }
 
-/// Reads and validates a config file; `-` reads standard input.
+/// Reads (see [`read_source`]) and validates a config file; `-` reads
+/// standard input.
 pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
     let file = path.display().to_string();
-    let read = if file == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
-    } else {
-        std::fs::read_to_string(path)
-    };
-    let source = read.map_err(|source| LoadError::Read {
-        file: file.clone(),
-        source,
-    })?;
+    let source = read_source(path)?;
     Ok(parse_str(&source, &file)?)
 }
 

@@ -1,6 +1,11 @@
-//! Issue 23 §3: a bounded number of diagnostics, long lines cut around the caret.
+//! Issue 23 §3 and §6: bounded reads, a bounded number of diagnostics, long lines cut
+//! around the caret, invalid UTF-8 located.
 
-use weir_config::{parse_str, MAX_DIAGNOSTICS};
+use std::path::PathBuf;
+
+use weir_config::{
+    load_file, parse_str, read_source, LoadError, MAX_CONFIG_BYTES, MAX_DIAGNOSTICS,
+};
 
 /// `n` bad endpoint addresses on one line: `n` errors, the k-th at column 20 + 11k.
 fn many_errors(n: usize) -> String {
@@ -121,4 +126,79 @@ fn a_huge_key_makes_no_huge_message() {
     );
     assert!(d.message.chars().count() <= 1003 && d.message.ends_with("..."));
     assert!(err.to_string().len() < 2000);
+}
+
+/// A fresh directory under the system's temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("weir-bounds-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn reads_up_to_the_limit_and_refuses_one_byte_more() {
+    let dir = TempDir::new("limit");
+    let at = dir.0.join("at.toml");
+    let over = dir.0.join("over.toml");
+    // Comments: a valid, empty config of exactly the limit.
+    let line = format!("#{}\n", "x".repeat(1022));
+    let text = line.repeat((MAX_CONFIG_BYTES / 1024) as usize);
+    assert_eq!(text.len() as u64, MAX_CONFIG_BYTES);
+    std::fs::write(&at, &text).unwrap();
+    assert_eq!(read_source(&at).unwrap().len() as u64, MAX_CONFIG_BYTES);
+    std::fs::write(&over, text + "\n").unwrap();
+    let err = read_source(&over).unwrap_err();
+    assert!(matches!(err, LoadError::TooLarge { limit, .. } if limit == MAX_CONFIG_BYTES));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: larger than 16 MiB (16777216 bytes), the most weir reads from a config file",
+            over.display()
+        )
+    );
+    // A device that never ends is read up to the bound only.
+    let err = load_file("/dev/zero".as_ref()).unwrap_err();
+    assert!(matches!(err, LoadError::TooLarge { .. }), "{err}");
+}
+
+fn utf8_error(bytes: &[u8]) -> weir_config::Diagnostic {
+    let dir = TempDir::new("utf8");
+    let path = dir.0.join("t.toml");
+    std::fs::write(&path, bytes).unwrap();
+    match load_file(&path) {
+        Err(LoadError::Invalid(d)) => {
+            assert_eq!((d.list.len(), d.error_count()), (1, 1));
+            d.list.into_iter().next().unwrap()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn invalid_utf8_is_located_at_its_first_bad_byte() {
+    let d = utf8_error(b"[global]\r\ndrain_grace = \"\xc3\xa9\xff\xfe 5s\"\r\n\xff\n");
+    assert_eq!((d.line, d.col, d.len), (2, 17, 1));
+    assert_eq!(
+        d.message,
+        "invalid UTF-8 (byte 0xFF): a config file must be UTF-8 text"
+    );
+    // Shown as an editor would: bad bytes as U+FFFD, no '\r'.
+    assert_eq!(d.source_line, "drain_grace = \"é\u{fffd}\u{fffd} 5s\"");
+    assert_eq!((d.caret_col, d.caret_len), (17, 1));
+    let d = utf8_error(b"\x80");
+    assert_eq!((d.line, d.col), (1, 1));
+    // A sequence cut off by the end of the file.
+    let d = utf8_error(b"# caf\xc3");
+    assert_eq!((d.line, d.col), (1, 6));
+    assert!(d.message.contains("0xC3"), "{}", d.message);
 }

@@ -1,5 +1,5 @@
-//! Issue 23 §3: however broken a config is, the report weir prints or logs about it is
-//! bounded: the first 100 diagnostics, long lines cut around the caret.
+//! Issue 23 §3 and §6: whatever the config input, weir reads a bounded amount of it and
+//! prints a bounded report; invalid UTF-8 is reported at its line and column.
 
 use std::fs::File;
 use std::path::Path;
@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 use weir_testkit::{client, HttpUpstream};
 
 use crate::common::{endpoints, free_addr, one_pool, Weir, WEIR};
+
+/// The documented limit (docs/CONFIG.md): 16 MiB.
+const LIMIT: usize = 16 << 20;
 
 /// Runs `cmd` to its end with stdout and stderr in files (a report of any size cannot block
 /// it), killing it if it outlives `timeout`: an unbounded read would otherwise never end.
@@ -197,4 +200,149 @@ async fn an_api_change_with_many_errors_lists_the_first_hundred_and_counts_the_r
         "... and 50 more errors not shown (only the first 100 are)"
     );
     assert!(errors[100].get("field").is_none(), "{p}");
+}
+
+#[test]
+fn dev_zero_is_refused_after_the_limit() {
+    let (code, _, err) = check(Path::new("/dev/zero"));
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("/dev/zero: larger than 16 MiB (16777216 bytes)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn standard_input_is_read_up_to_the_limit_only() {
+    let (code, _, err) = run(
+        Command::new(WEIR)
+            .args(["check", "-"])
+            .stdin(File::open("/dev/zero").unwrap()),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("-: larger than 16 MiB"), "{err}");
+}
+
+#[test]
+fn a_fifo_is_read_up_to_the_limit_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("weir.toml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path in our own temp dir.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // A writer that never stops on its own: it ends when weir closes the FIFO (EPIPE).
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            let chunk = vec![b'#'; 64 * 1024];
+            while f.write_all(&chunk).is_ok() {}
+        })
+    };
+    let (code, _, err) = check(&fifo);
+    assert_eq!(code, 1);
+    assert!(err.contains("weir.toml: larger than 16 MiB"), "{err}");
+    writer.join().unwrap();
+}
+
+/// Just over the limit: 17 MiB of comments, which would be a valid (empty) config.
+fn over_the_limit_text() -> String {
+    let text = format!("#{}\n", "x".repeat(1023)).repeat(17 * 1024);
+    assert!(text.len() > LIMIT);
+    text
+}
+
+fn over_the_limit(path: &Path) {
+    std::fs::write(path, over_the_limit_text()).unwrap();
+}
+
+#[test]
+fn a_file_over_sixteen_mib_is_refused_with_its_name_and_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.toml");
+    over_the_limit(&path);
+    let (code, out, err) = check(&path);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains(&format!(
+            "{}: larger than 16 MiB (16777216 bytes), the most weir reads from a config file",
+            path.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn weir_run_refuses_a_file_over_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.toml");
+    over_the_limit(&path);
+    let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
+    assert!(!w.wait_exit(Duration::from_secs(30)).success());
+    assert!(
+        w.log_text().contains("big.toml: larger than 16 MiB"),
+        "{}",
+        w.log_text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_over_the_limit_is_rejected_and_the_old_config_keeps_serving() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
+    let from = w.log_lines();
+    assert!(w.reload(&over_the_limit_text()).contains("reload rejected"));
+    w.wait_log(
+        from,
+        "weir.toml: larger than 16 MiB",
+        Duration::from_secs(5),
+    );
+    assert_eq!(client::get(listen, "/").await.unwrap().status, 200);
+}
+
+#[test]
+fn ctl_apply_reads_at_most_the_limit() {
+    // The file is read before weir is asked anything, so no weir needs to run.
+    let url = format!("http://{}", free_addr());
+    let (code, _, err) = run(
+        Command::new(WEIR)
+            .args(["ctl", "--url", &url, "apply", "-f", "/dev/zero"])
+            .stdin(Stdio::null()),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("/dev/zero: larger than 16 MiB"), "{err}");
+    let (code, _, err) = run(
+        Command::new(WEIR)
+            .args(["ctl", "--url", &url, "apply", "-f", "-"])
+            .stdin(File::open("/dev/zero").unwrap()),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("-: larger than 16 MiB"), "{err}");
+}
+
+#[test]
+fn invalid_utf8_is_reported_at_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.toml");
+    std::fs::write(&path, b"[listeners.web]\nbind = \"127.0.0.1:80\xff\"\n").unwrap();
+    let (code, _, err) = check(&path);
+    assert_eq!(code, 1);
+    let at = format!("{}:2:21: error: invalid UTF-8", path.display());
+    assert!(err.contains(&at), "{err}");
+    // The line is shown with the bad byte replaced, the caret under it.
+    let shown = excerpts(&err);
+    assert_eq!(under_caret(&shown[0].0, &shown[0].1), "\u{fffd}", "{err}");
+
+    // `weir run` says the same.
+    let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
+    assert!(!w.wait_exit(Duration::from_secs(10)).success());
+    assert!(w.log_text().contains(&at), "{}", w.log_text());
 }
