@@ -1,6 +1,6 @@
-//! Reading what weir is given: a config file (or stdin). Never more than a limit from
-//! anything, be it a file, a pipe or a device like /dev/zero, and UTF-8 checked with the
-//! position of the first bad byte.
+//! Reading what weir is given: a config file (or stdin), a token file. Never more than a
+//! limit from anything, be it a file, a pipe or a device like /dev/zero, and UTF-8 checked
+//! with the position of the first bad byte.
 
 use std::io::Read;
 use std::path::Path;
@@ -12,6 +12,10 @@ use crate::{Diagnostic, Diagnostics, LoadError, Omitted, Severity};
 /// KB; 16 MiB holds some 100,000 pools with their routes, and checking that stays in the
 /// hundreds of MB. Anything larger is surely not a config (or a device that never ends).
 pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The most weir reads from a token file. A bearer token is a short secret; it has to fit
+/// in an `Authorization` header.
+pub const MAX_TOKEN_BYTES: u64 = 4096;
 
 /// Why a bounded read failed.
 pub(crate) enum ReadFailed {
@@ -119,4 +123,44 @@ fn not_utf8(bytes: &[u8], file: &str) -> Diagnostics {
         }],
         omitted: Omitted::default(),
     }
+}
+
+/// Why a token file cannot be used (the admin API's bearer token).
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("token file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("token file {0} is empty")]
+    Empty(String),
+    #[error("token file {path} is larger than {limit} bytes; a token is a short secret")]
+    TooLarge { path: String, limit: u64 },
+}
+
+/// Reads a token file: the token is its content, without surrounding whitespace. The one
+/// rule for `weir run` (which uses the token) and `weir check` (which reports a file `run`
+/// would refuse at its `token_file` key).
+pub fn read_token(path: &Path) -> Result<String, TokenError> {
+    let p = path.display().to_string();
+    let bytes = read_bounded(path, MAX_TOKEN_BYTES).map_err(|e| match e {
+        ReadFailed::Io(source) => TokenError::Read {
+            path: p.clone(),
+            source,
+        },
+        ReadFailed::TooLarge => TokenError::TooLarge {
+            path: p.clone(),
+            limit: MAX_TOKEN_BYTES,
+        },
+    })?;
+    let t = String::from_utf8(bytes).map_err(|e| TokenError::Read {
+        path: p.clone(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })?;
+    let t = t.trim();
+    if t.is_empty() {
+        return Err(TokenError::Empty(p));
+    }
+    Ok(t.to_owned())
 }

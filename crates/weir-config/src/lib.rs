@@ -19,7 +19,7 @@ mod suggest;
 mod validate;
 mod walk;
 
-pub use input::{read_source, MAX_CONFIG_BYTES};
+pub use input::{read_source, read_token, TokenError, MAX_CONFIG_BYTES, MAX_TOKEN_BYTES};
 pub use model::*;
 pub use span::MAX_EXCERPT_CHARS;
 
@@ -170,16 +170,29 @@ pub enum LoadError {
     Invalid(#[from] Diagnostics),
 }
 
-/// Reads (see [`read_source`]) and validates a config file; `-` reads
-/// standard input.
+/// Reads and validates a config file as `weir check` does; `-` reads standard
+/// input. Beyond [`parse_str`], it checks what the file points at that
+/// `weir run` reads at start: `admin.token_file`.
 pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
     let file = path.display().to_string();
     let source = read_source(path)?;
-    Ok(parse_str(&source, &file)?)
+    Ok(parse(&source, &file, Files::Read)?)
 }
 
 /// Parses and validates `source`; `file` is the name used in diagnostics.
+/// Reads no other file.
 pub fn parse_str(source: &str, file: &str) -> Result<Loaded, Diagnostics> {
+    parse(source, file, Files::Skip)
+}
+
+/// Whether validation reads the files a config names (the token file).
+#[derive(PartialEq)]
+enum Files {
+    Read,
+    Skip,
+}
+
+fn parse(source: &str, file: &str, files: Files) -> Result<Loaded, Diagnostics> {
     let map = span::SourceMap::new(source, file);
     let mut sink = read::Sink::new(&map);
     // Recoverable parsing gives every syntax error plus a best-effort tree, so
@@ -199,6 +212,14 @@ pub fn parse_str(source: &str, file: &str) -> Result<Loaded, Diagnostics> {
     }
     let walked = walk::document(&mut sink, doc.get_ref(), doc.span());
     validate::check(&mut sink, &walked);
+    if files == Files::Read {
+        if let (Some(path), Some(span)) = (&walked.config.admin.token_file, &walked.token_file) {
+            // The same rule `weir run` applies when it starts, so the two agree.
+            if let Err(e) = read_token(path) {
+                sink.error(span.clone(), e.to_string());
+            }
+        }
+    }
     let (diags, omitted) = sink.finish();
     if diags.iter().any(|d| d.severity == Severity::Error) {
         return Err(Diagnostics {

@@ -1,10 +1,11 @@
 //! Issue 23 §3 and §6: bounded reads, a bounded number of diagnostics, long lines cut
-//! around the caret, invalid UTF-8 located.
+//! around the caret, invalid UTF-8 located, token files checked like `weir run` does.
 
 use std::path::PathBuf;
 
 use weir_config::{
-    load_file, parse_str, read_source, LoadError, MAX_CONFIG_BYTES, MAX_DIAGNOSTICS,
+    load_file, parse_str, read_source, read_token, LoadError, TokenError, MAX_CONFIG_BYTES,
+    MAX_DIAGNOSTICS, MAX_TOKEN_BYTES,
 };
 
 /// `n` bad endpoint addresses on one line: `n` errors, the k-th at column 20 + 11k.
@@ -201,4 +202,56 @@ fn invalid_utf8_is_located_at_its_first_bad_byte() {
     let d = utf8_error(b"# caf\xc3");
     assert_eq!((d.line, d.col), (1, 6));
     assert!(d.message.contains("0xC3"), "{}", d.message);
+}
+
+#[test]
+fn token_files_are_read_like_weir_run_reads_them() {
+    let dir = TempDir::new("token");
+    let token = dir.0.join("token");
+    std::fs::write(&token, "  s3cret \n").unwrap();
+    assert_eq!(read_token(&token).unwrap(), "s3cret");
+    std::fs::write(&token, " \n\t").unwrap();
+    assert!(matches!(read_token(&token), Err(TokenError::Empty(_))));
+    std::fs::write(&token, "a".repeat(MAX_TOKEN_BYTES as usize)).unwrap();
+    assert!(read_token(&token).is_ok());
+    std::fs::write(&token, "a".repeat(MAX_TOKEN_BYTES as usize + 1)).unwrap();
+    assert!(matches!(
+        read_token(&token),
+        Err(TokenError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        read_token("/dev/zero".as_ref()),
+        Err(TokenError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        read_token(&dir.0.join("missing")),
+        Err(TokenError::Read { .. })
+    ));
+}
+
+#[test]
+fn load_file_reports_an_unusable_token_file_at_its_key_and_parse_str_reads_no_file() {
+    let dir = TempDir::new("token-key");
+    let token = dir.0.join("token");
+    std::fs::write(&token, "\n").unwrap();
+    let cfg = dir.0.join("weir.toml");
+    let text = format!(
+        "[admin]\nlisten = \"127.0.0.1:9901\"\n  token_file = {:?}\n",
+        token.display().to_string()
+    );
+    std::fs::write(&cfg, &text).unwrap();
+    let err = match load_file(&cfg) {
+        Err(LoadError::Invalid(d)) => d,
+        other => panic!("{other:?}"),
+    };
+    let d = &err.list[0];
+    assert_eq!((d.line, d.col, d.len), (3, 3, 10));
+    assert_eq!(
+        d.message,
+        format!("token file {} is empty", token.display())
+    );
+    // Only `weir check`'s load reads it: the API validates configs it renders itself.
+    assert!(parse_str(&text, "t.toml").is_ok());
+    std::fs::write(&token, "s3cret").unwrap();
+    assert!(load_file(&cfg).is_ok());
 }

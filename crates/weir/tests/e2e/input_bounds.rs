@@ -1,5 +1,6 @@
 //! Issue 23 §3 and §6: whatever the config input, weir reads a bounded amount of it and
-//! prints a bounded report; invalid UTF-8 is reported at its line and column.
+//! prints a bounded report; invalid UTF-8 and unusable token files are reported where they
+//! are, by `weir check` and `weir run` alike.
 
 use std::fs::File;
 use std::path::Path;
@@ -345,4 +346,79 @@ fn invalid_utf8_is_reported_at_its_line_and_column() {
     let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
     assert!(!w.wait_exit(Duration::from_secs(10)).success());
     assert!(w.log_text().contains(&at), "{}", w.log_text());
+}
+
+/// `[admin] token_file` on line 2, its key at column 1.
+fn with_token_file(dir: &Path, token: &Path) -> std::path::PathBuf {
+    let path = dir.join("weir.toml");
+    let admin = free_addr();
+    std::fs::write(
+        &path,
+        format!(
+            "[admin]\ntoken_file = {:?}\nlisten = \"{admin}\"\n",
+            token.display().to_string()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn an_empty_token_file_is_an_error_for_check_as_for_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, " \n").unwrap();
+    let path = with_token_file(dir.path(), &token);
+    let (code, _, err) = check(&path);
+    assert_eq!(code, 1, "{err}");
+    let msg = format!("token file {} is empty", token.display());
+    assert!(
+        err.contains(&format!("{}:2:1: error: {msg}", path.display())),
+        "{err}"
+    );
+
+    let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
+    assert!(!w.wait_exit(Duration::from_secs(10)).success());
+    assert!(w.log_text().contains(&msg), "{}", w.log_text());
+}
+
+#[test]
+fn an_unreadable_token_file_is_an_error_for_check_as_for_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("missing-token");
+    let path = with_token_file(dir.path(), &token);
+    let (code, _, err) = check(&path);
+    assert_eq!(code, 1, "{err}");
+    let msg = format!("token file {}: ", token.display());
+    assert!(
+        err.contains(&format!("{}:2:1: error: {msg}", path.display())),
+        "{err}"
+    );
+
+    let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
+    assert!(!w.wait_exit(Duration::from_secs(10)).success());
+    assert!(w.log_text().contains(&msg), "{}", w.log_text());
+
+    // And a readable one passes both.
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let (code, out, err) = check(&path);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn a_token_file_over_4_kib_is_an_error_for_check_as_for_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a".repeat(4097)).unwrap();
+    let path = with_token_file(dir.path(), &token);
+    let (code, _, err) = check(&path);
+    assert_eq!(code, 1, "{err}");
+    let msg = format!("token file {} is larger than 4096 bytes", token.display());
+    assert!(
+        err.contains(&format!("{}:2:1: error: {msg}", path.display())),
+        "{err}"
+    );
+    let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
+    assert!(!w.wait_exit(Duration::from_secs(10)).success());
+    assert!(w.log_text().contains(&msg), "{}", w.log_text());
 }
