@@ -72,6 +72,12 @@ impl<'s> Sink<'s> {
         self.map.line_of(offset)
     }
 
+    /// Whether what is reported at `offset` would be dropped for a syntax
+    /// error on its line (all syntax errors are known before anything else).
+    pub(crate) fn on_broken_line(&self, offset: usize) -> bool {
+        self.broken.contains(&self.map.line_of(offset))
+    }
+
     /// The first [`MAX_DIAGNOSTICS`], errors first, each group in source
     /// order, and how many more there were. The parser recovers from a syntax
     /// error with a placeholder value; anything we say about that line would be

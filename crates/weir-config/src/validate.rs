@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use crate::read::{Sink, Span};
 use crate::suggest;
 use crate::walk::Walked;
-use crate::{HostMatch, Protocol};
+use crate::{HostMatch, Protocol, MAX_DIAGNOSTICS};
 
 pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     references(sink, w);
@@ -57,24 +57,43 @@ fn tcp_pools(sink: &mut Sink<'_>, w: &Walked) {
     }
 }
 
-/// "no pool named `ap`, did you mean `app`?" with the existing names as fallback.
+/// The most names listed when none is close to a missing one.
+const LISTED_NAMES: usize = 10;
+
+/// "no pool named `ap`, did you mean `app`?" with some existing names as fallback.
 fn missing(kind: &str, plural: &str, name: &str, existing: Vec<&str>) -> String {
     let hint = match suggest::closest(name, existing.iter().copied()) {
         Some(s) => format!(", did you mean `{s}`?"),
         None if existing.is_empty() => format!(" (no {plural} are defined)"),
+        None if existing.len() > LISTED_NAMES => format!(
+            " (defined {plural}: {}, and {} more)",
+            existing[..LISTED_NAMES].join(", "),
+            existing.len() - LISTED_NAMES
+        ),
         None => format!(" (defined {plural}: {})", existing.join(", ")),
     };
     format!("no {kind} named `{name}`{hint}")
 }
 
+/// A reference to a listener or pool that does not exist.
+struct Miss<'a> {
+    span: Span,
+    kind: &'static str,
+    name: &'a str,
+}
+
 fn references(sink: &mut Sink<'_>, w: &Walked) {
     let cfg = &w.config;
-    let pools = || cfg.pools.keys().map(String::as_str).collect::<Vec<_>>();
+    let mut misses = Vec::new();
     for (name, at) in &w.listeners {
         let l = &cfg.listeners[name];
         if let (Some(span), Some(pool)) = (&at.pool, &l.pool) {
             if !cfg.pools.contains_key(pool) {
-                sink.error(span.clone(), missing("pool", "pools", pool, pools()));
+                misses.push(Miss {
+                    span: span.clone(),
+                    kind: "pool",
+                    name: pool,
+                });
             }
         }
     }
@@ -82,10 +101,11 @@ fn references(sink: &mut Sink<'_>, w: &Walked) {
         let r = &cfg.routes[name];
         if let Some(span) = &at.listener {
             match cfg.listeners.get(&r.listener) {
-                None => {
-                    let names = cfg.listeners.keys().map(String::as_str).collect();
-                    sink.error(span.clone(), missing("listener", "listeners", &r.listener, names));
-                }
+                None => misses.push(Miss {
+                    span: span.clone(),
+                    kind: "listener",
+                    name: &r.listener,
+                }),
                 Some(l) if l.protocol == Protocol::Tcp => sink.error(
                     span.clone(),
                     format!(
@@ -98,9 +118,35 @@ fn references(sink: &mut Sink<'_>, w: &Walked) {
         }
         if let Some(span) = &at.pool {
             if !cfg.pools.contains_key(&r.pool) {
-                sink.error(span.clone(), missing("pool", "pools", &r.pool, pools()));
+                misses.push(Miss {
+                    span: span.clone(),
+                    kind: "pool",
+                    name: &r.pool,
+                });
             }
         }
+    }
+    // A suggestion searches every name, so suggesting for every miss is quadratic
+    // (5,000 routes to missing pools took 5 s). Only the first MAX_DIAGNOSTICS misses
+    // in the file can be shown (each is an error that stays, at its own position), so
+    // only they get one; the others are only counted.
+    misses.sort_by_key(|m| m.span.start);
+    let mut detailed = 0;
+    for m in misses {
+        let message = if detailed < MAX_DIAGNOSTICS && !sink.on_broken_line(m.span.start) {
+            detailed += 1;
+            let (plural, names): (&str, Vec<&str>) = match m.kind {
+                "listener" => (
+                    "listeners",
+                    cfg.listeners.keys().map(String::as_str).collect(),
+                ),
+                _ => ("pools", cfg.pools.keys().map(String::as_str).collect()),
+            };
+            missing(m.kind, plural, m.name, names)
+        } else {
+            format!("no {} named `{}`", m.kind, m.name)
+        };
+        sink.error(m.span, message);
     }
 }
 

@@ -255,3 +255,37 @@ fn load_file_reports_an_unusable_token_file_at_its_key_and_parse_str_reads_no_fi
     std::fs::write(&token, "s3cret").unwrap();
     assert!(load_file(&cfg).is_ok());
 }
+
+/// `n` pools and `n` routes, each route naming a pool that does not exist.
+fn missing_pools(n: usize) -> String {
+    let mut s = String::from("[listeners.web]\nbind = \"127.0.0.1:8080\"\n");
+    for i in 0..n {
+        s += &format!(
+            "[pools.p{i}]\n[routes.r{i}]\nlistener = \"web\"\npath_prefix = \"/r{i}\"\npool = \"zzzz{i}\"\n"
+        );
+    }
+    s
+}
+
+#[test]
+fn a_missing_name_lists_ten_names_and_only_the_shown_ones_are_searched() {
+    // Each message listed every pool, and each searched all of them for a suggestion:
+    // quadratic in time and in memory.
+    let err = parse_str(&missing_pools(3000), "t.toml").unwrap_err();
+    assert_eq!(err.error_count(), 3000);
+    let first = &err.list[0];
+    assert_eq!(
+        first.message,
+        "no pool named `zzzz0` (defined pools: p0, p1, p10, p100, p1000, p1001, p1002, p1003, p1004, p1005, and 2990 more)"
+    );
+    assert!(err
+        .list
+        .iter()
+        .all(|d| d.message.ends_with("and 2990 more)")));
+    // A close name is still suggested.
+    let err = parse_str(&missing_pools(3).replace("zzzz1", "p11"), "t.toml").unwrap_err();
+    assert_eq!(
+        err.list[1].message,
+        "no pool named `p11`, did you mean `p1`?"
+    );
+}

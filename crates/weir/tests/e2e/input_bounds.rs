@@ -422,3 +422,26 @@ fn a_token_file_over_4_kib_is_an_error_for_check_as_for_run() {
     assert!(!w.wait_exit(Duration::from_secs(10)).success());
     assert!(w.log_text().contains(&msg), "{}", w.log_text());
 }
+
+#[test]
+fn thousands_of_references_to_missing_pools_make_a_short_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.toml");
+    let mut cfg = String::from("[listeners.web]\nbind = \"127.0.0.1:8080\"\n");
+    for i in 0..2000 {
+        cfg += &format!(
+            "[pools.p{i}]\n[routes.r{i}]\nlistener = \"web\"\npath_prefix = \"/r{i}\"\npool = \"zzzz{i}\"\n"
+        );
+    }
+    std::fs::write(&path, cfg).unwrap();
+    let (code, _, err) = check(&path);
+    assert_eq!(code, 1);
+    // Each message named all 2000 pools: 2000 × 13 KB.
+    assert!(err.len() < 64 * 1024, "{} bytes of report", err.len());
+    assert!(
+        err.contains("error: no pool named `zzzz0` (defined pools: p0, p1, p10, p100, p1000, p1001, p1002, p1003, p1004, p1005, and 1990 more)"),
+        "{}",
+        &err[..1000]
+    );
+    assert!(err.contains("... and 1900 more errors not shown"), "{err}");
+}
