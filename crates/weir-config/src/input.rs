@@ -9,8 +9,10 @@ use crate::span::excerpt;
 use crate::{Diagnostic, Diagnostics, LoadError, Omitted, Severity};
 
 /// The most weir reads from a config file or standard input: 16 MiB. A real config is a few
-/// KB; 16 MiB holds some 100,000 pools with their routes, and checking that stays in the
-/// hundreds of MB. Anything larger is surely not a config (or a device that never ends).
+/// KB; 16 MiB holds some 100,000 pools with their routes. Checking a valid config that size
+/// peaks near 1 GB, the worst 16 MiB inputs near 2.5 GB (the toml tree: docs/BENCHMARKS.md,
+/// "Config input bounds"). Anything larger is surely not a config, or a device that never
+/// ends.
 pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
 /// The most weir reads from a token file. A bearer token is a short secret; it has to fit
