@@ -2,7 +2,9 @@
 //! validation that reports every error at its line and column, and defaults.
 //!
 //! Entry points: [`load_file`] and [`parse_str`]. Both return the validated
-//! [`Config`] plus warnings, or every error found.
+//! [`Config`] plus warnings, or the errors found: the first [`MAX_DIAGNOSTICS`]
+//! of them and a count of the rest. [`read_source`] reads a config of at most
+//! [`MAX_CONFIG_BYTES`] from a file or standard input.
 
 pub mod defaults;
 pub mod model;
@@ -10,6 +12,7 @@ pub mod model;
 mod addr;
 mod duration;
 mod host;
+mod input;
 mod read;
 mod span;
 mod suggest;
@@ -17,7 +20,9 @@ mod validate;
 mod walk;
 
 pub use addr::is_loopback;
+pub use input::{read_source, read_token, TokenError, MAX_CONFIG_BYTES, MAX_TOKEN_BYTES};
 pub use model::*;
+pub use span::MAX_EXCERPT_CHARS;
 
 use std::fmt;
 use std::path::Path;
@@ -39,11 +44,17 @@ pub struct Diagnostic {
     pub line: usize,
     /// 1-based, in characters.
     pub col: usize,
-    /// Caret width in characters (at least 1).
+    /// Width of the span in characters, on its line (at least 1).
     pub len: usize,
     pub message: String,
-    /// The offending source line, without its newline.
+    /// The offending source line, without its newline. A line longer than
+    /// [`MAX_EXCERPT_CHARS`] is cut to that many chars around the span, with
+    /// `...` where text was cut.
     pub source_line: String,
+    /// Where the caret goes in `source_line`: 1-based, in characters.
+    pub caret_col: usize,
+    /// Caret width in characters, within `source_line` (at least 1).
+    pub caret_len: usize,
 }
 
 /// `FILE:LINE:COL: error: message`, then the line and a caret under the span.
@@ -53,30 +64,81 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// Every error (and warning) found in one source; returned when it has at least one error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct Diagnostics(pub Vec<Diagnostic>);
+/// The most diagnostics kept for one source. Past that, more of them tell a
+/// user nothing new (the file is broken in one way over and over), and each
+/// one costs memory and output; the rest are only counted.
+pub const MAX_DIAGNOSTICS: usize = 100;
 
-/// Each diagnostic, separated by a blank line.
+/// How many diagnostics were found beyond the [`MAX_DIAGNOSTICS`] kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Omitted {
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+impl Omitted {
+    pub fn is_empty(&self) -> bool {
+        self.errors == 0 && self.warnings == 0
+    }
+}
+
+/// `... and 900 more errors and 2 more warnings not shown (only the first 100 are)`.
+impl fmt::Display for Omitted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = |count: usize, word: &str| {
+            format!("{count} more {word}{}", if count == 1 { "" } else { "s" })
+        };
+        let parts: Vec<String> = [(self.errors, "error"), (self.warnings, "warning")]
+            .into_iter()
+            .filter(|(count, _)| *count > 0)
+            .map(|(count, word)| n(count, word))
+            .collect();
+        write!(
+            f,
+            "... and {} not shown (only the first {MAX_DIAGNOSTICS} are)",
+            parts.join(" and ")
+        )
+    }
+}
+
+/// The errors (and warnings) found in one source; returned when it has at least one error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Diagnostics {
+    /// At most [`MAX_DIAGNOSTICS`]: errors first, in file order, then warnings.
+    pub list: Vec<Diagnostic>,
+    /// Those found beyond `list`, counted, not kept.
+    pub omitted: Omitted,
+}
+
+/// Each diagnostic, separated by a blank line; then how many more there were.
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, d) in self.0.iter().enumerate() {
+        for (i, d) in self.list.iter().enumerate() {
             if i > 0 {
                 f.write_str("\n\n")?;
             }
             d.fmt(f)?;
+        }
+        if !self.omitted.is_empty() {
+            write!(f, "\n\n{}", self.omitted)?;
         }
         Ok(())
     }
 }
 
 impl Diagnostics {
+    /// The errors kept (see [`Diagnostics::error_count`] for all of them).
     pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.0.iter().filter(|d| d.severity == Severity::Error)
+        self.list.iter().filter(|d| d.severity == Severity::Error)
     }
 
     pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.0.iter().filter(|d| d.severity == Severity::Warning)
+        self.list.iter().filter(|d| d.severity == Severity::Warning)
+    }
+
+    /// Every error found, kept or not.
+    pub fn error_count(&self) -> usize {
+        self.errors().count() + self.omitted.errors
     }
 }
 
@@ -84,10 +146,14 @@ impl Diagnostics {
 #[derive(Debug, Clone)]
 pub struct Loaded {
     pub config: Config,
+    /// At most [`MAX_DIAGNOSTICS`], in file order.
     pub warnings: Vec<Diagnostic>,
+    /// Warnings found beyond `warnings` (`omitted.errors` is 0).
+    pub omitted: Omitted,
 }
 
-/// Errors from [`load_file`]: the file could not be read, or it is invalid.
+/// Errors from [`load_file`] and [`read_source`]: the file could not be read,
+/// is too large, or is invalid (which includes not being UTF-8).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("{file}: cannot read: {source}")]
@@ -96,34 +162,45 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "{file}: larger than {} MiB ({limit} bytes), the most weir reads from a config file",
+        .limit >> 20
+    )]
+    TooLarge { file: String, limit: u64 },
     #[error("{0}")]
     Invalid(#[from] Diagnostics),
 }
 
-/// Reads and validates a config file; `-` reads standard input.
+/// Reads and validates a config file as `weir check` does; `-` reads standard
+/// input. Beyond [`parse_str`], it checks what the file points at that
+/// `weir run` reads at start: `admin.token_file`.
 pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
     let file = path.display().to_string();
-    let read = if file == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
-    } else {
-        std::fs::read_to_string(path)
-    };
-    let source = read.map_err(|source| LoadError::Read {
-        file: file.clone(),
-        source,
-    })?;
-    Ok(parse_str(&source, &file)?)
+    let source = read_source(path)?;
+    Ok(parse(&source, &file, Files::Read)?)
 }
 
 /// Parses and validates `source`; `file` is the name used in diagnostics.
+/// Reads no other file.
 pub fn parse_str(source: &str, file: &str) -> Result<Loaded, Diagnostics> {
+    parse(source, file, Files::Skip)
+}
+
+/// Whether validation reads the files a config names (the token file).
+#[derive(PartialEq)]
+enum Files {
+    Read,
+    Skip,
+}
+
+fn parse(source: &str, file: &str, files: Files) -> Result<Loaded, Diagnostics> {
     let map = span::SourceMap::new(source, file);
     let mut sink = read::Sink::new(&map);
     // Recoverable parsing gives every syntax error plus a best-effort tree, so
     // one run reports syntax and semantic problems together.
     let (doc, syntax) = toml::de::DeTable::parse_recoverable(source);
-    for e in &syntax {
+    // Taken one by one, so each of toml's errors is freed as soon as the sink has it.
+    for e in syntax {
         let span = e.span().unwrap_or(0..0);
         // toml's message for `key =` with nothing after it reads as if a
         // bare word had been written; say what is actually wrong.
@@ -136,13 +213,25 @@ pub fn parse_str(source: &str, file: &str) -> Result<Loaded, Diagnostics> {
     }
     let walked = walk::document(&mut sink, doc.get_ref(), doc.span());
     validate::check(&mut sink, &walked);
-    let diags = sink.finish();
+    if files == Files::Read {
+        if let (Some(path), Some(span)) = (&walked.config.admin.token_file, &walked.token_file) {
+            // The same rule `weir run` applies when it starts, so the two agree.
+            if let Err(e) = read_token(path) {
+                sink.error(span.clone(), e.to_string());
+            }
+        }
+    }
+    let (diags, omitted) = sink.finish();
     if diags.iter().any(|d| d.severity == Severity::Error) {
-        return Err(Diagnostics(diags));
+        return Err(Diagnostics {
+            list: diags,
+            omitted,
+        });
     }
     Ok(Loaded {
         config: walked.config,
         warnings: diags,
+        omitted,
     })
 }
 

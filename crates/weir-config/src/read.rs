@@ -11,16 +11,26 @@ use toml::de::{DeArray, DeTable, DeValue};
 use toml::Spanned;
 
 use crate::span::SourceMap;
-use crate::{addr, duration, suggest, Diagnostic, Severity};
+use crate::{addr, duration, suggest, Diagnostic, Omitted, Severity, MAX_DIAGNOSTICS};
 
 pub(crate) type Span = Range<usize>;
 pub(crate) type Val<'i> = Spanned<DeValue<'i>>;
 
+/// A diagnostic as found: where and what. It becomes a [`Diagnostic`] (line,
+/// column, source excerpt) only if it is among those shown.
+struct Found {
+    severity: Severity,
+    span: Span,
+    message: String,
+}
+
 /// Collects diagnostics for one source.
 pub(crate) struct Sink<'s> {
     map: &'s SourceMap<'s>,
-    syntax: Vec<Diagnostic>,
-    found: Vec<Diagnostic>,
+    syntax: Vec<Found>,
+    /// The lines with a syntax error: nothing else is reported on them.
+    broken: HashSet<usize>,
+    found: Vec<Found>,
 }
 
 impl<'s> Sink<'s> {
@@ -28,49 +38,88 @@ impl<'s> Sink<'s> {
         Sink {
             map,
             syntax: Vec::new(),
+            broken: HashSet::new(),
             found: Vec::new(),
         }
     }
 
     pub(crate) fn syntax(&mut self, span: Span, msg: impl Into<String>) {
-        let d = self.map.diagnostic(Severity::Error, span, msg.into());
-        self.syntax.push(d);
+        self.broken.insert(self.map.line_of(span.start));
+        self.syntax.push(Found {
+            severity: Severity::Error,
+            span,
+            message: msg.into(),
+        });
     }
 
     pub(crate) fn error(&mut self, span: Span, msg: impl Into<String>) {
-        let d = self.map.diagnostic(Severity::Error, span, msg.into());
-        self.found.push(d);
+        self.push(Severity::Error, span, msg.into());
     }
 
     pub(crate) fn warn(&mut self, span: Span, msg: impl Into<String>) {
-        let d = self.map.diagnostic(Severity::Warning, span, msg.into());
-        self.found.push(d);
+        self.push(Severity::Warning, span, msg.into());
+    }
+
+    fn push(&mut self, severity: Severity, span: Span, message: String) {
+        self.found.push(Found {
+            severity,
+            span,
+            message,
+        });
     }
 
     pub(crate) fn line_of(&self, offset: usize) -> usize {
         self.map.line_of(offset)
     }
 
-    /// All diagnostics, errors first, each group in source order. The parser
-    /// recovers from a syntax error with a placeholder value; anything we say
-    /// about that line would be noise on top of the real problem, so drop it.
-    pub(crate) fn finish(self) -> Vec<Diagnostic> {
-        let broken: HashSet<usize> = self.syntax.iter().map(|d| d.line).collect();
+    /// Whether what is reported at `offset` would be dropped for a syntax
+    /// error on its line (all syntax errors are known before anything else).
+    pub(crate) fn on_broken_line(&self, offset: usize) -> bool {
+        self.broken.contains(&self.map.line_of(offset))
+    }
+
+    /// The first [`MAX_DIAGNOSTICS`], errors first, each group in source
+    /// order, and how many more there were. The parser recovers from a syntax
+    /// error with a placeholder value; anything we say about that line would be
+    /// noise on top of the real problem, so drop it.
+    pub(crate) fn finish(self) -> (Vec<Diagnostic>, Omitted) {
+        let map = self.map;
+        // A byte offset, clamped, stands for its line and column: sorting and
+        // comparing offsets never walks a line, however many diagnostics share it.
+        let at = |f: &Found| map.clamp(f.span.start);
+        let broken = self.broken;
         // A value that is wrong gets its error, not also a "has no effect yet".
-        let errors_at: HashSet<(usize, usize)> = self
+        let errors_at: HashSet<usize> = self
             .found
             .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .map(|d| (d.line, d.col))
+            .filter(|f| f.severity == Severity::Error)
+            .map(at)
             .collect();
-        let mut all: Vec<Diagnostic> = self.syntax;
-        all.extend(self.found.into_iter().filter(|d| {
-            !broken.contains(&d.line)
-                && (d.severity == Severity::Error || !errors_at.contains(&(d.line, d.col)))
+        let mut all: Vec<Found> = self.syntax;
+        all.extend(self.found.into_iter().filter(|f| {
+            !broken.contains(&map.line_of(at(f)))
+                && (f.severity == Severity::Error || !errors_at.contains(&at(f)))
         }));
-        all.sort_by_key(|d| (d.severity == Severity::Warning, d.line, d.col));
-        all.dedup();
-        all
+        all.sort_by_key(|f| (f.severity == Severity::Warning, at(f)));
+        all.dedup_by(|a, b| {
+            a.severity == b.severity
+                && at(a) == at(b)
+                && map.end_on_line(a.span.clone()) == map.end_on_line(b.span.clone())
+                && a.message == b.message
+        });
+        let mut omitted = Omitted::default();
+        for f in all.iter().skip(MAX_DIAGNOSTICS) {
+            match f.severity {
+                Severity::Error => omitted.errors += 1,
+                Severity::Warning => omitted.warnings += 1,
+            }
+        }
+        all.truncate(MAX_DIAGNOSTICS);
+        let shown = all
+            .into_iter()
+            .map(|f| map.diagnostic(f.severity, f.span, f.message))
+            .collect();
+        (shown, omitted)
     }
 }
 

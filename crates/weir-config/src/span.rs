@@ -30,7 +30,8 @@ impl<'s> SourceMap<'s> {
 
     /// Builds a diagnostic for `span`. A span running past its first line
     /// (a multi-line array, say) is cut at the end of that line; an empty
-    /// span still gets one caret.
+    /// span still gets one caret. Only called for the diagnostics that are
+    /// kept: counting the column walks the line.
     pub(crate) fn diagnostic(
         &self,
         severity: Severity,
@@ -38,25 +39,34 @@ impl<'s> SourceMap<'s> {
         message: String,
     ) -> Diagnostic {
         let start = self.clamp(span.start);
-        let end = self.clamp(span.end.max(start));
+        let end = self.end_on_line(span);
         let idx = self.line_index(start);
         let line_start = self.line_starts[idx];
         let line = self.line_text(idx);
-        let line_end = line_start + line.len();
-        let col = self.src[line_start..start].chars().count() + 1;
-        let len = self.src[start..end.min(line_end).max(start)]
-            .chars()
-            .count()
-            .max(1);
+        let col0 = self.src[line_start..start].chars().count();
+        let len = self.src[start..end].chars().count().max(1);
+        let (source_line, caret_col, caret_len) = excerpt(line, col0, len);
         Diagnostic {
             severity,
             file: self.file.to_string(),
             line: idx + 1,
-            col,
+            col: col0 + 1,
             len,
-            message,
-            source_line: line.to_string(),
+            message: cut_message(message),
+            source_line,
+            caret_col,
+            caret_len,
         }
+    }
+
+    /// Where a span's caret ends: its end, or the end of its first line.
+    pub(crate) fn end_on_line(&self, span: Range<usize>) -> usize {
+        let start = self.clamp(span.start);
+        let line_end = {
+            let idx = self.line_index(start);
+            self.line_starts[idx] + self.line_text(idx).len()
+        };
+        self.clamp(span.end.max(start)).min(line_end).max(start)
     }
 
     /// 1-based line number of a byte offset (used in "first defined at line N").
@@ -65,8 +75,9 @@ impl<'s> SourceMap<'s> {
     }
 
     /// Snaps an offset into the text and onto a char boundary, so a stray
-    /// span can never panic the renderer.
-    fn clamp(&self, mut offset: usize) -> usize {
+    /// span can never panic the renderer. Two offsets clamp to the same value
+    /// exactly when they render at the same line and column.
+    pub(crate) fn clamp(&self, mut offset: usize) -> usize {
         offset = offset.min(self.src.len());
         while !self.src.is_char_boundary(offset) {
             offset -= 1;
@@ -97,6 +108,50 @@ impl<'s> SourceMap<'s> {
     }
 }
 
+/// The longest source line shown whole; a longer one is cut to a window of
+/// this many chars around the span. A minified or generated file can put a
+/// whole config on one line, and every diagnostic repeats its line.
+pub const MAX_EXCERPT_CHARS: usize = 120;
+/// Chars of context kept before the span when a line is cut.
+const CONTEXT_BEFORE: usize = 40;
+/// A message quotes what the user wrote (a key, a value); a 1 MB key must not
+/// make a 1 MB message.
+const MAX_MESSAGE_CHARS: usize = 1000;
+const CUT: &str = "...";
+
+/// `line`, cut to [`MAX_EXCERPT_CHARS`] around the span `[col0, col0 + len)`
+/// (in chars) when longer, with `...` where text was cut; and where the
+/// caret goes in it (1-based column, width).
+pub(crate) fn excerpt(line: &str, col0: usize, len: usize) -> (String, usize, usize) {
+    let total = line.chars().count();
+    if total <= MAX_EXCERPT_CHARS {
+        return (line.to_string(), col0 + 1, len);
+    }
+    let mut from = col0.saturating_sub(CONTEXT_BEFORE);
+    let to = (from + MAX_EXCERPT_CHARS).min(total);
+    // Near the end of the line, show more before the span instead.
+    from = from.min(to - MAX_EXCERPT_CHARS);
+    let mut text = String::with_capacity(MAX_EXCERPT_CHARS * 4 + 2 * CUT.len());
+    if from > 0 {
+        text.push_str(CUT);
+    }
+    text.extend(line.chars().skip(from).take(to - from));
+    if to < total {
+        text.push_str(CUT);
+    }
+    let lead = if from > 0 { CUT.len() } else { 0 };
+    let caret_len = len.min(to.saturating_sub(col0)).max(1);
+    (text, col0 - from + lead + 1, caret_len)
+}
+
+fn cut_message(mut message: String) -> String {
+    if let Some((at, _)) = message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        message.truncate(at);
+        message.push_str(CUT);
+    }
+    message
+}
+
 /// ```text
 /// weir.toml:12:1: error: unknown key `bnd`, did you mean `bind`?
 ///    12 | bnd = "0.0.0.0:8080"
@@ -115,8 +170,13 @@ pub(crate) fn render(d: &Diagnostic, f: &mut fmt::Formatter<'_>) -> fmt::Result 
     let pad: String = d
         .source_line
         .chars()
-        .take(d.col.saturating_sub(1))
+        .take(d.caret_col.saturating_sub(1))
         .map(|c| if c == '\t' { '\t' } else { ' ' })
         .collect();
-    write!(f, "{:>width$} | {pad}{}", "", "^".repeat(d.len.max(1)))
+    write!(
+        f,
+        "{:>width$} | {pad}{}",
+        "",
+        "^".repeat(d.caret_len.clamp(1, MAX_EXCERPT_CHARS))
+    )
 }

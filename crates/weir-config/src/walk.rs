@@ -124,6 +124,8 @@ const NO_ADDR: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::UNSPE
 pub(crate) struct Walked {
     pub config: Config,
     pub admin_listen: Option<Span>,
+    /// The `token_file` key, when it names a file.
+    pub token_file: Option<Span>,
     pub listeners: BTreeMap<String, ListenerAt>,
     pub routes: BTreeMap<String, RouteAt>,
     pub pools: BTreeMap<String, PoolAt>,
@@ -162,6 +164,7 @@ pub(crate) fn document(sink: &mut Sink<'_>, doc: &DeTable<'_>, root_span: Span) 
     let mut w = Walked {
         config: Config::default(),
         admin_listen: None,
+        token_file: None,
         listeners: BTreeMap::new(),
         routes: BTreeMap::new(),
         pools: BTreeMap::new(),
@@ -171,6 +174,9 @@ pub(crate) fn document(sink: &mut Sink<'_>, doc: &DeTable<'_>, root_span: Span) 
     }
     if let Some(t) = root.get("admin").and_then(|v| read::table(sink, v)) {
         (w.config.admin, w.admin_listen) = admin(sink, &t);
+        if w.config.admin.token_file.is_some() {
+            w.token_file = t.key_span("token_file");
+        }
     }
     for (name, _, t) in resources(sink, &root, "listeners", "listener") {
         let (l, at) = listener(sink, name, &t);

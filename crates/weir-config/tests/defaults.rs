@@ -215,7 +215,7 @@ fn load_file_names_the_file_and_reports_read_errors() {
     let path = dir.join("bad.toml");
     std::fs::write(&path, "[globl]\n").unwrap();
     match load_file(&path) {
-        Err(LoadError::Invalid(d)) => assert_eq!(d.0[0].file, path.display().to_string()),
+        Err(LoadError::Invalid(d)) => assert_eq!(d.list[0].file, path.display().to_string()),
         other => panic!("{other:?}"),
     }
     let missing = dir.join("nope.toml");

@@ -27,6 +27,8 @@ fn caret_sits_under_the_column() {
         len: 3,
         message: "something".into(),
         source_line: "  x = \"abc\"".into(),
+        caret_col: 7,
+        caret_len: 3,
     };
     assert_eq!(
         d.to_string(),
@@ -39,7 +41,7 @@ fn tabs_and_wide_chars_keep_the_caret_aligned() {
     // Columns count chars; the padding copies tabs from the source line.
     let src = "[global]\n\tdrain_grace = \"é5\"\n";
     let err = parse_str(src, "t.toml").unwrap_err();
-    let d = &err.0[0];
+    let d = &err.list[0];
     assert_eq!((d.line, d.col, d.len), (2, 16, 4));
     assert!(
         err.to_string()
@@ -55,7 +57,7 @@ fn multi_line_spans_stop_at_the_end_of_the_line() {
     let d = err.errors().next().unwrap();
     assert_eq!((d.line, d.col, d.len), (3, 3, 1));
     let src = "[pools.app]\nhealth = [\n  1,\n]\n";
-    let d = parse_str(src, "t.toml").unwrap_err().0.remove(0);
+    let d = parse_str(src, "t.toml").unwrap_err().list.remove(0);
     assert_eq!((d.line, d.col, d.len), (2, 10, 1), "{d}");
 }
 
@@ -70,11 +72,18 @@ fn empty_span_at_end_of_file_still_renders() {
 #[test]
 fn diagnostics_are_separated_by_blank_lines() {
     let err = parse_str("[globl]\n[admn]\n", "t.toml").unwrap_err();
-    assert_eq!(err.0.len(), 2);
+    assert_eq!(err.list.len(), 2);
     let text = err.to_string();
     let parts: Vec<&str> = text.split("\n\n").collect();
     assert_eq!(parts.len(), 2, "{text}");
-    assert_eq!(parts[0], err.0[0].to_string());
-    assert_eq!(parts[1], err.0[1].to_string());
-    assert_eq!(Diagnostics(vec![]).to_string(), "");
+    assert_eq!(parts[0], err.list[0].to_string());
+    assert_eq!(parts[1], err.list[1].to_string());
+    assert_eq!(
+        Diagnostics {
+            list: vec![],
+            omitted: Default::default()
+        }
+        .to_string(),
+        ""
+    );
 }

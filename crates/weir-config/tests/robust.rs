@@ -9,7 +9,7 @@ fn every_prefix_of_a_config_is_handled() {
         match weir_config::parse_str(prefix, "p.toml") {
             Ok(_) => {}
             Err(e) => {
-                for d in &e.0 {
+                for d in &e.list {
                     assert!(d.line >= 1 && d.col >= 1 && d.len >= 1, "{d:?}");
                     let _ = d.to_string();
                 }
@@ -35,5 +35,5 @@ fn odd_inputs() {
     }
     // CRLF files: the source line has no trailing '\r'.
     let e = weir_config::parse_str("[globl]\r\n", "o.toml").unwrap_err();
-    assert_eq!(e.0[0].source_line, "[globl]");
+    assert_eq!(e.list[0].source_line, "[globl]");
 }

@@ -56,15 +56,27 @@ pub fn compile(state: &State, preamble: &str) -> Result<Config, Invalid> {
     let rendered = render(state, preamble);
     match weir_config::parse_str(&rendered.text, "<api>") {
         Ok(loaded) => Ok(loaded.config),
-        Err(diags) => Err(Invalid(
-            diags
+        Err(diags) => {
+            let mut errors: Vec<FieldError> = diags
                 .errors()
                 .map(|d| FieldError {
                     field: rendered.field_at(d.line, d.col).map(str::to_owned),
                     message: d.message.clone(),
                 })
-                .collect(),
-        )),
+                .collect();
+            // Only the first ones are kept; say that there were more.
+            if diags.omitted.errors > 0 {
+                let more = weir_config::Omitted {
+                    errors: diags.omitted.errors,
+                    warnings: 0,
+                };
+                errors.push(FieldError {
+                    field: None,
+                    message: more.to_string(),
+                });
+            }
+            Err(Invalid(errors))
+        }
     }
 }
 

@@ -32,10 +32,11 @@ pub struct Next {
 }
 
 impl FileSource {
-    /// Reads and validates the file; the error is every diagnostic, ready to print.
+    /// Reads (at most 16 MiB) and validates the file; the error is the diagnostics (the
+    /// first 100 and a count of the rest), ready to print.
     pub fn open(path: PathBuf) -> Result<FileSource, String> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{name}: {e}"))?;
+        let text = weir_config::read_source(&path).map_err(|e| e.to_string())?;
         Self::build(Some(path), name, &text)
     }
 
@@ -109,7 +110,8 @@ impl FileSource {
         let Some(path) = &self.path else {
             return Ok(None);
         };
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", self.name))?;
+        // Bounded like the first read: a reload must not read /dev/zero to the end either.
+        let text = weir_config::read_source(path).map_err(|e| e.to_string())?;
         let (file, preamble, _) = parse(&text, &self.name, current)?;
         let same = |a: &State, b: &State| {
             a.resources.len() == b.resources.len()
@@ -165,6 +167,9 @@ fn parse(
     let loaded = weir_config::parse_str(text, name).map_err(|d| d.to_string())?;
     for w in &loaded.warnings {
         warn!("{w}");
+    }
+    if !loaded.omitted.is_empty() {
+        warn!("{}", loaded.omitted);
     }
     let specs = specs(text).map_err(|e| format!("{name}: {e}"))?;
     let revision = current.revision + 1;

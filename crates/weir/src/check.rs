@@ -15,16 +15,15 @@ pub fn check(args: CheckArgs) -> ExitCode {
                 for w in &loaded.warnings {
                     eprintln!("{w}\n");
                 }
+                if !loaded.omitted.is_empty() {
+                    eprintln!("{}\n", loaded.omitted);
+                }
                 println!("{name}: ok ({})", weir_config::summary(&loaded.config));
             }
             Err(LoadError::Invalid(diags)) => {
                 failed = true;
                 eprintln!("{diags}");
-                let errors = diags
-                    .0
-                    .iter()
-                    .filter(|d| d.severity == weir_config::Severity::Error)
-                    .count();
+                let errors = diags.error_count();
                 let s = if errors == 1 { "" } else { "s" };
                 eprintln!("{name}: {errors} error{s}");
             }

@@ -30,8 +30,9 @@ pub enum Command {
     Run(RunArgs),
     /// Validate config files without running them.
     ///
-    /// Prints every error as FILE:LINE:COL with the offending line, and exits
-    /// 1 if any file has an error. `-` reads standard input.
+    /// Prints every error as FILE:LINE:COL with the offending line (the first
+    /// 100 of them, then how many more), and exits 1 if any file has an error.
+    /// `-` reads standard input. A file over 16 MiB is refused.
     Check(CheckArgs),
     /// Run three demo backends and a balancer in front of them; no file needed.
     Demo(DemoArgs),

@@ -13,17 +13,9 @@ pub struct Auth {
     reads_need_token: bool,
 }
 
-/// Why the token file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum TokenError {
-    #[error("token file {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("token file {0} is empty")]
-    Empty(String),
-}
+/// Why the token file cannot be used: defined beside the reader in weir-config, which
+/// `weir check` uses too.
+pub use weir_config::TokenError;
 
 impl Auth {
     pub fn new(token: Option<String>, loopback: bool) -> Auth {
@@ -35,16 +27,7 @@ impl Auth {
 
     /// Reads the token file (the token is its content, without surrounding whitespace).
     pub fn read_token(path: &std::path::Path) -> Result<String, TokenError> {
-        let p = path.display().to_string();
-        let t = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
-            path: p.clone(),
-            source,
-        })?;
-        let t = t.trim();
-        if t.is_empty() {
-            return Err(TokenError::Empty(p));
-        }
-        Ok(t.to_owned())
+        weir_config::read_token(path)
     }
 
     /// Whether this request may go on. Without a token, only a request sent to a loopback

@@ -15,7 +15,7 @@ pub fn ok(src: &str) -> Loaded {
 pub fn diags(src: &str) -> Vec<Diagnostic> {
     match parse_str(src, "t.toml") {
         Ok(_) => panic!("expected errors for:\n{src}"),
-        Err(e) => e.0,
+        Err(e) => e.list,
     }
 }
 

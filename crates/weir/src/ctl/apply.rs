@@ -127,7 +127,7 @@ pub fn apply(client: &Client, args: ApplyArgs) -> Result<(), CtlError> {
     let file = args.file.display().to_string();
     let source = read(&args.file)?;
     if let Err(diags) = weir_config::parse_str(&source, &file) {
-        let count = diags.errors().count();
+        let count = diags.error_count();
         return Err(CtlError::Invalid { file, count, diags });
     }
     let desired = from_toml::specs(&source)?;
@@ -178,15 +178,15 @@ pub fn apply(client: &Client, args: ApplyArgs) -> Result<(), CtlError> {
     unreachable!("the loop returns")
 }
 
+/// Reads the file as `weir check` and `weir run -c` do: at most 16 MiB, UTF-8 checked.
 fn read(file: &std::path::Path) -> Result<String, CtlError> {
-    let r = if file.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin())
-    } else {
-        std::fs::read_to_string(file)
-    };
-    r.map_err(|source| CtlError::Read {
-        path: file.display().to_string(),
-        source,
+    weir_config::read_source(file).map_err(|e| match e {
+        weir_config::LoadError::Invalid(diags) => CtlError::Invalid {
+            file: file.display().to_string(),
+            count: diags.error_count(),
+            diags,
+        },
+        other => CtlError::Source(other),
     })
 }
 

@@ -87,6 +87,9 @@ pub enum CtlError {
         #[source]
         source: std::io::Error,
     },
+    /// The config file could not be read, or is too large.
+    #[error(transparent)]
+    Source(weir_config::LoadError),
     /// The diagnostics are complete messages of their own (`FILE:LINE:COL: error: ...`).
     #[error("{diags}\n{file}: {count} error{s}", s = if *.count == 1 { "" } else { "s" })]
     Invalid {

@@ -23,6 +23,7 @@ mod http_basic;
 mod http_body;
 mod http_errors;
 mod http_framing;
+mod input_bounds;
 mod memory;
 mod observability;
 mod reload;
