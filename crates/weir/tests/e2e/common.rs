@@ -12,13 +12,28 @@ use std::time::{Duration, Instant};
 
 pub const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 
-/// A port nobody listens on right now (the OS picks it; tiny race accepted).
+/// A port nobody listens on right now, and never handed out before in this
+/// test process: the OS may pick the same free port for two calls in a row
+/// (a test then started weir with its listener and admin listener on one
+/// port: "Address already in use"). Another process may still take it
+/// before weir binds it; that race is accepted.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static HANDED: Mutex<Option<std::collections::HashSet<u16>>> = Mutex::new(None);
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if HANDED
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Default::default)
+            .insert(port)
+        {
+            return port;
+        }
+    }
 }
 
 pub fn free_addr() -> SocketAddr {
