@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, Response};
+use http::{Request, Response};
 use http_body::Body;
 use tokio::time::Sleep;
 use tracing::debug;
@@ -77,7 +77,6 @@ pub async fn run<H: Handler>(
         reader: Some(Reader::new(rd)),
         w: Writer::new(wr),
         home: None,
-        headers: None,
         peeked: false,
         watch_from: None,
     };
@@ -109,8 +108,6 @@ struct Conn {
     reader: Option<Reader>,
     w: Writer,
     home: Option<Arc<Home>>,
-    /// The last response's header map, cleared, for the next request.
-    headers: Option<HeaderMap>,
     /// The client sent more bytes while a request was in flight: no need
     /// to watch for EOF until the next request.
     peeked: bool,
@@ -129,11 +126,10 @@ impl Conn {
         max_head: usize,
     ) -> Option<Head> {
         let r = self.reader.as_mut()?;
-        let headers = &mut self.headers;
         let w = &mut self.w;
         let parsed = poll_fn(|cx| loop {
             if !r.buf.is_empty() {
-                match parse::parse(&mut r.buf, max_head, headers) {
+                match parse::parse(&mut r.buf, max_head) {
                     Ok(Some(head)) => return Poll::Ready(Ok(Some(head))),
                     Ok(None) => {}
                     Err(e) => return Poll::Ready(Err(e)),
@@ -144,7 +140,6 @@ impl Conn {
                     // Waiting for the next request: hold no buffers meanwhile.
                     r.release_idle();
                     w.release_idle();
-                    *headers = None;
                     return Poll::Pending;
                 }
                 // EOF (mid-head too: hyper answered nothing either) or an error.
@@ -213,9 +208,6 @@ impl Conn {
             }
         };
         let framing = respond::head(&mut self.w.buf, &parts, length, asked, &mut keep_alive);
-        let mut headers = parts.headers;
-        headers.clear();
-        self.headers = Some(headers);
         // The body is dropped as soon as it ends, before its last bytes
         // are written (as hyper did): the request is counted and logged,
         // and its upstream slot freed, by the time the client has it all.

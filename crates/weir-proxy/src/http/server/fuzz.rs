@@ -37,7 +37,7 @@ pub fn frame<'a>(pieces: impl IntoIterator<Item = &'a [u8]>) -> (Vec<Framed>, En
         buf.extend_from_slice(piece);
         loop {
             match current.as_mut() {
-                None => match parse(&mut buf, MAX_HEAD, &mut None) {
+                None => match parse(&mut buf, MAX_HEAD) {
                     Ok(Some(h)) => {
                         let p = h.parts;
                         let fields = p

@@ -49,12 +49,8 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0";
 const FORWARD_FIELDS: usize = 3;
 
 /// Parses a request head from the front of `buf` (`Ok(None)`: more bytes
-/// are needed). `headers` is a map to reuse (a previous message's, cleared).
-pub(crate) fn parse(
-    buf: &mut BytesMut,
-    max_head: usize,
-    headers: &mut Option<HeaderMap>,
-) -> Result<Option<Head>, ParseError> {
+/// are needed).
+pub(crate) fn parse(buf: &mut BytesMut, max_head: usize) -> Result<Option<Head>, ParseError> {
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut spans = Spans::new();
     let (len, method, target, version, count) = {
@@ -112,7 +108,7 @@ pub(crate) fn parse(
     let mut saw_close = false;
     let mut expect_continue = false;
     let mut framing = Framing::default();
-    let mut map = headers.take().unwrap_or_default();
+    let mut map = HeaderMap::new();
     // Room for the X-Forwarded-* fields the proxy adds: growing the map
     // later rehashes it (twice per new connection, in callgrind).
     map.reserve(count + FORWARD_FIELDS);

@@ -21,7 +21,7 @@ use crate::http::conn_state::ConnState;
 
 fn head(input: &str) -> Result<Option<super::parse::Head>, ParseError> {
     let mut buf = BytesMut::from(input.as_bytes());
-    parse(&mut buf, 64 * 1024, &mut None)
+    parse(&mut buf, 64 * 1024)
 }
 
 fn refused(input: &str) -> Option<u16> {
@@ -36,7 +36,7 @@ fn heads_parse_the_same_split_anywhere() {
     let full = "POST /a?b=c HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nx-a: 2\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n";
     for cut in 0..full.len() {
         let mut buf = BytesMut::from(&full.as_bytes()[..cut]);
-        let first = parse(&mut buf, 1 << 16, &mut None).unwrap();
+        let first = parse(&mut buf, 1 << 16).unwrap();
         if cut < full.find("hello").unwrap() {
             assert!(first.is_none(), "{cut}");
             buf.extend_from_slice(&full.as_bytes()[cut..]);
@@ -45,7 +45,7 @@ fn heads_parse_the_same_split_anywhere() {
         }
         let h = match first {
             Some(h) => h,
-            None => parse(&mut buf, 1 << 16, &mut None).unwrap().unwrap(),
+            None => parse(&mut buf, 1 << 16).unwrap().unwrap(),
         };
         assert_eq!(h.parts.method, Method::POST);
         assert_eq!(h.parts.uri, "/a?b=c");
@@ -171,24 +171,19 @@ fn smuggling_and_malformed_heads_are_refused() {
     let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(super::MAX_URI_LEN));
     let mut buf = BytesMut::from(long.as_bytes());
     assert_eq!(
-        parse(&mut buf, 1 << 20, &mut None)
-            .err()
-            .and_then(|e| e.status()),
+        parse(&mut buf, 1 << 20).err().and_then(|e| e.status()),
         Some(414)
     );
     let big = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "a".repeat(9000));
     let mut buf = BytesMut::from(big.as_bytes());
     assert_eq!(
-        parse(&mut buf, 8192, &mut None).err(),
+        parse(&mut buf, 8192).err(),
         Some(ParseError::TooLarge(8192))
     );
     let mut unfinished = BytesMut::from(&big.as_bytes()[..8192]);
-    assert!(parse(&mut unfinished, 8192, &mut None).is_err());
+    assert!(parse(&mut unfinished, 8192).is_err());
     let mut h2 = BytesMut::from(&b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"[..]);
-    assert_eq!(
-        parse(&mut h2, 8192, &mut None).err(),
-        Some(ParseError::Http2Preface)
-    );
+    assert_eq!(parse(&mut h2, 8192).err(), Some(ParseError::Http2Preface));
 }
 
 #[test]
