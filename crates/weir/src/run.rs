@@ -105,6 +105,16 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         (Ok(h), Ok(t), Ok(i), Ok(u)) => (h, t, i, u),
         _ => return Err("cannot install signal handlers".into()),
     };
+    // Watching before anything listens: a change made as soon as weir answers
+    // was missed when the watch began after the admin listener opened.
+    let (mut watcher, mut changed) = match &args.config {
+        Some(path) => Watcher::new(path).unwrap_or_else(|e| {
+            // Reload on SIGHUP still works; say why the automatic one does not.
+            warn!("not watching {} for changes: {e}", path.display());
+            Watcher::disabled()
+        }),
+        None => Watcher::disabled(),
+    };
     let proxy = Proxy::new();
     let control = Control::start(proxy.clone(), source, preamble).map_err(|e| e.to_string())?;
     tokio::spawn(control.clone().expire_leases());
@@ -123,14 +133,6 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         stop_admin.clone(),
     ));
 
-    let (mut watcher, mut changed) = match &args.config {
-        Some(path) => Watcher::new(path).unwrap_or_else(|e| {
-            // Reload on SIGHUP still works; say why the automatic one does not.
-            warn!("not watching {} for changes: {e}", path.display());
-            Watcher::disabled()
-        }),
-        None => Watcher::disabled(),
-    };
     loop {
         tokio::select! {
             _ = hup.recv() => {

@@ -14,12 +14,32 @@ async fn demo_balances_three_named_backends() {
     let listen = free_addr();
     let mut w = Weir::command(&["demo", "--listen", &listen.to_string()], &[listen]);
     let mut conn = HttpConn::connect(listen).await.unwrap();
-    let mut seen = Vec::new();
-    for _ in 0..4 {
-        seen.push(conn.get("/").await.unwrap().text());
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        seen.insert(conn.get("/").await.unwrap().text());
     }
-    seen.sort();
-    assert_eq!(seen, ["demo-1\n", "demo-2\n", "demo-3\n", "demo-3\n"]);
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        ["demo-1\n", "demo-2\n", "demo-3\n"]
+    );
+    // Weights 1:1:2, from weir's own counts: the demo also sends a trickle of
+    // its own requests, so one client's answers are not whole rounds, but
+    // round robin keeps each endpoint within a request or two of its share.
+    let metrics = client::get(w.admin, "/metrics").await.unwrap().text();
+    let mut counts: Vec<f64> = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("weir_requests_total{listener=\"demo\",route=\"\",pool=\"web\",")
+                && l.contains("code=\"200\"")
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    counts.sort_by(f64::total_cmp);
+    let n: f64 = counts.iter().sum();
+    assert_eq!(counts.len(), 3, "{metrics}");
+    for (got, share) in counts.iter().zip([n / 4.0, n / 4.0, n / 2.0]) {
+        assert!((got - share).abs() <= 2.0, "{counts:?} of {n}");
+    }
 
     let req = Request::get("/")
         .header("host", "api.demo.local")
