@@ -37,6 +37,8 @@ tests/browser/run.sh 2>&1 | tee /tmp/weir-browser.log
 # The admin API against its OpenAPI document, with schemathesis (installs it
 # into a venv when missing).
 tests/contract/run.sh 2>&1 | tee /tmp/weir-contract.log
+# The cargo-fuzz targets, 20 s each (nightly toolchain; installs cargo-fuzz).
+tests/fuzz/run.sh 2>&1 | tee /tmp/weir-fuzz.log
 # README.md's commands as a reader types them: the demo command verbatim (it
 # builds weir in release mode), the tour's curls, `weir check` on the shown
 # file, the "Without a file" session; Ctrl-C must end each with exit 0.
@@ -44,4 +46,4 @@ python3 tests/readme/run.py 2>&1 | tee /tmp/weir-readme.log
 # One closing line for the whole run.
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f += $3 }
-     END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' /tmp/weir-test.log /tmp/weir-browser.log /tmp/weir-contract.log /tmp/weir-readme.log
+     END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' /tmp/weir-test.log /tmp/weir-browser.log /tmp/weir-contract.log /tmp/weir-fuzz.log /tmp/weir-readme.log
