@@ -160,3 +160,30 @@ async fn a_sighup_as_soon_as_weir_listens_is_a_reload() {
         assert_eq!(r.status, 200);
     }
 }
+
+/// `[admin]` is read at start only: a reload that changes `admin.listen`
+/// says so in the log, applies the rest, and the admin listener stays where
+/// it was (issue 23 §7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_changed_admin_listen_says_it_needs_a_restart() {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let (listen, other) = (free_addr(), free_addr());
+    let cfg = |up: std::net::SocketAddr, admin: std::net::SocketAddr| {
+        format!(
+            "[admin]\nlisten = \"{admin}\"\n\n{}",
+            one_pool(listen, &endpoints(&[(up, 1)]), "")
+        )
+    };
+    // The file's first admin address is never bound: the test's `--admin` overrides it.
+    let w = Weir::start(&cfg(a.addr(), free_addr()), &[listen]);
+    let from = w.log_lines();
+    let outcome = w.reload(&cfg(b.addr(), other));
+    assert!(outcome.contains("config reloaded"), "{outcome}");
+    let line = w.wait_log(from, "next start", Duration::from_secs(5));
+    assert!(line.contains("[admin]"), "{line}");
+    assert_eq!(client::get(listen, "/").await.unwrap().text(), "b\n");
+    // Still on the address it started with; nothing on the new one.
+    assert_eq!(client::get(w.admin, "/healthz").await.unwrap().status, 200);
+    assert!(std::net::TcpStream::connect(other).is_err());
+}
