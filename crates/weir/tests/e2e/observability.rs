@@ -11,7 +11,30 @@ use weir_testkit::{HttpUpstream, Latency};
 use crate::common::{endpoints, free_addr, one_pool, Weir};
 
 /// Every sample of `/metrics`, parsed by prometheus_client's OpenMetrics parser.
+/// The reference parser, installed from PyPI when missing, so that a plain
+/// `cargo test` runs these tests too (test.sh installs it as well).
+fn ensure_prometheus_client() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let have = |args: &[&str]| {
+            Command::new("python3")
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !have(&["-c", "import prometheus_client"]) {
+            assert!(
+                have(&["-m", "pip", "install", "-q", "prometheus_client"]),
+                "python3 -m pip install prometheus_client failed"
+            );
+        }
+    });
+}
+
 async fn samples(w: &Weir) -> Vec<Value> {
+    ensure_prometheus_client();
     let r = client::get(w.admin, "/metrics").await.unwrap();
     assert_eq!(r.status, 200);
     assert!(r
