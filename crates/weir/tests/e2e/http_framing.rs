@@ -9,6 +9,23 @@ use weir_testkit::HttpUpstream;
 
 use crate::common::{endpoints, free_addr, one_pool, raw_exchange, Weir};
 
+/// Sends `bytes`; the answer must be weir's refusal with `status`, reason
+/// `bad_request`, closing the connection. Returns the answer.
+async fn refused(listen: std::net::SocketAddr, bytes: &[u8], status: &str) -> String {
+    let text = raw_exchange(listen, bytes, Duration::from_secs(3)).await;
+    let what = String::from_utf8_lossy(bytes);
+    assert!(
+        text.starts_with(&format!("HTTP/1.1 {status} ")),
+        "{what:?} -> {text:?}"
+    );
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{what:?} -> {text:?}"
+    );
+    assert!(text.contains("bad_request"), "{what:?} -> {text:?}");
+    text
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ambiguous_framing_is_refused_before_any_upstream() {
     let up = HttpUpstream::spawn("a").await.unwrap();
@@ -36,17 +53,7 @@ async fn ambiguous_framing_is_refused_before_any_upstream() {
         (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", "400"),
     ];
     for (bytes, status) in cases {
-        let text = raw_exchange(listen, bytes, Duration::from_secs(3)).await;
-        let what = String::from_utf8_lossy(bytes);
-        assert!(
-            text.starts_with(&format!("HTTP/1.1 {status} ")),
-            "{what:?} -> {text:?}"
-        );
-        assert!(
-            text.to_ascii_lowercase().contains("connection: close"),
-            "{what:?} -> {text:?}"
-        );
-        assert!(text.contains("bad_request"), "{what:?} -> {text:?}");
+        let text = refused(listen, bytes, status).await;
         assert_eq!(text.matches("HTTP/1.1").count(), 1, "{text:?}");
     }
     assert_eq!(up.requests(), 0);
@@ -126,13 +133,7 @@ async fn the_smaller_edges_are_refused_before_any_upstream() {
         (b"CONNECT / HTTP/1.1\r\nHost: x\r\n\r\n", "405"),
     ];
     for (bytes, status) in cases {
-        let text = raw_exchange(listen, bytes, Duration::from_secs(3)).await;
-        let what = String::from_utf8_lossy(bytes);
-        assert!(
-            text.starts_with(&format!("HTTP/1.1 {status} ")),
-            "{what:?} -> {text:?}"
-        );
-        assert!(text.contains("bad_request"), "{what:?} -> {text:?}");
+        let text = refused(listen, bytes, status).await;
         if status == "405" {
             assert!(
                 text.to_ascii_lowercase().contains("\r\nallow: get, "),
