@@ -264,11 +264,16 @@ async fn accept_loop(
                         continue;
                     }
                 };
+                // The listener's counters (a tcp listener's only target).
+                let Some(metrics) = l.routes.lookup(None, "/").map(|t| t.metrics.clone()) else {
+                    continue;
+                };
                 let session = Box::pin(serve_tcp(
                     stream,
                     client,
                     l.name.clone(),
                     pool,
+                    metrics,
                     l.idle_timeout,
                     kill.clone(),
                 ));

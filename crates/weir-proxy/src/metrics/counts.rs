@@ -45,6 +45,9 @@ pub struct Counts {
     /// Failures under another code: an upstream answer cut short after its
     /// head keeps the upstream's status. Rare, so a lock is fine.
     by_other: std::sync::Mutex<Vec<(u16, Reason, u64)>>,
+    /// TCP sessions, which have no status: relayed, and refused by reason.
+    sessions: AtomicU64,
+    sessions_refused: [AtomicU64; REASONS.len()],
 }
 
 impl Counts {
@@ -54,6 +57,8 @@ impl Counts {
             by_code: (100..600).map(|_| AtomicU64::new(0)).collect(),
             by_reason: Default::default(),
             by_other: Default::default(),
+            sessions: AtomicU64::new(0),
+            sessions_refused: Default::default(),
         }
     }
 
@@ -80,7 +85,18 @@ impl Counts {
         }
     }
 
-    /// Every non-zero (code, reason, count); reason "" for upstream answers.
+    /// A TCP session ended: relayed (`None`), or refused for `reason`.
+    #[inline]
+    pub fn record_session(&self, reason: Option<Reason>) {
+        match reason {
+            None => &self.sessions,
+            Some(r) => &self.sessions_refused[reason_index(r)],
+        }
+        .fetch_add(1, Relaxed);
+    }
+
+    /// Every non-zero (code, reason, count); reason "" for upstream answers,
+    /// code 0 for TCP sessions.
     pub fn each(&self, mut f: impl FnMut(u16, &'static str, u64)) {
         for (i, c) in self.by_code.iter().enumerate() {
             let n = c.load(Relaxed);
@@ -98,6 +114,16 @@ impl Counts {
         }
         for &(code, r, n) in self.by_other.lock().unwrap().iter() {
             f(code, r.as_str(), n);
+        }
+        let n = self.sessions.load(Relaxed);
+        if n > 0 {
+            f(0, "", n);
+        }
+        for (ri, c) in self.sessions_refused.iter().enumerate() {
+            let n = c.load(Relaxed);
+            if n > 0 {
+                f(0, REASONS[ri].as_str(), n);
+            }
         }
     }
 }

@@ -106,13 +106,21 @@ impl Collector for Weir {
                     ("route", l.route.to_string()),
                     ("pool", l.pool.to_string()),
                     ("endpoint", l.endpoint.to_string()),
-                    ("code", code.to_string()),
+                    // TCP sessions have no status: an empty code.
+                    (
+                        "code",
+                        if code == 0 {
+                            String::new()
+                        } else {
+                            code.to_string()
+                        },
+                    ),
                     ("reason", reason.to_string()),
                 ];
                 rows.push((labels, n));
             });
         }
-        counter(&mut enc, "weir_requests", "Requests answered, by where they went, status and (for answers weir generated) reason.", &rows)?;
+        counter(&mut enc, "weir_requests", "Requests answered, by where they went, status and (for answers weir generated) reason; TCP sessions ended, with an empty code.", &rows)?;
 
         let mut durations: Vec<(Labels, Arc<Histogram>)> = Vec::new();
         for l in snap.listeners.iter().flatten() {

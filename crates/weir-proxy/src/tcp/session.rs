@@ -19,6 +19,7 @@ use crate::http::forward::ip_hash;
 use crate::pool::PoolRt;
 use crate::race::race;
 use crate::reason::Reason;
+use crate::router::TargetMetrics;
 use crate::tcp::relay::relay;
 use crate::upstream::connect::connect_until;
 
@@ -27,6 +28,7 @@ pub async fn serve(
     peer: SocketAddr,
     listener: Arc<str>,
     pool: Arc<PoolRt>,
+    metrics: TargetMetrics,
     idle_timeout: Duration,
     kill: CancellationToken,
 ) {
@@ -36,6 +38,7 @@ pub async fn serve(
     let (upstream, slot) = match connect_any(&listener, &pool, peer, timer.as_mut()).await {
         Ok(x) => x,
         Err(reason) => {
+            metrics.no_endpoint.record_session(Some(reason));
             warn!(
                 listener = &*listener,
                 pool = &*pool.name,
@@ -73,6 +76,10 @@ pub async fn serve(
         }
     };
     race(session, cut_or_killed).await;
+    // Counted once it ends, as a request is once its response is done.
+    if let Some(c) = metrics.by_endpoint.get(slot.index) {
+        c.record_session(None);
+    }
 }
 
 /// Takes a slot and connects; on a refused connect, frees the slot and tries

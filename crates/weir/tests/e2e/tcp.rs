@@ -241,3 +241,55 @@ async fn a_server_speaks_first_also_after_a_reload_from_http() {
         );
     }
 }
+
+/// TCP sessions count in `weir_requests_total` like requests (issue 23 §7):
+/// with an empty `code`, reason "" when relayed, the reason when refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sessions_are_counted_in_requests_total() {
+    let up = TcpUpstream::echo("a", false).await.unwrap();
+    let (db, dead, nowhere) = (free_addr(), free_addr(), free_addr());
+    let cfg = format!(
+        "[listeners.db]\nbind = \"{db}\"\nprotocol = \"tcp\"\npool = \"db\"\n\n\
+         [listeners.dead]\nbind = \"{dead}\"\nprotocol = \"tcp\"\npool = \"dead\"\n\n\
+         [pools.db]\n{}\n[pools.dead]\n{}",
+        endpoints(&[(up.addr(), 1)]),
+        endpoints(&[(nowhere, 1)]),
+    );
+    // Waiting on the admin listener alone (weir opens it after the config's
+    // listeners): a probe connection to db or dead would be a session too.
+    let mut w = Weir::start(&cfg, &[]);
+    let admin = w.admin;
+    w.wait_listening(admin);
+    for _ in 0..3 {
+        let mut s = TcpStream::connect(db).await.unwrap();
+        s.write_all(b"hi\n").await.unwrap();
+        let mut b = [0u8; 3];
+        s.read_exact(&mut b).await.unwrap();
+    }
+    // Refused: nothing listens at the dead pool's endpoint.
+    let mut s = TcpStream::connect(dead).await.unwrap();
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest)).await;
+
+    let relayed = format!(
+        "weir_requests_total{{listener=\"db\",route=\"\",pool=\"db\",endpoint=\"{}\",code=\"\",reason=\"\"}} 3",
+        up.addr()
+    );
+    let refused = "weir_requests_total{listener=\"dead\",route=\"\",pool=\"dead\",endpoint=\"\",code=\"\",reason=\"connect_failed\"} 1";
+    // A session is counted when it ends, which weir sees a moment after the client.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let m = weir_testkit::client::get(w.admin, "/metrics")
+            .await
+            .unwrap()
+            .text();
+        if m.lines().any(|l| l == relayed) && m.lines().any(|l| l == refused) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "want\n{relayed}\n{refused}\nin\n{m}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
