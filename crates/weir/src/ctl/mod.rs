@@ -81,12 +81,8 @@ pub enum CtlError {
     Exists(String),
     #[error("{0}")]
     Usage(String),
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Token(#[from] weir_config::TokenError),
     /// The config file could not be read, or is too large.
     #[error(transparent)]
     Source(weir_config::LoadError),
@@ -135,16 +131,14 @@ fn run(args: CtlArgs) -> Result<ExitCode, CtlError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The bearer token: from `--token-file`, read by the rule `weir run` uses (bounded, not
+/// empty), else from `$WEIR_TOKEN`.
 fn token(file: Option<&std::path::Path>) -> Result<Option<String>, CtlError> {
-    let t = match file {
-        Some(p) => std::fs::read_to_string(p).map_err(|source| CtlError::Read {
-            path: p.display().to_string(),
-            source,
-        })?,
-        None => match std::env::var("WEIR_TOKEN") {
-            Ok(t) => t,
-            Err(_) => return Ok(None),
-        },
+    if let Some(p) = file {
+        return Ok(Some(weir_config::read_token(p)?));
+    }
+    let Ok(t) = std::env::var("WEIR_TOKEN") else {
+        return Ok(None);
     };
     let t = t.trim();
     Ok((!t.is_empty()).then(|| t.to_owned()))

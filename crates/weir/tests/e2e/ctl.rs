@@ -256,6 +256,25 @@ fn a_token_is_sent_from_a_file_or_the_environment() {
     assert_eq!(o.0, 0, "{o:?}");
 }
 
+/// `weir ctl` reads a token file the way `weir run` does: bounded (a path to something
+/// endless is refused at once, not read until memory runs out), and an empty one is an
+/// error rather than silently no token.
+#[test]
+fn a_token_file_that_weir_run_would_refuse_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = write(&dir, "empty", "  \n");
+    let s = Store::start();
+    let (code, _, err) = s.ctl(&["--token-file", &empty, "get", "pools"]);
+    assert_eq!(
+        (code, err.trim()),
+        (1, format!("error: token file {empty} is empty").as_str())
+    );
+    // Reading all of it would never end; the bounded read stops past the limit.
+    let (code, _, err) = s.ctl(&["--token-file", "/dev/zero", "get", "pools"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("token file /dev/zero is larger than"), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_mode_refuses_config_writes_but_takes_registrations() {
     let up = HttpUpstream::spawn("a").await.unwrap();
