@@ -1,0 +1,144 @@
+//! One certificate pair, checked before anything serves it: the key matches the leaf, the
+//! leaf is within its dates, and its DNS names are known (they decide SNI and coverage).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
+use x509_parser::extensions::GeneralName;
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use crate::pem;
+
+/// Why a certificate pair cannot be used. Each names the file and what a user would fix.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is larger than {limit} bytes; a PEM certificate chain or key is a few KiB")]
+    TooLarge { path: String, limit: u64 },
+    #[error("{path} is not valid PEM: {reason}")]
+    BadPem { path: String, reason: String },
+    #[error("{0} holds no certificate (expected a PEM block BEGIN CERTIFICATE)")]
+    NoCertificate(String),
+    #[error("{0} holds no private key (expected a PEM block BEGIN PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY)")]
+    NoKey(String),
+    #[error("the certificate in {path} cannot be parsed: {reason}")]
+    BadCertificate { path: String, reason: String },
+    #[error("the key in {path} cannot be used: {reason}")]
+    UnsupportedKey { path: String, reason: String },
+    #[error("the key in {key} does not match the certificate in {cert}")]
+    KeyMismatch { cert: String, key: String },
+    #[error("the certificate in {path} expired on {not_after}")]
+    Expired { path: String, not_after: String },
+    #[error("the certificate in {path} is not valid before {not_before}")]
+    NotYetValid { path: String, not_before: String },
+}
+
+/// A certificate chain with its key, ready to present.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub key: Arc<CertifiedKey>,
+    /// The leaf's DNS names (subjectAltName), lowercased; wildcards as `*.example.com`.
+    pub names: Vec<String>,
+    /// The leaf's validity, in seconds since the Unix epoch.
+    pub not_before: i64,
+    pub not_after: i64,
+}
+
+impl Identity {
+    /// Reads and checks the pair in `cert` and `key` as of `now`.
+    pub fn load(cert: &Path, key: &Path, now: SystemTime) -> Result<Identity, CertError> {
+        let (chain, key_der) = pem::read_pair(cert, key)?;
+        Identity::from_der(chain, key_der, cert, key, now)
+    }
+
+    pub fn from_der(
+        chain: Vec<CertificateDer<'static>>,
+        key_der: PrivateKeyDer<'static>,
+        cert_path: &Path,
+        key_path: &Path,
+        now: SystemTime,
+    ) -> Result<Identity, CertError> {
+        let cert_name = cert_path.display().to_string();
+        let (_, leaf) =
+            X509Certificate::from_der(&chain[0]).map_err(|e| CertError::BadCertificate {
+                path: cert_name.clone(),
+                reason: e.to_string(),
+            })?;
+        let validity = leaf.validity();
+        let now = unix(now);
+        if now > validity.not_after.timestamp() {
+            return Err(CertError::Expired {
+                path: cert_name,
+                not_after: validity.not_after.to_string(),
+            });
+        }
+        if now < validity.not_before.timestamp() {
+            return Err(CertError::NotYetValid {
+                path: cert_name,
+                not_before: validity.not_before.to_string(),
+            });
+        }
+        let names = dns_names(&leaf);
+        let (not_before, not_after) = (
+            validity.not_before.timestamp(),
+            validity.not_after.timestamp(),
+        );
+        let signer = crate::provider::provider()
+            .key_provider
+            .load_private_key(key_der)
+            .map_err(|e| CertError::UnsupportedKey {
+                path: key_path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        let certified = CertifiedKey::new(chain, signer);
+        match certified.keys_match() {
+            Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
+            Err(_) => {
+                return Err(CertError::KeyMismatch {
+                    cert: cert_name,
+                    key: key_path.display().to_string(),
+                })
+            }
+        }
+        Ok(Identity {
+            key: Arc::new(certified),
+            names,
+            not_before,
+            not_after,
+        })
+    }
+
+    /// Whether the leaf expires within `d` of `now` (for the `weir check` warning).
+    pub fn expires_within(&self, d: Duration, now: SystemTime) -> bool {
+        self.not_after - unix(now) < d.as_secs() as i64
+    }
+}
+
+fn dns_names(leaf: &X509Certificate<'_>) -> Vec<String> {
+    let Ok(Some(san)) = leaf.subject_alternative_name() else {
+        return Vec::new();
+    };
+    san.value
+        .general_names
+        .iter()
+        .filter_map(|n| match n {
+            GeneralName::DNSName(d) => Some(d.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn unix(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64),
+    }
+}

@@ -1,0 +1,25 @@
+//! weir's certificates and TLS settings, independent of sockets: what a TLS listener
+//! presents and how it is configured, and what a pool trusts upstream (issue 17).
+//!
+//! - `pem`: reading a certificate chain and its key from PEM files, bounded;
+//! - `identity`: one certificate pair checked before use (key matches, dates, its names);
+//! - `sni`: which certificate answers a server name (exact, then `*.` wildcard, then the
+//!   default), and whether a host is covered at all (for `weir check`);
+//! - `live`: the certificates a listener serves now, reloaded in place: a pair that fails
+//!   to load keeps the one before it;
+//! - `server`: a listener's settings to a rustls `ServerConfig`;
+//! - `provider`: the one crypto provider compiled in.
+//!
+//! Nothing cryptographic is written here: rustls and its provider do all of it.
+
+pub mod identity;
+pub mod live;
+pub mod pem;
+pub mod provider;
+pub mod server;
+pub mod sni;
+
+pub use identity::{CertError, Identity};
+pub use live::{LiveCertificates, PairSource, Reloaded};
+pub use server::{ClientAuth, MinVersion, ServerSettings, SettingsError};
+pub use sni::Resolver;

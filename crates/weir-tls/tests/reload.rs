@@ -1,0 +1,100 @@
+//! Certificates change in place: a good new pair is used for the next handshake, a bad one
+//! leaves the old pair serving and says why.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use common::*;
+use weir_tls::server::server_config;
+use weir_tls::{CertError, LiveCertificates, PairSource, ServerSettings};
+
+fn live(p: &Pair) -> Arc<LiveCertificates> {
+    let s = PairSource {
+        cert: p.cert.clone(),
+        key: p.key.clone(),
+        default: true,
+    };
+    Arc::new(LiveCertificates::load(vec![s], SystemTime::now()).unwrap())
+}
+
+/// Replaces `to`'s files with `from`'s the way deploy tools do: write aside, rename over.
+fn rename_over(from: &Pair, to: &Pair) {
+    for (f, t) in [(&from.cert, &to.cert), (&from.key, &to.key)] {
+        let tmp = t.with_extension("tmp");
+        std::fs::copy(f, &tmp).unwrap();
+        std::fs::rename(&tmp, t).unwrap();
+    }
+}
+
+#[test]
+fn a_good_new_pair_is_served_from_the_next_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = ca("test ca");
+    let served = valid(dir.path(), "served", &ca, &["shop.example"]);
+    let next = valid(
+        dir.path(),
+        "next",
+        &ca,
+        &["shop.example", "www.shop.example"],
+    );
+    let certs = live(&served);
+    let server = server_config(&ServerSettings::default(), certs.clone()).unwrap();
+    let client = Arc::new(any_cert_client());
+    let before = presented(
+        &handshake(server.clone(), client.clone(), Some("shop.example"))
+            .unwrap()
+            .0,
+    );
+
+    rename_over(&next, &served);
+    let r = certs.reload(SystemTime::now());
+    assert_eq!((r.replaced.as_slice(), r.kept.len()), (&[0][..], 0));
+    let after = presented(
+        &handshake(server.clone(), client.clone(), Some("www.shop.example"))
+            .unwrap()
+            .0,
+    );
+    assert_ne!(before, after);
+    assert_eq!(after, leaf_der(&next.cert));
+    // Unchanged files: nothing replaced.
+    assert!(certs.reload(SystemTime::now()).replaced.is_empty());
+}
+
+#[test]
+fn a_bad_new_pair_keeps_the_old_one_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = ca("test ca");
+    let served = valid(dir.path(), "served", &ca, &["shop.example"]);
+    let other = valid(dir.path(), "other", &ca, &["shop.example"]);
+    let old = leaf(dir.path(), "old", &ca, &["shop.example"], (2000, 2001), "");
+    let certs = live(&served);
+    let server = server_config(&ServerSettings::default(), certs.clone()).unwrap();
+    let client = Arc::new(any_cert_client());
+    let original = leaf_der(&served.cert);
+
+    // The certificate replaced but not the key yet (a deploy half done): mismatch.
+    std::fs::copy(&other.cert, &served.cert).unwrap();
+    let r = certs.reload(SystemTime::now());
+    assert!(r.replaced.is_empty());
+    assert!(
+        matches!(r.kept[..], [(0, CertError::KeyMismatch { .. })]),
+        "{:?}",
+        r.kept
+    );
+    // Garbage, then an expired pair.
+    std::fs::write(&served.cert, "not a certificate").unwrap();
+    assert!(matches!(
+        certs.reload(SystemTime::now()).kept[..],
+        [(0, CertError::NoCertificate(_))]
+    ));
+    rename_over(&old, &served);
+    assert!(matches!(
+        certs.reload(SystemTime::now()).kept[..],
+        [(0, CertError::Expired { .. })]
+    ));
+    // Still the first pair all along.
+    let got = presented(&handshake(server, client, Some("shop.example")).unwrap().0);
+    assert_eq!(got, original);
+}
