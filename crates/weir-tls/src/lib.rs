@@ -8,10 +8,14 @@
 //! - `live`: the certificates a listener serves now, reloaded in place: a pair that fails
 //!   to load keeps the one before it;
 //! - `server`: a listener's settings to a rustls `ServerConfig`;
+//! - `client`: a pool's upstream settings to a rustls `ClientConfig`;
+//! - `hello`: the server name in a ClientHello peeked off an undecrypted connection;
 //! - `provider`: the one crypto provider compiled in.
 //!
 //! Nothing cryptographic is written here: rustls and its provider do all of it.
 
+pub mod client;
+pub mod hello;
 pub mod identity;
 pub mod live;
 pub mod pem;
@@ -19,6 +23,8 @@ pub mod provider;
 pub mod server;
 pub mod sni;
 
+pub use client::{ClientSettings, Trust};
+pub use hello::Hello;
 pub use identity::{CertError, Identity};
 pub use live::{LiveCertificates, PairSource, Reloaded};
 pub use server::{ClientAuth, MinVersion, ServerSettings, SettingsError};

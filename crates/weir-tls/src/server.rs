@@ -46,6 +46,8 @@ pub enum SettingsError {
     Ca(CertError),
     #[error("client_ca {path}: {reason}")]
     BadCa { path: String, reason: String },
+    #[error("the client certificate's key {key} cannot be used: {reason}")]
+    Identity { key: String, reason: String },
     #[error("TLS settings: {0}")]
     Rustls(#[from] rustls::Error),
 }
