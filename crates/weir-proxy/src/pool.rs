@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use weir_config::HashKey;
 
-use crate::balance::{Algorithm, PickKey};
+use crate::balance::{Algorithm, PickKey, PoolView};
 use crate::capacity::PoolShared;
-use crate::clock;
 use crate::endpoint::EndpointRt;
 
 /// See [`PoolRt::health_filter`].
@@ -99,11 +98,6 @@ impl PoolRt {
         self.max_conn > 0 || self.max_conn_total > 0
     }
 
-    #[inline]
-    pub fn in_flight(&self, i: usize) -> u32 {
-        self.endpoints[i].in_flight()
-    }
-
     /// Whether endpoint `i` can take one more request under `max_conn`.
     #[inline]
     pub fn has_room(&self, i: usize) -> bool {
@@ -135,33 +129,6 @@ impl PoolRt {
         self.algorithm.pick(self, key, ok)
     }
 
-    /// Whether any endpoint is still in its slow-start ramp.
-    pub fn ramping(&self) -> bool {
-        !self.slow_start.is_zero() && (0..self.endpoints.len()).any(|i| self.ramp(i) < 1.0)
-    }
-
-    /// Endpoint `i`'s slow-start factor in (0, 1].
-    pub fn ramp(&self, i: usize) -> f64 {
-        if self.slow_start.is_zero() {
-            return 1.0;
-        }
-        let since = self.endpoints[i]
-            .ramp_from_ms
-            .load(std::sync::atomic::Ordering::Relaxed);
-        if since == crate::endpoint::NOT_RAMPING {
-            return 1.0;
-        }
-        let elapsed = clock::now_ms().saturating_sub(since) as f64;
-        // Start at 5%, not 0, so a new endpoint is measured at all.
-        (elapsed / self.slow_start.as_millis() as f64).clamp(0.05, 1.0)
-    }
-
-    /// Weight after slow start.
-    #[inline]
-    pub fn eff_weight(&self, i: usize) -> f64 {
-        self.weights[i] as f64 * self.ramp(i)
-    }
-
     #[cfg(test)]
     pub fn for_test(name: &str) -> Self {
         let cfg = weir_config::Pool::default();
@@ -171,5 +138,42 @@ impl PoolRt {
             Vec::new(),
             Arc::new(PoolShared::default()),
         )
+    }
+}
+
+/// What the balancing algorithms read (`balance/view.rs`).
+impl PoolView for PoolRt {
+    #[inline]
+    fn len(&self) -> usize {
+        self.endpoints.len()
+    }
+
+    #[inline]
+    fn weight(&self, i: usize) -> u32 {
+        self.weights[i]
+    }
+
+    #[inline]
+    fn in_flight(&self, i: usize) -> u32 {
+        self.endpoints[i].in_flight()
+    }
+
+    #[inline]
+    fn latency(&self, i: usize) -> f64 {
+        self.endpoints[i].ewma.cost()
+    }
+
+    #[inline]
+    fn id(&self, i: usize) -> u64 {
+        self.endpoints[i].id
+    }
+
+    #[inline]
+    fn ramp(&self, i: usize) -> f64 {
+        self.endpoints[i].ramp.factor(self.slow_start)
+    }
+
+    fn ramping(&self) -> bool {
+        !self.slow_start.is_zero() && (0..self.endpoints.len()).any(|i| self.ramp(i) < 1.0)
     }
 }

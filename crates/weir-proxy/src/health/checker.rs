@@ -13,7 +13,6 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 use weir_config::{Health, HealthCheck};
 
-use crate::clock;
 use crate::endpoint::EndpointRt;
 use crate::upstream::connect::connect;
 
@@ -59,8 +58,7 @@ async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool) {
                     "endpoint is healthy again"
                 );
                 if slow_start {
-                    ep.ramp_from_ms
-                        .store(clock::now_ms(), std::sync::atomic::Ordering::Relaxed);
+                    ep.ramp.restart();
                 }
             } else {
                 let why = result.err().unwrap_or_default();
