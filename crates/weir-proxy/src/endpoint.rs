@@ -4,21 +4,16 @@
 //! connections.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::balance::{hash_bytes, Ewma};
-use crate::clock;
+use crate::balance::{hash_bytes, Ewma, Ramp};
 use crate::health::EndpointHealth;
 use crate::metrics::endpoint::EndpointMetrics;
 use crate::upstream::idle::IdleConns;
-
-/// `ramp_from_ms` of an endpoint at full weight from the start: like
-/// HAProxy, weir does not slow-start the endpoints of its first config.
-pub const NOT_RAMPING: u64 = u64::MAX;
 
 #[derive(Debug)]
 pub struct EndpointRt {
@@ -34,9 +29,8 @@ pub struct EndpointRt {
     pub ewma: Ewma,
     pub metrics: EndpointMetrics,
     pub health: EndpointHealth,
-    /// When the endpoint joined (or, later, recovered): slow start ramps from
-    /// here. [`NOT_RAMPING`] for endpoints that were there from the start.
-    pub ramp_from_ms: AtomicU64,
+    /// Slow start, from when the endpoint joined (or, later, recovered).
+    pub ramp: Ramp,
     /// Set when the endpoint left the config: it gets no new requests, and
     /// connections freed by in-flight requests close instead of being pooled.
     draining: AtomicBool,
@@ -60,7 +54,7 @@ impl EndpointRt {
             ewma: Ewma::default(),
             metrics: EndpointMetrics::default(),
             health: EndpointHealth::new(up),
-            ramp_from_ms: AtomicU64::new(if ramp { clock::now_ms() } else { NOT_RAMPING }),
+            ramp: Ramp::new(ramp),
             draining: AtomicBool::new(false),
             idle: IdleConns::default(),
             cut: CancellationToken::new(),

@@ -1,33 +1,33 @@
 //! A pool as the data plane sees it: its endpoints (shared runtime state from
 //! the registry), the balancing algorithm, limits, and the pool's timeouts.
+//! It is where the lower modules meet: it provides `balance::PoolView` to the
+//! algorithms and `capacity::Pool` to capacity control, and holds the state
+//! each of them keeps across snapshots ([`PoolShared`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use weir_config::HashKey;
 
-use crate::balance::{Algorithm, PickKey};
-use crate::capacity::PoolShared;
-use crate::clock;
+use crate::balance::{Algorithm, PickKey, PoolView};
+use crate::capacity::{self, Limits, Queue};
 use crate::endpoint::EndpointRt;
+use crate::health::{Ejection, HealthFilter};
+use crate::metrics::pool::PoolMetrics;
+use crate::retry::Budget;
 
-/// See [`PoolRt::health_filter`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HealthFilter {
-    Available,
-    All,
-    None,
-}
-
-impl HealthFilter {
-    #[inline]
-    pub fn admits(self, pool: &PoolRt, i: usize) -> bool {
-        match self {
-            HealthFilter::Available => pool.available(i),
-            HealthFilter::All => true,
-            HealthFilter::None => false,
-        }
-    }
+/// A pool's runtime state that outlives snapshots, kept in the registry by
+/// pool name (`snapshot.rs`); each part belongs to the module that uses it.
+#[derive(Debug, Default, Clone)]
+pub struct PoolShared {
+    /// The FIFO queue and the count of held slots (`capacity/queue.rs`).
+    pub queue: Arc<Queue>,
+    /// The retry budget (`retry.rs`).
+    pub budget: Arc<Budget>,
+    /// Passive ejection's decisions (`health/passive.rs`).
+    pub ejection: Arc<Ejection>,
+    /// Queue wait times and retry counts (`metrics/pool.rs`).
+    pub metrics: Arc<PoolMetrics>,
 }
 
 #[derive(Debug)]
@@ -57,8 +57,8 @@ pub struct PoolRt {
     pub retry: weir_config::Retry,
     pub max_conn_age: Option<Duration>,
     pub max_requests_per_conn: u32,
-    /// The queue and counters that outlive snapshots.
-    pub shared: Arc<PoolShared>,
+    /// What outlives snapshots.
+    pub shared: PoolShared,
 }
 
 impl PoolRt {
@@ -66,7 +66,7 @@ impl PoolRt {
         name: Arc<str>,
         cfg: &weir_config::Pool,
         endpoints: Vec<Arc<EndpointRt>>,
-        shared: Arc<PoolShared>,
+        shared: PoolShared,
     ) -> Self {
         let ids: Vec<u64> = endpoints.iter().map(|e| e.id).collect();
         PoolRt {
@@ -99,35 +99,17 @@ impl PoolRt {
         self.max_conn > 0 || self.max_conn_total > 0
     }
 
-    #[inline]
-    pub fn in_flight(&self, i: usize) -> u32 {
-        self.endpoints[i].in_flight()
-    }
-
-    /// Whether endpoint `i` can take one more request under `max_conn`.
-    #[inline]
-    pub fn has_room(&self, i: usize) -> bool {
-        self.max_conn == 0 || self.in_flight(i) < self.max_conn
-    }
-
-    /// Whether endpoint `i` passes its health checks and is not ejected.
-    #[inline]
-    pub fn available(&self, i: usize) -> bool {
-        self.endpoints[i].health.available()
-    }
-
-    /// Which endpoints a request may use: the available ones it does not
-    /// avoid; when there is none, all of them (`fail_open`: a retry then
-    /// tries an endpoint marked down rather than the one that just failed)
-    /// or none (`fail_closed`).
+    /// Which endpoints a request may use (see [`HealthFilter::new`]).
     pub fn health_filter(&self, key: &PickKey) -> HealthFilter {
-        if (0..self.endpoints.len()).any(|i| !key.avoids(i) && self.available(i)) {
-            HealthFilter::Available
-        } else if self.health.no_healthy == weir_config::NoHealthy::FailOpen {
-            HealthFilter::All
-        } else {
-            HealthFilter::None
-        }
+        HealthFilter::new(&self.endpoints, key, self.health.no_healthy)
+    }
+
+    /// A try on `ep` failed (refused, reset, or an `eject_status` answer):
+    /// passive ejection may take it out.
+    pub fn record_failure(&self, ep: &EndpointRt, why: &str) {
+        self.shared
+            .ejection
+            .record_failure(&self.health, &self.endpoints, ep, why);
     }
 
     /// The endpoint for a request, by the pool's algorithm, among those `ok` accepts.
@@ -135,41 +117,83 @@ impl PoolRt {
         self.algorithm.pick(self, key, ok)
     }
 
-    /// Whether any endpoint is still in its slow-start ramp.
-    pub fn ramping(&self) -> bool {
-        !self.slow_start.is_zero() && (0..self.endpoints.len()).any(|i| self.ramp(i) < 1.0)
-    }
-
-    /// Endpoint `i`'s slow-start factor in (0, 1].
-    pub fn ramp(&self, i: usize) -> f64 {
-        if self.slow_start.is_zero() {
-            return 1.0;
-        }
-        let since = self.endpoints[i]
-            .ramp_from_ms
-            .load(std::sync::atomic::Ordering::Relaxed);
-        if since == crate::endpoint::NOT_RAMPING {
-            return 1.0;
-        }
-        let elapsed = clock::now_ms().saturating_sub(since) as f64;
-        // Start at 5%, not 0, so a new endpoint is measured at all.
-        (elapsed / self.slow_start.as_millis() as f64).clamp(0.05, 1.0)
-    }
-
-    /// Weight after slow start.
-    #[inline]
-    pub fn eff_weight(&self, i: usize) -> f64 {
-        self.weights[i] as f64 * self.ramp(i)
-    }
-
     #[cfg(test)]
     pub fn for_test(name: &str) -> Self {
         let cfg = weir_config::Pool::default();
-        PoolRt::new(
-            name.into(),
-            &cfg,
-            Vec::new(),
-            Arc::new(PoolShared::default()),
-        )
+        PoolRt::new(name.into(), &cfg, Vec::new(), PoolShared::default())
+    }
+}
+
+/// What the balancing algorithms read (`balance/view.rs`).
+impl PoolView for PoolRt {
+    #[inline]
+    fn len(&self) -> usize {
+        self.endpoints.len()
+    }
+
+    #[inline]
+    fn weight(&self, i: usize) -> u32 {
+        self.weights[i]
+    }
+
+    #[inline]
+    fn in_flight(&self, i: usize) -> u32 {
+        self.endpoints[i].in_flight()
+    }
+
+    #[inline]
+    fn latency(&self, i: usize) -> f64 {
+        self.endpoints[i].ewma.cost()
+    }
+
+    #[inline]
+    fn id(&self, i: usize) -> u64 {
+        self.endpoints[i].id
+    }
+
+    #[inline]
+    fn ramp(&self, i: usize) -> f64 {
+        self.endpoints[i].ramp.factor(self.slow_start)
+    }
+
+    fn ramping(&self) -> bool {
+        !self.slow_start.is_zero() && (0..self.endpoints.len()).any(|i| self.ramp(i) < 1.0)
+    }
+}
+
+/// What capacity control reads (`capacity/mod.rs`).
+impl capacity::Pool for PoolRt {
+    #[inline]
+    fn limits(&self) -> Limits {
+        Limits {
+            max_conn: self.max_conn,
+            max_conn_total: self.max_conn_total,
+            max_queue: self.max_queue,
+            queue_timeout: self.queue_timeout,
+        }
+    }
+
+    #[inline]
+    fn queue(&self) -> &Arc<Queue> {
+        &self.shared.queue
+    }
+
+    #[inline]
+    fn endpoints(&self) -> &[Arc<EndpointRt>] {
+        &self.endpoints
+    }
+
+    #[inline]
+    fn health_filter(&self, key: &PickKey) -> HealthFilter {
+        PoolRt::health_filter(self, key)
+    }
+
+    #[inline]
+    fn choose(&self, key: &PickKey, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
+        PoolRt::choose(self, key, ok)
+    }
+
+    fn waited(&self, d: Duration) {
+        self.shared.metrics.queue_wait.observe(d);
     }
 }

@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use weir_config::{Config, HealthCheck, InitialState, Protocol};
 
-use crate::capacity::PoolShared;
 use crate::endpoint::EndpointRt;
 use crate::health::checker::{self, Checker};
 use crate::metrics::counts::{Counts, Labels};
 use crate::metrics::hist::Histogram;
-use crate::pool::PoolRt;
+use crate::pool::{PoolRt, PoolShared};
 use crate::router::{RouteTable, Target, TargetMetrics};
 
 #[derive(Debug, Default)]
@@ -48,7 +47,7 @@ pub struct ListenerSnap {
 #[derive(Debug, Default)]
 pub struct Registry {
     pub endpoints: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>>,
-    pub pools: HashMap<Arc<str>, Arc<PoolShared>>,
+    pub pools: HashMap<Arc<str>, PoolShared>,
     /// Set after the first config: endpoints added later slow-start.
     pub started: bool,
     /// Active health checkers, one per checked endpoint.
@@ -172,7 +171,7 @@ impl Snapshot {
     ) -> Self {
         let mut pools = HashMap::new();
         let mut next: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>> = HashMap::new();
-        let mut next_pools: HashMap<Arc<str>, Arc<PoolShared>> = HashMap::new();
+        let mut next_pools: HashMap<Arc<str>, PoolShared> = HashMap::new();
         for (name, p) in &cfg.pools {
             let name: Arc<str> = name.as_str().into();
             let endpoints = p
@@ -207,7 +206,7 @@ impl Snapshot {
         // Requests queued for a pool that is gone get their answer now.
         for (name, shared) in registry.pools.iter() {
             if !next_pools.contains_key(name) {
-                shared.close();
+                shared.queue.close();
             }
         }
         registry.checkers.retain(|k, _| next.contains_key(k));
@@ -264,7 +263,7 @@ impl Snapshot {
     /// new endpoint lets waiters through at once).
     pub fn install_queues(&self) {
         for pool in self.pools.values() {
-            pool.shared.install(pool);
+            pool.shared.queue.install(pool);
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::pool::PoolRt;
+use super::PoolView;
 
 /// Virtual nodes per endpoint at average weight.
 const VNODES: u64 = 160;
@@ -65,19 +65,19 @@ impl HashRing {
     }
 }
 
-pub fn pick(
-    pool: &PoolRt,
+pub fn pick<P: PoolView + ?Sized>(
+    pool: &P,
     ring: &HashRing,
     factor: f64,
     h: u64,
     ok: &dyn Fn(usize) -> bool,
 ) -> Option<usize> {
     if factor > 0.0 {
-        let total: f64 = (0..pool.endpoints.len())
+        let total: f64 = (0..pool.len())
             .map(|i| pool.in_flight(i) as f64)
             .sum::<f64>()
             + 1.0;
-        let weights: f64 = (0..pool.endpoints.len()).map(|i| pool.eff_weight(i)).sum();
+        let weights: f64 = (0..pool.len()).map(|i| pool.eff_weight(i)).sum();
         let under_bound = |i: usize| {
             let share = total * pool.eff_weight(i) / weights;
             (pool.in_flight(i) as f64 + 1.0) <= (factor * share).ceil()

@@ -3,10 +3,14 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::pool::PoolRt;
+use super::PoolView;
 
-pub fn pick(pool: &PoolRt, next: &AtomicUsize, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
-    let n = pool.endpoints.len();
+pub fn pick<P: PoolView + ?Sized>(
+    pool: &P,
+    next: &AtomicUsize,
+    ok: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
+    let n = pool.len();
     if n == 0 {
         return None;
     }

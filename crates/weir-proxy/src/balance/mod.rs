@@ -1,23 +1,26 @@
 //! Endpoint selection. Every algorithm is weight-aware (including slow start's
 //! ramped weights) and only ever returns an endpoint the caller's `ok` accepts,
 //! which is how per-endpoint `max_conn` is respected: the caller passes "has a
-//! free slot".
+//! free slot". Algorithms read the pool through [`PoolView`] and depend on
+//! nothing above this module.
 
 mod ewma;
 mod hash;
 mod least_conn;
 mod random;
 mod round_robin;
+mod slow_start;
 pub mod sticky;
+mod view;
 
 use std::sync::atomic::AtomicUsize;
 
 pub use ewma::Ewma;
 pub use hash::{hash_bytes, HashRing};
 pub use round_robin::RoundRobin;
+pub use slow_start::Ramp;
 pub use sticky::StickyCodec;
-
-use crate::pool::PoolRt;
+pub use view::PoolView;
 
 /// What a request brings to endpoint selection.
 #[derive(Debug, Clone, Copy, Default)]
@@ -87,7 +90,12 @@ impl Algorithm {
     }
 
     /// An endpoint index that `ok` accepts, or `None` when there is none.
-    pub fn pick(&self, pool: &PoolRt, key: &PickKey, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
+    pub fn pick<P: PoolView + ?Sized>(
+        &self,
+        pool: &P,
+        key: &PickKey,
+        ok: &dyn Fn(usize) -> bool,
+    ) -> Option<usize> {
         let ok = |i: usize| !key.avoids(i) && ok(i);
         match self {
             Algorithm::RoundRobin(rr) if key.avoid != 0 => rr.peek_where(ok),
@@ -105,7 +113,7 @@ impl Algorithm {
             Algorithm::Random => random::pick(pool, &ok),
             Algorithm::P2c => random::p2c(pool, &ok, |i| pool.in_flight(i) as f64 + 1.0),
             Algorithm::Ewma => random::p2c(pool, &ok, |i| {
-                pool.endpoints[i].ewma.cost() * (pool.in_flight(i) as f64 + 1.0)
+                pool.latency(i) * (pool.in_flight(i) as f64 + 1.0)
             }),
             Algorithm::Hash {
                 ring,
@@ -117,7 +125,7 @@ impl Algorithm {
             },
             Algorithm::Sticky { base, .. } => key
                 .sticky
-                .and_then(|id| pool.endpoints.iter().position(|e| e.id == id))
+                .and_then(|id| (0..pool.len()).find(|&i| pool.id(i) == id))
                 .filter(|&i| ok(i))
                 .or_else(|| base.pick(pool, key, &ok)),
         }

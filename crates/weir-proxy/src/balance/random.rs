@@ -2,10 +2,10 @@
 //! candidates, the one with the lower cost wins. P2C avoids the herd that a
 //! strict "least loaded" pick causes when many pickers see the same numbers.
 
-use crate::pool::PoolRt;
+use super::PoolView;
 
-pub fn pick(pool: &PoolRt, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
-    let n = pool.endpoints.len();
+pub fn pick<P: PoolView + ?Sized>(pool: &P, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
+    let n = pool.len();
     let total: f64 = (0..n).filter(|&i| ok(i)).map(|i| pool.eff_weight(i)).sum();
     if total <= 0.0 {
         return None;
@@ -25,8 +25,8 @@ pub fn pick(pool: &PoolRt, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
 /// Two weighted random choices (distinct when possible); the lower `cost`
 /// wins, a tie keeps the first. Weights act through the sampling, so an idle
 /// pool is spread by weight and a loaded one by load.
-pub fn p2c(
-    pool: &PoolRt,
+pub fn p2c<P: PoolView + ?Sized>(
+    pool: &P,
     ok: &dyn Fn(usize) -> bool,
     cost: impl Fn(usize) -> f64,
 ) -> Option<usize> {
@@ -39,38 +39,11 @@ pub fn p2c(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
-
-    fn pool(weights: &[u32]) -> PoolRt {
-        let cfg = weir_config::Pool {
-            endpoints: weights
-                .iter()
-                .enumerate()
-                .map(|(i, &w)| weir_config::Endpoint {
-                    addr: format!("127.0.0.1:{}", 1000 + i).parse().unwrap(),
-                    weight: w,
-                })
-                .collect(),
-            ..Default::default()
-        };
-        let eps = cfg
-            .endpoints
-            .iter()
-            .map(|e| {
-                Arc::new(crate::endpoint::EndpointRt::new(
-                    "p".into(),
-                    e.addr,
-                    false,
-                    true,
-                ))
-            })
-            .collect();
-        PoolRt::new("p".into(), &cfg, eps, Default::default())
-    }
+    use crate::balance::view::TestPool;
 
     #[test]
     fn p2c_on_an_idle_pool_follows_weights() {
-        let p = pool(&[3, 1]);
+        let p = TestPool::new(&[3, 1]);
         let b = (0..4000)
             .filter(|_| p2c(&p, &|_| true, |i| p.in_flight(i) as f64 + 1.0) == Some(1))
             .count();
@@ -79,10 +52,8 @@ mod tests {
 
     #[test]
     fn p2c_prefers_the_less_loaded() {
-        let p = pool(&[1, 1]);
-        p.endpoints[0]
-            .in_flight
-            .store(5, std::sync::atomic::Ordering::Relaxed);
+        let mut p = TestPool::new(&[1, 1]);
+        p.in_flight[0] = 5;
         let picks: Vec<_> = (0..100)
             .map(|_| p2c(&p, &|_| true, |i| p.in_flight(i) as f64 + 1.0))
             .collect();

@@ -1,5 +1,5 @@
-//! The pool's FIFO queue and the counters that survive reloads (one
-//! `PoolShared` per pool name, kept in a registry like endpoints).
+//! The pool's FIFO queue and its count of held slots: one per pool name,
+//! kept across snapshots (`pool.rs::PoolShared`, in the registry).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -8,25 +8,19 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
+use super::slot::Slot;
+use super::Pool;
 use crate::balance::PickKey;
-use crate::capacity::slot::Slot;
-use crate::pool::PoolRt;
+use crate::health::HealthFilter;
 use crate::reason::Reason;
 
 #[derive(Debug, Default)]
-pub struct PoolShared {
+pub struct Queue {
     state: Mutex<State>,
     /// Waiters in the queue (mirrors `state.waiters.len()`), readable without the lock.
-    pub(crate) waiting: AtomicUsize,
+    pub(super) waiting: AtomicUsize,
     /// Slots held across the pool.
-    pub(crate) total: AtomicU32,
-    /// Serialises ejection decisions (see `health::passive`).
-    pub(crate) eject_lock: Mutex<()>,
-    pub(crate) budget: crate::retry::Budget,
-    /// Time requests waited for a slot (limited pools only).
-    pub queue_wait: crate::metrics::hist::Histogram,
-    /// Retries by the reason of the try that failed.
-    pub retries: Mutex<std::collections::BTreeMap<&'static str, u64>>,
+    pub(super) total: AtomicU32,
 }
 
 #[derive(Debug, Default)]
@@ -34,7 +28,9 @@ struct State {
     waiters: VecDeque<Waiter>,
     next_id: u64,
     /// The newest snapshot of this pool: the one waiters are served from.
-    current: Weak<PoolRt>,
+    /// A trait object, as the queue outlives any one snapshot type's use;
+    /// it is only called while serving waiters, under the lock.
+    current: Option<Weak<dyn Pool>>,
 }
 
 #[derive(Debug)]
@@ -46,16 +42,16 @@ struct Waiter {
     since: Instant,
 }
 
-pub(crate) enum Outcome {
+pub(super) enum Outcome {
     Got(Slot),
     Wait(Ticket),
 }
 
 /// A place in the queue; dropping it before it is served gives the place up.
-pub(crate) struct Ticket {
+pub(super) struct Ticket {
     pub rx: oneshot::Receiver<Slot>,
     id: u64,
-    shared: Arc<PoolShared>,
+    queue: Arc<Queue>,
     served: bool,
 }
 
@@ -68,46 +64,57 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         if !self.served {
-            self.shared.leave(self.id);
+            self.queue.leave(self.id);
         }
     }
 }
 
-impl PoolShared {
-    pub fn queue_len(&self) -> usize {
+impl Queue {
+    /// Requests waiting for a slot.
+    pub fn len(&self) -> usize {
         self.waiting.load(Ordering::Relaxed)
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Slots held across the pool.
     pub fn in_flight(&self) -> u32 {
         self.total.load(Ordering::Relaxed)
     }
 
-    fn free(pool: &PoolRt, key: &PickKey) -> Option<usize> {
-        if pool.max_conn_total > 0
-            && pool.shared.total.load(Ordering::SeqCst) >= pool.max_conn_total
-        {
+    /// An endpoint of `pool` that the health policy admits and that has room
+    /// under the limits. `pool` is the snapshot this queue belongs to.
+    fn free<P: Pool + ?Sized>(&self, pool: &P, key: &PickKey) -> Option<usize> {
+        let limits = pool.limits();
+        if limits.max_conn_total > 0 && self.total.load(Ordering::SeqCst) >= limits.max_conn_total {
             return None;
         }
         let filter = pool.health_filter(key);
-        pool.choose(key, &|i| filter.admits(pool, i) && pool.has_room(i))
+        let endpoints = pool.endpoints();
+        pool.choose(key, &|i| {
+            let ep = &endpoints[i];
+            filter.admits(ep) && (limits.max_conn == 0 || ep.in_flight() < limits.max_conn)
+        })
     }
 
-    pub(crate) fn try_acquire_or_enqueue(
+    pub(super) fn try_acquire_or_enqueue<P: Pool>(
         self: &Arc<Self>,
-        pool: &PoolRt,
+        pool: &P,
         key: &PickKey,
     ) -> Result<Outcome, Reason> {
-        if pool.endpoints.is_empty() || pool.health_filter(key) == crate::pool::HealthFilter::None {
+        if pool.endpoints().is_empty() || pool.health_filter(key) == HealthFilter::None {
             return Err(Reason::NoHealthyEndpoint);
         }
         let mut st = self.state.lock().unwrap();
         // FIFO: nobody overtakes a waiter.
         if st.waiters.is_empty() {
-            if let Some(i) = Self::free(pool, key) {
+            if let Some(i) = self.free(pool, key) {
                 return Ok(Outcome::Got(Slot::take(pool, i)));
             }
         }
-        if st.waiters.len() >= pool.max_queue as usize {
+        if st.waiters.len() >= pool.limits().max_queue as usize {
             return Err(Reason::QueueFull);
         }
         let (tx, rx) = oneshot::channel();
@@ -126,19 +133,19 @@ impl PoolShared {
         Ok(Outcome::Wait(Ticket {
             rx,
             id,
-            shared: self.clone(),
+            queue: self.clone(),
             served: false,
         }))
     }
 
     /// Hands free slots to waiters, first come first served.
-    pub(crate) fn dispatch(&self) {
+    pub(super) fn dispatch(&self) {
         let mut st = self.state.lock().unwrap();
         self.dispatch_locked(&mut st);
     }
 
     fn dispatch_locked(&self, st: &mut State) {
-        let Some(pool) = st.current.upgrade() else {
+        let Some(pool) = st.current.as_ref().and_then(Weak::upgrade) else {
             return;
         };
         while let Some(front) = st.waiters.front() {
@@ -147,12 +154,12 @@ impl PoolShared {
                 self.waiting.fetch_sub(1, Ordering::SeqCst);
                 continue;
             }
-            let Some(i) = Self::free(&pool, &front.key) else {
+            let Some(i) = self.free(&*pool, &front.key) else {
                 break;
             };
             let w = st.waiters.pop_front().expect("front exists");
             self.waiting.fetch_sub(1, Ordering::SeqCst);
-            let slot = Slot::take(&pool, i);
+            let slot = Slot::take(&*pool, i);
             if let Err(slot) = w.tx.send(slot) {
                 // The waiter left just now; the slot goes to the next one.
                 slot.release_quietly();
@@ -170,16 +177,17 @@ impl PoolShared {
 
     /// Points the queue at the pool's newest snapshot and serves waiters that
     /// the new config has room for (more endpoints, a higher max_conn).
-    pub fn install(&self, pool: &Arc<PoolRt>) {
+    pub fn install<P: Pool>(&self, pool: &Arc<P>) {
+        let current: Weak<dyn Pool> = Arc::downgrade(pool) as Weak<P>;
         let mut st = self.state.lock().unwrap();
-        st.current = Arc::downgrade(pool);
+        st.current = Some(current);
         self.dispatch_locked(&mut st);
     }
 
     /// The pool left the config: its waiters are answered at once.
     pub fn close(&self) {
         let mut st = self.state.lock().unwrap();
-        st.current = Weak::new();
+        st.current = None;
         let n = st.waiters.len();
         st.waiters.clear();
         self.waiting.fetch_sub(n, Ordering::SeqCst);

@@ -4,16 +4,15 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::capacity::queue::PoolShared;
+use super::{Pool, Queue};
 use crate::endpoint::EndpointRt;
-use crate::pool::PoolRt;
 
 #[derive(Debug)]
 pub struct Slot {
     pub endpoint: Arc<EndpointRt>,
     /// Index of the endpoint in the pool snapshot it was taken from.
     pub index: usize,
-    shared: Arc<PoolShared>,
+    queue: Arc<Queue>,
     /// False once released by hand (see `release_quietly`).
     armed: bool,
 }
@@ -21,23 +20,24 @@ pub struct Slot {
 impl Slot {
     /// Counts one more in flight on endpoint `i`. Callers of limited pools
     /// hold the queue lock and have checked for room.
-    pub(crate) fn take(pool: &PoolRt, i: usize) -> Slot {
-        let endpoint = pool.endpoints[i].clone();
+    pub(super) fn take<P: Pool + ?Sized>(pool: &P, i: usize) -> Slot {
+        let endpoint = pool.endpoints()[i].clone();
         endpoint.in_flight.fetch_add(1, Ordering::SeqCst);
-        pool.shared.total.fetch_add(1, Ordering::SeqCst);
+        let queue = pool.queue();
+        queue.total.fetch_add(1, Ordering::SeqCst);
         Slot {
             endpoint,
             index: i,
-            shared: pool.shared.clone(),
+            queue: queue.clone(),
             armed: true,
         }
     }
 
     /// Frees the slot without waking waiters: for use under the queue lock.
-    pub(crate) fn release_quietly(mut self) {
+    pub(super) fn release_quietly(mut self) {
         self.armed = false;
         self.endpoint.in_flight.fetch_sub(1, Ordering::SeqCst);
-        self.shared.total.fetch_sub(1, Ordering::SeqCst);
+        self.queue.total.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -47,11 +47,11 @@ impl Drop for Slot {
             return;
         }
         self.endpoint.in_flight.fetch_sub(1, Ordering::SeqCst);
-        self.shared.total.fetch_sub(1, Ordering::SeqCst);
+        self.queue.total.fetch_sub(1, Ordering::SeqCst);
         // Pairs with the waiter count bump in `try_acquire_or_enqueue`: either
         // we see the waiter, or it sees the slot we just freed.
-        if self.shared.waiting.load(Ordering::SeqCst) > 0 {
-            self.shared.dispatch();
+        if self.queue.waiting.load(Ordering::SeqCst) > 0 {
+            self.queue.dispatch();
         }
     }
 }

@@ -1,21 +1,24 @@
 //! Active health checks: one task per endpoint, probing every `interval`
 //! (±10% jitter, so a fleet of weirs does not probe in lockstep), each probe
-//! bounded by `timeout`; rise/fall consecutive results flip the state.
+//! bounded by `timeout`; rise/fall consecutive results flip the state. An
+//! http check is a GET on a fresh connection, sent with weir's own upstream
+//! client (the one proxied requests use), so there is one HTTP client.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Request, StatusCode};
+use http::request::Parts;
+use http::{Request, Response};
 use http_body_util::{BodyExt, Empty};
-use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 use weir_config::{Health, HealthCheck};
 
-use crate::clock;
 use crate::endpoint::EndpointRt;
 use crate::upstream::connect::connect;
+use crate::upstream::h1;
 
 /// Largest health response body read when looking for `expect_body`.
 const MAX_BODY: usize = 64 * 1024;
@@ -59,8 +62,7 @@ async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool) {
                     "endpoint is healthy again"
                 );
                 if slow_start {
-                    ep.ramp_from_ms
-                        .store(clock::now_ms(), std::sync::atomic::Ordering::Relaxed);
+                    ep.ramp.restart();
                 }
             } else {
                 let why = result.err().unwrap_or_default();
@@ -84,24 +86,21 @@ async fn probe(ep: &EndpointRt, cfg: &Health) -> Result<(), String> {
     if cfg.check != HealthCheck::Http {
         return Ok(());
     }
-    let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
     let host = cfg.host.clone().unwrap_or_else(|| ep.addr_str.to_string());
-    let req = Request::get(cfg.path.as_str())
+    let (parts, ()) = Request::get(cfg.path.as_str())
         .header(http::header::HOST, host)
         .header(http::header::USER_AGENT, "weir-health-check")
         .header(http::header::CONNECTION, "close")
-        .body(Empty::<Bytes>::new())
-        .map_err(|e| e.to_string())?;
-    let resp = tx.send_request(req).await.map_err(|e| e.to_string())?;
-    let status: StatusCode = resp.status();
+        .body(())
+        .map_err(|e| e.to_string())?
+        .into_parts();
+    // `run` bounds the whole probe by `timeout`; the client's own deadline
+    // only has to come later, so that the reason logged stays "no answer".
+    let resp = get(stream, &parts, Instant::now() + cfg.timeout * 2).await?;
+    let status = resp.status().as_u16();
     let (lo, hi) = cfg.expect_status;
-    if !(lo..=hi).contains(&status.as_u16()) {
-        return Err(format!("status {} outside {lo}-{hi}", status.as_u16()));
+    if !(lo..=hi).contains(&status) {
+        return Err(format!("status {status} outside {lo}-{hi}"));
     }
     if let Some(want) = &cfg.expect_body {
         let body = http_body_util::Limited::new(resp.into_body(), MAX_BODY)
@@ -114,4 +113,122 @@ async fn probe(ep: &EndpointRt, cfg: &Health) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The response to a bodiless request on `stream`, through weir's upstream
+/// HTTP/1.1 client: the one place the checker uses it.
+async fn get(
+    stream: TcpStream,
+    parts: &Parts,
+    deadline: Instant,
+) -> Result<Response<impl http_body::Body<Data = Bytes, Error = h1::Error>>, String> {
+    let conn = h1::Connection::new(stream);
+    h1::send(
+        conn,
+        parts,
+        h1::Payload::<Empty<Bytes>>::Bytes(Bytes::new()),
+        deadline,
+    )
+    .await
+    .map_err(|e| e.error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// Runs one probe against a backend that answers `response` to the
+    /// first request; returns the probe's result and the request's bytes.
+    async fn probe_with(cfg: Health, response: &'static [u8]) -> (Result<(), String>, String) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let backend = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.ends_with(b"\r\n\r\n") {
+                let n = s.read(&mut buf).await.unwrap();
+                assert!(n > 0, "request cut short: {req:?}");
+                req.extend_from_slice(&buf[..n]);
+            }
+            s.write_all(response).await.unwrap();
+            String::from_utf8(req).unwrap()
+        });
+        let ep = EndpointRt::new("p".into(), addr, false, true);
+        let result = tokio::time::timeout(cfg.timeout, probe(&ep, &cfg))
+            .await
+            .unwrap_or_else(|_| Err("timeout".into()));
+        (result, backend.await.unwrap())
+    }
+
+    fn http(f: impl FnOnce(&mut Health)) -> Health {
+        let mut cfg = Health {
+            check: HealthCheck::Http,
+            timeout: Duration::from_secs(5),
+            ..Health::default()
+        };
+        f(&mut cfg);
+        cfg
+    }
+
+    #[tokio::test]
+    async fn sends_path_and_host_and_checks_the_status() {
+        let ok = b"HTTP/1.1 204 No Content\r\n\r\n";
+        let (r, req) = probe_with(http(|_| {}), ok).await;
+        assert_eq!(r, Ok(()));
+        assert!(
+            req.starts_with("GET /healthz HTTP/1.1\r\nhost: 127.0.0.1:"),
+            "{req}"
+        );
+        assert!(
+            req.ends_with("\r\nuser-agent: weir-health-check\r\nconnection: close\r\n\r\n"),
+            "{req}"
+        );
+        let cfg = http(|c| {
+            c.path = "/ready?deep=1".into();
+            c.host = Some("svc.internal".into());
+        });
+        let (_, req) = probe_with(cfg, ok).await;
+        assert_eq!(
+            req,
+            "GET /ready?deep=1 HTTP/1.1\r\nhost: svc.internal\r\n\
+             user-agent: weir-health-check\r\nconnection: close\r\n\r\n"
+        );
+        let cfg = http(|c| c.expect_status = (200, 200));
+        let (r, _) = probe_with(cfg, ok).await;
+        assert_eq!(r, Err("status 204 outside 200-200".into()));
+    }
+
+    #[tokio::test]
+    async fn looks_for_expect_body_within_the_first_64_kib() {
+        let cfg = || http(|c| c.expect_body = Some("ready".into()));
+        let (r, _) = probe_with(
+            cfg(),
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nall\r\n7\r\n ready!\r\n0\r\n\r\n",
+        )
+        .await;
+        assert_eq!(r, Ok(()));
+        let (r, _) = probe_with(
+            cfg(),
+            b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nnot yet",
+        )
+        .await;
+        assert_eq!(r, Err("body lacks \"ready\"".into()));
+        let big: &'static [u8] = Box::leak(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{}ready",
+                MAX_BODY + 5,
+                "x".repeat(MAX_BODY)
+            )
+            .into_bytes()
+            .into_boxed_slice(),
+        );
+        let (r, _) = probe_with(cfg(), big).await;
+        assert!(
+            r.as_ref().is_err_and(|e| e.starts_with("reading body")),
+            "{r:?}"
+        );
+    }
 }

@@ -4,11 +4,13 @@
 //! endpoint's registry entry, so it survives reloads.
 
 pub mod checker;
+mod filter;
 mod passive;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-pub use passive::{record_failure, record_success};
+pub use filter::HealthFilter;
+pub use passive::{record_success, Ejection};
 
 use crate::clock;
 

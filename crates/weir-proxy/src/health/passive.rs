@@ -4,12 +4,12 @@
 //! than max_ejection_percent of its endpoints ejected at once.
 
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
 
 use tracing::warn;
 
 use crate::clock;
 use crate::endpoint::EndpointRt;
-use crate::pool::PoolRt;
 
 /// A try on `ep` succeeded: its failure streak ends.
 #[inline]
@@ -19,37 +19,52 @@ pub fn record_success(ep: &EndpointRt) {
     }
 }
 
-/// A try on `ep` failed (refused, reset, or an `eject_status` answer).
-pub fn record_failure(pool: &PoolRt, ep: &EndpointRt, why: &str) {
-    let policy = &pool.health;
-    if policy.eject_after == 0 {
-        return;
+/// A pool's ejection decisions: kept across snapshots with the pool's other
+/// shared state (`pool.rs::PoolShared`), as the cap counts the whole pool.
+#[derive(Debug, Default)]
+pub struct Ejection {
+    /// Serialises decisions, so that two failures at once cannot both eject
+    /// and exceed max_ejection_percent.
+    one_at_a_time: Mutex<()>,
+}
+
+impl Ejection {
+    /// A try on `ep`, one of `peers` (the pool's endpoints), failed
+    /// (refused, reset, or an `eject_status` answer).
+    pub fn record_failure(
+        &self,
+        policy: &weir_config::Health,
+        peers: &[Arc<EndpointRt>],
+        ep: &EndpointRt,
+        why: &str,
+    ) {
+        if policy.eject_after == 0 {
+            return;
+        }
+        let n = ep.health.failures.fetch_add(1, Relaxed) + 1;
+        if n < policy.eject_after || ep.health.ejected() {
+            return;
+        }
+        let _one_at_a_time = self.one_at_a_time.lock().unwrap();
+        if ep.health.ejected() {
+            return;
+        }
+        let total = peers.len() as u64;
+        let allowed = total * policy.max_ejection_percent as u64 / 100;
+        let ejected = peers.iter().filter(|e| e.health.ejected()).count() as u64;
+        if ejected >= allowed {
+            return;
+        }
+        let times = ep.health.ejections.fetch_add(1, Relaxed) as u64 + 1;
+        let span = policy.eject_time.as_millis() as u64 * times.min(10);
+        ep.health
+            .ejected_until
+            .store(clock::now_ms() + span, Relaxed);
+        ep.health.failures.store(0, Relaxed);
+        warn!(
+            pool = &*ep.pool,
+            endpoint = &*ep.addr_str,
+            "endpoint ejected for {span} ms after {n} consecutive failures ({why})"
+        );
     }
-    let n = ep.health.failures.fetch_add(1, Relaxed) + 1;
-    if n < policy.eject_after || ep.health.ejected() {
-        return;
-    }
-    // Decide under the pool's lock so that two failures at once cannot both
-    // eject and exceed max_ejection_percent.
-    let _one_at_a_time = pool.shared.eject_lock.lock().unwrap();
-    if ep.health.ejected() {
-        return;
-    }
-    let total = pool.endpoints.len() as u64;
-    let allowed = total * policy.max_ejection_percent as u64 / 100;
-    let ejected = pool.endpoints.iter().filter(|e| e.health.ejected()).count() as u64;
-    if ejected >= allowed {
-        return;
-    }
-    let times = ep.health.ejections.fetch_add(1, Relaxed) as u64 + 1;
-    let span = policy.eject_time.as_millis() as u64 * times.min(10);
-    ep.health
-        .ejected_until
-        .store(clock::now_ms() + span, Relaxed);
-    ep.health.failures.store(0, Relaxed);
-    warn!(
-        pool = &*pool.name,
-        endpoint = &*ep.addr_str,
-        "endpoint ejected for {span} ms after {n} consecutive failures ({why})"
-    );
 }

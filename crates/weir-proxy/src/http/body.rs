@@ -15,7 +15,7 @@ use hyper::body::{Body, Frame, SizeHint};
 
 use crate::capacity::Slot;
 use crate::endpoint::EndpointRt;
-use crate::health::{record_failure, record_success};
+use crate::health::record_success;
 use crate::http::conn_state::BusyGuard;
 use crate::http::upbody::UpBody;
 use crate::metrics::recorder::Recorder;
@@ -220,7 +220,7 @@ fn cut_short(ret: &mut Option<PoolReturn>, rec: &mut Option<Recorder>) {
     }
     if let Some(r) = ret.take() {
         r.endpoint.metrics.error(reason);
-        record_failure(&r.pool, &r.endpoint, reason.as_str());
+        r.pool.record_failure(&r.endpoint, reason.as_str());
     }
 }
 

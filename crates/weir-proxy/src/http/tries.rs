@@ -26,7 +26,6 @@ use http::{Method, Response};
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
 use crate::endpoint::EndpointRt;
-use crate::health::record_failure;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::upbody::{Prepared, UpBody};
@@ -172,7 +171,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                 // (`http/body.rs`), since it may still be cut short.
                 let status = resp.status().as_u16();
                 if pool.health.eject_status.contains(&status) {
-                    record_failure(pool, &ep, "ejecting status");
+                    pool.record_failure(&ep, "ejecting status");
                 }
                 if !(retry_status && idempotent && replay.is_some()) {
                     return Ended::Response(attach(resp, granted), index);
@@ -185,7 +184,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                 true
             }
             Outcome::NotDelivered(reason, detail) => {
-                record_failure(pool, &ep, reason.as_str());
+                pool.record_failure(&ep, reason.as_str());
                 ep.metrics.error(reason);
                 retried_for = reason.as_str();
                 last_failure = (reason, detail, Some((ep.addr_str.clone(), index)));
@@ -194,7 +193,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             }
             Outcome::MaybeDelivered(reason, detail) => {
                 if reason != Reason::UpstreamTimeout {
-                    record_failure(pool, &ep, reason.as_str());
+                    pool.record_failure(&ep, reason.as_str());
                 }
                 ep.metrics.error(reason);
                 retried_for = reason.as_str();
@@ -216,13 +215,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         tries += 1;
         info.retries = tries;
         fresh_only = true;
-        *pool
-            .shared
-            .retries
-            .lock()
-            .unwrap()
-            .entry(retried_for)
-            .or_default() += 1;
+        pool.shared.metrics.retried(retried_for);
         // Prefer another endpoint, even one marked down (see
         // `PoolRt::health_filter`), over the one that just failed.
         let index = pool.endpoints.iter().position(|e| Arc::ptr_eq(e, &ep));

@@ -6,6 +6,7 @@
 pub mod counts;
 pub mod endpoint;
 pub mod hist;
+pub mod pool;
 pub mod recorder;
 pub mod render;
 pub mod stats;

@@ -177,7 +177,12 @@ impl Collector for Weir {
         let queue: Vec<(Labels, &Histogram)> = pools
             .iter()
             .filter(|p| p.limited())
-            .map(|p| (vec![("pool", p.name.to_string())], &p.shared.queue_wait))
+            .map(|p| {
+                (
+                    vec![("pool", p.name.to_string())],
+                    &p.shared.metrics.queue_wait,
+                )
+            })
             .collect();
         histogram(
             &mut enc,
@@ -191,7 +196,7 @@ impl Collector for Weir {
             .map(|p| {
                 (
                     vec![("pool", p.name.to_string())],
-                    p.shared.queue_len() as i64,
+                    p.shared.queue.len() as i64,
                 )
             })
             .collect();
@@ -232,10 +237,10 @@ impl Collector for Weir {
 
         let mut retries = Vec::new();
         for p in &pools {
-            for (reason, n) in p.shared.retries.lock().unwrap().iter() {
+            for (reason, n) in p.shared.metrics.retries() {
                 retries.push((
                     vec![("pool", p.name.to_string()), ("reason", reason.to_string())],
-                    *n,
+                    n,
                 ));
             }
         }
