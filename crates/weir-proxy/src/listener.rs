@@ -15,11 +15,11 @@ use tokio_util::task::TaskTracker;
 use tracing::warn;
 use weir_config::Protocol;
 
+use crate::codec::h1::server::Socket;
 use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::conn_state::ConnState;
 use crate::http::forward::ConnCtx;
 use crate::http::headers::client_ip_value;
-use crate::http::server::Socket;
 use crate::metrics::{Held, GLOBAL};
 use crate::tcp::session::serve as serve_tcp;
 use crate::Shared;
@@ -161,7 +161,7 @@ type Listener = AsyncFd<std::net::TcpListener>;
 
 /// Accepts one connection, non-blocking and close-on-exec, without
 /// registering it with the runtime as tokio's `accept` would: an HTTP
-/// client socket registers only once it must wait (http/server/socket.rs).
+/// client socket registers only once it must wait (codec/h1/server/socket.rs).
 async fn accept(l: &Listener) -> io::Result<(std::net::TcpStream, SocketAddr)> {
     loop {
         let mut guard = l.readable().await?;

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 
 use crate::capacity::Slot;
+use crate::codec::h1::client::{self as h1, RecvBody};
 use crate::endpoint::EndpointRt;
 use crate::health::{record_failure, record_success};
 use crate::http::conn_state::BusyGuard;
@@ -21,7 +22,6 @@ use crate::http::upbody::UpBody;
 use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
-use crate::upstream::h1::{self, RecvBody};
 use crate::upstream::idle::Conn;
 
 /// The upstream response body: it owns the connection until the end.

@@ -14,10 +14,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
+use crate::codec::h1::server::{self, Control, Handler, ReqBody};
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::forward::{handle, refused, ConnCtx};
-use crate::http::server::{self, Control, Handler, ReqBody};
 use crate::race::race;
 
 pub struct ClientLimits {

@@ -13,12 +13,12 @@ use weir_config::HashKey;
 
 use crate::accesslog::{Entry, Sink};
 use crate::balance::{hash_bytes, Algorithm, PickKey};
+use crate::codec::h1::server::ReqBody;
 use crate::endpoint::EndpointRt;
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::ConnState;
 use crate::http::error::{error_response, error_response_as};
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
-use crate::http::server::ReqBody;
 use crate::http::tries::{self, Attempts, Ended, TryInfo};
 use crate::http::upbody::prepare;
 use crate::metrics::counts::Counts;
@@ -221,7 +221,7 @@ async fn route_and_forward(
     }
     let h = req.headers_mut();
     strip_hop_by_hop(h);
-    // weir answers `Expect: 100-continue` itself (`http::server` sends 100
+    // weir answers `Expect: 100-continue` itself (`codec::h1::server` sends 100
     // when the body is first read, i.e. once the upstream is connected).
     h.remove(header::EXPECT);
     add_forwarded(h, &ctx.client_ip, host_hdr.as_ref());

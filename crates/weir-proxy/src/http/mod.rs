@@ -7,6 +7,5 @@ pub mod conn_state;
 pub mod error;
 pub mod forward;
 pub mod headers;
-pub mod server;
 pub mod tries;
 pub mod upbody;

@@ -25,6 +25,7 @@ use http::{Method, Response};
 
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
+use crate::codec::h1::client::{self as h1, HeadTimer, Payload, SendError};
 use crate::endpoint::EndpointRt;
 use crate::health::record_failure;
 use crate::http::body::{PoolReturn, ProxyBody};
@@ -33,7 +34,6 @@ use crate::http::upbody::{Prepared, UpBody};
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::upstream::connect::connect;
-use crate::upstream::h1::{self, HeadTimer, Payload, SendError};
 use crate::upstream::idle::Conn;
 use crate::upstream::keep_alive::idle_allowance;
 

@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 
-use crate::http::server::{BodyError, ReqBody};
+use crate::codec::h1::server::{BodyError, ReqBody};
 
 /// A body too large to replay (replayable ones go upstream as bytes).
 pub enum UpBody {

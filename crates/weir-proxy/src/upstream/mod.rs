@@ -1,6 +1,5 @@
 //! Connections to upstream endpoints: connecting, and the keep-alive pool.
 
 pub mod connect;
-pub mod h1;
 pub mod idle;
 pub mod keep_alive;

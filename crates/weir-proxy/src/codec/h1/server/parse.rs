@@ -11,7 +11,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::h1::spans::{offset, Spans};
+use crate::codec::h1::common::spans::{offset, Spans};
 
 use bytes::BytesMut;
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING};
@@ -20,8 +20,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri, Version};
 
 use super::error::ParseError;
 use super::{MAX_HEADERS, MAX_URI_LEN};
-use crate::h1::decode::Decoder;
-use crate::h1::fields::{digits, fold_connection, trim};
+use crate::codec::h1::common::decode::Decoder;
+use crate::codec::h1::common::fields::{digits, fold_connection, trim};
 
 pub(crate) struct Head {
     pub parts: Parts,

@@ -14,7 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{parse, send, Connection, Payload};
-use crate::h1::decode::Decoder;
+use crate::codec::h1::common::decode::Decoder;
 
 /// What a client made of a response.
 #[derive(Debug, PartialEq)]

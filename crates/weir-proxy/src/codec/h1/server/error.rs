@@ -4,7 +4,7 @@
 
 use std::io;
 
-use crate::h1::decode::DecodeError;
+use crate::codec::h1::common::decode::DecodeError;
 
 use super::{MAX_HEADERS, MAX_URI_LEN};
 

@@ -249,7 +249,7 @@ fn encode(
     let s = format!(
         "{}{}",
         &s[..date],
-        &s[date + 6 + crate::h1::date::LEN + 2..]
+        &s[date + 6 + crate::codec::h1::common::date::LEN + 2..]
     );
     (s, f, keep_alive)
 }

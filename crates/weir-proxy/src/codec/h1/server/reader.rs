@@ -18,7 +18,7 @@ use tokio::io::ReadBuf;
 use tokio_util::io::poll_read_buf;
 
 use super::socket::ReadHalf;
-use crate::h1::decode::Decoder;
+use crate::codec::h1::common::decode::Decoder;
 
 /// Reads start with this much room (hyper's first read size too); a read
 /// that fills the room doubles it, up to `MAX_READ`, for large uploads.

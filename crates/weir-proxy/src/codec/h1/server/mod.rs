@@ -8,7 +8,7 @@
 //! the response head and a small body leave in one write.
 //!
 //! - `parse`: the request head and how its body is framed (the body decoder
-//!   is `crate::h1::decode`, shared with the upstream client);
+//!   is `crate::codec::h1::common::decode`, shared with the upstream client);
 //! - `socket`: the client socket, registered with epoll only once it must wait;
 //! - `reader`: the socket's read side and the buffer that outlives a request;
 //! - `body`: the request body handed to the handler;

@@ -21,7 +21,7 @@ use super::encode::{self, BodyKind};
 use super::error::{BoxError, Error};
 use super::parse::{self, Head};
 use super::write::{WriteError, Writer};
-use crate::h1::decode::Decoder;
+use crate::codec::h1::common::decode::Decoder;
 
 /// The request body to send.
 pub enum Payload<B> {

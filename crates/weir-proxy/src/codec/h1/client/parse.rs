@@ -4,7 +4,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::h1::spans::{offset, Spans};
+use crate::codec::h1::common::spans::{offset, Spans};
 
 use bytes::{Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
@@ -13,8 +13,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Ver
 
 use super::error::Error;
 use super::{MAX_HEAD, MAX_HEADERS};
-use crate::h1::decode::Decoder;
-use crate::h1::fields::{add_length, fold_connection, trim};
+use crate::codec::h1::common::decode::Decoder;
+use crate::codec::h1::common::fields::{add_length, fold_connection, trim};
 
 pub(super) struct Head {
     pub parts: Parts,

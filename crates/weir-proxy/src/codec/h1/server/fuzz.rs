@@ -7,7 +7,7 @@
 use bytes::BytesMut;
 
 use super::parse::parse;
-use crate::h1::decode::Decoder;
+use crate::codec::h1::common::decode::Decoder;
 
 /// A head limit small enough for fuzz inputs to reach it.
 const MAX_HEAD: usize = 8 * 1024;

@@ -12,7 +12,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::error::BodyError;
 use super::reader::Home;
-use crate::h1::decode::DecodeError;
+use crate::codec::h1::common::decode::DecodeError;
 
 pub struct ReqBody {
     /// Only while there is body left to read.
