@@ -6,3 +6,4 @@
 //! - `h1`: weir's own HTTP/1.1 codec. HTTP/2 would be `h2` beside it.
 
 pub mod h1;
+pub mod send;

@@ -13,9 +13,10 @@ use weir_config::HashKey;
 
 use crate::accesslog::{Entry, Sink};
 use crate::balance::{hash_bytes, Algorithm, PickKey};
-use crate::codec::h1::server::ReqBody;
 use crate::endpoint::EndpointRt;
+use crate::error::TryError;
 use crate::http::body::ProxyBody;
+use crate::http::client_body::ClientBody;
 use crate::http::conn_state::ConnState;
 use crate::http::error::{error_response, error_response_as};
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
@@ -70,7 +71,7 @@ fn fail_as(
     error_response_as(status, reason)
 }
 
-pub async fn handle(ctx: &ConnCtx, req: Request<ReqBody>) -> Response<ProxyBody> {
+pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBody> {
     let start = Instant::now();
     let busy = ctx.state.begin_request();
     let mut counted = None;
@@ -128,7 +129,7 @@ pub fn refused(ctx: &ConnCtx, status: u16, why: &dyn std::fmt::Display) {
 /// The access log entry as far as it is known before the response.
 type Log = Option<(Sink, Box<Entry>)>;
 
-fn start_entry(l: &ListenerSnap, ctx: &ConnCtx, req: &Request<ReqBody>) -> Log {
+fn start_entry(l: &ListenerSnap, ctx: &ConnCtx, req: &Request<ClientBody>) -> Log {
     let sink = l.access_log.clone()?;
     let host = req
         .headers()
@@ -167,7 +168,7 @@ fn count_as(
 
 async fn route_and_forward(
     ctx: &ConnCtx,
-    mut req: Request<ReqBody>,
+    mut req: Request<ClientBody>,
     start: Instant,
     counted: &mut Counted,
     log: &mut Log,
@@ -298,11 +299,11 @@ async fn route_and_forward(
             resp
         }
         Ended::Failed {
-            reason,
-            status_of,
-            detail,
+            error,
+            retries,
             endpoint,
         } => {
+            let reason = Ended::reason(&error, retries);
             count_as(
                 counted,
                 &metrics,
@@ -317,15 +318,29 @@ async fn route_and_forward(
                 Reason::QueueFull | Reason::QueueTimeout | Reason::NoHealthyEndpoint => {
                     overflow(&pool, reason, &w)
                 }
-                _ => fail_as(status_of.status(), reason, &w, &detail),
+                // After retries the reason is `retries_exhausted`, but a
+                // last try that timed out still answers 504.
+                _ => fail_as(error.reason.status(), reason, &w, &Detail(&error, retries)),
             }
+        }
+    }
+}
+
+/// A failed request's log detail, rendered only when logged.
+struct Detail<'a>(&'a TryError, u32);
+
+impl std::fmt::Display for Detail<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            0 => self.0.fmt(f),
+            n => write!(f, "{n} retries; last: {}", self.0),
         }
     }
 }
 
 /// What the pool's algorithm needs from the request: a hash of the
 /// configured key, or the endpoint a sticky cookie names.
-fn pick_key(pool: &PoolRt, req: &Request<ReqBody>, client: SocketAddr) -> PickKey {
+fn pick_key(pool: &PoolRt, req: &Request<ClientBody>, client: SocketAddr) -> PickKey {
     let mut key = PickKey::default();
     let (hashes, codec) = match &pool.algorithm {
         Algorithm::Hash { .. } => (true, None),

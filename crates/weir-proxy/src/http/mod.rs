@@ -2,6 +2,7 @@
 //! the pieces they need (headers, bodies, generated errors, client timeouts).
 
 pub mod body;
+pub mod client_body;
 pub mod conn;
 pub mod conn_state;
 pub mod error;

@@ -11,16 +11,16 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 
-use crate::codec::h1::server::{BodyError, ReqBody};
+use crate::http::client_body::{ClientBody, ClientBodyError};
 
 /// A body too large to replay (replayable ones go upstream as bytes).
 pub enum UpBody {
     /// Streamed from the client as it arrives.
-    Stream(ReqBody, Option<Arc<AtomicU64>>),
+    Stream(ClientBody, Option<Arc<AtomicU64>>),
     /// Already-read bytes, then the rest of the stream.
     Chain {
         head: Option<Bytes>,
-        rest: ReqBody,
+        rest: ClientBody,
         count: Option<Arc<AtomicU64>>,
     },
 }
@@ -39,7 +39,7 @@ impl UpBody {
     }
 }
 
-fn count(frame: &Poll<Option<Result<Frame<Bytes>, BodyError>>>, c: &Option<Arc<AtomicU64>>) {
+fn count(frame: &Poll<Option<Result<Frame<Bytes>, ClientBodyError>>>, c: &Option<Arc<AtomicU64>>) {
     if let (Poll::Ready(Some(Ok(f))), Some(c)) = (frame, c) {
         if let Some(d) = f.data_ref() {
             c.fetch_add(d.len() as u64, Relaxed);
@@ -62,7 +62,7 @@ impl Prepared {
 }
 
 /// Reads up to `limit` bytes of the body to decide whether it can be replayed.
-pub async fn prepare(mut body: ReqBody, limit: usize) -> Result<Prepared, BodyError> {
+pub async fn prepare(mut body: ClientBody, limit: usize) -> Result<Prepared, ClientBodyError> {
     if body.is_end_stream() {
         return Ok(Prepared::Replayable(Bytes::new()));
     }
@@ -96,12 +96,12 @@ pub async fn prepare(mut body: ReqBody, limit: usize) -> Result<Prepared, BodyEr
 
 impl Body for UpBody {
     type Data = Bytes;
-    type Error = BodyError;
+    type Error = ClientBodyError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, ClientBodyError>>> {
         match self.get_mut() {
             UpBody::Stream(inner, c) => {
                 let f = Pin::new(inner).poll_frame(cx);

@@ -9,7 +9,7 @@
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::request::Parts;
@@ -22,14 +22,7 @@ use super::error::{BoxError, Error};
 use super::parse::{self, Head};
 use super::write::{WriteError, Writer};
 use crate::codec::h1::common::decode::Decoder;
-
-/// The request body to send.
-pub enum Payload<B> {
-    /// Held in memory (possibly empty): sent with the head when small.
-    Bytes(Bytes),
-    /// Streamed as it arrives.
-    Stream(B),
-}
+use crate::codec::send::{HeadTimer, Payload};
 
 /// A failed exchange. When not a byte of the request went out (the
 /// connection was dead before it was used), `unsent` gives the payload back
@@ -57,37 +50,6 @@ impl<B> SendError<B> {
     /// response byte.
     pub fn may_have_been_processed(&self) -> bool {
         self.unsent.is_none() && (self.answered || !self.error.is_reset())
-    }
-}
-
-/// How long an exchange waits for the response head.
-#[derive(Debug, Clone, Copy)]
-pub struct HeadTimer {
-    /// When the exchange started: the whole request usually goes out in the
-    /// first write, and then `limit` counts from here (no clock read).
-    pub started: Instant,
-    /// The wait allowed after the last request byte went out, so that a slow
-    /// upload is not cut while it is still being sent.
-    pub limit: Duration,
-    /// Never wait past this, however recently bytes went out.
-    pub cap: Option<Instant>,
-}
-
-impl HeadTimer {
-    fn after(&self, sent: Instant) -> Instant {
-        let d = sent + self.limit;
-        self.cap.map_or(d, |c| c.min(d))
-    }
-}
-
-/// A fixed deadline.
-impl From<Instant> for HeadTimer {
-    fn from(deadline: Instant) -> Self {
-        HeadTimer {
-            started: deadline,
-            limit: Duration::ZERO,
-            cap: Some(deadline),
-        }
     }
 }
 

@@ -26,9 +26,10 @@ mod write;
 #[cfg(test)]
 mod differential;
 
+pub use crate::codec::send::{HeadTimer, Payload};
 pub use conn::Connection;
 pub use error::Error;
-pub use exchange::{send, HeadTimer, Payload, RecvBody, SendError};
+pub use exchange::{send, RecvBody, SendError};
 
 /// The largest response head accepted (status line, headers, 1xx heads).
 pub const MAX_HEAD: usize = 64 * 1024;

@@ -14,6 +14,7 @@ use super::conn::Connection;
 use super::encode::Framing;
 use super::error::{BoxError, Error};
 use crate::codec::h1::common::fields::push_hex;
+use crate::codec::send::Payload;
 
 /// Bodies up to this size are copied behind the head, for a single write.
 const INLINE_BODY: usize = 16 * 1024;
@@ -29,7 +30,7 @@ pub(super) enum WriteError {
 enum Stream<B> {
     /// The payload, until the first byte goes out (so that a connection
     /// found dead by the first write can hand it back).
-    Held(super::Payload<B>),
+    Held(Payload<B>),
     Body(B),
     Done,
 }
@@ -55,7 +56,7 @@ where
     B::Error: Into<BoxError>,
 {
     /// `conn.wbuf` holds the head; `inline` when the payload bytes follow it there.
-    pub fn new(held: super::Payload<B>, inline: bool, framing: Framing) -> Self {
+    pub fn new(held: Payload<B>, inline: bool, framing: Framing) -> Self {
         Writer {
             head_at: 0,
             inline,
@@ -84,7 +85,7 @@ where
     }
 
     /// The payload back, if not a byte of the request went out.
-    pub fn take_unsent(&mut self) -> Option<super::Payload<B>> {
+    pub fn take_unsent(&mut self) -> Option<Payload<B>> {
         match std::mem::replace(&mut self.stream, Stream::Done) {
             Stream::Held(p) => Some(p),
             _ => None,
@@ -207,11 +208,11 @@ where
     }
 
     /// The first bytes went out: what follows the head is now committed.
-    fn start(&mut self, p: super::Payload<B>) {
+    fn start(&mut self, p: Payload<B>) {
         match p {
-            super::Payload::Bytes(b) if !self.inline && !b.is_empty() => self.out.push_back(b),
-            super::Payload::Bytes(_) => {}
-            super::Payload::Stream(body) => {
+            Payload::Bytes(b) if !self.inline && !b.is_empty() => self.out.push_back(b),
+            Payload::Bytes(_) => {}
+            Payload::Stream(body) => {
                 if self.framing != Framing::Length(0) {
                     self.stream = Stream::Body(body);
                 }

@@ -28,22 +28,31 @@ use super::reader::{Home, Reader};
 use super::respond::{self, Asked, Framing, Length};
 use super::socket::Socket;
 use super::write::Writer;
-use crate::http::conn_state::ConnState;
 
 /// What serves the requests of a connection.
 pub trait Handler: Sync {
+    /// The request body the handler takes, made from this server's
+    /// [`ReqBody`] where the request is built (a codec-neutral body costs
+    /// no extra move of the request).
+    type ReqBody: From<ReqBody>;
     type Body: Body<Data = Bytes> + Unpin + Send;
-    fn call(&self, req: Request<ReqBody>)
-        -> impl Future<Output = Response<Self::Body>> + Send + '_;
+    fn call(
+        &self,
+        req: Request<Self::ReqBody>,
+    ) -> impl Future<Output = Response<Self::Body>> + Send + '_;
 
     /// A request the server refused before the handler saw it (answered
     /// with `status`): for the handler's metrics and logs.
     fn refused(&self, _status: u16, _why: &dyn Display) {}
+
+    /// Bytes of a request head arrived (for the client timeouts).
+    #[inline]
+    fn head_bytes(&self) {}
 }
 
-/// What the connection shares with the task that runs it.
+/// The drain state a connection shares with the task that runs it.
 #[derive(Debug, Default)]
-pub struct Control {
+pub struct DrainFlags {
     /// A request is being answered: a drain must let it finish.
     pub busy: AtomicBool,
     /// Close after the current response (sent with `Connection: close`).
@@ -61,15 +70,9 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// at most, and then the upstream exchange is cancelled as always.
 const WATCH_DELAY: Duration = Duration::from_millis(5);
 
-/// Serves the connection until it closes. `state` learns when request
-/// bytes arrive (for the client timeouts); heads over `max_head` get 431.
-pub async fn run<H: Handler>(
-    stream: Socket,
-    handler: &H,
-    ctl: &Control,
-    state: &ConnState,
-    max_head: usize,
-) where
+/// Serves the connection until it closes. Heads over `max_head` get 431.
+pub async fn run<H: Handler>(stream: Socket, handler: &H, ctl: &DrainFlags, max_head: usize)
+where
     <H::Body as Body>::Error: Display,
 {
     let (rd, wr) = stream.into_split();
@@ -81,7 +84,7 @@ pub async fn run<H: Handler>(
         watch_from: None,
     };
     loop {
-        let Some(head) = conn.next_head(handler, state, max_head).await else {
+        let Some(head) = conn.next_head(handler, max_head).await else {
             break;
         };
         ctl.busy.store(true, Relaxed);
@@ -119,12 +122,7 @@ struct Conn {
 impl Conn {
     /// The next request head; `None` when the connection is over (EOF, an
     /// error, or a head weir refused and answered).
-    async fn next_head<H: Handler>(
-        &mut self,
-        handler: &H,
-        state: &ConnState,
-        max_head: usize,
-    ) -> Option<Head> {
+    async fn next_head<H: Handler>(&mut self, handler: &H, max_head: usize) -> Option<Head> {
         let r = self.reader.as_mut()?;
         let w = &mut self.w;
         let parsed = poll_fn(|cx| loop {
@@ -144,7 +142,7 @@ impl Conn {
                 }
                 // EOF (mid-head too: hyper answered nothing either) or an error.
                 Poll::Ready(Ok(0) | Err(_)) => return Poll::Ready(Ok(None)),
-                Poll::Ready(Ok(_)) => state.on_read(),
+                Poll::Ready(Ok(_)) => handler.head_bytes(),
             }
         })
         .await;
@@ -164,7 +162,7 @@ impl Conn {
 
     /// One request and its response; whether the connection can carry
     /// another.
-    async fn exchange<H: Handler>(&mut self, handler: &H, head: Head, ctl: &Control) -> bool
+    async fn exchange<H: Handler>(&mut self, handler: &H, head: Head, ctl: &DrainFlags) -> bool
     where
         <H::Body as Body>::Error: Display,
     {
@@ -184,7 +182,7 @@ impl Conn {
             home.lend(r);
             ReqBody::new(home.clone(), remaining, head.expect_continue)
         };
-        let mut call = pin!(handler.call(Request::from_parts(head.parts, body)));
+        let mut call = pin!(handler.call(Request::from_parts(head.parts, body.into())));
         let Some(resp) = poll_fn(|cx| self.wait(call.as_mut(), cx)).await else {
             debug!("client went away before the response");
             return false;

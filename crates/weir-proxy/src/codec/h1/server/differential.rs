@@ -15,8 +15,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{run, Control, Handler, ReqBody, Socket};
-use crate::http::conn_state::ConnState;
+use super::{run, DrainFlags, Handler, ReqBody, Socket};
 
 /// What the handler saw of one request.
 type Seen = (
@@ -118,6 +117,7 @@ where
 struct Noter(Arc<Mutex<Vec<Seen>>>);
 
 impl Handler for Noter {
+    type ReqBody = ReqBody;
     type Body = Full<Bytes>;
     async fn call(&self, req: Request<ReqBody>) -> Response<Full<Bytes>> {
         note(req, &self.0).await
@@ -133,9 +133,8 @@ async fn server(weir: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec<Seen>>>) {
     tokio::spawn(async move {
         let (s, _) = l.accept().await.unwrap();
         if weir {
-            let state = ConnState::new();
             let s = Socket::new(s.into_std().unwrap());
-            run(s, &Noter(s2), &Control::default(), &state, 64 * 1024).await;
+            run(s, &Noter(s2), &DrainFlags::default(), 64 * 1024).await;
         } else {
             let svc = service_fn(move |req| {
                 let seen = s2.clone();

@@ -34,7 +34,7 @@ pub mod fuzz;
 mod tests;
 
 pub use body::ReqBody;
-pub use conn::{run, Control, Handler};
+pub use conn::{run, DrainFlags, Handler};
 pub use error::{BodyError, ParseError};
 pub use socket::Socket;
 

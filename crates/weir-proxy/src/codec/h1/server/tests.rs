@@ -16,8 +16,7 @@ use super::error::ParseError;
 use super::fuzz::{check, frame, End};
 use super::parse::parse;
 use super::respond::{self, Asked, Framing, Length};
-use super::{run, Control, Handler, ReqBody, Socket, MAX_HEADERS};
-use crate::http::conn_state::ConnState;
+use super::{run, DrainFlags, Handler, ReqBody, Socket, MAX_HEADERS};
 
 fn head(input: &str) -> Result<Option<super::parse::Head>, ParseError> {
     let mut buf = BytesMut::from(input.as_bytes());
@@ -374,6 +373,7 @@ fn response_heads() {
 struct Echo;
 
 impl Handler for Echo {
+    type ReqBody = ReqBody;
     type Body = Full<Bytes>;
 
     async fn call(&self, req: Request<ReqBody>) -> Response<Full<Bytes>> {
@@ -395,25 +395,19 @@ impl Handler for Echo {
     }
 }
 
-async fn serve_once<H: Handler + Send + 'static>(handler: H) -> (std::net::SocketAddr, Arc<Control>)
+async fn serve_once<H: Handler + Send + 'static>(
+    handler: H,
+) -> (std::net::SocketAddr, Arc<DrainFlags>)
 where
     <H::Body as http_body::Body>::Error: std::fmt::Display,
 {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    let ctl = Arc::new(Control::default());
+    let ctl = Arc::new(DrainFlags::default());
     let c = ctl.clone();
     tokio::spawn(async move {
         let (s, _) = l.accept().await.unwrap();
-        let state = ConnState::new();
-        run(
-            Socket::new(s.into_std().unwrap()),
-            &handler,
-            &c,
-            &state,
-            64 * 1024,
-        )
-        .await;
+        run(Socket::new(s.into_std().unwrap()), &handler, &c, 64 * 1024).await;
     });
     (addr, ctl)
 }
@@ -564,6 +558,7 @@ impl Drop for DropFlag {
 }
 
 impl Handler for Slow {
+    type ReqBody = ReqBody;
     type Body = Full<Bytes>;
     async fn call(&self, _req: Request<ReqBody>) -> Response<Full<Bytes>> {
         let _flag = DropFlag(self.1.clone());
@@ -629,6 +624,7 @@ impl http_body::Body for Frames {
 
 struct Chunky;
 impl Handler for Chunky {
+    type ReqBody = ReqBody;
     type Body = Frames;
     async fn call(&self, _req: Request<ReqBody>) -> Response<Frames> {
         Response::new(Frames(vec![3, 40_000, 5, 200_000]))
