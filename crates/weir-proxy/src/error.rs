@@ -12,7 +12,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::reason::Reason;
-use crate::upstream::connect::ConnectError;
+use crate::transport::ConnectError;
 use crate::upstream::ExchangeError;
 
 /// Why one try gave no answer.

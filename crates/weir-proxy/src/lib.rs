@@ -23,6 +23,7 @@ pub mod retry;
 pub mod router;
 pub mod snapshot;
 pub mod tcp;
+pub mod transport;
 pub mod upstream;
 
 use std::collections::HashMap;

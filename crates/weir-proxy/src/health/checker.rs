@@ -15,7 +15,7 @@ use weir_config::{Health, HealthCheck};
 
 use crate::clock;
 use crate::endpoint::EndpointRt;
-use crate::upstream::connect::connect;
+use crate::transport::connect;
 
 /// Largest health response body read when looking for `expect_body`.
 const MAX_BODY: usize = 64 * 1024;

@@ -20,6 +20,7 @@ use crate::http::client_body::ClientBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::forward::{handle, refused, ConnCtx};
 use crate::race::race;
+use crate::transport::ClientStream;
 
 pub struct ClientLimits {
     pub header_timeout: Duration,
@@ -52,7 +53,7 @@ impl Handler for Proxy {
 }
 
 pub async fn serve(
-    stream: server::Socket,
+    stream: ClientStream,
     ctx: Arc<ConnCtx>,
     limits: ClientLimits,
     drain: CancellationToken,

@@ -12,7 +12,6 @@ use http::request::Parts;
 use http::Response;
 
 use super::body::RecvBody;
-use super::connect::connect;
 use super::idle::Conn;
 use super::session::{SendFailed, Session};
 use crate::codec::h1::client::Connection;
@@ -20,6 +19,7 @@ use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, TryError};
 use crate::http::upbody::UpBody;
+use crate::transport::UpstreamStream;
 
 /// What a try asks of the endpoint.
 pub struct Exchange<'a> {
@@ -71,7 +71,7 @@ pub async fn exchange(
                     .cap
                     .map_or(x.connect_timeout, |c| c.saturating_duration_since(opening));
                 let timeout = x.connect_timeout.min(left.max(Duration::from_millis(1)));
-                match connect(ep.addr, timeout).await {
+                match UpstreamStream::connect(ep.addr, timeout).await {
                     Ok(io) => {
                         let now = Instant::now();
                         *connect_took = now - opening;

@@ -1,11 +1,10 @@
 //! The upstream side of the pipeline, whatever the protocol: sessions
 //! (`session.rs`, the seam; `h1.rs`, its HTTP/1.1 implementation), the
 //! response body that owns a session (`body.rs`), one try's exchange
-//! (`exchange.rs`: checkout or connect, send), and each endpoint's idle
+//! (`exchange.rs`: checkout or connect, send; streams come from `transport`), and each endpoint's idle
 //! store (`idle.rs`, `keep_alive.rs`).
 
 mod body;
-pub mod connect;
 mod exchange;
 mod h1;
 pub mod idle;

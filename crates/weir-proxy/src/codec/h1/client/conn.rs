@@ -9,11 +9,10 @@ use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use tokio::io::Interest;
-use tokio::net::TcpStream;
 use tokio_util::io::poll_read_buf;
 
 use crate::metrics::{Held, GLOBAL};
+use crate::transport::UpstreamStream;
 
 /// Read with at least this much room at first; a read that fills the room
 /// doubles it, up to `MAX_READ` (large bodies take fewer reads). The buffer
@@ -24,7 +23,7 @@ const READ_CHUNK: usize = 16 * 1024;
 const MAX_READ: usize = 512 * 1024;
 
 pub struct Connection {
-    pub(super) io: TcpStream,
+    pub(super) io: UpstreamStream,
     pub(super) rbuf: BytesMut,
     pub(super) wbuf: Vec<u8>,
     read_size: usize,
@@ -34,7 +33,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(io: TcpStream) -> Self {
+    pub fn new(io: UpstreamStream) -> Self {
         Connection {
             io,
             rbuf: BytesMut::new(),
@@ -52,15 +51,7 @@ impl Connection {
         if !self.rbuf.is_empty() {
             return true;
         }
-        let peeked = self.io.try_io(Interest::READABLE, || {
-            let mut b = [std::mem::MaybeUninit::<u8>::uninit(); 1];
-            socket2::SockRef::from(&self.io).peek(&mut b)
-        });
-        match peeked {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-            // EOF, unsolicited bytes, or an error.
-            _ => true,
-        }
+        self.io.peer_gone()
     }
 
     /// After a clean close with no answer to a request that went out:
@@ -73,7 +64,7 @@ impl Connection {
         let wait = (self.rtt() * 2 + Duration::from_millis(1)).min(Duration::from_millis(20));
         let until = Instant::now() + wait;
         loop {
-            match self.io.take_error() {
+            match self.io.raw().take_error() {
                 // A reset in CLOSE_WAIT (after the peer's FIN) reports EPIPE.
                 Ok(Some(e)) => {
                     return matches!(
@@ -97,7 +88,7 @@ impl Connection {
         // SAFETY: a valid socket, and a buffer of the length passed.
         let rc = unsafe {
             libc::getsockopt(
-                self.io.as_raw_fd(),
+                self.io.raw().as_raw_fd(),
                 libc::IPPROTO_TCP,
                 libc::TCP_INFO,
                 (&mut info as *mut libc::tcp_info).cast(),

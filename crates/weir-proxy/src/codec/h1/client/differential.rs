@@ -143,7 +143,9 @@ fn reason(e: &http::Extensions) -> Option<Vec<u8>> {
 
 async fn with_weir(method: &str, response: &[u8], bytewise: bool) -> Seen {
     let addr = backend(response.to_vec(), bytewise).await;
-    let conn = Connection::new(TcpStream::connect(addr).await.unwrap());
+    let conn = Connection::new(crate::transport::UpstreamStream::Plain(
+        TcpStream::connect(addr).await.unwrap(),
+    ));
     let (parts, _) = request(method).into_parts();
     let Ok(resp) = send(
         conn,

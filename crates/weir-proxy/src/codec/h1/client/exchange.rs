@@ -383,7 +383,10 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
         let (s, _) = l.accept().await.unwrap();
-        (Connection::new(c), s)
+        (
+            Connection::new(crate::transport::UpstreamStream::Plain(c)),
+            s,
+        )
     }
 
     /// Reads from `s` until `buf` holds a request head; returns its length.

@@ -26,8 +26,8 @@ use super::body::ReqBody;
 use super::parse::{self, Head};
 use super::reader::{Home, Reader};
 use super::respond::{self, Asked, Framing, Length};
-use super::socket::Socket;
 use super::write::Writer;
+use crate::transport::ClientStream;
 
 /// What serves the requests of a connection.
 pub trait Handler: Sync {
@@ -71,7 +71,7 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 const WATCH_DELAY: Duration = Duration::from_millis(5);
 
 /// Serves the connection until it closes. Heads over `max_head` get 431.
-pub async fn run<H: Handler>(stream: Socket, handler: &H, ctl: &DrainFlags, max_head: usize)
+pub async fn run<H: Handler>(stream: ClientStream, handler: &H, ctl: &DrainFlags, max_head: usize)
 where
     <H::Body as Body>::Error: Display,
 {

@@ -15,7 +15,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{run, DrainFlags, Handler, ReqBody, Socket};
+use super::{run, DrainFlags, Handler, ReqBody};
+use crate::transport::ClientStream;
 
 /// What the handler saw of one request.
 type Seen = (
@@ -133,7 +134,7 @@ async fn server(weir: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec<Seen>>>) {
     tokio::spawn(async move {
         let (s, _) = l.accept().await.unwrap();
         if weir {
-            let s = Socket::new(s.into_std().unwrap());
+            let s = ClientStream::plain(s.into_std().unwrap());
             run(s, &Noter(s2), &DrainFlags::default(), 64 * 1024).await;
         } else {
             let svc = service_fn(move |req| {

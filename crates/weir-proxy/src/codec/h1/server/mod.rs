@@ -9,7 +9,6 @@
 //!
 //! - `parse`: the request head and how its body is framed (the body decoder
 //!   is `crate::codec::h1::common::decode`, shared with the upstream client);
-//! - `socket`: the client socket, registered with epoll only once it must wait;
 //! - `reader`: the socket's read side and the buffer that outlives a request;
 //! - `body`: the request body handed to the handler;
 //! - `respond`: the response head and its framing;
@@ -23,7 +22,6 @@ mod error;
 mod parse;
 mod reader;
 mod respond;
-mod socket;
 mod write;
 
 #[cfg(test)]
@@ -36,7 +34,6 @@ mod tests;
 pub use body::ReqBody;
 pub use conn::{run, DrainFlags, Handler};
 pub use error::{BodyError, ParseError};
-pub use socket::Socket;
 
 /// The most header fields a request may carry (hyper's limit too): more
 /// answers 431.

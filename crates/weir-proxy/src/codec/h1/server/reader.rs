@@ -14,11 +14,10 @@ use std::sync::Mutex;
 use std::task::{ready, Context, Poll};
 
 use bytes::BytesMut;
-use tokio::io::ReadBuf;
 use tokio_util::io::poll_read_buf;
 
-use super::socket::ReadHalf;
 use crate::codec::h1::common::decode::Decoder;
+use crate::transport::ClientReader;
 
 /// Reads start with this much room (hyper's first read size too); a read
 /// that fills the room doubles it, up to `MAX_READ`, for large uploads.
@@ -26,7 +25,7 @@ const READ_CHUNK: usize = 8 * 1024;
 const MAX_READ: usize = 256 * 1024;
 
 pub(crate) struct Reader {
-    io: ReadHalf,
+    io: ClientReader,
     pub buf: BytesMut,
     read_size: usize,
     /// The current request's body (`Done` when it has none, or it is read).
@@ -36,7 +35,7 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    pub fn new(io: ReadHalf) -> Self {
+    pub fn new(io: ClientReader) -> Self {
         Reader {
             io,
             buf: BytesMut::new(),
@@ -84,12 +83,7 @@ impl Reader {
     /// next request). A peek, so nothing is copied and the buffer is not
     /// grown while the last request still holds parts of it.
     pub fn poll_gone(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
-        let mut b = [0u8; 1];
-        let mut rb = ReadBuf::new(&mut b);
-        match ready!(self.io.poll_peek(cx, &mut rb)) {
-            Ok(0) | Err(_) => Poll::Ready(true),
-            Ok(_) => Poll::Ready(false),
-        }
+        self.io.poll_gone(cx)
     }
 }
 

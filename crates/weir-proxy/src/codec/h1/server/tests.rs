@@ -16,7 +16,8 @@ use super::error::ParseError;
 use super::fuzz::{check, frame, End};
 use super::parse::parse;
 use super::respond::{self, Asked, Framing, Length};
-use super::{run, DrainFlags, Handler, ReqBody, Socket, MAX_HEADERS};
+use super::{run, DrainFlags, Handler, ReqBody, MAX_HEADERS};
+use crate::transport::ClientStream;
 
 fn head(input: &str) -> Result<Option<super::parse::Head>, ParseError> {
     let mut buf = BytesMut::from(input.as_bytes());
@@ -407,7 +408,13 @@ where
     let c = ctl.clone();
     tokio::spawn(async move {
         let (s, _) = l.accept().await.unwrap();
-        run(Socket::new(s.into_std().unwrap()), &handler, &c, 64 * 1024).await;
+        run(
+            ClientStream::plain(s.into_std().unwrap()),
+            &handler,
+            &c,
+            64 * 1024,
+        )
+        .await;
     });
     (addr, ctl)
 }

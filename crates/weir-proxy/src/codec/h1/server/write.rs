@@ -12,7 +12,7 @@ use bytes::{Buf, Bytes};
 use tokio::io::AsyncWrite;
 
 use super::respond::Framing;
-use super::socket::WriteHalf;
+use crate::transport::ClientWriter;
 
 /// Body pieces up to this size are copied behind the head.
 const INLINE: usize = 16 * 1024;
@@ -26,7 +26,7 @@ const HIGH_WATER: usize = 256 * 1024;
 const MAX_SLICES: usize = 16;
 
 pub(crate) struct Writer {
-    io: WriteHalf,
+    io: ClientWriter,
     /// Copied bytes, written from `at`; before anything in `queue`.
     pub buf: Vec<u8>,
     at: usize,
@@ -35,7 +35,7 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub fn new(io: WriteHalf) -> Self {
+    pub fn new(io: ClientWriter) -> Self {
         Writer {
             io,
             buf: Vec::new(),

@@ -56,6 +56,11 @@ impl Socket {
         }
     }
 
+    /// The socket itself, for what needs no waiting (addresses, options).
+    pub fn tcp(&self) -> &TcpStream {
+        &self.inner.sock
+    }
+
     pub fn into_split(self) -> (ReadHalf, WriteHalf) {
         (
             ReadHalf {
@@ -185,6 +190,11 @@ pub struct ReadHalf {
 }
 
 impl ReadHalf {
+    /// The socket itself, for what needs no waiting (addresses, options).
+    pub fn tcp(&self) -> &TcpStream {
+        &self.inner.sock
+    }
+
     /// Whether the socket is in the runtime's epoll set yet.
     pub fn registered(&self) -> bool {
         self.inner.reg.get().is_some()
