@@ -29,7 +29,6 @@ use http::{Method, Response};
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
 use crate::codec::send::{HeadTimer, Payload};
-use crate::endpoint::EndpointRt;
 use crate::error::TryError;
 use crate::health::record_failure;
 use crate::http::body::{PoolReturn, ProxyBody};
@@ -61,9 +60,12 @@ pub struct Attempts<'a> {
     pub key: PickKey,
     pub parts: Parts,
     pub body: Prepared,
-    /// Called with each try's result to add response headers (sticky cookie).
-    pub decorate: &'a (dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
-    pub info: &'a mut TryInfo,
+}
+
+/// How the tries ended, and what they did (for the access log).
+pub struct Tried {
+    pub ended: Ended,
+    pub info: TryInfo,
 }
 
 /// How the tries ended: a response to send, or an error to generate.
@@ -98,14 +100,18 @@ fn idempotent(parts: &Parts) -> bool {
     ) || parts.headers.contains_key("idempotency-key")
 }
 
-pub async fn run(a: Attempts<'_>) -> Ended {
+pub async fn run(a: Attempts<'_>) -> Tried {
+    let mut info = TryInfo::default();
+    let ended = attempt(a, &mut info).await;
+    Tried { ended, info }
+}
+
+async fn attempt(a: Attempts<'_>, info: &mut TryInfo) -> Ended {
     let Attempts {
         pool,
         mut key,
         parts,
         body,
-        decorate,
-        info,
     } = a;
     let policy = &pool.retry;
     pool.shared.budget.deposit(policy.budget_percent);
@@ -163,10 +169,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                 cap: None,
             },
         };
-        let outcome = try_once(
-            pool, granted, &parts, body, fresh_only, timer, decorate, info,
-        )
-        .await;
+        let outcome = try_once(pool, granted, &parts, body, fresh_only, timer, info).await;
         let mut free = false;
         let retried_for;
         let retry = match outcome {
@@ -259,8 +262,6 @@ fn attach(mut resp: Response<ProxyBody>, granted: Granted) -> Response<ProxyBody
     resp
 }
 
-// Each argument is one fact the try needs; a struct would only rename them.
-#[allow(clippy::too_many_arguments)]
 async fn try_once(
     pool: &Arc<PoolRt>,
     granted: Granted,
@@ -268,7 +269,6 @@ async fn try_once(
     body: Payload<UpBody>,
     fresh_only: bool,
     timer: HeadTimer,
-    decorate: &(dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
     info: &mut TryInfo,
 ) -> Result<Answer, TryError> {
     let ep = granted.slot.endpoint.clone();
@@ -310,7 +310,6 @@ async fn try_once(
         max_age: pool.max_conn_age,
         max_uses: pool.max_requests_per_conn,
     };
-    let mut resp = Response::from_parts(parts, ProxyBody::upstream(body, Some(ret)));
-    decorate(&mut resp, &ep);
+    let resp = Response::from_parts(parts, ProxyBody::upstream(body, Some(ret)));
     Ok(Answer(resp, granted, retry_status))
 }
