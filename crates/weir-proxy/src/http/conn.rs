@@ -1,4 +1,4 @@
-//! Serving one client connection: weir's HTTP/1.1 server (`server`) with
+//! Serving one client connection: weir's HTTP/1.1 server (`codec::h1::server`) with
 //! `forward::handle` as the handler, plus the client timeouts (see
 //! `conn_state`), graceful close on drain, and a hard stop when the drain
 //! grace runs out.

@@ -102,11 +102,6 @@ fn idempotent(parts: &Parts) -> bool {
 
 pub async fn run(a: Attempts<'_>) -> Tried {
     let mut info = TryInfo::default();
-    let ended = attempt(a, &mut info).await;
-    Tried { ended, info }
-}
-
-async fn attempt(a: Attempts<'_>, info: &mut TryInfo) -> Ended {
     let Attempts {
         pool,
         mut key,
@@ -132,11 +127,12 @@ async fn attempt(a: Attempts<'_>, info: &mut TryInfo) -> Ended {
         let granted = match capacity::acquire(pool, &key).await {
             Ok(g) => g,
             Err(reason) if tries == 0 => {
-                return Ended::Failed {
+                let ended = Ended::Failed {
                     error: TryError::no_slot(reason),
                     retries: 0,
                     endpoint: None,
-                }
+                };
+                return Tried { ended, info };
             }
             // A retry found no slot: the last answer or failure stands.
             Err(_) => break,
@@ -169,7 +165,7 @@ async fn attempt(a: Attempts<'_>, info: &mut TryInfo) -> Ended {
                 cap: None,
             },
         };
-        let outcome = try_once(pool, granted, &parts, body, fresh_only, timer, info).await;
+        let outcome = try_once(pool, granted, &parts, body, fresh_only, timer, &mut info).await;
         let mut free = false;
         let retried_for;
         let retry = match outcome {
@@ -181,7 +177,8 @@ async fn attempt(a: Attempts<'_>, info: &mut TryInfo) -> Ended {
                     record_failure(pool, &ep, "ejecting status");
                 }
                 if !(retry_status && idempotent && replay.is_some()) {
-                    return Ended::Response(attach(resp, granted), index);
+                    let ended = Ended::Response(attach(resp, granted), index);
+                    return Tried { ended, info };
                 }
                 // Keep the answer for the client, but free its slot now so
                 // the retry can use it.
@@ -247,14 +244,16 @@ async fn attempt(a: Attempts<'_>, info: &mut TryInfo) -> Ended {
         );
     }
     if let Some((resp, index)) = last_answer {
-        return Ended::Response(resp, index);
+        let ended = Ended::Response(resp, index);
+        return Tried { ended, info };
     }
     let (error, endpoint) = last_failure;
-    Ended::Failed {
+    let ended = Ended::Failed {
         error,
         retries: tries,
         endpoint,
-    }
+    };
+    Tried { ended, info }
 }
 
 fn attach(mut resp: Response<ProxyBody>, granted: Granted) -> Response<ProxyBody> {

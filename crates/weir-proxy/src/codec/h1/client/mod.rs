@@ -7,9 +7,10 @@
 //! small body) goes out in one write, the response head is parsed with
 //! `httparse`, and the response body is decoded straight from the socket.
 //! At the end of the body the connection is handed back for reuse if the
-//! exchange left it clean.
+//! exchange left it clean. `crate::upstream` puts it behind the session seam.
 //!
-//! - `conn`: the socket and its buffers, and the EOF check before reuse;
+//! - `conn`: the stream (`transport::UpstreamStream`) and its buffers, and
+//!   the EOF check before reuse;
 //! - `encode`: the request head and how the body is framed;
 //! - `write`: sending the request (head, then a streamed body);
 //! - `parse`: the response head and how its body is framed (the body
