@@ -33,6 +33,13 @@ impl fmt::Display for ExchangeError {
 
 impl std::error::Error for ExchangeError {}
 
+impl From<client::RecvBody<UpBody>> for RecvBody {
+    #[inline]
+    fn from(b: client::RecvBody<UpBody>) -> Self {
+        RecvBody::H1(b)
+    }
+}
+
 impl RecvBody {
     /// The session, if the exchange ended cleanly and it can carry another
     /// request.

@@ -14,12 +14,10 @@ use http::Response;
 use super::body::RecvBody;
 use super::idle::Conn;
 use super::session::{SendFailed, Session};
-use crate::codec::h1::client::Connection;
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, TryError};
 use crate::http::upbody::UpBody;
-use crate::transport::UpstreamStream;
 
 /// What a try asks of the endpoint.
 pub struct Exchange<'a> {
@@ -71,11 +69,10 @@ pub async fn exchange(
                     .cap
                     .map_or(x.connect_timeout, |c| c.saturating_duration_since(opening));
                 let timeout = x.connect_timeout.min(left.max(Duration::from_millis(1)));
-                match UpstreamStream::connect(ep.addr, timeout).await {
-                    Ok(io) => {
+                match Session::open(ep.addr, timeout).await {
+                    Ok(session) => {
                         let now = Instant::now();
                         *connect_took = now - opening;
-                        let session = Session::H1(Connection::new(io));
                         (
                             Conn {
                                 session,

@@ -15,15 +15,19 @@
 //! room for streams and checkout binds a new stream to it, so "given back"
 //! means the stream ended and the connection stays where it was.
 
+use std::net::SocketAddr;
+use std::time::Duration;
+
 use http::request::Parts;
 use http::Response;
 
 use super::body::RecvBody;
 use super::h1;
-use crate::codec::h1::client::Connection;
+use crate::codec::h1::client::{self, Connection};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
 use crate::http::upbody::UpBody;
+use crate::transport::{ConnectError, UpstreamStream};
 
 /// One upstream connection (or stream) able to carry a request.
 pub enum Session {
@@ -41,6 +45,13 @@ pub struct SendFailed {
 }
 
 impl Session {
+    /// Opens a session to `addr` within `timeout`. Where a pool's protocol
+    /// and TLS settings will choose the stream and the codec.
+    pub async fn open(addr: SocketAddr, timeout: Duration) -> Result<Session, ConnectError> {
+        let stream = UpstreamStream::connect(addr, timeout).await?;
+        Ok(Session::H1(Connection::new(stream)))
+    }
+
     /// Whether the session can no longer carry a request (the backend
     /// closed it or sent bytes nobody asked for). Never blocks.
     pub fn is_closed(&self) -> bool {
@@ -59,7 +70,9 @@ impl Session {
         reused: bool,
     ) -> Result<Response<RecvBody>, SendFailed> {
         match self {
-            Session::H1(c) => h1::send(c, parts, payload, timer, reused).await,
+            Session::H1(c) => client::send_into(c, parts, payload, timer)
+                .await
+                .map_err(|e| h1::failed(e, timer.limit, reused)),
         }
     }
 }

@@ -58,7 +58,7 @@ impl<B> SendError<B> {
 /// [`HeadTimer`]). The response body owns the connection; see
 /// [`RecvBody::take_reusable`].
 pub async fn send<B>(
-    mut conn: Connection,
+    conn: Connection,
     parts: &Parts,
     payload: Payload<B>,
     timer: impl Into<HeadTimer>,
@@ -66,6 +66,22 @@ pub async fn send<B>(
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
+{
+    send_into(conn, parts, payload, timer.into()).await
+}
+
+/// As [`send`], with the body made into the caller's type `T` where the
+/// response is built (a session seam's body enum costs no extra move).
+pub async fn send_into<B, T>(
+    mut conn: Connection,
+    parts: &Parts,
+    payload: Payload<B>,
+    timer: HeadTimer,
+) -> Result<Response<T>, SendError<B>>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+    T: From<RecvBody<B>>,
 {
     let kind = match &payload {
         Payload::Bytes(b) if b.is_empty() => BodyKind::Empty,
@@ -90,7 +106,6 @@ where
         failed: None,
     };
     let mut answered = false;
-    let timer = timer.into();
     let mut deadline = timer.after(timer.started);
     // Writes seen by the last poll; None before the first.
     let mut writes = None;
@@ -135,7 +150,7 @@ where
             if body.decoder.is_done() {
                 body.finish();
             }
-            Ok(Response::from_parts(parts, body))
+            Ok(Response::from_parts(parts, T::from(body)))
         }
         Err(mut error) => {
             let unsent = sending.writer.take_unsent();

@@ -30,7 +30,7 @@ mod differential;
 pub use crate::codec::send::{HeadTimer, Payload};
 pub use conn::Connection;
 pub use error::Error;
-pub use exchange::{send, RecvBody, SendError};
+pub use exchange::{send, send_into, RecvBody, SendError};
 
 /// The largest response head accepted (status line, headers, 1xx heads).
 pub const MAX_HEAD: usize = 64 * 1024;
