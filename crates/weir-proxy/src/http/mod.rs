@@ -11,5 +11,6 @@ pub mod conn_state;
 pub mod error;
 pub mod forward;
 pub mod headers;
+pub mod sticky;
 pub mod tries;
 pub mod upbody;

@@ -1,9 +1,9 @@
-//! What the balancer needs from a request (a hash of the pool's key, the
-//! endpoint a sticky cookie names), and the sticky cookie set on answers.
+//! What the balancer needs from a request: a hash of the pool's key, the
+//! endpoint a sticky cookie names (the cookie itself is `http/sticky.rs`).
 
 use std::net::SocketAddr;
 
-use http::header::{self, HeaderValue};
+use http::header;
 use http::Request;
 use weir_config::HashKey;
 
@@ -55,23 +55,4 @@ fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
         .filter_map(|kv| kv.trim().split_once('='))
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.trim_matches('"'))
-}
-
-/// On a sticky pool, the cookie naming the endpoint that answered, unless
-/// the request already named it (`sticky_from`).
-pub fn set_sticky(pool: &PoolRt, sticky_from: Option<u64>, h: &mut http::HeaderMap, ep_id: u64) {
-    let Some(codec) = pool.algorithm.sticky_codec() else {
-        return;
-    };
-    if sticky_from == Some(ep_id) {
-        return;
-    }
-    let c = format!(
-        "{}={}; Path=/; HttpOnly; SameSite=Lax",
-        pool.sticky_cookie,
-        codec.encode(ep_id)
-    );
-    if let Ok(v) = HeaderValue::from_str(&c) {
-        h.append(header::SET_COOKIE, v);
-    }
 }

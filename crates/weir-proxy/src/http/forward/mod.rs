@@ -5,7 +5,8 @@
 //! 2. `route.rs`: the route and pool, from the snapshot (404 without one);
 //! 3. the route's request filters, once routes have them (issue 26);
 //! 4. `rewrite.rs`: the request as the upstream hop gets it;
-//! 5. `keys.rs`: what the balancer needs (hash, sticky cookie);
+//! 5. `keys.rs`: what the balancer needs (hash, sticky cookie; the answer's
+//!    sticky cookie is set by the tries, `http/sticky.rs`);
 //! 6. the body made replayable if small (`http/upbody.rs`), then the tries
 //!    (`http/tries.rs`: capacity, balance, upstream sessions, retries);
 //! 7. the response, or `fail.rs` (weir's error answer, `Retry-After` on
@@ -38,7 +39,7 @@ use http::{Request, Response};
 use crate::http::body::ProxyBody;
 use crate::http::client_body::ClientBody;
 use crate::http::error::error_response;
-use crate::http::tries::{self, Attempts, Ended, Tried};
+use crate::http::tries::{self, Attempts, Ended};
 use crate::http::upbody::prepare;
 use crate::reason::Reason;
 
@@ -99,9 +100,8 @@ async fn forward(
             return fail(reason, &w, &format!("reading the request body: {e}"));
         }
     };
-    let sticky_from = key.sticky;
     acct.routed(route.as_deref(), &pool);
-    let Tried { ended, info } = tries::run(Attempts {
+    let ended = tries::run(Attempts {
         pool: &pool,
         key,
         parts,
@@ -109,28 +109,29 @@ async fn forward(
     })
     .await;
     match ended {
-        Ended::Response(mut resp, index) => {
-            acct.tried(&info, start, &pool, Some(index));
-            acct.count_as(&metrics, Some(index), None);
-            if let Some(ep) = pool.endpoints.get(index) {
-                keys::set_sticky(&pool, sticky_from, resp.headers_mut(), ep.id);
-            }
+        Ended::Response {
+            resp,
+            endpoint,
+            info,
+        } => {
+            acct.tried(&info, start, &pool, Some(endpoint));
+            acct.count_as(&metrics, Some(endpoint), None);
             resp
         }
         Ended::Failed {
             error,
-            retries,
             endpoint,
+            info,
         } => {
             let index = endpoint.as_ref().map(|e| e.1);
             acct.tried(&info, start, &pool, index);
-            let reason = Ended::reason(&error, retries);
+            let reason = Ended::reason(&error, &info);
             acct.count_as(&metrics, index, Some(reason));
             let w = Where {
                 endpoint: endpoint.as_ref().map(|e| &*e.0),
                 ..w
             };
-            tries_failed(&pool, reason, &error, retries, &w)
+            tries_failed(&pool, reason, &error, info.retries, &w)
         }
     }
 }
