@@ -161,3 +161,39 @@ impl AsyncWrite for ClientWriter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::poll_fn;
+
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    async fn pair() -> (ClientStream, tokio::net::TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = tokio::net::TcpStream::connect(l.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (s, _) = l.accept().unwrap();
+        s.set_nonblocking(true).unwrap();
+        (ClientStream::plain(s), c)
+    }
+
+    /// More bytes from the client are not "gone", and are left for the
+    /// codec; a close is.
+    #[tokio::test]
+    async fn gone_tells_a_close_from_more_bytes() {
+        let (s, mut c) = pair().await;
+        assert!(s.tls().is_none());
+        assert_eq!(s.peer_addr().unwrap(), c.local_addr().unwrap());
+        let (mut r, _w) = s.into_split();
+        c.write_all(b"x").await.unwrap();
+        assert!(!poll_fn(|cx| r.poll_gone(cx)).await);
+        let mut b = [0u8; 4];
+        let n = tokio::io::AsyncReadExt::read(&mut r, &mut b).await.unwrap();
+        assert_eq!(&b[..n], b"x");
+        drop(c);
+        assert!(poll_fn(|cx| r.poll_gone(cx)).await);
+    }
+}
