@@ -14,9 +14,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
+use crate::codec::client_body::ClientBody;
 use crate::codec::h1::server::{self, DrainFlags, Handler};
 use crate::http::body::ProxyBody;
-use crate::http::client_body::ClientBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::forward::{handle, refused, ConnCtx};
 use crate::race::race;

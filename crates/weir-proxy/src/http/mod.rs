@@ -5,7 +5,6 @@
 //! client timeouts).
 
 pub mod body;
-pub mod client_body;
 pub mod conn;
 pub mod conn_state;
 pub mod error;
@@ -13,4 +12,3 @@ pub mod forward;
 pub mod headers;
 pub mod sticky;
 pub mod tries;
-pub mod upbody;

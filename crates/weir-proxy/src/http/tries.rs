@@ -34,10 +34,10 @@ use crate::health::record_failure;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::sticky::set_sticky;
-use crate::http::upbody::{Prepared, UpBody};
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::upstream::keep_alive::idle_allowance;
+use crate::upstream::upbody::{Prepared, UpBody};
 use crate::upstream::{exchange, Exchange, Exchanged};
 
 /// An upstream answer to one try, with its slot, and whether its status

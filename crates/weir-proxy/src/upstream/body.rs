@@ -11,7 +11,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::session::Session;
 use crate::codec::h1::client;
-use crate::http::upbody::UpBody;
+use crate::upstream::upbody::UpBody;
 
 pub enum RecvBody {
     H1(client::RecvBody<UpBody>),

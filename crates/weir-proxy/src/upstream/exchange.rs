@@ -17,7 +17,7 @@ use super::session::{SendFailed, Session};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, TryError};
-use crate::http::upbody::UpBody;
+use crate::upstream::upbody::UpBody;
 
 /// What a try asks of the endpoint.
 pub struct Exchange<'a> {

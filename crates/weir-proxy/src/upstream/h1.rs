@@ -7,8 +7,8 @@ use super::body::ExchangeError;
 use super::session::SendFailed;
 use crate::codec::h1::client::{Error, SendError};
 use crate::error::{Cause, Delivery, Side, TryError};
-use crate::http::upbody::UpBody;
 use crate::reason::Reason;
+use crate::upstream::upbody::UpBody;
 
 /// `limit`: the try's wait for the head, for a timeout's log line.
 #[cold]

@@ -2,7 +2,8 @@
 //! (`session.rs`, the seam; `h1.rs`, its HTTP/1.1 implementation), the
 //! response body that owns a session (`body.rs`), one try's exchange
 //! (`exchange.rs`: checkout or connect, send; streams come from `transport`), and each endpoint's idle
-//! store (`idle.rs`, `keep_alive.rs`).
+//! store (`idle.rs`, `keep_alive.rs`); `upbody.rs` is the request body as
+//! it goes upstream (replayable when small).
 
 mod body;
 mod exchange;
@@ -10,6 +11,7 @@ mod h1;
 pub mod idle;
 pub mod keep_alive;
 mod session;
+pub mod upbody;
 
 pub use body::{ExchangeError, RecvBody};
 pub use exchange::{exchange, Exchange, Exchanged};

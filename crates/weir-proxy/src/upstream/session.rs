@@ -26,8 +26,8 @@ use super::h1;
 use crate::codec::h1::client::{self, Connection};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
-use crate::http::upbody::UpBody;
 use crate::transport::{ConnectError, UpstreamStream};
+use crate::upstream::upbody::UpBody;
 
 /// One upstream connection (or stream) able to carry a request.
 pub enum Session {

@@ -7,7 +7,7 @@
 //! 4. `rewrite.rs`: the request as the upstream hop gets it;
 //! 5. `keys.rs`: what the balancer needs (hash, sticky cookie; the answer's
 //!    sticky cookie is set by the tries, `http/sticky.rs`);
-//! 6. the body made replayable if small (`http/upbody.rs`), then the tries
+//! 6. the body made replayable if small (`upstream/upbody.rs`), then the tries
 //!    (`http/tries.rs`: capacity, balance, upstream sessions, retries);
 //! 7. the response, or `fail.rs` (weir's error answer, `Retry-After` on
 //!    overflow, the log line); then the route's response filters;
@@ -36,12 +36,12 @@ use std::time::Instant;
 
 use http::{Request, Response};
 
+use crate::codec::client_body::ClientBody;
 use crate::http::body::ProxyBody;
-use crate::http::client_body::ClientBody;
 use crate::http::error::error_response;
 use crate::http::tries::{self, Attempts, Ended};
-use crate::http::upbody::prepare;
 use crate::reason::Reason;
+use crate::upstream::upbody::prepare;
 
 use accounting::Accounting;
 use fail::{fail, tries_failed, Where};

@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 
-use crate::http::client_body::{ClientBody, ClientBodyError};
+use crate::codec::client_body::{ClientBody, ClientBodyError};
 
 /// A body too large to replay (replayable ones go upstream as bytes).
 pub enum UpBody {
