@@ -9,8 +9,9 @@ pub mod accesslog;
 pub mod balance;
 pub mod capacity;
 pub mod clock;
+pub mod codec;
 pub mod endpoint;
-pub(crate) mod h1;
+pub mod error;
 pub mod health;
 pub mod http;
 pub mod listener;
@@ -22,6 +23,7 @@ pub mod retry;
 pub mod router;
 pub mod snapshot;
 pub mod tcp;
+pub mod transport;
 pub mod upstream;
 
 use std::collections::HashMap;
@@ -47,10 +49,13 @@ pub struct Shared {
 /// The running data plane. Cheap to share; all methods take `&self`.
 pub struct Proxy {
     shared: Arc<Shared>,
-    control: Mutex<Control>,
+    installed: Mutex<Installed>,
 }
 
-struct Control {
+/// What the installed configs left running, guarded for `apply` and
+/// `shutdown`: the listeners, the per-endpoint state that outlives
+/// snapshots, the access log sinks and the drain settings.
+struct Installed {
     /// By bind address.
     listeners: HashMap<SocketAddr, Running>,
     next_slot: usize,
@@ -88,7 +93,7 @@ impl Proxy {
             shared: Arc::new(Shared {
                 snapshot: ArcSwap::from_pointee(Snapshot::default()),
             }),
-            control: Mutex::new(Control {
+            installed: Mutex::new(Installed {
                 listeners: HashMap::new(),
                 next_slot: 0,
                 registry: Registry::default(),
@@ -114,10 +119,10 @@ impl Proxy {
     /// The store validates a change with it before committing, so that a committed change
     /// always applies. Dropping the result releases the new sockets.
     pub fn prepare(&self, cfg: &Config) -> Result<Prepared, ApplyError> {
-        let mut control = self.control.lock().unwrap();
+        let mut installed = self.installed.lock().unwrap();
         let mut fresh = Vec::new();
         for l in cfg.listeners.values() {
-            if !control.listeners.contains_key(&l.bind)
+            if !installed.listeners.contains_key(&l.bind)
                 && !fresh.iter().any(|b: &listener::Bound| b.addr == l.bind)
             {
                 fresh.push(listener::bind(l.bind, l.protocol)?);
@@ -125,7 +130,7 @@ impl Proxy {
         }
         let mut logs = HashMap::new();
         for dest in cfg.listeners.values().filter_map(|l| l.access_log.as_ref()) {
-            let sink = control
+            let sink = installed
                 .sinks
                 .get(dest)
                 .map_err(|source| ApplyError::AccessLog {
@@ -140,11 +145,11 @@ impl Proxy {
     /// Publishes `cfg`, which [`Proxy::prepare`] accepted; the listeners bound then start.
     pub fn install(&self, prepared: Prepared, cfg: &Config) -> Result<(), ApplyError> {
         let Prepared { fresh, logs } = prepared;
-        let mut control = self.control.lock().unwrap();
+        let mut installed = self.installed.lock().unwrap();
         let mut slots: HashMap<String, usize> = HashMap::new();
         let mut fresh_slots = Vec::new();
         for (name, l) in &cfg.listeners {
-            let slot = match control.listeners.get(&l.bind) {
+            let slot = match installed.listeners.get(&l.bind) {
                 Some(r) => {
                     r.set_protocol(l.protocol);
                     r.slot
@@ -152,8 +157,8 @@ impl Proxy {
                 None => match fresh_slots.iter().find(|(a, _)| *a == l.bind) {
                     Some((_, s)) => *s,
                     None => {
-                        let s = control.next_slot;
-                        control.next_slot += 1;
+                        let s = installed.next_slot;
+                        installed.next_slot += 1;
                         fresh_slots.push((l.bind, s));
                         s
                     }
@@ -163,14 +168,14 @@ impl Proxy {
         }
 
         let used: Vec<_> = logs.keys().cloned().collect();
-        control.sinks.retain(&used);
-        let snapshot = Arc::new(Snapshot::build(cfg, &slots, &mut control.registry, &logs));
+        installed.sinks.retain(&used);
+        let snapshot = Arc::new(Snapshot::build(cfg, &slots, &mut installed.registry, &logs));
         self.shared.snapshot.store(snapshot.clone());
         snapshot.install_queues();
         metrics::GLOBAL
             .version
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        control.drain_grace = cfg.global.drain_grace;
+        installed.drain_grace = cfg.global.drain_grace;
 
         for bound in fresh {
             let slot = fresh_slots
@@ -181,11 +186,11 @@ impl Proxy {
             let addr = bound.addr;
             let running = listener::start(bound, slot, self.shared.clone())?;
             info!(bind = %addr, "listening");
-            control.listeners.insert(addr, running);
+            installed.listeners.insert(addr, running);
         }
         let keep: Vec<SocketAddr> = cfg.listeners.values().map(|l| l.bind).collect();
-        let grace = control.drain_grace;
-        control.listeners.retain(|addr, r| {
+        let grace = installed.drain_grace;
+        installed.listeners.retain(|addr, r| {
             let kept = keep.contains(addr);
             if !kept {
                 info!(bind = %addr, "listener removed; draining");
@@ -225,8 +230,8 @@ impl Proxy {
     /// Ready: a config is applied, its listeners are bound, and no shutdown
     /// has begun.
     pub fn is_ready(&self) -> bool {
-        let control = self.control.lock().unwrap();
-        !control.shutting_down
+        let installed = self.installed.lock().unwrap();
+        !installed.shutting_down
             && metrics::GLOBAL
                 .version
                 .load(std::sync::atomic::Ordering::Relaxed)
@@ -235,8 +240,8 @@ impl Proxy {
 
     /// The actual local address of each listener, by configured bind address.
     pub fn local_addrs(&self) -> Vec<(SocketAddr, SocketAddr)> {
-        let control = self.control.lock().unwrap();
-        control
+        let installed = self.installed.lock().unwrap();
+        installed
             .listeners
             .iter()
             .map(|(b, r)| (*b, r.local_addr))
@@ -247,9 +252,12 @@ impl Proxy {
     /// drain grace, then cuts what is left.
     pub async fn shutdown(&self) {
         let (listeners, grace) = {
-            let mut control = self.control.lock().unwrap();
-            control.shutting_down = true;
-            (std::mem::take(&mut control.listeners), control.drain_grace)
+            let mut installed = self.installed.lock().unwrap();
+            installed.shutting_down = true;
+            (
+                std::mem::take(&mut installed.listeners),
+                installed.drain_grace,
+            )
         };
         for r in listeners.values() {
             r.drain.cancel();

@@ -11,14 +11,13 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Empty};
-use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 use weir_config::{Health, HealthCheck};
 
+use crate::codec::h1::client as h1;
 use crate::endpoint::EndpointRt;
-use crate::upstream::connect::connect;
-use crate::upstream::h1;
+use crate::transport::UpstreamStream;
 
 /// Largest health response body read when looking for `expect_body`.
 const MAX_BODY: usize = 64 * 1024;
@@ -78,11 +77,14 @@ async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool) {
 }
 
 async fn probe(ep: &EndpointRt, cfg: &Health) -> Result<(), String> {
-    let stream = connect(ep.addr, cfg.timeout).await.map_err(|e| {
-        // Closes seen just before were an outage, not an idle timeout.
-        ep.idle.discard();
-        e.to_string()
-    })?;
+    // Through the transport a pool's requests use, so a TLS pool is checked over TLS too.
+    let stream = UpstreamStream::connect(ep.addr, cfg.timeout)
+        .await
+        .map_err(|e| {
+            // Closes seen just before were an outage, not an idle timeout.
+            ep.idle.discard();
+            e.to_string()
+        })?;
     if cfg.check != HealthCheck::Http {
         return Ok(());
     }
@@ -118,7 +120,7 @@ async fn probe(ep: &EndpointRt, cfg: &Health) -> Result<(), String> {
 /// The response to a bodiless request on `stream`, through weir's upstream
 /// HTTP/1.1 client: the one place the checker uses it.
 async fn get(
-    stream: TcpStream,
+    stream: UpstreamStream,
     parts: &Parts,
     deadline: Instant,
 ) -> Result<Response<impl http_body::Body<Data = Bytes, Error = h1::Error>>, String> {

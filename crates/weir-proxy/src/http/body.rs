@@ -17,15 +17,15 @@ use crate::capacity::Slot;
 use crate::endpoint::EndpointRt;
 use crate::health::record_success;
 use crate::http::conn_state::BusyGuard;
-use crate::http::upbody::UpBody;
 use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
-use crate::upstream::h1::{self, RecvBody};
 use crate::upstream::idle::Conn;
+use crate::upstream::{ExchangeError, RecvBody};
 
-/// The upstream response body: it owns the connection until the end.
-pub type Incoming = RecvBody<UpBody>;
+/// The upstream response body, whatever the protocol: it owns the session
+/// until the end.
+pub type Incoming = RecvBody;
 
 /// Where the connection goes once the response is read (the connection
 /// itself is inside the response body until then).
@@ -121,12 +121,12 @@ impl ProxyBody {
 
 impl Body for ProxyBody {
     type Data = Bytes;
-    type Error = h1::Error;
+    type Error = ExchangeError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, h1::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, ExchangeError>>> {
         match self.get_mut() {
             ProxyBody::Full { data, .. } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
             ProxyBody::Upstream {
@@ -244,7 +244,7 @@ fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming, now: Instant) {
     if r.success {
         record_success(&r.endpoint);
     }
-    let Some(io) = body.take_reusable() else {
+    let Some(session) = body.take_reusable() else {
         return;
     };
     let too_old = r
@@ -253,7 +253,7 @@ fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming, now: Instant) {
     let worn = r.max_uses > 0 && r.uses >= r.max_uses;
     if !r.endpoint.is_draining() && !too_old && !worn {
         let conn = Conn {
-            io,
+            session,
             born: r.born,
             uses: r.uses,
         };

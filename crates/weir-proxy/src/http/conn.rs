@@ -1,4 +1,4 @@
-//! Serving one client connection: weir's HTTP/1.1 server (`server`) with
+//! Serving one client connection: weir's HTTP/1.1 server (`codec::h1::server`) with
 //! `forward::handle` as the handler, plus the client timeouts (see
 //! `conn_state`), graceful close on drain, and a hard stop when the drain
 //! grace runs out.
@@ -14,11 +14,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
+use crate::codec::client_body::ClientBody;
+use crate::codec::h1::server::{self, DrainFlags, Handler};
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::forward::{handle, refused, ConnCtx};
-use crate::http::server::{self, Control, Handler, ReqBody};
 use crate::race::race;
+use crate::transport::ClientStream;
 
 pub struct ClientLimits {
     pub header_timeout: Duration,
@@ -30,10 +32,19 @@ pub struct ClientLimits {
 struct Proxy(Arc<ConnCtx>);
 
 impl Handler for Proxy {
+    type ReqBody = ClientBody;
     type Body = ProxyBody;
 
-    fn call(&self, req: Request<ReqBody>) -> impl Future<Output = Response<ProxyBody>> + Send + '_ {
+    fn call(
+        &self,
+        req: Request<ClientBody>,
+    ) -> impl Future<Output = Response<ProxyBody>> + Send + '_ {
         handle(&self.0, req)
+    }
+
+    #[inline]
+    fn head_bytes(&self) {
+        self.0.state.on_read();
     }
 
     fn refused(&self, status: u16, why: &dyn Display) {
@@ -42,7 +53,7 @@ impl Handler for Proxy {
 }
 
 pub async fn serve(
-    stream: server::Socket,
+    stream: ClientStream,
     ctx: Arc<ConnCtx>,
     limits: ClientLimits,
     drain: CancellationToken,
@@ -50,16 +61,10 @@ pub async fn serve(
 ) {
     let state: Arc<ConnState> = ctx.state.clone();
     let proxy = Proxy(ctx);
-    let ctl = Control::default();
+    let ctl = DrainFlags::default();
     // Boxed: the connection's future is kilobytes; here it is built once
     // in place, where every `async` layer above would copy it again.
-    let conn = Box::pin(server::run(
-        stream,
-        &proxy,
-        &ctl,
-        &state,
-        limits.max_header_bytes,
-    ));
+    let conn = Box::pin(server::run(stream, &proxy, &ctl, limits.max_header_bytes));
     let watch = async {
         let watchdog = tokio::time::sleep(ConnState::period(
             limits.header_timeout,

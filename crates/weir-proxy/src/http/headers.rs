@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use crate::h1::fields::trim;
+use crate::codec::h1::common::fields::trim;
 
 /// Headers that describe one connection, never forwarded, and `Upgrade`,
 /// which weir does not pass yet (WebSocket comes later; an Upgrade header

@@ -1,5 +1,8 @@
-//! The HTTP/1.1 reverse proxy: client connections, request forwarding, and
-//! the pieces they need (headers, bodies, generated errors, client timeouts).
+//! The HTTP reverse proxy pipeline, whatever the protocol on either side:
+//! client connections (`conn`, with a server codec from `crate::codec`),
+//! one request's way (`forward`, then `tries` over `crate::upstream`
+//! sessions), and the pieces they need (headers, bodies, generated errors,
+//! client timeouts).
 
 pub mod body;
 pub mod conn;
@@ -7,6 +10,5 @@ pub mod conn_state;
 pub mod error;
 pub mod forward;
 pub mod headers;
-pub mod server;
+pub mod sticky;
 pub mod tries;
-pub mod upbody;

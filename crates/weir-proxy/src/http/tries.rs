@@ -5,7 +5,7 @@
 //!   connect failed, the pooled connection was seen closed before a byte of
 //!   the request was written, or the backend reset the connection before
 //!   any response byte (it closed with the request unread; see
-//!   `h1::SendError::may_have_been_processed`);
+//!   `codec::h1::client::SendError::may_have_been_processed`);
 //! - a timeout, a clean close after the request was written (the backend
 //!   may have acted on it and died before answering), any failure after a
 //!   response byte arrived (a malformed head too), or an answer listed in
@@ -15,6 +15,9 @@
 //!   before the response is handed back), nor a body too large to replay;
 //! - the pool's retry budget has the last word; when retries run out, the
 //!   client gets the last real upstream answer.
+//!
+//! A failed try is one [`TryError`]; these rules read it (its `delivery`)
+//! and nothing else about how the try failed.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -25,28 +28,20 @@ use http::{Method, Response};
 
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
-use crate::endpoint::EndpointRt;
+use crate::codec::send::{HeadTimer, Payload};
+use crate::error::TryError;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
-use crate::http::upbody::{Prepared, UpBody};
+use crate::http::sticky::set_sticky;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
-use crate::upstream::connect::connect;
-use crate::upstream::h1::{self, HeadTimer, Payload, SendError};
-use crate::upstream::idle::Conn;
 use crate::upstream::keep_alive::idle_allowance;
+use crate::upstream::upbody::{Prepared, UpBody};
+use crate::upstream::{exchange, Exchange, Exchanged};
 
-/// What became of one try.
-// The large variant is the common one; boxing it would allocate per request.
-#[allow(clippy::large_enum_variant)]
-enum Outcome {
-    /// An upstream answer; `retry` when its status is in `on_status`.
-    Answer(Response<ProxyBody>, Granted, bool),
-    /// Failed before the application could have seen the request.
-    NotDelivered(Reason, String),
-    /// Failed after the request may have reached the application.
-    MaybeDelivered(Reason, String),
-}
+/// An upstream answer to one try, with its slot, and whether its status
+/// is one the pool retries (`on_status`).
+struct Answer(Response<ProxyBody>, Granted, bool);
 
 /// What the tries did, for the access log.
 #[derive(Debug, Default, Clone, Copy)]
@@ -65,25 +60,35 @@ pub struct Attempts<'a> {
     pub key: PickKey,
     pub parts: Parts,
     pub body: Prepared,
-    /// Called with each try's result to add response headers (sticky cookie).
-    pub decorate: &'a (dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
-    pub info: &'a mut TryInfo,
 }
 
-/// How the tries ended: a response to send, or an error to generate.
-#[allow(clippy::large_enum_variant)] // as for `Outcome`
+/// How the tries ended: a response to send, or an error to generate;
+/// either way with what the tries did, for the access log.
+#[allow(clippy::large_enum_variant)] // the response is the common case
 pub enum Ended {
-    /// With the index of the endpoint that answered.
-    Response(Response<ProxyBody>, usize),
-    Failed {
-        reason: Reason,
-        /// The reason whose status the client gets: after retries the
-        /// reason is `retries_exhausted`, but a last try that timed out still
-        /// answers 504.
-        status_of: Reason,
-        detail: String,
-        endpoint: Option<(Arc<str>, usize)>,
+    Response {
+        resp: Response<ProxyBody>,
+        /// The index of the endpoint that answered.
+        endpoint: usize,
+        info: TryInfo,
     },
+    Failed {
+        /// The last try's failure.
+        error: TryError,
+        endpoint: Option<(Arc<str>, usize)>,
+        info: TryInfo,
+    },
+}
+
+impl Ended {
+    /// The reason a failure is counted and logged under: after retries,
+    /// `retries_exhausted`.
+    pub fn reason(error: &TryError, info: &TryInfo) -> Reason {
+        match info.retries {
+            0 => error.reason,
+            _ => Reason::RetriesExhausted,
+        }
+    }
 }
 
 fn idempotent(parts: &Parts) -> bool {
@@ -93,14 +98,15 @@ fn idempotent(parts: &Parts) -> bool {
     ) || parts.headers.contains_key("idempotency-key")
 }
 
+// The response is built once, where it is returned: wrapping `Ended` in
+// another struct cost a copy of it per request (~90 instructions, callgrind).
 pub async fn run(a: Attempts<'_>) -> Ended {
+    let mut info = TryInfo::default();
     let Attempts {
         pool,
         mut key,
         parts,
         body,
-        decorate,
-        info,
     } = a;
     let policy = &pool.retry;
     pool.shared.budget.deposit(policy.budget_percent);
@@ -114,19 +120,18 @@ pub async fn run(a: Attempts<'_>) -> Ended {
     let mut total: Option<Instant> = None;
     let limit = pool.retry.per_try_timeout.unwrap_or(pool.response_timeout);
     let mut last_answer: Option<(Response<ProxyBody>, usize)> = None;
-    let mut last_failure: (Reason, String, Option<(Arc<str>, usize)>) =
-        (Reason::NoHealthyEndpoint, String::new(), None);
+    let mut last_failure: (TryError, Option<(Arc<str>, usize)>) =
+        (TryError::no_slot(Reason::NoHealthyEndpoint), None);
     let mut fresh_only = false;
     loop {
         let granted = match capacity::acquire(pool, &key).await {
             Ok(g) => g,
             Err(reason) if tries == 0 => {
                 return Ended::Failed {
-                    reason,
-                    status_of: reason,
-                    detail: String::new(),
+                    error: TryError::no_slot(reason),
                     endpoint: None,
-                }
+                    info,
+                };
             }
             // A retry found no slot: the last answer or failure stands.
             Err(_) => break,
@@ -160,13 +165,13 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             },
         };
         let outcome = try_once(
-            pool, granted, &parts, body, fresh_only, timer, decorate, info,
+            pool, granted, &parts, body, fresh_only, timer, key.sticky, &mut info,
         )
         .await;
         let mut free = false;
         let retried_for;
         let retry = match outcome {
-            Outcome::Answer(resp, granted, retry_status) => {
+            Ok(Answer(resp, granted, retry_status)) => {
                 // A success is recorded when the body ends cleanly
                 // (`http/body.rs`), since it may still be cut short.
                 let status = resp.status().as_u16();
@@ -174,7 +179,11 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                     pool.record_failure(&ep, "ejecting status");
                 }
                 if !(retry_status && idempotent && replay.is_some()) {
-                    return Ended::Response(attach(resp, granted), index);
+                    return Ended::Response {
+                        resp: attach(resp, granted),
+                        endpoint: index,
+                        info,
+                    };
                 }
                 // Keep the answer for the client, but free its slot now so
                 // the retry can use it.
@@ -183,22 +192,24 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                 retried_for = "retry_status";
                 true
             }
-            Outcome::NotDelivered(reason, detail) => {
-                pool.record_failure(&ep, reason.as_str());
-                ep.metrics.error(reason);
-                retried_for = reason.as_str();
-                last_failure = (reason, detail, Some((ep.addr_str.clone(), index)));
-                free = true;
-                replay.is_some()
-            }
-            Outcome::MaybeDelivered(reason, detail) => {
+            Err(error) => {
+                let reason = error.reason;
+                // A timeout says the backend is slow, not that it failed.
                 if reason != Reason::UpstreamTimeout {
                     pool.record_failure(&ep, reason.as_str());
                 }
                 ep.metrics.error(reason);
                 retried_for = reason.as_str();
-                last_failure = (reason, detail, Some((ep.addr_str.clone(), index)));
-                idempotent && replay.is_some()
+                let retry = match error.not_delivered() {
+                    // The application never saw it: any method may go again.
+                    true => {
+                        free = true;
+                        replay.is_some()
+                    }
+                    false => idempotent && replay.is_some(),
+                };
+                last_failure = (error, Some((ep.addr_str.clone(), index)));
+                retry
             }
         };
         // The budget guards backends against retry storms; a try that never
@@ -232,24 +243,17 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         );
     }
     if let Some((resp, index)) = last_answer {
-        return Ended::Response(resp, index);
+        return Ended::Response {
+            resp,
+            endpoint: index,
+            info,
+        };
     }
-    let (last, detail, endpoint) = last_failure;
-    let reason = if tries > 0 {
-        Reason::RetriesExhausted
-    } else {
-        last
-    };
-    let detail = if tries > 0 {
-        format!("{tries} retries; last: {detail}")
-    } else {
-        detail
-    };
+    let (error, endpoint) = last_failure;
     Ended::Failed {
-        reason,
-        status_of: last,
-        detail,
+        error,
         endpoint,
+        info,
     }
 }
 
@@ -267,146 +271,49 @@ async fn try_once(
     body: Payload<UpBody>,
     fresh_only: bool,
     timer: HeadTimer,
-    decorate: &(dyn Fn(&mut Response<ProxyBody>, &EndpointRt) + Sync),
+    sticky_from: Option<u64>,
     info: &mut TryInfo,
-) -> Outcome {
+) -> Result<Answer, TryError> {
     let ep = granted.slot.endpoint.clone();
-    let started = timer.started;
-    let mut body = body;
-    let mut fresh_only = fresh_only;
-    loop {
-        let pooled = if fresh_only {
-            None
-        } else {
-            // Only the first pass checks out: `started` is still now.
-            ep.idle.checkout(started)
-        };
-        let reused = pooled.is_some();
-        let idle_for = pooled.as_ref().map(|c| c.idle_for);
-        let (mut conn, sent_at) = match pooled {
-            Some(c) => (c.conn, started),
-            None => {
-                let opening = Instant::now();
-                let left = timer.cap.map_or(pool.connect_timeout, |c| {
-                    c.saturating_duration_since(opening)
-                });
-                match open(
-                    &ep,
-                    pool.connect_timeout.min(left.max(Duration::from_millis(1))),
-                )
-                .await
-                {
-                    Ok(io) => {
-                        let now = Instant::now();
-                        info.connect = now - opening;
-                        (
-                            Conn {
-                                io,
-                                born: now,
-                                uses: 0,
-                            },
-                            now,
-                        )
-                    }
-                    Err(e) => {
-                        ep.idle.discard();
-                        return Outcome::NotDelivered(Reason::ConnectFailed, e.to_string());
-                    }
-                }
-            }
-        };
-        conn.uses += 1;
-        let Conn { io, born, uses } = conn;
-        let timer = HeadTimer {
-            started: sent_at,
-            ..timer
-        };
-        match h1::send(io, parts, body, timer).await {
-            Ok(resp) => {
-                let answered = Instant::now();
-                info.first_byte = Some(answered);
-                if !reused {
-                    ep.idle.confirm();
-                }
-                let took = answered.saturating_duration_since(sent_at);
-                // Only the ewma balancer reads it; its two exp() are not free.
-                if pool.algorithm.uses_latency() {
-                    ep.ewma.observe(took);
-                }
-                ep.metrics.requests.fetch_add(1, Relaxed);
-                ep.metrics.upstream.observe(took);
-                ep.metrics.recent.observe(took);
-                let (mut parts, body) = resp.into_parts();
-                let idle = idle_allowance(&parts.headers, pool.idle_timeout);
-                strip_hop_by_hop(&mut parts.headers);
-                let retry_status = pool.retry.on_status.contains(&parts.status.as_u16());
-                let success = !pool.health.eject_status.contains(&parts.status.as_u16());
-                let ret = PoolReturn {
-                    success,
-                    pool: pool.clone(),
-                    endpoint: ep.clone(),
-                    born,
-                    uses,
-                    idle,
-                    max_age: pool.max_conn_age,
-                    max_uses: pool.max_requests_per_conn,
-                };
-                let mut resp = Response::from_parts(parts, ProxyBody::upstream(body, Some(ret)));
-                decorate(&mut resp, &ep);
-                return Outcome::Answer(resp, granted, retry_status);
-            }
-            Err(SendError {
-                error: h1::Error::Timeout,
-                ..
-            }) => {
-                let detail = match timer.cap {
-                    Some(cap) if cap <= Instant::now() => format!(
-                        "no response within the request_timeout ({:?}) across tries",
-                        pool.request_timeout
-                    ),
-                    _ => format!(
-                        "no response within {:?} of the request's last byte",
-                        timer.limit
-                    ),
-                };
-                return Outcome::MaybeDelivered(Reason::UpstreamTimeout, detail);
-            }
-            Err(e) => {
-                let processed = e.may_have_been_processed();
-                let SendError {
-                    error,
-                    unsent,
-                    answered,
-                } = e;
-                if reused && !answered {
-                    // Most likely the stale keep-alive race: the backend
-                    // closed the idle connection as we wrote. Learn how long
-                    // it keeps them, so the next ones are not reused so late.
-                    if let Some(age) = idle_for {
-                        ep.idle.learn(age);
-                    }
-                }
-                if let Some(back) = unsent {
-                    // Not a byte went out: the connection was already dead.
-                    if reused && !fresh_only {
-                        body = back;
-                        fresh_only = true;
-                        continue;
-                    }
-                    return Outcome::NotDelivered(Reason::UpstreamReset, error.to_string());
-                }
-                if processed {
-                    return Outcome::MaybeDelivered(Reason::UpstreamReset, error.to_string());
-                }
-                return Outcome::NotDelivered(Reason::UpstreamReset, error.to_string());
-            }
-        }
+    let x = Exchange {
+        endpoint: &ep,
+        parts,
+        connect_timeout: pool.connect_timeout,
+        request_timeout: pool.request_timeout,
+        fresh_only,
+    };
+    let Exchanged {
+        resp,
+        born,
+        uses,
+        sent_at,
+    } = exchange(x, body, timer, &mut info.connect).await?;
+    let answered = Instant::now();
+    info.first_byte = Some(answered);
+    let took = answered.saturating_duration_since(sent_at);
+    // Only the ewma balancer reads it; its two exp() are not free.
+    if pool.algorithm.uses_latency() {
+        ep.ewma.observe(took);
     }
-}
-
-async fn open(
-    ep: &EndpointRt,
-    timeout: Duration,
-) -> Result<h1::Connection, crate::upstream::connect::ConnectError> {
-    Ok(h1::Connection::new(connect(ep.addr, timeout).await?))
+    ep.metrics.requests.fetch_add(1, Relaxed);
+    ep.metrics.upstream.observe(took);
+    ep.metrics.recent.observe(took);
+    let (mut parts, body) = resp.into_parts();
+    let idle = idle_allowance(&parts.headers, pool.idle_timeout);
+    strip_hop_by_hop(&mut parts.headers);
+    let retry_status = pool.retry.on_status.contains(&parts.status.as_u16());
+    let success = !pool.health.eject_status.contains(&parts.status.as_u16());
+    let ret = PoolReturn {
+        success,
+        pool: pool.clone(),
+        endpoint: ep.clone(),
+        born,
+        uses,
+        idle,
+        max_age: pool.max_conn_age,
+        max_uses: pool.max_requests_per_conn,
+    };
+    let mut resp = Response::from_parts(parts, ProxyBody::upstream(body, Some(ret)));
+    set_sticky(pool, sticky_from, resp.headers_mut(), ep.id);
+    Ok(Answer(resp, granted, retry_status))
 }

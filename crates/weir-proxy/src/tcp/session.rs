@@ -21,7 +21,7 @@ use crate::race::race;
 use crate::reason::Reason;
 use crate::router::TargetMetrics;
 use crate::tcp::relay::relay;
-use crate::upstream::connect::connect_until;
+use crate::transport::connect_until;
 
 pub async fn serve(
     client: TcpStream,

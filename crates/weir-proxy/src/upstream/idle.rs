@@ -1,4 +1,6 @@
-//! The idle keep-alive connections of one endpoint.
+//! The idle keep-alive sessions of one endpoint (`Session`: one per
+//! connection for HTTP/1.1; a multiplexed protocol would keep its shared
+//! connection here and hand out streams bound to it).
 //!
 //! Why by hand rather than hyper-util's pool: weir must decide each
 //! connection's expiry itself (the pool's idle timeout, lowered by the
@@ -11,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::clock;
-use crate::upstream::h1::Connection;
+use crate::upstream::Session;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.
 const MAX_IDLE: usize = 1024;
@@ -20,9 +22,9 @@ const LEARNED_TTL_MS: u64 = 60_000;
 /// The shortest idle-close time weir will learn.
 const MIN_LEARNED_MS: u64 = 10;
 
-/// An upstream connection and its life so far.
+/// An upstream session and its life so far.
 pub struct Conn {
-    pub io: Connection,
+    pub session: Session,
     pub born: Instant,
     /// Requests sent on it, the current one included.
     pub uses: u32,
@@ -71,7 +73,7 @@ impl IdleConns {
             // such a connection is dropped, and its age teaches the idle
             // timeout. The check is a system call only when the socket was
             // reported readable.
-            let closed = c.conn.io.is_closed();
+            let closed = c.conn.session.is_closed();
             if !closed && c.expires > now {
                 return Some(Checkout {
                     idle_for: now.saturating_duration_since(c.since),
@@ -157,7 +159,7 @@ impl IdleConns {
 
     pub fn prune(&self, now: Instant) {
         let mut conns = self.conns.lock().unwrap();
-        conns.retain(|c| c.expires > now && !c.conn.io.is_closed());
+        conns.retain(|c| c.expires > now && !c.conn.session.is_closed());
     }
 
     pub fn clear(&self) {

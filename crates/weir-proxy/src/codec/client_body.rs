@@ -1,0 +1,73 @@
+//! The request body as the pipeline sees it, whatever the client's
+//! protocol: each codec's server body is one variant (HTTP/2's stream
+//! would be another), so the pipeline (`forward`, `upbody`, the tries)
+//! never names a codec.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+
+use crate::codec::h1::server;
+
+pub enum ClientBody {
+    H1(server::ReqBody),
+}
+
+impl From<server::ReqBody> for ClientBody {
+    #[inline]
+    fn from(b: server::ReqBody) -> Self {
+        ClientBody::H1(b)
+    }
+}
+
+/// Why the client's body could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientBodyError {
+    #[error(transparent)]
+    H1(#[from] server::BodyError),
+}
+
+impl ClientBodyError {
+    /// The client sent something invalid (400), rather than going away.
+    pub fn is_malformed(&self) -> bool {
+        match self {
+            ClientBodyError::H1(e) => e.is_malformed(),
+        }
+    }
+}
+
+impl Body for ClientBody {
+    type Data = Bytes;
+    type Error = ClientBodyError;
+
+    #[inline]
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, ClientBodyError>>> {
+        match self.get_mut() {
+            ClientBody::H1(b) => match Pin::new(b).poll_frame(cx) {
+                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ClientBodyError::H1(e)))),
+                Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    #[inline]
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ClientBody::H1(b) => b.is_end_stream(),
+        }
+    }
+
+    #[inline]
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ClientBody::H1(b) => b.size_hint(),
+        }
+    }
+}

@@ -1,0 +1,383 @@
+//! One client connection, in the connection's own task: read a head, call
+//! the handler, write the response, and again for the next request (whose
+//! bytes may already be in the buffer: pipelining).
+//!
+//! While the handler works, the connection answers `100 Continue` when the
+//! body is first read, and watches for the client leaving (as hyper did:
+//! EOF before the answer drops the request, which frees its queue place).
+//! After the response, a request body the handler did not read is drained
+//! if it is already here, else the connection closes.
+
+use std::fmt::Display;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use tokio::time::Sleep;
+use tracing::debug;
+
+use super::body::ReqBody;
+use super::parse::{self, Head};
+use super::reader::{Home, Reader};
+use super::respond::{self, Asked, Framing, Length};
+use super::write::Writer;
+use crate::transport::ClientStream;
+
+/// What serves the requests of a connection.
+pub trait Handler: Sync {
+    /// The request body the handler takes, made from this server's
+    /// [`ReqBody`] where the request is built (a codec-neutral body costs
+    /// no extra move of the request).
+    type ReqBody: From<ReqBody>;
+    type Body: Body<Data = Bytes> + Unpin + Send;
+    fn call(
+        &self,
+        req: Request<Self::ReqBody>,
+    ) -> impl Future<Output = Response<Self::Body>> + Send + '_;
+
+    /// A request the server refused before the handler saw it (answered
+    /// with `status`): for the handler's metrics and logs.
+    fn refused(&self, _status: u16, _why: &dyn Display) {}
+
+    /// Bytes of a request head arrived (for the client timeouts).
+    #[inline]
+    fn head_bytes(&self) {}
+}
+
+/// The drain state a connection shares with the task that runs it.
+#[derive(Debug, Default)]
+pub struct DrainFlags {
+    /// A request is being answered: a drain must let it finish.
+    pub busy: AtomicBool,
+    /// Close after the current response (sent with `Connection: close`).
+    pub draining: AtomicBool,
+}
+
+/// An unread request body is drained up to this much; beyond, the
+/// connection closes instead.
+const DRAIN_LIMIT: usize = 256 * 1024;
+
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// How far into a request on a socket not yet in epoll the watch for the
+/// client leaving starts: a client that leaves is noticed this much later
+/// at most, and then the upstream exchange is cancelled as always.
+const WATCH_DELAY: Duration = Duration::from_millis(5);
+
+/// Serves the connection until it closes. Heads over `max_head` get 431.
+pub async fn run<H: Handler>(stream: ClientStream, handler: &H, ctl: &DrainFlags, max_head: usize)
+where
+    <H::Body as Body>::Error: Display,
+{
+    let (rd, wr) = stream.into_split();
+    let mut conn = Conn {
+        reader: Some(Reader::new(rd)),
+        w: Writer::new(wr),
+        home: None,
+        peeked: false,
+        watch_from: None,
+    };
+    loop {
+        let Some(head) = conn.next_head(handler, max_head).await else {
+            break;
+        };
+        ctl.busy.store(true, Relaxed);
+        // Boxed for the request's life only: an exchange (the handler's
+        // future in it) is most of a connection's state (6.6 KB of the
+        // proxy's, measured); inline, it would stay allocated while the
+        // connection idles between requests.
+        let keep = Box::pin(conn.exchange(handler, head, ctl)).await;
+        ctl.busy.store(false, Relaxed);
+        if !keep || ctl.draining.load(Relaxed) {
+            break;
+        }
+    }
+    // With the read half here, dropping it next closes the socket; if a
+    // request body still holds it somewhere, the FIN must not wait for that.
+    conn.reclaim();
+    if conn.reader.is_some() {
+        conn.w.close();
+    }
+}
+
+struct Conn {
+    /// Here unless a request body has it (then it returns through `home`).
+    reader: Option<Reader>,
+    w: Writer,
+    home: Option<Arc<Home>>,
+    /// The client sent more bytes while a request was in flight: no need
+    /// to watch for EOF until the next request.
+    peeked: bool,
+    /// While the socket is not in epoll: when watching for the client's
+    /// EOF starts (see `client_gone`).
+    watch_from: Option<Pin<Box<Sleep>>>,
+}
+
+impl Conn {
+    /// The next request head; `None` when the connection is over (EOF, an
+    /// error, or a head weir refused and answered).
+    async fn next_head<H: Handler>(&mut self, handler: &H, max_head: usize) -> Option<Head> {
+        let r = self.reader.as_mut()?;
+        let w = &mut self.w;
+        let parsed = poll_fn(|cx| loop {
+            if !r.buf.is_empty() {
+                match parse::parse(&mut r.buf, max_head) {
+                    Ok(Some(head)) => return Poll::Ready(Ok(Some(head))),
+                    Ok(None) => {}
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+            }
+            match r.poll_fill(cx) {
+                Poll::Pending => {
+                    // Waiting for the next request: hold no buffers meanwhile.
+                    r.release_idle();
+                    w.release_idle();
+                    return Poll::Pending;
+                }
+                // EOF (mid-head too: hyper answered nothing either) or an error.
+                Poll::Ready(Ok(0) | Err(_)) => return Poll::Ready(Ok(None)),
+                Poll::Ready(Ok(_)) => handler.head_bytes(),
+            }
+        })
+        .await;
+        match parsed {
+            Ok(head) => head,
+            Err(e) => {
+                debug!("refused request: {e}");
+                if let Some(status) = e.status() {
+                    handler.refused(status, &e);
+                    respond::refusal(&mut self.w.buf, status);
+                    let _ = poll_fn(|cx| self.w.poll_flush(cx)).await;
+                }
+                None
+            }
+        }
+    }
+
+    /// One request and its response; whether the connection can carry
+    /// another.
+    async fn exchange<H: Handler>(&mut self, handler: &H, head: Head, ctl: &DrainFlags) -> bool
+    where
+        <H::Body as Body>::Error: Display,
+    {
+        let asked = Asked::of(&head.parts.method, head.parts.version);
+        let mut keep_alive = head.keep_alive;
+        self.peeked = false;
+        self.watch_from = None;
+        let body = if head.body.is_done() {
+            ReqBody::empty()
+        } else {
+            let Some(mut r) = self.reader.take() else {
+                return false;
+            };
+            let remaining = head.body.remaining();
+            r.body = head.body;
+            let home = self.home.get_or_insert_with(Default::default);
+            home.lend(r);
+            ReqBody::new(home.clone(), remaining, head.expect_continue)
+        };
+        let mut call = pin!(handler.call(Request::from_parts(head.parts, body.into())));
+        let Some(resp) = poll_fn(|cx| self.wait(call.as_mut(), cx)).await else {
+            debug!("client went away before the response");
+            return false;
+        };
+        if let Some(home) = &self.home {
+            // Too late for `100 Continue` once the answer is known.
+            home.continue_asked();
+        }
+
+        let (parts, body) = resp.into_parts();
+        self.reclaim();
+        if ctl.draining.load(Relaxed) || self.reader.as_ref().is_some_and(|r| r.broken) {
+            keep_alive = false;
+        }
+        let length = if body.is_end_stream() {
+            Length::None
+        } else {
+            match body.size_hint().exact() {
+                Some(n) => Length::Known(n),
+                None => Length::Unknown,
+            }
+        };
+        let framing = respond::head(&mut self.w.buf, &parts, length, asked, &mut keep_alive);
+        // The body is dropped as soon as it ends, before its last bytes
+        // are written (as hyper did): the request is counted and logged,
+        // and its upstream slot freed, by the time the client has it all.
+        let mut body = (framing != Framing::Nothing).then_some(body);
+        let mut sent = 0;
+        if !poll_fn(|cx| self.send_body(&mut body, framing, &mut sent, cx)).await {
+            return false;
+        }
+        if poll_fn(|cx| self.w.poll_flush(cx)).await.is_err() || !keep_alive {
+            return false;
+        }
+        self.reclaim();
+        match self.reader.as_mut() {
+            Some(r) if r.broken => false,
+            Some(r) if !r.body.is_done() => poll_fn(|cx| drain(r, cx)).await,
+            Some(_) => true,
+            // The body outlived its response somewhere: nothing to read with.
+            None => false,
+        }
+    }
+
+    /// Takes the reader back once no body reads from it.
+    fn reclaim(&mut self) {
+        if self.reader.is_none() {
+            self.reader = self.home.as_ref().and_then(|h| h.take());
+        }
+    }
+
+    /// Polls the handler; meanwhile answers `100 Continue` and watches the
+    /// client. `None`: the client left.
+    fn wait<F: Future>(
+        &mut self,
+        call: Pin<&mut F>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<F::Output>> {
+        if let Poll::Ready(resp) = call.poll(cx) {
+            return Poll::Ready(Some(resp));
+        }
+        if self.home.as_ref().is_some_and(|h| h.continue_asked()) {
+            self.w.buf.extend_from_slice(CONTINUE);
+        }
+        if !self.w.is_empty() {
+            if let Poll::Ready(Err(_)) = self.w.poll_flush(cx) {
+                return Poll::Ready(None);
+            }
+        }
+        if self.client_gone(cx) {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    }
+
+    /// Whether the client closed the connection while a request is in
+    /// flight. Only looks when the reader is here and nothing is buffered.
+    fn client_gone(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.peeked {
+            return false;
+        }
+        self.reclaim();
+        let Some(r) = self.reader.as_mut() else {
+            return false;
+        };
+        if !r.buf.is_empty() {
+            return false;
+        }
+        if !r.registered() {
+            // Watching needs the socket in epoll: an epoll_ctl to add it and
+            // one to remove it, ~5 % of a `Connection: close` request's CPU,
+            // for a watch that finds nothing when the answer comes first,
+            // as it mostly does. So a connection whose socket never had to
+            // wait starts watching only WATCH_DELAY into its request.
+            let t = self
+                .watch_from
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(WATCH_DELAY)));
+            if t.as_mut().poll(cx).is_pending() {
+                return false;
+            }
+        }
+        match r.poll_gone(cx) {
+            Poll::Ready(true) => true,
+            Poll::Ready(false) => {
+                self.peeked = true;
+                false
+            }
+            Poll::Pending => false,
+        }
+    }
+
+    /// Moves the response body to the client; `Ready(false)` when the
+    /// connection must close without finishing it.
+    fn send_body<B>(
+        &mut self,
+        body: &mut Option<B>,
+        framing: Framing,
+        sent: &mut u64,
+        cx: &mut Context<'_>,
+    ) -> Poll<bool>
+    where
+        B: Body<Data = Bytes> + Unpin,
+        B::Error: Display,
+    {
+        loop {
+            let mut body_pending = false;
+            while self.w.has_room() {
+                let Some(b) = body.as_mut() else { break };
+                match Pin::new(b).poll_frame(cx) {
+                    Poll::Pending => {
+                        body_pending = true;
+                        break;
+                    }
+                    Poll::Ready(None) => {
+                        if let Framing::Length(n) = framing {
+                            if *sent != n {
+                                debug!("response body ended {sent} bytes into {n}");
+                                return Poll::Ready(false);
+                            }
+                        }
+                        self.w.end(framing);
+                        *body = None;
+                    }
+                    Poll::Ready(Some(Ok(frame))) => {
+                        // Trailers are dropped, as hyper did without `TE: trailers`.
+                        let Ok(data) = frame.into_data() else {
+                            continue;
+                        };
+                        *sent += data.len() as u64;
+                        if matches!(framing, Framing::Length(n) if *sent > n) {
+                            debug!("response body longer than its Content-Length");
+                            return Poll::Ready(false);
+                        }
+                        self.w.data(framing, data);
+                    }
+                    Poll::Ready(Some(Err(e))) => {
+                        debug!("response body failed: {e}");
+                        return Poll::Ready(false);
+                    }
+                }
+            }
+            match self.w.poll_flush(cx) {
+                Poll::Ready(Err(_)) => return Poll::Ready(false),
+                Poll::Ready(Ok(())) if body.is_none() => return Poll::Ready(true),
+                Poll::Ready(Ok(())) if !body_pending => continue,
+                _ => {}
+            }
+            if self.client_gone(cx) {
+                return Poll::Ready(false);
+            }
+            return Poll::Pending;
+        }
+    }
+}
+
+/// Reads and drops what is left of a request body, as far as it is already
+/// here (hyper did the same); `Ready(false)` if it is not all here.
+fn drain(r: &mut Reader, cx: &mut Context<'_>) -> Poll<bool> {
+    let mut drained = 0;
+    loop {
+        match r.body.decode(&mut r.buf) {
+            Ok(Some(data)) => {
+                drained += data.len();
+                continue;
+            }
+            Ok(None) if r.body.is_done() => return Poll::Ready(true),
+            Ok(None) => {}
+            Err(_) => return Poll::Ready(false),
+        }
+        if drained > DRAIN_LIMIT {
+            return Poll::Ready(false);
+        }
+        match r.poll_fill(cx) {
+            Poll::Ready(Ok(n)) if n > 0 => {}
+            _ => return Poll::Ready(false),
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! weir's own HTTP/1.1 server for client connections.
+//!
+//! hyper's server runs a dispatcher that hands the request body to the
+//! service through a channel, and formats heads with more generality than
+//! a proxy needs. Here the connection's task reads a head with `httparse`,
+//! calls the handler, and writes the response; a request body is read
+//! straight from the socket by whoever polls it (in the same task), and
+//! the response head and a small body leave in one write.
+//!
+//! - `parse`: the request head and how its body is framed (the body decoder
+//!   is `crate::codec::h1::common::decode`, shared with the upstream client);
+//! - `reader`: the socket's read side and the buffer that outlives a request;
+//! - `body`: the request body handed to the handler;
+//! - `respond`: the response head and its framing;
+//! - `write`: the bytes going out, copied or queued for a vectored write;
+//! - `conn`: one connection: keep-alive, pipelining, `100 Continue`,
+//!   draining an unread request body, noticing a client that left.
+
+mod body;
+mod conn;
+mod error;
+mod parse;
+mod reader;
+mod respond;
+mod write;
+
+#[cfg(test)]
+mod differential;
+#[doc(hidden)]
+pub mod fuzz;
+#[cfg(test)]
+mod tests;
+
+pub use body::ReqBody;
+pub use conn::{run, DrainFlags, Handler};
+pub use error::{BodyError, ParseError};
+
+/// The most header fields a request may carry (hyper's limit too): more
+/// answers 431.
+pub const MAX_HEADERS: usize = 100;
+/// The longest request target (hyper's limit too): longer answers 414.
+pub const MAX_URI_LEN: usize = u16::MAX as usize - 1;

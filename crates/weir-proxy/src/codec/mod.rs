@@ -1,0 +1,12 @@
+//! Wire codecs: how requests and responses become bytes on a stream and
+//! back. Each protocol has a server side (client connections) and a client
+//! side (upstream sessions); the proxy pipeline above (`crate::http`) sees
+//! only `http` types, bodies and the seams in `crate::upstream`.
+//!
+//! - `h1`: weir's own HTTP/1.1 codec. HTTP/2 would be `h2` beside it;
+//! - `client_body`: a request body from any server codec (`ClientBody`);
+//! - `send`: what any client codec is asked to send, and its head timer.
+
+pub mod client_body;
+pub mod h1;
+pub mod send;

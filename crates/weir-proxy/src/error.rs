@@ -1,0 +1,116 @@
+//! A failed try, as one value: what `http/tries.rs` decides retries from,
+//! what the metrics and the access log count (`reason`), and what the log
+//! line says (`cause`, rendered only when it is written).
+//!
+//! Whoever sees the failure fills in the facts it knows: the upstream
+//! session knows whether the request may have reached the application and
+//! whether the connection was a reused one; a codec knows its own error.
+//! A new protocol adds a variant to its session's error, never a new path
+//! through the tries.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::reason::Reason;
+use crate::transport::ConnectError;
+use crate::upstream::ExchangeError;
+
+/// Why one try gave no answer.
+#[derive(Debug)]
+pub struct TryError {
+    pub reason: Reason,
+    pub side: Side,
+    pub delivery: Delivery,
+    /// The try used a pooled connection (not one opened for it).
+    pub reused: bool,
+    pub cause: Cause,
+}
+
+/// Whose failure it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The client: its request body broke off or broke its framing.
+    Client,
+    /// The endpoint: refused, reset, timed out, answered garbage.
+    Upstream,
+    /// weir's own limits: no slot in time, no endpoint to pick.
+    Weir,
+}
+
+/// Whether the endpoint's application can have acted on the request: what
+/// decides if a request that is not idempotent may be sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Provably not: never sent, or refused unread (see
+    /// `codec::h1::client::SendError::may_have_been_processed`).
+    NotDelivered,
+    /// Perhaps: it went out and no answer proves otherwise.
+    MaybeDelivered,
+}
+
+/// What failed, typed; text is made only when the failure is logged.
+#[derive(Debug)]
+pub enum Cause {
+    /// No slot on any endpoint (queue full or timed out, no endpoint): the
+    /// answer's detail is the pool's to give (`http/forward/overflow.rs`).
+    NoSlot,
+    Connect(ConnectError),
+    Exchange(ExchangeError),
+    /// No response head in time.
+    Timeout {
+        /// The per-try wait, from the request's last byte.
+        limit: Duration,
+        /// Set when it was the request's `request_timeout`, across tries,
+        /// that ran out.
+        request_timeout: Option<Duration>,
+    },
+}
+
+impl TryError {
+    /// No slot could be had for the request.
+    pub fn no_slot(reason: Reason) -> Self {
+        TryError {
+            reason,
+            side: Side::Weir,
+            delivery: Delivery::NotDelivered,
+            reused: false,
+            cause: Cause::NoSlot,
+        }
+    }
+
+    /// Connecting to the endpoint failed: nothing was sent.
+    pub fn connect(e: ConnectError) -> Self {
+        TryError {
+            reason: Reason::ConnectFailed,
+            side: Side::Upstream,
+            delivery: Delivery::NotDelivered,
+            reused: false,
+            cause: Cause::Connect(e),
+        }
+    }
+
+    /// Whether the endpoint's application cannot have seen the request.
+    pub fn not_delivered(&self) -> bool {
+        self.delivery == Delivery::NotDelivered
+    }
+}
+
+impl fmt::Display for TryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.cause {
+            Cause::NoSlot => Ok(()),
+            Cause::Connect(e) => e.fmt(f),
+            Cause::Exchange(e) => e.fmt(f),
+            Cause::Timeout {
+                request_timeout: Some(t),
+                ..
+            } => write!(
+                f,
+                "no response within the request_timeout ({t:?}) across tries"
+            ),
+            Cause::Timeout { limit, .. } => {
+                write!(f, "no response within {limit:?} of the request's last byte")
+            }
+        }
+    }
+}

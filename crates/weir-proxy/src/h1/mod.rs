@@ -1,8 +1,0 @@
-//! HTTP/1.1 codec pieces that weir's server (client side, `http::server`)
-//! and client (upstream side, `upstream::h1`) share: body framing, and the
-//! small bits of field syntax both parse and write.
-
-pub mod date;
-pub mod decode;
-pub mod fields;
-pub mod spans;

@@ -1,0 +1,112 @@
+//! Where a request is counted (its label set, its duration histogram, the
+//! reason when weir answered) and its access log entry, as far as they are
+//! known before the response; `attach` hands both to the response body,
+//! which records them when it is done (`metrics/recorder.rs`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::header;
+use http::{Request, Response};
+
+use super::ctx::ConnCtx;
+use crate::accesslog::{Entry, Sink};
+use crate::http::body::ProxyBody;
+use crate::http::tries::TryInfo;
+use crate::metrics::counts::Counts;
+use crate::metrics::hist::Histogram;
+use crate::metrics::recorder::Recorder;
+use crate::pool::PoolRt;
+use crate::reason::Reason;
+use crate::router::TargetMetrics;
+use crate::snapshot::ListenerSnap;
+
+#[derive(Default)]
+pub struct Accounting {
+    counted: Option<(Arc<Counts>, Arc<Histogram>, Option<Reason>)>,
+    log: Option<(Sink, Box<Entry>)>,
+}
+
+impl Accounting {
+    /// Counted under `m`'s labels (per endpoint when one answered or
+    /// failed), with the reason if weir made the answer.
+    pub fn count_as(&mut self, m: &TargetMetrics, endpoint: Option<usize>, reason: Option<Reason>) {
+        let counts = endpoint
+            .and_then(|i| m.by_endpoint.get(i))
+            .unwrap_or(&m.no_endpoint)
+            .clone();
+        self.counted = Some((counts, m.duration.clone(), reason));
+    }
+
+    /// Starts the access log entry, if the listener keeps one.
+    pub fn start_entry<B>(&mut self, l: &ListenerSnap, ctx: &ConnCtx, req: &Request<B>) {
+        let Some(sink) = l.access_log.clone() else {
+            return;
+        };
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .or_else(|| req.uri().authority().map(|a| a.as_str()))
+            .unwrap_or("")
+            .to_string();
+        let mut entry = Entry::begin(l.name.clone(), ctx.client);
+        entry.method = req.method().to_string();
+        entry.host = host;
+        entry.path = req
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string();
+        self.log = Some((sink, Box::new(entry)));
+    }
+
+    /// The request was routed to `route` and `pool`.
+    pub fn routed(&mut self, route: Option<&str>, pool: &PoolRt) {
+        if let Some((_, e)) = self.log.as_mut() {
+            e.route = route.unwrap_or("").to_string();
+            e.pool = pool.name.to_string();
+        }
+    }
+
+    /// What the tries did, and the endpoint that answered or failed last.
+    pub fn tried(&mut self, info: &TryInfo, start: Instant, pool: &PoolRt, index: Option<usize>) {
+        let Some((_, e)) = self.log.as_mut() else {
+            return;
+        };
+        e.queue_ms = info.queued.as_secs_f64() * 1000.0;
+        e.connect_ms = info.connect.as_secs_f64() * 1000.0;
+        e.first_byte_ms = info.first_byte.map_or(0.0, |t| {
+            t.saturating_duration_since(start).as_secs_f64() * 1000.0
+        });
+        e.retries = info.retries;
+        if let Some(ep) = index.and_then(|i| pool.endpoints.get(i)) {
+            e.endpoint = ep.addr_str.to_string();
+        }
+    }
+
+    /// Hands the counts and the entry to the response body, under the
+    /// status the client gets.
+    pub fn attach(self, resp: &mut Response<ProxyBody>, start: Instant) {
+        let Some((counts, duration, reason)) = self.counted else {
+            return;
+        };
+        let status = resp.status().as_u16();
+        let access = self.log.map(|(sink, mut entry)| {
+            entry.status = status;
+            entry.reason = reason.map(Reason::as_str);
+            (sink, entry)
+        });
+        let rec = Recorder {
+            counts,
+            duration,
+            start,
+            status,
+            reason,
+            access,
+            bytes: 0,
+            end: None,
+        };
+        resp.body_mut().set_recorder(rec);
+    }
+}

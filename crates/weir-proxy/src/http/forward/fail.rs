@@ -1,0 +1,80 @@
+//! Answers weir makes when a request fails: the error response for the
+//! reason, and the log line naming listener, route, pool and endpoint
+//! (its detail rendered only then).
+
+use http::Response;
+use tracing::warn;
+
+use crate::error::TryError;
+use crate::http::body::ProxyBody;
+use crate::http::error::error_response_as;
+use crate::pool::PoolRt;
+use crate::reason::Reason;
+
+use super::overflow::overflow;
+
+/// Names for the log line of a failed request.
+#[derive(Clone, Copy)]
+pub struct Where<'a> {
+    pub listener: &'a str,
+    pub route: Option<&'a str>,
+    pub pool: &'a str,
+    pub endpoint: Option<&'a str>,
+}
+
+pub fn fail(reason: Reason, w: &Where<'_>, detail: &dyn std::fmt::Display) -> Response<ProxyBody> {
+    fail_as(reason.status(), reason, w, detail)
+}
+
+pub fn fail_as(
+    status: u16,
+    reason: Reason,
+    w: &Where<'_>,
+    detail: &dyn std::fmt::Display,
+) -> Response<ProxyBody> {
+    log(status, reason, w, detail);
+    error_response_as(status, reason)
+}
+
+/// The log line of a failed request.
+pub fn log(status: u16, reason: Reason, w: &Where<'_>, detail: &dyn std::fmt::Display) {
+    warn!(
+        listener = w.listener,
+        route = w.route.unwrap_or("-"),
+        pool = w.pool,
+        endpoint = w.endpoint.unwrap_or("-"),
+        reason = reason.as_str(),
+        status,
+        "request failed: {detail}"
+    );
+}
+
+/// The answer when the tries failed. `reason` is what the request is
+/// counted under: after retries `retries_exhausted`, but a last try that
+/// timed out still answers 504 (the status of the last try's reason).
+pub fn tries_failed(
+    pool: &PoolRt,
+    reason: Reason,
+    error: &TryError,
+    retries: u32,
+    w: &Where<'_>,
+) -> Response<ProxyBody> {
+    match reason {
+        Reason::QueueFull | Reason::QueueTimeout | Reason::NoHealthyEndpoint => {
+            overflow(pool, reason, w)
+        }
+        _ => fail_as(error.reason.status(), reason, w, &Detail(error, retries)),
+    }
+}
+
+/// A failed request's log detail, rendered only when logged.
+struct Detail<'a>(&'a TryError, u32);
+
+impl std::fmt::Display for Detail<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            0 => self.0.fmt(f),
+            n => write!(f, "{n} retries; last: {}", self.0),
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! What the balancer needs from a request: a hash of the pool's key, the
+//! endpoint a sticky cookie names (the cookie itself is `http/sticky.rs`).
+
+use std::net::SocketAddr;
+
+use http::header;
+use http::Request;
+use weir_config::HashKey;
+
+use crate::balance::{hash_bytes, Algorithm, PickKey};
+use crate::pool::PoolRt;
+
+/// What the pool's algorithm needs from the request: a hash of the
+/// configured key, or the endpoint a sticky cookie names.
+pub fn pick_key<B>(pool: &PoolRt, req: &Request<B>, client: SocketAddr) -> PickKey {
+    let mut key = PickKey::default();
+    let (hashes, codec) = match &pool.algorithm {
+        Algorithm::Hash { .. } => (true, None),
+        Algorithm::Sticky { codec, base } => {
+            (matches!(**base, Algorithm::Hash { .. }), Some(codec))
+        }
+        _ => return key,
+    };
+    if hashes {
+        key.hash = match &pool.hash_key {
+            HashKey::ClientIp => Some(ip_hash(client.ip())),
+            HashKey::Path => Some(hash_bytes(req.uri().path().as_bytes())),
+            HashKey::Header(h) => req
+                .headers()
+                .get(h.as_str())
+                .map(|v| hash_bytes(v.as_bytes())),
+            HashKey::Cookie(c) => cookie(req.headers(), c).map(|v| hash_bytes(v.as_bytes())),
+        };
+    }
+    if let Some(codec) = codec {
+        key.sticky = cookie(req.headers(), &pool.sticky_cookie).and_then(|v| codec.decode(v));
+    }
+    key
+}
+
+pub fn ip_hash(ip: std::net::IpAddr) -> u64 {
+    match ip {
+        std::net::IpAddr::V4(v4) => hash_bytes(&v4.octets()),
+        std::net::IpAddr::V6(v6) => hash_bytes(&v6.octets()),
+    }
+}
+
+/// The value of cookie `name` in the request's Cookie headers.
+fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim_matches('"'))
+}

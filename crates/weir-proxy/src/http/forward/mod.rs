@@ -1,0 +1,137 @@
+//! One HTTP request through the proxy, in the order it happens; each step
+//! is a file of its own:
+//!
+//! 1. `host.rs`: the request's host (400 `bad_request` without exactly one);
+//! 2. `route.rs`: the route and pool, from the snapshot (404 without one);
+//! 3. the route's request filters, once routes have them (issue 26);
+//! 4. `rewrite.rs`: the request as the upstream hop gets it;
+//! 5. `keys.rs`: what the balancer needs (hash, sticky cookie; the answer's
+//!    sticky cookie is set by the tries, `http/sticky.rs`);
+//! 6. the body made replayable if small (`upstream/upbody.rs`), then the tries
+//!    (`http/tries.rs`: capacity, balance, upstream sessions, retries);
+//! 7. the response, or `fail.rs` (weir's error answer, `Retry-After` on
+//!    overflow, the log line); then the route's response filters;
+//!
+//! and throughout, `accounting.rs`: the labels the request is counted
+//! under and its access log entry, handed to the response body.
+//!
+//! Filters slot in at steps 3 and 7: `Routed` would carry the route's
+//! chain (resolved when the snapshot is built, so a route without filters
+//! pays one empty-slice check), a request-phase filter may change the
+//! request or answer itself (counted like any answer weir makes, with its
+//! reason), and a response-phase filter sees the response before it is
+//! handed to the server codec.
+
+mod accounting;
+mod ctx;
+mod fail;
+mod host;
+mod keys;
+mod overflow;
+mod refused;
+mod rewrite;
+mod route;
+
+use std::time::Instant;
+
+use http::{Request, Response};
+
+use crate::codec::client_body::ClientBody;
+use crate::http::body::ProxyBody;
+use crate::http::error::error_response;
+use crate::http::tries::{self, Attempts, Ended};
+use crate::reason::Reason;
+use crate::upstream::upbody::prepare;
+
+use accounting::Accounting;
+use fail::{fail, tries_failed, Where};
+use route::Routed;
+
+pub use ctx::ConnCtx;
+pub use keys::ip_hash;
+pub use refused::refused;
+
+pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBody> {
+    let start = Instant::now();
+    let busy = ctx.state.begin_request();
+    let mut acct = Accounting::default();
+    let mut resp = forward(ctx, req, start, &mut acct).await;
+    acct.attach(&mut resp, start);
+    resp.body_mut().set_busy(busy);
+    resp
+}
+
+async fn forward(
+    ctx: &ConnCtx,
+    mut req: Request<ClientBody>,
+    start: Instant,
+    acct: &mut Accounting,
+) -> Response<ProxyBody> {
+    let Routed {
+        listener,
+        host,
+        route,
+        pool,
+        metrics,
+    } = match route::route(ctx, &req, acct) {
+        Ok(r) => r,
+        Err(reason) => return error_response(reason),
+    };
+
+    rewrite::for_upstream(&mut req, &ctx.client_ip, host);
+    let key = keys::pick_key(&pool, &req, ctx.client);
+    let w = Where {
+        listener: &listener,
+        route: route.as_deref(),
+        pool: &pool.name,
+        endpoint: None,
+    };
+    let (parts, body) = req.into_parts();
+    let body = match prepare(body, pool.retry.buffer).await {
+        Ok(b) => b,
+        Err(e) => {
+            // A body that breaks its framing (a bad chunk size) is the
+            // client's mistake: 400; one that stops short, a client gone.
+            let reason = match e.is_malformed() {
+                true => Reason::BadRequest,
+                false => Reason::ClientClosed,
+            };
+            acct.count_as(&metrics, None, Some(reason));
+            return fail(reason, &w, &format!("reading the request body: {e}"));
+        }
+    };
+    acct.routed(route.as_deref(), &pool);
+    let ended = tries::run(Attempts {
+        pool: &pool,
+        key,
+        parts,
+        body,
+    })
+    .await;
+    match ended {
+        Ended::Response {
+            resp,
+            endpoint,
+            info,
+        } => {
+            acct.tried(&info, start, &pool, Some(endpoint));
+            acct.count_as(&metrics, Some(endpoint), None);
+            resp
+        }
+        Ended::Failed {
+            error,
+            endpoint,
+            info,
+        } => {
+            let index = endpoint.as_ref().map(|e| e.1);
+            acct.tried(&info, start, &pool, index);
+            let reason = Ended::reason(&error, &info);
+            acct.count_as(&metrics, index, Some(reason));
+            let w = Where {
+                endpoint: endpoint.as_ref().map(|e| &*e.0),
+                ..w
+            };
+            tries_failed(&pool, reason, &error, info.retries, &w)
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! The answer when a request found no slot: the pool's overflow status
+//! (503 or 429) with `Retry-After`.
+
+use http::header::{self, HeaderValue};
+use http::Response;
+
+use super::fail::{fail, Where};
+use crate::http::body::ProxyBody;
+use crate::pool::PoolRt;
+use crate::reason::Reason;
+
+/// The answer when no slot could be had: the pool's overflow status with
+/// `Retry-After`, so clients and autoscalers can back off.
+pub fn overflow(pool: &PoolRt, reason: Reason, w: &Where<'_>) -> Response<ProxyBody> {
+    let detail = match reason {
+        Reason::QueueFull => format!("queue of {} is full", pool.max_queue),
+        Reason::QueueTimeout => format!("no free slot within {:?}", pool.queue_timeout),
+        _ => "the pool has no endpoints".to_string(),
+    };
+    let mut resp = fail(reason, w, &detail);
+    if matches!(reason, Reason::QueueFull | Reason::QueueTimeout) {
+        *resp.status_mut() = http::StatusCode::from_u16(pool.overflow_status)
+            .unwrap_or(http::StatusCode::SERVICE_UNAVAILABLE);
+        let secs = pool.queue_timeout.as_secs_f64().ceil().max(1.0) as u64;
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    resp
+}

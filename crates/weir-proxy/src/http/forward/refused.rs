@@ -1,0 +1,32 @@
+//! A request the server codec refused before it could be routed (bad
+//! framing, oversize head): counted, logged and access-logged like any
+//! failure, with the listener's "no route" labels since it has no route.
+
+use tracing::warn;
+
+use super::ctx::ConnCtx;
+use crate::accesslog::Entry;
+use crate::reason::Reason;
+
+pub fn refused(ctx: &ConnCtx, status: u16, why: &dyn std::fmt::Display) {
+    let snap = ctx.shared.snapshot.load();
+    let Some(Some(l)) = snap.listeners.get(ctx.slot) else {
+        return;
+    };
+    let reason = Reason::BadRequest;
+    warn!(
+        listener = &*l.name,
+        client = %ctx.client,
+        reason = reason.as_str(),
+        status,
+        "request refused: {why}"
+    );
+    l.no_route.no_endpoint.record(status, Some(reason));
+    l.no_route.duration.observe(std::time::Duration::ZERO);
+    if let Some(sink) = &l.access_log {
+        let mut e = Entry::begin(l.name.clone(), ctx.client);
+        e.status = status;
+        e.reason = Some(reason.as_str());
+        sink.log(e);
+    }
+}

@@ -1,0 +1,25 @@
+//! The request as the upstream hop gets it: origin-form target, hop-by-hop
+//! fields removed, `X-Forwarded-*` added, the routed host as `Host`, and
+//! HTTP/1.1 whatever the client spoke.
+
+use http::header::{self, HeaderValue};
+use http::{Request, Uri, Version};
+
+use crate::http::headers::{add_forwarded, strip_hop_by_hop};
+
+pub fn for_upstream<B>(req: &mut Request<B>, client_ip: &HeaderValue, host: Option<HeaderValue>) {
+    if req.uri().authority().is_some() {
+        let pq = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        *req.uri_mut() = Uri::try_from(pq).unwrap_or_else(|_| Uri::from_static("/"));
+    }
+    let h = req.headers_mut();
+    strip_hop_by_hop(h);
+    // weir answers `Expect: 100-continue` itself (the server codec sends
+    // 100 when the body is first read, i.e. once the upstream is connected).
+    h.remove(header::EXPECT);
+    add_forwarded(h, client_ip, host.as_ref());
+    if let Some(v) = host {
+        h.insert(header::HOST, v);
+    }
+    *req.version_mut() = Version::HTTP_11;
+}

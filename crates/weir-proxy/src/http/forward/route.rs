@@ -1,0 +1,64 @@
+//! Where a request goes: its listener's route table in the current
+//! snapshot, looked up by host and path.
+
+use std::sync::Arc;
+
+use http::header::HeaderValue;
+use http::Request;
+
+use super::accounting::Accounting;
+use super::ctx::ConnCtx;
+use super::fail::{log, Where};
+use super::host::request_host;
+use crate::pool::PoolRt;
+use crate::reason::Reason;
+use crate::router::TargetMetrics;
+
+/// A routed request: what the rest of its way needs from the snapshot.
+pub struct Routed {
+    pub listener: Arc<str>,
+    /// The host sent upstream.
+    pub host: Option<HeaderValue>,
+    pub route: Option<Arc<str>>,
+    pub pool: Arc<PoolRt>,
+    pub metrics: TargetMetrics,
+}
+
+/// Routes the request, or says why not (400 without a valid host, 404
+/// without a route; counted and logged here). Starts its access log entry
+/// either way.
+pub fn route<B>(ctx: &ConnCtx, req: &Request<B>, acct: &mut Accounting) -> Result<Routed, Reason> {
+    // One look at the snapshot per request; the guard is gone before any await.
+    let snap = ctx.shared.snapshot.load();
+    let Some(Some(l)) = snap.listeners.get(ctx.slot) else {
+        return Err(Reason::RouteNotFound);
+    };
+    acct.start_entry(l, ctx, req);
+    let Ok(host_hdr) = request_host(req) else {
+        acct.count_as(&l.no_route, None, Some(Reason::BadRequest));
+        return Err(Reason::BadRequest);
+    };
+    let host = host_hdr.as_ref().and_then(|v| v.to_str().ok());
+    match l.routes.lookup(host, req.uri().path()) {
+        Some(t) => Ok(Routed {
+            listener: l.name.clone(),
+            route: t.route.clone(),
+            pool: t.pool.clone(),
+            metrics: t.metrics.clone(),
+            host: host_hdr,
+        }),
+        None => {
+            let w = Where {
+                listener: &l.name,
+                route: None,
+                pool: "-",
+                endpoint: None,
+            };
+            let detail = format!("no route for host {host:?} path {:?}", req.uri().path());
+            acct.count_as(&l.no_route, None, Some(Reason::RouteNotFound));
+            let reason = Reason::RouteNotFound;
+            log(reason.status(), reason, &w, &detail);
+            Err(reason)
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! The transport seam: every byte stream weir reads or writes, below any
+//! codec. Listening and accepting (`accept.rs`), client streams
+//! (`client.rs`; plain ones on a lazily registered socket, `lazy.rs`),
+//! upstream streams (`upstream.rs`; opened by `connect.rs`), and what a
+//! stream's TLS session tells the layers above (`tls_info.rs`).
+//!
+//! Streams are enums with one `Plain` variant today: TLS is a new variant
+//! (and a file of its own) on each side, picked where the stream is made
+//! (the listener, the pool's connect), not an edit of the codecs or the
+//! request path. The TCP relay (`tcp/`) takes plain sockets as they come
+//! from here, for splice(2).
+
+mod accept;
+mod client;
+mod connect;
+mod lazy;
+mod tls_info;
+mod upstream;
+
+pub use accept::{accept, defer_accept, listen, BindError, Listener};
+pub use client::{ClientReader, ClientStream, ClientWriter};
+pub use connect::{connect, connect_until, ConnectError};
+pub use tls_info::TlsInfo;
+pub use upstream::UpstreamStream;

@@ -1,0 +1,85 @@
+//! The response body read from an upstream session, whatever its protocol:
+//! it owns the session until the body ends, then hands it back if the
+//! exchange left it reusable.
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+
+use super::session::Session;
+use crate::codec::h1::client;
+use crate::upstream::upbody::UpBody;
+
+pub enum RecvBody {
+    H1(client::RecvBody<UpBody>),
+}
+
+/// Why an exchange failed, in its codec's own terms.
+#[derive(Debug)]
+pub enum ExchangeError {
+    H1(client::Error),
+}
+
+impl fmt::Display for ExchangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExchangeError::H1(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ExchangeError {}
+
+impl From<client::RecvBody<UpBody>> for RecvBody {
+    #[inline]
+    fn from(b: client::RecvBody<UpBody>) -> Self {
+        RecvBody::H1(b)
+    }
+}
+
+impl RecvBody {
+    /// The session, if the exchange ended cleanly and it can carry another
+    /// request.
+    pub fn take_reusable(&mut self) -> Option<Session> {
+        match self {
+            RecvBody::H1(b) => b.take_reusable().map(Session::H1),
+        }
+    }
+}
+
+impl Body for RecvBody {
+    type Data = Bytes;
+    type Error = ExchangeError;
+
+    #[inline]
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, ExchangeError>>> {
+        match self.get_mut() {
+            RecvBody::H1(b) => match Pin::new(b).poll_frame(cx) {
+                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ExchangeError::H1(e)))),
+                Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    #[inline]
+    fn is_end_stream(&self) -> bool {
+        match self {
+            RecvBody::H1(b) => b.is_end_stream(),
+        }
+    }
+
+    #[inline]
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            RecvBody::H1(b) => b.size_hint(),
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! One try's upstream exchange: a session checked out of the endpoint's
+//! idle store or opened for it, the request sent, the response head back.
+//!
+//! A pooled session found dead before a byte of the request went out is
+//! replaced by a fresh one within the same try: the request never left,
+//! so this is no retry. Everything else comes back as the [`TryError`]
+//! the tries decide from.
+
+use std::time::{Duration, Instant};
+
+use http::request::Parts;
+use http::Response;
+
+use super::body::RecvBody;
+use super::idle::Conn;
+use super::session::{SendFailed, Session};
+use crate::codec::send::{HeadTimer, Payload};
+use crate::endpoint::EndpointRt;
+use crate::error::{Cause, TryError};
+use crate::upstream::upbody::UpBody;
+
+/// What a try asks of the endpoint.
+pub struct Exchange<'a> {
+    pub endpoint: &'a EndpointRt,
+    pub parts: &'a Parts,
+    pub connect_timeout: Duration,
+    /// For the log line when the request's deadline across tries ran out.
+    pub request_timeout: Duration,
+    /// Open a new session rather than reuse one (a retry).
+    pub fresh_only: bool,
+}
+
+/// The response head, and the session's life so far (the body owns it).
+pub struct Exchanged {
+    pub resp: Response<RecvBody>,
+    pub born: Instant,
+    /// Requests sent on the session, this one included.
+    pub uses: u32,
+    /// When the request went out on it (after any connect).
+    pub sent_at: Instant,
+}
+
+/// `connect_took` is set to the time spent opening a session, if one was
+/// opened (for the access log, failed or not).
+pub async fn exchange(
+    x: Exchange<'_>,
+    body: Payload<UpBody>,
+    timer: HeadTimer,
+    connect_took: &mut Duration,
+) -> Result<Exchanged, TryError> {
+    let ep = x.endpoint;
+    let started = timer.started;
+    let mut body = body;
+    let mut fresh_only = x.fresh_only;
+    loop {
+        let pooled = if fresh_only {
+            None
+        } else {
+            // Only the first pass checks out: `started` is still now.
+            ep.idle.checkout(started)
+        };
+        let reused = pooled.is_some();
+        let idle_for = pooled.as_ref().map(|c| c.idle_for);
+        let (mut conn, sent_at) = match pooled {
+            Some(c) => (c.conn, started),
+            None => {
+                let opening = Instant::now();
+                let left = timer
+                    .cap
+                    .map_or(x.connect_timeout, |c| c.saturating_duration_since(opening));
+                let timeout = x.connect_timeout.min(left.max(Duration::from_millis(1)));
+                match Session::open(ep.addr, timeout).await {
+                    Ok(session) => {
+                        let now = Instant::now();
+                        *connect_took = now - opening;
+                        (
+                            Conn {
+                                session,
+                                born: now,
+                                uses: 0,
+                            },
+                            now,
+                        )
+                    }
+                    Err(e) => {
+                        ep.idle.discard();
+                        return Err(TryError::connect(e));
+                    }
+                }
+            }
+        };
+        conn.uses += 1;
+        let Conn {
+            session,
+            born,
+            uses,
+        } = conn;
+        let timer = HeadTimer {
+            started: sent_at,
+            ..timer
+        };
+        match session.send(x.parts, body, timer, reused).await {
+            Ok(resp) => {
+                if !reused {
+                    ep.idle.confirm();
+                }
+                return Ok(Exchanged {
+                    resp,
+                    born,
+                    uses,
+                    sent_at,
+                });
+            }
+            Err(SendFailed {
+                mut error,
+                unsent,
+                answered,
+            }) => {
+                if let Cause::Timeout {
+                    request_timeout, ..
+                } = &mut error.cause
+                {
+                    if timer.cap.is_some_and(|cap| cap <= Instant::now()) {
+                        *request_timeout = Some(x.request_timeout);
+                    }
+                    return Err(error);
+                }
+                if reused && !answered {
+                    // Most likely the stale keep-alive race: the backend
+                    // closed the idle connection as we wrote. Learn how long
+                    // it keeps them, so the next ones are not reused so late.
+                    if let Some(age) = idle_for {
+                        ep.idle.learn(age);
+                    }
+                }
+                match unsent {
+                    // Not a byte went out: the session was already dead.
+                    Some(back) if reused && !fresh_only => {
+                        body = back;
+                        fresh_only = true;
+                    }
+                    _ => return Err(error),
+                }
+            }
+        }
+    }
+}

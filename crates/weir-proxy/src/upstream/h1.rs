@@ -1,0 +1,119 @@
+//! The HTTP/1.1 session's failures (weir's own client, `codec::h1::client`)
+//! told as a [`TryError`].
+
+use std::time::Duration;
+
+use super::body::ExchangeError;
+use super::session::SendFailed;
+use crate::codec::h1::client::{Error, SendError};
+use crate::error::{Cause, Delivery, Side, TryError};
+use crate::reason::Reason;
+use crate::upstream::upbody::UpBody;
+
+/// `limit`: the try's wait for the head, for a timeout's log line.
+#[cold]
+pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> SendFailed {
+    let delivery = match e.may_have_been_processed() {
+        true => Delivery::MaybeDelivered,
+        false => Delivery::NotDelivered,
+    };
+    let SendError {
+        error,
+        unsent,
+        answered,
+    } = e;
+    let error = match error {
+        // Whatever went out may be acted on: a timeout proves nothing.
+        Error::Timeout => TryError {
+            reason: Reason::UpstreamTimeout,
+            side: Side::Upstream,
+            delivery: Delivery::MaybeDelivered,
+            reused,
+            cause: Cause::Timeout {
+                limit,
+                request_timeout: None,
+            },
+        },
+        error => TryError {
+            reason: Reason::UpstreamReset,
+            side: match error {
+                Error::Body(_) | Error::BodyLength(_) => Side::Client,
+                _ => Side::Upstream,
+            },
+            delivery,
+            reused,
+            cause: Cause::Exchange(ExchangeError::H1(error)),
+        },
+    };
+    SendFailed {
+        error,
+        unsent,
+        answered,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::codec::send::Payload;
+
+    fn failed_with(error: Error, unsent: bool, answered: bool) -> TryError {
+        let e = SendError {
+            error,
+            unsent: unsent.then(|| Payload::Bytes(Bytes::new())),
+            answered,
+        };
+        failed(e, Duration::from_secs(1), true).error
+    }
+
+    fn reset() -> Error {
+        Error::Io(io::ErrorKind::ConnectionReset.into())
+    }
+
+    /// The facts `tries.rs` decides from, for each way an h1 exchange fails.
+    #[test]
+    fn each_failure_says_whether_the_request_may_have_been_delivered() {
+        use Delivery::*;
+        let cases = [
+            // Not a byte went out.
+            (Error::ClosedBeforeHead, true, false, NotDelivered),
+            // A reset before any answer: the request was never read.
+            (reset(), false, false, NotDelivered),
+            // A reset after answer bytes, a clean close: perhaps acted on.
+            (reset(), false, true, MaybeDelivered),
+            (Error::ClosedBeforeHead, false, false, MaybeDelivered),
+            (Error::HeadTooLarge, false, true, MaybeDelivered),
+            (Error::Timeout, false, false, MaybeDelivered),
+        ];
+        for (error, unsent, answered, want) in cases {
+            let what = error.to_string();
+            let e = failed_with(error, unsent, answered);
+            assert_eq!(
+                e.delivery, want,
+                "{what}, unsent {unsent}, answered {answered}"
+            );
+            assert!(e.reused);
+        }
+    }
+
+    #[test]
+    fn reasons_and_sides() {
+        let e = failed_with(Error::Timeout, false, false);
+        assert_eq!(
+            (e.reason, e.side),
+            (Reason::UpstreamTimeout, Side::Upstream)
+        );
+        assert_eq!(
+            e.to_string(),
+            "no response within 1s of the request's last byte"
+        );
+        let e = failed_with(reset(), false, false);
+        assert_eq!((e.reason, e.side), (Reason::UpstreamReset, Side::Upstream));
+        let e = failed_with(Error::BodyLength("shorter than"), false, false);
+        assert_eq!((e.reason, e.side), (Reason::UpstreamReset, Side::Client));
+    }
+}

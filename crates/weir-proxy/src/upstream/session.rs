@@ -1,0 +1,78 @@
+//! The upstream session seam: what the pipeline holds to send one request
+//! to an endpoint and read its answer, whatever the protocol.
+//!
+//! A session is checked out of the endpoint's idle store (or opened), sends
+//! one request ([`Session::send`]), and the response body ([`RecvBody`])
+//! owns it until the answer is read; then it is given back (`RecvBody::
+//! take_reusable`, checked in by `http/body.rs`) or dropped, which closes
+//! what the exchange left dirty.
+//!
+//! An enum, not a trait object: the request path dispatches statically,
+//! and each protocol is one variant with its code in a file of its own
+//! (`h1.rs` for weir's HTTP/1.1 client). A multiplexed protocol (HTTP/2)
+//! fits the same shape: its variant is a stream bound to a shared
+//! connection; the idle store keeps the shared connection while it has
+//! room for streams and checkout binds a new stream to it, so "given back"
+//! means the stream ended and the connection stays where it was.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::request::Parts;
+use http::Response;
+
+use super::body::RecvBody;
+use super::h1;
+use crate::codec::h1::client::{self, Connection};
+use crate::codec::send::{HeadTimer, Payload};
+use crate::error::TryError;
+use crate::transport::{ConnectError, UpstreamStream};
+use crate::upstream::upbody::UpBody;
+
+/// One upstream connection (or stream) able to carry a request.
+pub enum Session {
+    H1(Connection),
+}
+
+/// A send that failed: what the tries need to know, and, when not a byte
+/// went out (the connection was already dead), the payload back so the
+/// request can go out on another session.
+pub struct SendFailed {
+    pub error: TryError,
+    pub unsent: Option<Payload<UpBody>>,
+    /// Whether any byte of an answer had arrived.
+    pub answered: bool,
+}
+
+impl Session {
+    /// Opens a session to `addr` within `timeout`. Where a pool's protocol
+    /// and TLS settings will choose the stream and the codec.
+    pub async fn open(addr: SocketAddr, timeout: Duration) -> Result<Session, ConnectError> {
+        let stream = UpstreamStream::connect(addr, timeout).await?;
+        Ok(Session::H1(Connection::new(stream)))
+    }
+
+    /// Whether the session can no longer carry a request (the backend
+    /// closed it or sent bytes nobody asked for). Never blocks.
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Session::H1(c) => c.is_closed(),
+        }
+    }
+
+    /// Sends the request and waits for the response head (see
+    /// [`HeadTimer`]); the body that comes back owns the session.
+    pub async fn send(
+        self,
+        parts: &Parts,
+        payload: Payload<UpBody>,
+        timer: HeadTimer,
+        reused: bool,
+    ) -> Result<Response<RecvBody>, SendFailed> {
+        match self {
+            Session::H1(c) => client::send_into(c, parts, payload, timer)
+                .await
+                .map_err(|e| h1::failed(e, timer.limit, reused)),
+        }
+    }
+}
