@@ -90,8 +90,9 @@ pub(crate) fn tree<'t>(
         Value::Array(items) => {
             let span = paths.add(path.to_owned());
             let mut a = DeArray::new();
-            for (i, item) in items.iter().enumerate() {
-                if let Some(t) = tree(item, nums, &format!("{path}/{i}"), paths) {
+            // An item is named by its array, as the API always has (`retry/on_status`).
+            for item in items {
+                if let Some(t) = tree(item, nums, path, paths) {
                     a.push(t);
                 }
             }

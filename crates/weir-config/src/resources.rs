@@ -322,7 +322,7 @@ mod tests {
             ),
             (
                 json!({"retry": {"on_status": [502, 404]}}),
-                "pools/app/retry/on_status/1",
+                "pools/app/retry/on_status",
             ),
         ] {
             assert_eq!(
