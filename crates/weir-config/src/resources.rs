@@ -53,7 +53,7 @@ pub struct Resources {
 enum Saved {
     Listener(Option<(Listener, ListenerAt)>),
     Route(Option<(Route, RouteAt)>),
-    Pool(Option<(Pool, PoolAt)>),
+    Pool(Option<Box<(Pool, PoolAt)>>),
     Endpoint(Option<Endpoint>),
 }
 
@@ -224,9 +224,13 @@ impl Resources {
             ResourceKind::Route => {
                 Saved::Route(w.config.routes.remove(name).zip(w.routes.remove(name)))
             }
-            ResourceKind::Pool => {
-                Saved::Pool(w.config.pools.remove(name).zip(w.pools.remove(name)))
-            }
+            ResourceKind::Pool => Saved::Pool(
+                w.config
+                    .pools
+                    .remove(name)
+                    .zip(w.pools.remove(name))
+                    .map(Box::new),
+            ),
             ResourceKind::Endpoint => {
                 let (pool, addr) = pool_of(name);
                 Saved::Endpoint(self.endpoints.get_mut(pool).and_then(|m| m.remove(addr)))
@@ -246,7 +250,8 @@ impl Resources {
                 w.config.routes.insert(name.clone(), r);
                 w.routes.insert(name, at);
             }
-            Saved::Pool(Some((p, at))) => {
+            Saved::Pool(Some(b)) => {
+                let (p, at) = *b;
                 w.config.pools.insert(name.clone(), p);
                 w.pools.insert(name, at);
             }

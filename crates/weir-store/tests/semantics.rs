@@ -180,7 +180,13 @@ fn commit_all_is_all_or_nothing() {
         .unwrap_err();
     // The error names the change that failed, so callers need not replay the batch.
     assert!(
-        matches!(e, CommitError::Stale { index: 2, current: 1 }),
+        matches!(
+            e,
+            CommitError::Stale {
+                index: 2,
+                current: 1
+            }
+        ),
         "{e:?}"
     );
     assert_eq!(store.state().unwrap(), before);
@@ -195,7 +201,13 @@ fn commit_all_is_all_or_nothing() {
         )
         .unwrap_err();
     assert!(
-        matches!(e, CommitError::AlreadyExists { index: 1, current: 2 }),
+        matches!(
+            e,
+            CommitError::AlreadyExists {
+                index: 1,
+                current: 2
+            }
+        ),
         "{e:?}"
     );
 

@@ -53,8 +53,11 @@ pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtim
         .build()
 }
 
+/// The source of the config, the admin listener's address, and its token file.
+type Opened = (Arc<dyn Source>, SocketAddr, Option<PathBuf>);
+
 /// The source of the config, and the admin listener's address and token file.
-fn source(args: &RunArgs) -> Result<(Arc<dyn Source>, SocketAddr, Option<PathBuf>), String> {
+fn source(args: &RunArgs) -> Result<Opened, String> {
     match &args.config {
         Some(path) => {
             let f = FileSource::open(path.clone())?;
