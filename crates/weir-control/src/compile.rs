@@ -82,8 +82,13 @@ pub fn check(
     touched: &[(Kind, String)],
 ) -> Result<(), Invalid> {
     structural(state, touched)?;
-    let changes: Vec<ResourceChange<'_>> = touched
-        .iter()
+    // In the order a file lists them (listeners, routes, pools; by name), so problems in
+    // several resources come in the order the API always gave them.
+    let mut keys: Vec<&(Kind, String)> = touched.iter().collect();
+    keys.sort();
+    keys.dedup();
+    let changes: Vec<ResourceChange<'_>> = keys
+        .into_iter()
         .map(|(kind, name)| ResourceChange {
             kind: kind_of(*kind),
             name,

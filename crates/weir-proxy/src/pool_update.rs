@@ -139,3 +139,76 @@ fn target_metrics(
         duration,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = r#"
+[listeners.web]
+bind = "127.0.0.1:0"
+pool = "a"
+[routes.r]
+listener = "web"
+path_prefix = "/b"
+pool = "b"
+[pools.a]
+endpoints = [{ addr = "127.0.0.1:9001" }]
+[pools.b]
+endpoints = [{ addr = "127.0.0.1:9002" }, { addr = "127.0.0.1:9003" }]
+"#;
+
+    #[tokio::test]
+    async fn an_endpoint_change_swaps_only_its_pool_and_keeps_endpoint_state() {
+        let cfg = weir_config::parse_str(CONFIG, "t").unwrap().config;
+        let proxy = Proxy::new();
+        proxy.apply(&cfg).unwrap();
+        let before = proxy.shared.snapshot.load_full();
+        let mut next = cfg.clone();
+        next.pools.get_mut("b").unwrap().endpoints = vec![
+            weir_config::Endpoint {
+                addr: "127.0.0.1:9003".parse().unwrap(),
+                weight: 1,
+            },
+            weir_config::Endpoint {
+                addr: "127.0.0.1:9004".parse().unwrap(),
+                weight: 1,
+            },
+        ];
+        proxy.update_pools(&Arc::new(next), &["b".to_owned()].into());
+        let after = proxy.shared.snapshot.load_full();
+
+        // The other pool is the same runtime; the route points at the new pool b.
+        assert!(Arc::ptr_eq(&before.pools["a"], &after.pools["a"]));
+        let l = after.listeners.iter().flatten().next().unwrap();
+        let t = l.routes.lookup(None, "/b").unwrap();
+        assert!(Arc::ptr_eq(&t.pool, &after.pools["b"]));
+        let addrs: Vec<String> = t
+            .pool
+            .endpoints
+            .iter()
+            .map(|e| e.addr.to_string())
+            .collect();
+        assert_eq!(addrs, ["127.0.0.1:9003", "127.0.0.1:9004"]);
+        assert_eq!(t.metrics.by_endpoint.len(), 2);
+        assert_eq!(&*t.metrics.by_endpoint[1].labels.endpoint, "127.0.0.1:9004");
+        // The endpoint that stayed keeps its runtime state; the one removed drains, and its
+        // series are gone.
+        assert!(Arc::ptr_eq(
+            &before.pools["b"].endpoints[1],
+            &after.pools["b"].endpoints[0]
+        ));
+        assert!(before.pools["b"].endpoints[0].is_draining());
+        let control = proxy.control.lock().unwrap();
+        assert!(control
+            .registry
+            .series
+            .keys()
+            .all(|l| &*l.endpoint != "127.0.0.1:9002"));
+        assert!(control
+            .registry
+            .series
+            .keys()
+            .any(|l| &*l.endpoint == "127.0.0.1:9004"));
+    }
+}
