@@ -111,6 +111,15 @@ pub fn check(
 /// A model holding every resource of `state`, with the settings of `preamble`.
 pub fn model(state: &State, preamble: &str) -> Result<Resources, Invalid> {
     let (admin, global) = settings(preamble);
+    model_with(state, admin, global)
+}
+
+/// A model holding every resource of `state`, with these settings.
+pub fn model_with(
+    state: &State,
+    admin: weir_config::Admin,
+    global: weir_config::Global,
+) -> Result<Resources, Invalid> {
     let mut model = Resources::new(admin, global);
     let all: Vec<(Kind, String)> = state.resources.keys().cloned().collect();
     check(&mut model, state, &all)?;

@@ -284,24 +284,11 @@ impl Control {
 
 /// Reads the whole model again from `state`, keeping its settings.
 fn rebuild(model: &mut Resources, state: &State) {
-    match compile::model(state, &model_preamble(model)) {
+    let (admin, global) = (model.config().admin.clone(), model.config().global.clone());
+    match compile::model_with(state, admin, global) {
         Ok(m) => *model = m,
         Err(e) => error!("the running config no longer validates: {e}"),
     }
-}
-
-/// The model's settings as TOML, to rebuild it.
-fn model_preamble(model: &Resources) -> String {
-    let a = &model.config().admin;
-    let mut s = format!("[admin]\nlisten = \"{}\"\n", a.listen);
-    if let Some(t) = &a.token_file {
-        s.push_str(&format!("token_file = {:?}\n", t.display().to_string()));
-    }
-    s.push_str(&format!(
-        "[global]\ndrain_grace = \"{}ms\"\n",
-        model.config().global.drain_grace.as_millis()
-    ));
-    s
 }
 
 /// Validates the `touched` resources of `state` and prepares the data plane for it, so that
