@@ -1,5 +1,5 @@
 //! The running config's owner: every change, from the API, a file reload or an expired lease,
-//! goes through [`Control`], one at a time, and reaches the data plane before it is answered.
+//! goes through [`RunningConfig`], one at a time, and reaches the data plane before it is answered.
 //! Which source the config comes from is the [`Source`]'s business; the commit path is the
 //! same for all of them.
 
@@ -60,7 +60,7 @@ enum Plan {
     Whole(Prepared),
 }
 
-pub struct Control {
+pub struct RunningConfig {
     proxy: Arc<Proxy>,
     source: Arc<dyn Source>,
     /// The typed config, kept in step with `view`.
@@ -73,15 +73,18 @@ pub struct Control {
     pub(crate) leases: Leases,
 }
 
-impl Control {
+impl RunningConfig {
     /// Builds the first config from `source` and applies it.
-    pub fn start(proxy: Arc<Proxy>, source: Arc<dyn Source>) -> Result<Arc<Control>, StartError> {
+    pub fn start(
+        proxy: Arc<Proxy>,
+        source: Arc<dyn Source>,
+    ) -> Result<Arc<RunningConfig>, StartError> {
         let initial = source.initial()?;
         let state = initial.state;
         let model = compile::model(&state, &initial.preamble).map_err(StartError::Invalid)?;
         proxy.apply(model.config())?;
         info!("weir running: {}", weir_config::summary(model.config()));
-        let control = Arc::new(Control {
+        let control = Arc::new(RunningConfig {
             proxy,
             source,
             model: Arc::new(Mutex::new(model)),
@@ -209,8 +212,9 @@ impl Control {
         }
     }
 
-    /// Re-reads the source (a file changed, or SIGHUP); on any error the running config stays.
-    pub async fn reload_file(&self) {
+    /// Re-reads the source (a file changed, SIGHUP; a watching source's event); on any error
+    /// the running config stays.
+    pub async fn refresh(&self) {
         let _one = self.writes.lock().await;
         let current = self.state();
         let outside = match self.source.reread(&current) {

@@ -15,7 +15,7 @@ pub mod render;
 pub mod source;
 
 pub use compile::{FieldError, Invalid};
-pub use control::{Checked, Control, Refused, SourceInfo, StartError};
+pub use control::{Checked, Refused, RunningConfig, SourceInfo, StartError};
 pub use leases::HeartbeatError;
 pub use source::file::FileSource;
 pub use source::store::StoreSource;

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use weir_admin::api::Auth;
-use weir_control::{Control, Source, StartError};
+use weir_control::{RunningConfig, Source, StartError};
 use weir_proxy::Proxy;
 
 pub struct Running {
     pub proxy: Arc<Proxy>,
-    pub control: Arc<Control>,
+    pub control: Arc<RunningConfig>,
     /// Cancel to stop the admin listener.
     pub stop_admin: CancellationToken,
 }
@@ -36,7 +36,7 @@ pub async fn start(
     auth: Auth,
 ) -> Result<Running, BootError> {
     let proxy = Proxy::new();
-    let control = Control::start(proxy.clone(), source)?;
+    let control = RunningConfig::start(proxy.clone(), source)?;
     tokio::spawn(control.clone().expire_leases());
     let listener = weir_admin::bind(admin)
         .await

@@ -140,7 +140,7 @@ async fn serve(args: RunArgs) -> Result<(), String> {
             _ = hup.recv() => {
                 if control.is_file_mode() {
                     info!("SIGHUP: reloading the config file");
-                    control.reload_file().await;
+                    control.refresh().await;
                 } else {
                     info!("SIGHUP: nothing to reload; the config store applies changes as they commit");
                 }
@@ -149,7 +149,7 @@ async fn serve(args: RunArgs) -> Result<(), String> {
                 // Editors write in bursts; settle before reading.
                 watcher.settle(&mut changed).await;
                 info!("config file changed: reloading");
-                control.reload_file().await;
+                control.refresh().await;
             }
             _ = usr1.recv() => {
                 info!("SIGUSR1: reopening access logs");
