@@ -95,6 +95,9 @@ impl RunningConfig {
         });
         // Leases live in memory: after a restart each gets a fresh ttl to be renewed in.
         control.leases.sync(&state, &state_keys(&state));
+        if let Some(changes) = control.source.watch() {
+            tokio::spawn(follow(Arc::downgrade(&control), changes));
+        }
         Ok(control)
     }
 
@@ -283,6 +286,19 @@ impl RunningConfig {
                 error!("reload failed, running config unchanged: {e}");
             }
         }
+    }
+}
+
+/// Applies what a watching source reports, until it stops or weir does.
+async fn follow(
+    config: std::sync::Weak<RunningConfig>,
+    mut changes: tokio::sync::mpsc::Receiver<()>,
+) {
+    while changes.recv().await.is_some() {
+        let Some(config) = config.upgrade() else {
+            return;
+        };
+        config.refresh().await;
     }
 }
 

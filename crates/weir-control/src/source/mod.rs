@@ -60,9 +60,15 @@ pub trait Source: Send + Sync {
         check: Check<'_, crate::control::Checked>,
     ) -> Result<Commit<crate::control::Checked>, Refused>;
 
-    /// Reads what changed outside weir since `current`; `Ok(None)` when nothing did. The
-    /// binary calls it when told (a file watch, SIGHUP); a watching source would call it
-    /// from its watch.
+    /// Changes made outside weir as they happen (an etcd watch): each message asks for a
+    /// [`Source::reread`], which `RunningConfig` then validates and applies like any change.
+    /// None when the binary is who tells (a file: its watch and SIGHUP, `crates/weir/src/
+    /// reload.rs`, call `RunningConfig::refresh`).
+    fn watch(&self) -> Option<tokio::sync::mpsc::Receiver<()>> {
+        None
+    }
+
+    /// Reads what changed outside weir since `current`; `Ok(None)` when nothing did.
     fn reread(&self, _current: &State) -> Result<Option<Outside>, String> {
         Ok(None)
     }
