@@ -92,7 +92,7 @@ pub fn check(
         .map(|(kind, name)| ResourceChange {
             kind: kind_of(*kind),
             name,
-            spec: state.get(*kind, name).map(|v| &v.body),
+            spec: state.get(*kind, name).map(|v| &*v.body),
         })
         .collect();
     model.apply(&changes).map_err(|problems| {

@@ -29,7 +29,7 @@ fn state(revision: u64, items: &[(Kind, &str, serde_json::Value)]) -> State {
             (*kind, name.to_string()),
             Versioned {
                 version: revision,
-                body: body.clone(),
+                body: body.clone().into(),
             },
         );
     }

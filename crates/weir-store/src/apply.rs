@@ -37,7 +37,7 @@ pub fn apply<E>(mut state: State, changes: Vec<Change>) -> Result<Applied, Commi
                     key.clone(),
                     Versioned {
                         version: revision,
-                        body,
+                        body: body.into(),
                     },
                 );
                 touched.insert(key);

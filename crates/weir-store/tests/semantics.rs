@@ -28,7 +28,7 @@ fn add_get_update_delete() {
         store.get(Kind::Pool, "app").unwrap(),
         Some(Versioned {
             version: 1,
-            body: pool("round_robin")
+            body: pool("round_robin").into()
         })
     );
     // Same name, other kind: a different resource.
@@ -45,7 +45,7 @@ fn add_get_update_delete() {
         }
     );
     assert_eq!(
-        store.get(Kind::Pool, "app").unwrap().unwrap().body,
+        *store.get(Kind::Pool, "app").unwrap().unwrap().body,
         pool("p2c")
     );
 
@@ -135,7 +135,7 @@ fn validation_sees_whole_resulting_state_and_failure_changes_nothing() {
             put(Kind::Route, "shop", bad.clone(), Version(2)),
             |s: &State| {
                 assert_eq!(s.revision, 3);
-                assert_eq!(s.get(Kind::Route, "shop").unwrap().body, bad);
+                assert_eq!(*s.get(Kind::Route, "shop").unwrap().body, bad);
                 refs(s)
             },
         )
@@ -252,7 +252,7 @@ fn commit_all_is_all_or_nothing() {
     assert_eq!(done[3].version, 0);
     let state = store.state().unwrap();
     assert_eq!(state.revision, 2);
-    assert_eq!(state.get(Kind::Pool, "app").unwrap().body, pool("ewma"));
+    assert_eq!(*state.get(Kind::Pool, "app").unwrap().body, pool("ewma"));
     assert!(state.get(Kind::Pool, "old").is_none());
     let eps: Vec<_> = state
         .endpoints_of("app")

@@ -152,7 +152,7 @@ async fn register(control: &RunningConfig, name: &str, spec: Value) -> Reply {
             Some(v) if v.body.get("ttl").is_none() => return Err(Problem::precondition_required(
                 "this endpoint was added without a lease; change it with If-Match: \"<version>\"",
             )),
-            Some(v) if v.body == spec => {
+            Some(v) if *v.body == spec => {
                 control.heartbeat(name).ok();
                 return Ok(written(Kind::Endpoint, name, false, v.version, &spec));
             }

@@ -236,10 +236,16 @@ fn parse(
     };
     for (key, body) in specs {
         let version = match current.resources.get(&key) {
-            Some(v) if v.body == body => v.version,
+            Some(v) if *v.body == body => v.version,
             _ => revision,
         };
-        state.resources.insert(key, Versioned { version, body });
+        state.resources.insert(
+            key,
+            Versioned {
+                version,
+                body: body.into(),
+            },
+        );
     }
     Ok((state, preamble(text), loaded.config))
 }
