@@ -22,7 +22,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
-use weir_control::Control;
+use weir_control::RunningConfig;
 use weir_proxy::Proxy;
 
 use crate::api::Auth;
@@ -35,7 +35,7 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 /// What the admin listener serves from.
 pub struct Admin {
     pub proxy: Arc<Proxy>,
-    pub control: Arc<Control>,
+    pub control: Arc<RunningConfig>,
     pub auth: Auth,
 }
 

@@ -13,7 +13,9 @@ mod addr;
 mod duration;
 mod host;
 mod input;
+mod json;
 mod read;
+mod resources;
 mod span;
 mod suggest;
 mod validate;
@@ -22,6 +24,7 @@ mod walk;
 pub use addr::is_loopback;
 pub use input::{read_source, read_token, TokenError, MAX_CONFIG_BYTES, MAX_TOKEN_BYTES};
 pub use model::*;
+pub use resources::{FieldProblem, ResourceChange, ResourceKind, Resources};
 pub use span::MAX_EXCERPT_CHARS;
 
 use std::fmt;

@@ -24,9 +24,11 @@ struct Found {
     message: String,
 }
 
-/// Collects diagnostics for one source.
+/// Collects diagnostics for one source: a file, whose spans are byte ranges of its text, or
+/// API resources, whose spans are keys into a table of field paths (`json.rs`), so that every
+/// reader and rule reports the same way for both.
 pub(crate) struct Sink<'s> {
-    map: &'s SourceMap<'s>,
+    map: Option<&'s SourceMap<'s>>,
     syntax: Vec<Found>,
     /// The lines with a syntax error: nothing else is reported on them.
     broken: HashSet<usize>,
@@ -36,7 +38,17 @@ pub(crate) struct Sink<'s> {
 impl<'s> Sink<'s> {
     pub(crate) fn new(map: &'s SourceMap<'s>) -> Self {
         Sink {
-            map,
+            map: Some(map),
+            syntax: Vec::new(),
+            broken: HashSet::new(),
+            found: Vec::new(),
+        }
+    }
+
+    /// A sink for resources read from JSON: spans are field-path keys, there is no text.
+    pub(crate) fn for_fields() -> Self {
+        Sink {
+            map: None,
             syntax: Vec::new(),
             broken: HashSet::new(),
             found: Vec::new(),
@@ -44,7 +56,7 @@ impl<'s> Sink<'s> {
     }
 
     pub(crate) fn syntax(&mut self, span: Span, msg: impl Into<String>) {
-        self.broken.insert(self.map.line_of(span.start));
+        self.broken.insert(self.line_of(span.start));
         self.syntax.push(Found {
             severity: Severity::Error,
             span,
@@ -68,14 +80,35 @@ impl<'s> Sink<'s> {
         });
     }
 
+    /// The line of `offset` in a file; 0 for resources, which have no lines.
     pub(crate) fn line_of(&self, offset: usize) -> usize {
-        self.map.line_of(offset)
+        self.map.map_or(0, |m| m.line_of(offset))
     }
 
     /// Whether what is reported at `offset` would be dropped for a syntax
     /// error on its line (all syntax errors are known before anything else).
     pub(crate) fn on_broken_line(&self, offset: usize) -> bool {
-        self.broken.contains(&self.map.line_of(offset))
+        self.map.is_some() && self.broken.contains(&self.line_of(offset))
+    }
+
+    /// The errors of resources read from JSON, each with the field path its span stands for,
+    /// in the order of their spans (the order the paths were made in). Warnings are dropped:
+    /// the API has nowhere to show them.
+    pub(crate) fn finish_fields(
+        self,
+        path: impl Fn(usize) -> Option<String>,
+    ) -> Vec<(Option<String>, String)> {
+        let mut errors: Vec<Found> = self
+            .found
+            .into_iter()
+            .filter(|f| f.severity == Severity::Error)
+            .collect();
+        errors.sort_by_key(|f| f.span.start);
+        errors.dedup_by(|a, b| a.span.start == b.span.start && a.message == b.message);
+        errors
+            .into_iter()
+            .map(|f| (path(f.span.start), f.message))
+            .collect()
     }
 
     /// The first [`MAX_DIAGNOSTICS`], errors first, each group in source
@@ -83,7 +116,7 @@ impl<'s> Sink<'s> {
     /// error with a placeholder value; anything we say about that line would be
     /// noise on top of the real problem, so drop it.
     pub(crate) fn finish(self) -> (Vec<Diagnostic>, Omitted) {
-        let map = self.map;
+        let map = self.map.expect("a file's sink has its text");
         // A byte offset, clamped, stands for its line and column: sorting and
         // comparing offsets never walks a line, however many diagnostics share it.
         let at = |f: &Found| map.clamp(f.span.start);

@@ -131,11 +131,13 @@ pub(crate) struct Walked {
     pub pools: BTreeMap<String, PoolAt>,
 }
 
+#[derive(Clone)]
 pub(crate) struct ListenerAt {
     pub bind: Option<Span>,
     pub pool: Option<Span>,
 }
 
+#[derive(Clone)]
 pub(crate) struct RouteAt {
     pub name: Span,
     pub listener: Option<Span>,
@@ -144,6 +146,7 @@ pub(crate) struct RouteAt {
     pub matcher_ok: bool,
 }
 
+#[derive(Clone)]
 pub(crate) struct PoolAt {
     pub max_queue: Option<Span>,
     pub health_interval: Option<Span>,
@@ -155,20 +158,25 @@ pub(crate) struct PoolAt {
     pub response_timeout_ok: bool,
 }
 
-pub(crate) fn document(sink: &mut Sink<'_>, doc: &DeTable<'_>, root_span: Span) -> Walked {
-    let root = Fields {
-        map: doc,
-        span: root_span,
-    };
-    root.check_keys(sink, ROOT_KEYS);
-    let mut w = Walked {
+/// No resources, default settings.
+pub(crate) fn empty() -> Walked {
+    Walked {
         config: Config::default(),
         admin_listen: None,
         token_file: None,
         listeners: BTreeMap::new(),
         routes: BTreeMap::new(),
         pools: BTreeMap::new(),
+    }
+}
+
+pub(crate) fn document(sink: &mut Sink<'_>, doc: &DeTable<'_>, root_span: Span) -> Walked {
+    let root = Fields {
+        map: doc,
+        span: root_span,
     };
+    root.check_keys(sink, ROOT_KEYS);
+    let mut w = empty();
     if let Some(t) = root.get("global").and_then(|v| read::table(sink, v)) {
         w.config.global = global(sink, &t);
     }
@@ -219,16 +227,7 @@ fn resources<'a, 'i>(
             );
             continue;
         };
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            sink.error(
-                span.clone(),
-                format!("invalid {what} name `{name}`: names may only contain letters, digits, `_` and `-`"),
-            );
-        }
+        check_name(sink, name, span.clone(), what);
         out.push((
             name,
             span,
@@ -239,6 +238,22 @@ fn resources<'a, 'i>(
         ));
     }
     out
+}
+
+/// A resource name: what the API and the file both allow.
+pub(crate) fn check_name(sink: &mut Sink<'_>, name: &str, span: Span, what: &str) {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        sink.error(
+            span,
+            format!(
+                "invalid {what} name `{name}`: names may only contain letters, digits, `_` and `-`"
+            ),
+        );
+    }
 }
 
 fn global(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Global {
@@ -285,7 +300,11 @@ fn admin(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> (Admin, Option<Span>) {
     (a, at)
 }
 
-fn listener(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Listener, ListenerAt) {
+pub(crate) fn listener(
+    sink: &mut Sink<'_>,
+    name: &str,
+    t: &Fields<'_, '_>,
+) -> (Listener, ListenerAt) {
     t.check_keys(sink, LISTENER_KEYS);
     let protocol = t
         .choice(sink, "protocol", PROTOCOLS)
@@ -349,7 +368,12 @@ fn listener(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Listener, L
     (l, at)
 }
 
-fn route(sink: &mut Sink<'_>, name: &str, name_span: Span, t: &Fields<'_, '_>) -> (Route, RouteAt) {
+pub(crate) fn route(
+    sink: &mut Sink<'_>,
+    name: &str,
+    name_span: Span,
+    t: &Fields<'_, '_>,
+) -> (Route, RouteAt) {
     t.check_keys(sink, ROUTE_KEYS);
     let what = format!("route `{name}`");
     let mut r = Route {
@@ -416,7 +440,7 @@ fn check_path(p: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
+pub(crate) fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool, PoolAt) {
     t.check_keys(sink, POOL_KEYS);
     let mut p = Pool::default();
     let mut at = PoolAt {
@@ -579,7 +603,7 @@ fn parse_hash_key(s: &str) -> Result<HashKey, String> {
     }
 }
 
-fn endpoints(sink: &mut Sink<'_>, pool: &str, v: &read::Val<'_>) -> Vec<Endpoint> {
+pub(crate) fn endpoints(sink: &mut Sink<'_>, pool: &str, v: &read::Val<'_>) -> Vec<Endpoint> {
     let Some(items) = read::array(sink, v) else {
         return Vec::new();
     };

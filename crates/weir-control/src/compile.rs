@@ -1,12 +1,11 @@
-//! A whole State to a validated Config, or every problem with the field it is about.
+//! Validation of a change: the structural rules of resources, then the config's own rules on
+//! the typed model (weir-config's `Resources`), every problem named by its field.
 
 use std::time::Duration;
 
 use serde_json::Value;
-use weir_config::Config;
+use weir_config::{ResourceChange, ResourceKind, Resources};
 use weir_store::{Kind, State};
-
-use crate::render::render;
 
 /// One reason a configuration is invalid, named by resource field (`pools/app/max_queue`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -28,13 +27,14 @@ pub struct Invalid(pub Vec<FieldError>);
 /// a longer one would keep a dead endpoint for too long.
 pub const TTL_RANGE: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3600));
 
-/// Validates `state` as weir check would, after the structural checks that only resources
-/// need (an endpoint's pool must exist, a lease's ttl must parse).
-pub fn compile(state: &State, preamble: &str) -> Result<Config, Invalid> {
+/// The structural checks only resources need, for the resources `touched` names: an
+/// endpoint's pool must exist (also when the pool is what was deleted), a lease's ttl must
+/// parse. The rest is the config's own rules ([`check`]).
+pub fn structural(state: &State, touched: &[(Kind, String)]) -> Result<(), Invalid> {
     let mut errors = Vec::new();
-    for (name, v) in state.of_kind(Kind::Endpoint) {
-        let (pool, _) = name.split_once('/').unwrap_or((name, ""));
-        let field = format!("pools/{}/endpoints/{}", pool, &name[pool.len() + 1..]);
+    let mut endpoint = |name: &str, v: &weir_store::Versioned| {
+        let (pool, addr) = name.split_once('/').unwrap_or((name, ""));
+        let field = format!("pools/{pool}/endpoints/{addr}");
         if state.get(Kind::Pool, pool).is_none() {
             errors.push(FieldError {
                 field: Some(field.clone()),
@@ -49,34 +49,98 @@ pub fn compile(state: &State, preamble: &str) -> Result<Config, Invalid> {
                 });
             }
         }
-    }
-    if !errors.is_empty() {
-        return Err(Invalid(errors));
-    }
-    let rendered = render(state, preamble);
-    match weir_config::parse_str(&rendered.text, "<api>") {
-        Ok(loaded) => Ok(loaded.config),
-        Err(diags) => {
-            let mut errors: Vec<FieldError> = diags
-                .errors()
-                .map(|d| FieldError {
-                    field: rendered.field_at(d.line, d.col).map(str::to_owned),
-                    message: d.message.clone(),
-                })
-                .collect();
-            // Only the first ones are kept; say that there were more.
-            if diags.omitted.errors > 0 {
-                let more = weir_config::Omitted {
-                    errors: diags.omitted.errors,
-                    warnings: 0,
-                };
-                errors.push(FieldError {
-                    field: None,
-                    message: more.to_string(),
-                });
+    };
+    for (kind, name) in touched {
+        match kind {
+            Kind::Endpoint => {
+                if let Some(v) = state.get(Kind::Endpoint, name) {
+                    endpoint(name, v);
+                }
             }
-            Err(Invalid(errors))
+            // A deleted pool must take its endpoints with it.
+            Kind::Pool if state.get(Kind::Pool, name).is_none() => {
+                let from = (Kind::Endpoint, format!("{name}/"));
+                let to = (Kind::Endpoint, format!("{name}0"));
+                for ((_, n), v) in state.resources.range(from..to) {
+                    endpoint(n, v);
+                }
+            }
+            _ => {}
         }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Invalid(errors))
+    }
+}
+
+/// Checks `touched` of `state` against the typed model, which takes them on if valid.
+pub fn check(
+    model: &mut Resources,
+    state: &State,
+    touched: &[(Kind, String)],
+) -> Result<(), Invalid> {
+    structural(state, touched)?;
+    // In the order a file lists them (listeners, routes, pools; by name), so problems in
+    // several resources come in the order the API always gave them.
+    let mut keys: Vec<&(Kind, String)> = touched.iter().collect();
+    keys.sort();
+    keys.dedup();
+    let changes: Vec<ResourceChange<'_>> = keys
+        .into_iter()
+        .map(|(kind, name)| ResourceChange {
+            kind: kind_of(*kind),
+            name,
+            spec: state.get(*kind, name).map(|v| &*v.body),
+        })
+        .collect();
+    model.apply(&changes).map_err(|problems| {
+        Invalid(
+            problems
+                .into_iter()
+                .map(|p| FieldError {
+                    field: p.field,
+                    message: p.message,
+                })
+                .collect(),
+        )
+    })
+}
+
+/// A model holding every resource of `state`, with the settings of `preamble`.
+pub fn model(state: &State, preamble: &str) -> Result<Resources, Invalid> {
+    let (admin, global) = settings(preamble);
+    model_with(state, admin, global)
+}
+
+/// A model holding every resource of `state`, with these settings.
+pub fn model_with(
+    state: &State,
+    admin: weir_config::Admin,
+    global: weir_config::Global,
+) -> Result<Resources, Invalid> {
+    let mut model = Resources::new(admin, global);
+    let all: Vec<(Kind, String)> = state.resources.keys().cloned().collect();
+    check(&mut model, state, &all)?;
+    Ok(model)
+}
+
+/// `[admin]` and `[global]` from their TOML (already validated: a file's, or the store's
+/// made from the command line).
+pub fn settings(preamble: &str) -> (weir_config::Admin, weir_config::Global) {
+    match weir_config::parse_str(preamble, "<settings>") {
+        Ok(l) => (l.config.admin, l.config.global),
+        Err(_) => Default::default(),
+    }
+}
+
+fn kind_of(k: Kind) -> ResourceKind {
+    match k {
+        Kind::Listener => ResourceKind::Listener,
+        Kind::Route => ResourceKind::Route,
+        Kind::Pool => ResourceKind::Pool,
+        Kind::Endpoint => ResourceKind::Endpoint,
     }
 }
 

@@ -1,25 +1,21 @@
 //! The running config's owner: every change, from the API, a file reload or an expired lease,
-//! goes through [`Control`], one at a time, and reaches the data plane before it is answered.
+//! goes through [`RunningConfig`], one at a time, and reaches the data plane before it is answered.
+//! Which source the config comes from is the [`Source`]'s business; the commit path is the
+//! same for all of them.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
-use weir_config::Config;
+use weir_config::{Config, Resources};
 use weir_proxy::{ApplyError, Prepared, Proxy};
-use weir_store::{Change, CommitError, Committed, Kind, State, Store, StoreError};
+use weir_store::{Change, Committed, Kind, State, StoreError};
 
-use crate::compile::{compile, FieldError, Invalid};
-use crate::file::FileSource;
+use crate::compile::{self, FieldError, Invalid};
 use crate::leases::Leases;
-
-/// Where the config comes from.
-pub enum Source {
-    /// A config file (`weir run -c`), or the embedded demo config (`path` None).
-    File(FileSource),
-    /// The durable store (`weir run --data DIR`).
-    Store(Arc<Store>),
-}
+use crate::source::Source;
 
 /// Why a change was not made. In every case the running config is untouched.
 #[derive(Debug, thiserror::Error)]
@@ -48,10 +44,28 @@ pub struct SourceInfo {
     pub revision: u64,
 }
 
-pub struct Control {
+/// A change that passed validation, with what the data plane needs to run it.
+pub struct Checked {
+    config: Arc<Config>,
+    plan: Plan,
+    /// Time spent validating and preparing, for `weir_config_apply_seconds`.
+    took: Duration,
+}
+
+/// How the data plane takes a change.
+enum Plan {
+    /// Only endpoints changed: those pools' endpoints are swapped, nothing else is rebuilt.
+    Endpoints(BTreeSet<String>),
+    /// Anything else: a new snapshot, with new listeners already bound.
+    Whole(Prepared),
+}
+
+pub struct RunningConfig {
     proxy: Arc<Proxy>,
-    source: Mutex<Source>,
-    /// `[admin]` and `[global]` as TOML, written before the resources when validating.
+    source: Arc<dyn Source>,
+    /// The typed config, kept in step with `view`.
+    model: Arc<Mutex<Resources>>,
+    /// `[admin]` and `[global]` as TOML, for `export`.
     preamble: RwLock<String>,
     view: RwLock<Arc<State>>,
     /// Changes are made one at a time, so they reach the data plane in commit order.
@@ -59,31 +73,31 @@ pub struct Control {
     pub(crate) leases: Leases,
 }
 
-impl Control {
-    /// Builds the first config from `source` and applies it. `preamble` is `[admin]` (and
-    /// `[global]`) for the store; a file brings its own.
+impl RunningConfig {
+    /// Builds the first config from `source` and applies it.
     pub fn start(
         proxy: Arc<Proxy>,
-        source: Source,
-        preamble: String,
-    ) -> Result<Arc<Control>, StartError> {
-        let (state, preamble) = match &source {
-            Source::Store(store) => (store.state()?, preamble),
-            Source::File(f) => (f.merged(), f.preamble().to_owned()),
-        };
-        let config = compile(&state, &preamble).map_err(StartError::Invalid)?;
-        proxy.apply(&config)?;
-        let control = Arc::new(Control {
+        source: Arc<dyn Source>,
+    ) -> Result<Arc<RunningConfig>, StartError> {
+        let initial = source.initial()?;
+        let state = initial.state;
+        let model = compile::model(&state, &initial.preamble).map_err(StartError::Invalid)?;
+        proxy.apply(model.config())?;
+        info!("weir running: {}", weir_config::summary(model.config()));
+        let control = Arc::new(RunningConfig {
             proxy,
-            source: Mutex::new(source),
-            preamble: RwLock::new(preamble),
+            source,
+            model: Arc::new(Mutex::new(model)),
+            preamble: RwLock::new(initial.preamble),
             view: RwLock::new(Arc::new(state.clone())),
             writes: tokio::sync::Mutex::new(()),
             leases: Leases::default(),
         });
         // Leases live in memory: after a restart each gets a fresh ttl to be renewed in.
         control.leases.sync(&state, &state_keys(&state));
-        info!("weir running: {}", weir_config::summary(&config));
+        if let Some(changes) = control.source.watch() {
+            tokio::spawn(follow(Arc::downgrade(&control), changes));
+        }
         Ok(control)
     }
 
@@ -93,37 +107,28 @@ impl Control {
     }
 
     pub fn source_info(&self) -> SourceInfo {
-        let revision = self.state().revision;
-        match &*self.source.lock().unwrap() {
-            Source::Store(s) => SourceInfo {
-                mode: "store",
-                source: s.path().display().to_string(),
-                revision,
-            },
-            Source::File(f) => SourceInfo {
-                mode: "file",
-                source: f.name().to_owned(),
-                revision,
-            },
+        let (mode, source) = self.source.describe();
+        SourceInfo {
+            mode,
+            source,
+            revision: self.state().revision,
         }
     }
 
-    /// The refusal for writing a resource the config file defines, if it does.
+    /// The refusal for writing a resource the source does not take, if it does not.
     pub fn file_defined(&self, kind: Kind, name: &str) -> Option<Refused> {
-        match &*self.source.lock().unwrap() {
-            Source::File(f) => f
-                .check_writable(&[Change::Delete {
-                    kind,
-                    name: name.to_owned(),
-                    pre: weir_store::Precondition::Absent,
-                }])
-                .err(),
-            Source::Store(_) => None,
-        }
+        self.source
+            .accepts(&[Change::Delete {
+                kind,
+                name: name.to_owned(),
+                pre: weir_store::Precondition::Absent,
+            }])
+            .err()
     }
 
+    /// Whether the source can be re-read (a file): what SIGHUP does.
     pub fn is_file_mode(&self) -> bool {
-        matches!(&*self.source.lock().unwrap(), Source::File(_))
+        self.source.rereads()
     }
 
     /// The config as a file `weir check` accepts. Leased endpoints belong to the services
@@ -151,23 +156,31 @@ impl Control {
             return Ok(Vec::new());
         }
         let _one = self.writes.lock().await;
+        self.source.accepts(&changes)?;
         let touched: Vec<(Kind, String)> = changes.iter().map(change_key).collect();
-        let preamble = self.preamble.read().unwrap().clone();
-        let store = match &*self.source.lock().unwrap() {
-            Source::Store(s) => Some(s.clone()),
-            Source::File(f) => {
-                f.check_writable(&changes)?;
-                None
+        let current = self.state();
+        let (source, model, proxy) = (self.source.clone(), self.model.clone(), self.proxy.clone());
+        let keys = touched.clone();
+        // The store's commit waits for an fsync.
+        let result = tokio::task::spawn_blocking(move || {
+            let mut model = model.lock().unwrap();
+            let mut taken = false;
+            let mut check = |state: &State| check(&proxy, &mut model, state, &keys, &mut taken);
+            let result = source.commit(&current, changes, &mut check);
+            if result.is_err() && taken {
+                // The model took the change, but it was refused after all (a bind failed, the
+                // store could not write): read the model again from the state that stands.
+                rebuild(&mut model, &current);
             }
-        };
-        let (committed, state, config, prepared) = match store {
-            Some(store) => self.commit_store(store, changes, preamble).await?,
-            None => self.commit_file(changes, &preamble)?,
-        };
-        if let Err(e) = self.proxy.install(prepared, &config) {
-            // Only starting an already bound listener can fail here; the change stands.
-            error!("committed change not fully applied: {e}");
-        }
+            result
+        })
+        .await
+        .expect("commit task panicked")?;
+        let state = result.state;
+        let Checked { config, plan, took } = result.checked;
+        let started = Instant::now();
+        self.install(plan, &config);
+        weir_proxy::metrics::config_apply::observe(took + started.elapsed());
         self.leases.sync(&state, &touched);
         // An audit trail of runtime changes, one line per commit.
         let what: Vec<String> = touched
@@ -186,91 +199,81 @@ impl Control {
             "config change applied: {}",
             what.join(", ")
         );
-        *self.view.write().unwrap() = Arc::new(state);
-        Ok(committed)
+        *self.view.write().unwrap() = state;
+        Ok(result.committed)
     }
 
-    async fn commit_store(
-        &self,
-        store: Arc<Store>,
-        changes: Vec<Change>,
-        preamble: String,
-    ) -> Result<(Vec<Committed>, State, Config, Prepared), Refused> {
-        let proxy = self.proxy.clone();
-        let before = self.state();
-        let (result, stash) = tokio::task::spawn_blocking(move || {
-            let mut stash = None;
-            let result = store.commit_all(changes.clone(), |state: &State| {
-                let (config, prepared) = check(&proxy, state, &preamble)?;
-                stash = Some((state.clone(), config, prepared));
-                Ok::<_, Invalid>(())
-            });
-            (result.map_err(|e| refused(e, &before, &changes)), stash)
-        })
-        .await
-        .expect("commit task panicked");
-        let committed = result?;
-        let (state, config, prepared) = stash.expect("a commit is validated first");
-        Ok((committed, state, config, prepared))
-    }
-
-    fn commit_file(
-        &self,
-        changes: Vec<Change>,
-        preamble: &str,
-    ) -> Result<(Vec<Committed>, State, Config, Prepared), Refused> {
-        let before = self.state();
-        let applied = weir_store::apply::<Invalid>((*before).clone(), changes.clone())
-            .map_err(|e| refused(e, &before, &changes))?;
-        let (config, prepared) = check(&self.proxy, &applied.state, preamble)?;
-        if let Source::File(f) = &mut *self.source.lock().unwrap() {
-            f.set_overlay(&applied.state);
-        }
-        Ok((applied.committed, applied.state, config, prepared))
-    }
-
-    /// File mode: re-reads the file; on any error the running config stays.
-    pub async fn reload_file(&self) {
-        let _one = self.writes.lock().await;
-        let current = self.state();
-        let next = {
-            let mut source = self.source.lock().unwrap();
-            let Source::File(f) = &mut *source else {
-                return;
-            };
-            match f.reread(&current) {
-                Ok(Some(next)) => next,
-                Ok(None) => {
-                    info!("config unchanged");
-                    return;
-                }
-                Err(e) => {
-                    self.proxy.note_reload(false);
-                    error!("reload rejected, running config unchanged:\n{e}");
-                    return;
+    fn install(&self, plan: Plan, config: &Arc<Config>) {
+        match plan {
+            Plan::Endpoints(pools) => self.proxy.update_pools(config, &pools),
+            Plan::Whole(prepared) => {
+                if let Err(e) = self.proxy.install(prepared, config) {
+                    // Only starting an already bound listener can fail here; the change stands.
+                    error!("committed change not fully applied: {e}");
                 }
             }
+        }
+    }
+
+    /// Re-reads the source (a file changed, SIGHUP; a watching source's event); on any error
+    /// the running config stays.
+    pub async fn refresh(&self) {
+        let _one = self.writes.lock().await;
+        let current = self.state();
+        let outside = match self.source.reread(&current) {
+            Ok(Some(next)) => next,
+            Ok(None) => {
+                info!("config unchanged");
+                return;
+            }
+            Err(e) => {
+                self.proxy.note_reload(false);
+                error!("reload rejected, running config unchanged:\n{e}");
+                return;
+            }
         };
-        let crate::file::Next {
-            merged: state,
-            file,
-            preamble,
-            admin_changed,
-        } = next;
-        if admin_changed {
+        if outside.admin_changed {
             warn!("[admin] changes take effect at the next start");
         }
-        match check(&self.proxy, &state, &preamble) {
+        let state = outside.state.clone();
+        // Only what the file changed is read again.
+        let touched: Vec<(Kind, String)> = current
+            .resources
+            .iter()
+            .filter(|(k, v)| state.resources.get(*k) != Some(*v))
+            .map(|(k, _)| k.clone())
+            .chain(
+                state
+                    .resources
+                    .keys()
+                    .filter(|k| !current.resources.contains_key(*k))
+                    .cloned(),
+            )
+            .collect();
+        let checked = {
+            let mut model = self.model.lock().unwrap();
+            let old = (model.config().admin.clone(), model.config().global.clone());
+            let (admin, global) = compile::settings(&outside.preamble);
+            model.set_settings(admin, global);
+            let mut taken = false;
+            let r = check_whole(&self.proxy, &mut model, &state, &touched, &mut taken);
+            if r.is_err() {
+                model.set_settings(old.0, old.1);
+                if taken {
+                    rebuild(&mut model, &current);
+                }
+            }
+            r
+        };
+        match checked {
             Ok((config, prepared)) => match self.proxy.install(prepared, &config) {
                 Ok(()) => {
                     self.proxy.note_reload(true);
                     info!("config reloaded: {}", weir_config::summary(&config));
-                    if let Source::File(f) = &mut *self.source.lock().unwrap() {
-                        f.accept(file, &state, preamble.clone());
-                    }
                     // Not a renewal: only leases whose endpoint is gone are dropped.
                     self.leases.sync(&state, &[]);
-                    *self.preamble.write().unwrap() = preamble;
+                    *self.preamble.write().unwrap() = outside.preamble.clone();
+                    self.source.accept(outside);
                     *self.view.write().unwrap() = Arc::new(state);
                 }
                 Err(e) => {
@@ -286,10 +289,71 @@ impl Control {
     }
 }
 
-/// Validates `state` and prepares the data plane for it (binds new listeners), so that a
-/// change that is committed is known to apply.
-fn check(proxy: &Proxy, state: &State, preamble: &str) -> Result<(Config, Prepared), Invalid> {
-    let config = compile(state, preamble)?;
+/// Applies what a watching source reports, until it stops or weir does.
+async fn follow(
+    config: std::sync::Weak<RunningConfig>,
+    mut changes: tokio::sync::mpsc::Receiver<()>,
+) {
+    while changes.recv().await.is_some() {
+        let Some(config) = config.upgrade() else {
+            return;
+        };
+        config.refresh().await;
+    }
+}
+
+/// Reads the whole model again from `state`, keeping its settings.
+fn rebuild(model: &mut Resources, state: &State) {
+    let (admin, global) = (model.config().admin.clone(), model.config().global.clone());
+    match compile::model_with(state, admin, global) {
+        Ok(m) => *model = m,
+        Err(e) => error!("the running config no longer validates: {e}"),
+    }
+}
+
+/// Validates the `touched` resources of `state` and prepares the data plane for it, so that
+/// a change that is committed is known to apply. An endpoint-only change needs nothing
+/// prepared: no listener, route or pool setting changed.
+fn check(
+    proxy: &Proxy,
+    model: &mut Resources,
+    state: &State,
+    touched: &[(Kind, String)],
+    taken: &mut bool,
+) -> Result<Checked, Invalid> {
+    let started = Instant::now();
+    if touched.iter().all(|(k, _)| *k == Kind::Endpoint) {
+        compile::check(model, state, touched)?;
+        *taken = true;
+        let pools = touched
+            .iter()
+            .map(|(_, n)| n.split('/').next().unwrap_or_default().to_owned())
+            .collect();
+        return Ok(Checked {
+            config: Arc::new(model.config().clone()),
+            plan: Plan::Endpoints(pools),
+            took: started.elapsed(),
+        });
+    }
+    let (config, prepared) = check_whole(proxy, model, state, touched, taken)?;
+    Ok(Checked {
+        config,
+        plan: Plan::Whole(prepared),
+        took: started.elapsed(),
+    })
+}
+
+/// [`check`] for a change that needs a new snapshot: binds new listeners, opens access logs.
+fn check_whole(
+    proxy: &Proxy,
+    model: &mut Resources,
+    state: &State,
+    touched: &[(Kind, String)],
+    taken: &mut bool,
+) -> Result<(Arc<Config>, Prepared), Invalid> {
+    compile::check(model, state, touched)?;
+    *taken = true;
+    let config = Arc::new(model.config().clone());
     match proxy.prepare(&config) {
         Ok(p) => Ok((config, p)),
         Err(e) => Err(Invalid(vec![apply_error_field(&config, e)])),
@@ -314,37 +378,6 @@ fn apply_error_field(config: &Config, e: ApplyError) -> FieldError {
     FieldError {
         field,
         message: e.to_string(),
-    }
-}
-
-/// Turns the store's answer into one that names the failing change: preconditions are
-/// re-checked one prefix at a time against the state the change was tried on.
-fn refused(e: CommitError<Invalid>, before: &State, changes: &[Change]) -> Refused {
-    let index = || {
-        (0..changes.len())
-            .find(|&i| weir_store::apply::<()>(before.clone(), changes[..=i].to_vec()).is_err())
-            .unwrap_or(0)
-    };
-    match e {
-        CommitError::NotFound => Refused::NotFound { index: index() },
-        CommitError::AlreadyExists => {
-            let i = index();
-            // The version it exists at, in the state the failing change was checked against.
-            let current = weir_store::apply::<()>(before.clone(), changes[..i].to_vec())
-                .ok()
-                .and_then(|a| {
-                    let (kind, name) = change_key(&changes[i]);
-                    a.state.get(kind, &name).map(|v| v.version)
-                })
-                .unwrap_or(0);
-            Refused::AlreadyExists { index: i, current }
-        }
-        CommitError::Stale { current } => Refused::Stale {
-            index: index(),
-            current,
-        },
-        CommitError::Invalid(i) => Refused::Invalid(i),
-        CommitError::Store(s) => Refused::Store(s),
     }
 }
 

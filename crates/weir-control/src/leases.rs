@@ -10,7 +10,7 @@ use tracing::{info, warn};
 use weir_store::{Change, Kind, Precondition, State};
 
 use crate::compile::ttl_of;
-use crate::control::{Control, Refused};
+use crate::control::{Refused, RunningConfig};
 
 #[derive(Default)]
 pub struct Leases {
@@ -84,7 +84,7 @@ pub enum HeartbeatError {
     NoLease,
 }
 
-impl Control {
+impl RunningConfig {
     /// `POST .../heartbeat`: renews the lease of endpoint `name`.
     pub fn heartbeat(&self, name: &str) -> Result<Duration, HeartbeatError> {
         if self.state().get(Kind::Endpoint, name).is_none() {
@@ -93,8 +93,8 @@ impl Control {
         self.leases.renew(name).ok_or(HeartbeatError::NoLease)
     }
 
-    /// Deletes endpoints whose lease ran out, until the Control is dropped.
-    pub async fn expire_leases(self: Arc<Control>) {
+    /// Deletes endpoints whose lease ran out, until the RunningConfig is dropped.
+    pub async fn expire_leases(self: Arc<RunningConfig>) {
         let weak = Arc::downgrade(&self);
         drop(self);
         let mut tick = tokio::time::interval(TICK);

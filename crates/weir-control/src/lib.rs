@@ -9,12 +9,14 @@
 
 pub mod compile;
 pub mod control;
-pub mod file;
 pub mod from_toml;
 pub mod leases;
 pub mod render;
+pub mod source;
 
 pub use compile::{FieldError, Invalid};
-pub use control::{Control, Refused, Source, SourceInfo, StartError};
-pub use file::FileSource;
+pub use control::{Checked, Refused, RunningConfig, SourceInfo, StartError};
 pub use leases::HeartbeatError;
+pub use source::file::FileSource;
+pub use source::store::StoreSource;
+pub use source::Source;

@@ -213,7 +213,7 @@ mod tests {
                 (*k, n.to_string()),
                 Versioned {
                     version: 1,
-                    body: v.clone(),
+                    body: v.clone().into(),
                 },
             );
         }

@@ -17,6 +17,7 @@ pub mod http;
 pub mod listener;
 pub mod metrics;
 pub mod pool;
+mod pool_update;
 mod race;
 pub mod reason;
 pub mod retry;

@@ -37,7 +37,7 @@ pub struct TargetMetrics {
     pub duration: Arc<Histogram>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Paths {
     /// Sorted by prefix length, longest first, so the first match is the longest.
     entries: Vec<(Box<str>, Target)>,
@@ -57,7 +57,7 @@ impl Paths {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct RouteTable {
     exact: HashMap<Box<str>, Paths>,
     /// `(".foo.com", paths)`, longest suffix first.
@@ -104,6 +104,16 @@ impl RouteTable {
             .chain(std::iter::once(&self.any_host))
             .flat_map(|p| p.entries.iter().map(|(_, t)| t))
             .chain(self.default.iter())
+    }
+
+    /// Every target, to repoint (`pool_update.rs`); the lookup order does not change.
+    pub fn targets_mut(&mut self) -> impl Iterator<Item = &mut Target> {
+        self.exact
+            .values_mut()
+            .chain(self.suffixes.iter_mut().map(|(_, p)| p))
+            .chain(std::iter::once(&mut self.any_host))
+            .flat_map(|p| p.entries.iter_mut().map(|(_, t)| t))
+            .chain(self.default.iter_mut())
     }
 
     /// `host` as the client sent it (any case, maybe with a port); `path`

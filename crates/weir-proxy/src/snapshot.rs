@@ -26,7 +26,7 @@ pub struct Snapshot {
     pub pools: HashMap<Arc<str>, Arc<PoolRt>>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ListenerSnap {
     pub name: Arc<str>,
     /// Where this listener's access log goes, if it has one.
@@ -137,7 +137,7 @@ impl<'a> SeriesBuilder<'a> {
 
 /// Starts, restarts (settings changed) or stops the endpoint's checker; the
 /// endpoint's health state itself is kept either way.
-fn sync_checker(
+pub(crate) fn sync_checker(
     checkers: &mut HashMap<(Arc<str>, SocketAddr), Checker>,
     key: &(Arc<str>, SocketAddr),
     ep: &Arc<EndpointRt>,

@@ -23,7 +23,7 @@ pub fn apply<E>(mut state: State, changes: Vec<Change>) -> Result<Applied, Commi
     state.revision = revision;
     let mut committed = Vec::with_capacity(changes.len());
     let mut touched = BTreeSet::new();
-    for change in changes {
+    for (index, change) in changes.into_iter().enumerate() {
         match change {
             Change::Put {
                 kind,
@@ -32,12 +32,12 @@ pub fn apply<E>(mut state: State, changes: Vec<Change>) -> Result<Applied, Commi
                 pre,
             } => {
                 let key = (kind, name);
-                check(pre, state.resources.get(&key))?;
+                check(index, pre, state.resources.get(&key))?;
                 state.resources.insert(
                     key.clone(),
                     Versioned {
                         version: revision,
-                        body,
+                        body: body.into(),
                     },
                 );
                 touched.insert(key);
@@ -48,10 +48,10 @@ pub fn apply<E>(mut state: State, changes: Vec<Change>) -> Result<Applied, Commi
             }
             Change::Delete { kind, name, pre } => {
                 let key = (kind, name);
-                check(pre, state.resources.get(&key))?;
+                check(index, pre, state.resources.get(&key))?;
                 // Passing `Absent` on a missing resource still leaves nothing to delete.
                 if state.resources.remove(&key).is_none() {
-                    return Err(CommitError::NotFound);
+                    return Err(CommitError::NotFound { index });
                 }
                 touched.insert(key);
                 committed.push(Committed {
@@ -68,13 +68,22 @@ pub fn apply<E>(mut state: State, changes: Vec<Change>) -> Result<Applied, Commi
     })
 }
 
-fn check<E>(pre: Precondition, current: Option<&Versioned>) -> Result<(), CommitError<E>> {
+/// Change `index`'s precondition against the resource as the changes before it left it.
+fn check<E>(
+    index: usize,
+    pre: Precondition,
+    current: Option<&Versioned>,
+) -> Result<(), CommitError<E>> {
     match (pre, current) {
         (Precondition::Absent, None) => Ok(()),
-        (Precondition::Absent, Some(_)) => Err(CommitError::AlreadyExists),
-        (Precondition::Version(_), None) => Err(CommitError::NotFound),
+        (Precondition::Absent, Some(cur)) => Err(CommitError::AlreadyExists {
+            index,
+            current: cur.version,
+        }),
+        (Precondition::Version(_), None) => Err(CommitError::NotFound { index }),
         (Precondition::Version(v), Some(cur)) if cur.version == v => Ok(()),
         (Precondition::Version(_), Some(cur)) => Err(CommitError::Stale {
+            index,
             current: cur.version,
         }),
     }

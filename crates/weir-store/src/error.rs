@@ -48,15 +48,17 @@ from_redb!(
 /// Why a change was not committed. In every case nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum CommitError<E> {
-    /// Update or delete of a resource that does not exist (404).
-    #[error("not found")]
-    NotFound,
-    /// Add of a resource that already exists (412).
-    #[error("already exists")]
-    AlreadyExists,
+    /// Update or delete of a resource that does not exist (404). `index` is the failing
+    /// change's place in the batch.
+    #[error("change {index}: not found")]
+    NotFound { index: usize },
+    /// Add of a resource that already exists (412), at version `current` (in the state the
+    /// change was checked against: an earlier change of the batch may have written it).
+    #[error("change {index}: already exists at version {current}")]
+    AlreadyExists { index: usize, current: u64 },
     /// Update or delete naming a version that is no longer current (412).
-    #[error("stale version: the current version is {current}")]
-    Stale { current: u64 },
+    #[error("change {index}: stale version: the current version is {current}")]
+    Stale { index: usize, current: u64 },
     /// The resulting configuration failed validation (422).
     #[error("invalid configuration: {0}")]
     Invalid(E),

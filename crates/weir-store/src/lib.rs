@@ -16,4 +16,4 @@ pub use apply::{apply, Applied};
 pub use error::{CommitError, StoreError};
 pub use kind::{endpoint_name, resource_path, Kind};
 pub use model::{Change, Committed, Precondition, State, Versioned};
-pub use store::{Store, FILE_NAME};
+pub use store::{Done, Store, FILE_NAME};

@@ -1,14 +1,16 @@
 //! The values the store hands out and takes in.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::Kind;
 
-/// A resource body and the version it was last written at (sent as the ETag).
+/// A resource body and the version it was last written at (sent as the ETag). The body is
+/// shared, so that copying a State (once per commit) copies no JSON.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Versioned {
     pub version: u64,
-    pub body: serde_json::Value,
+    pub body: Arc<serde_json::Value>,
 }
 
 /// The whole configuration at one revision: what validation sees, and what the data plane

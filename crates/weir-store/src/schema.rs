@@ -45,7 +45,10 @@ pub(crate) fn parse_kind(s: &str) -> Result<Kind, StoreError> {
 pub(crate) fn decode(version: u64, body: &[u8]) -> Result<Versioned, StoreError> {
     let body = serde_json::from_slice(body)
         .map_err(|e| StoreError::Corrupt(format!("resource body is not JSON: {e}")))?;
-    Ok(Versioned { version, body })
+    Ok(Versioned {
+        version,
+        body: std::sync::Arc::new(body),
+    })
 }
 
 pub(crate) fn encode(body: &serde_json::Value) -> Vec<u8> {

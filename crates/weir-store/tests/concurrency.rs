@@ -40,7 +40,7 @@ fn two_writers_from_the_same_version_exactly_one_wins() {
         let winner = won[0].version;
         let lost = results.iter().find_map(|r| r.as_ref().err()).unwrap();
         assert!(
-            matches!(lost, CommitError::Stale { current } if *current == winner),
+            matches!(lost, CommitError::Stale { current, .. } if *current == winner),
             "round {round}: {lost:?}"
         );
     }

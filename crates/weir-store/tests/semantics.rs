@@ -28,7 +28,7 @@ fn add_get_update_delete() {
         store.get(Kind::Pool, "app").unwrap(),
         Some(Versioned {
             version: 1,
-            body: pool("round_robin")
+            body: pool("round_robin").into()
         })
     );
     // Same name, other kind: a different resource.
@@ -45,7 +45,7 @@ fn add_get_update_delete() {
         }
     );
     assert_eq!(
-        store.get(Kind::Pool, "app").unwrap().unwrap().body,
+        *store.get(Kind::Pool, "app").unwrap().unwrap().body,
         pool("p2c")
     );
 
@@ -80,32 +80,32 @@ fn every_commit_error_and_nothing_changes() {
     let e = store
         .commit(put(Kind::Pool, "app", pool("x"), Absent), any)
         .unwrap_err();
-    assert!(matches!(e, CommitError::AlreadyExists), "{e:?}");
+    assert!(matches!(e, CommitError::AlreadyExists { .. }), "{e:?}");
     let e = store
         .commit(put(Kind::Pool, "app", pool("x"), Version(1)), any)
         .unwrap_err();
-    assert!(matches!(e, CommitError::Stale { current: 2 }), "{e:?}");
+    assert!(matches!(e, CommitError::Stale { current: 2, .. }), "{e:?}");
     let e = store
         .commit(put(Kind::Pool, "nope", pool("x"), Version(1)), any)
         .unwrap_err();
-    assert!(matches!(e, CommitError::NotFound), "{e:?}");
+    assert!(matches!(e, CommitError::NotFound { .. }), "{e:?}");
     let e = store
         .commit(del(Kind::Pool, "app", Version(1)), any)
         .unwrap_err();
-    assert!(matches!(e, CommitError::Stale { current: 2 }), "{e:?}");
+    assert!(matches!(e, CommitError::Stale { current: 2, .. }), "{e:?}");
     let e = store
         .commit(del(Kind::Pool, "nope", Version(1)), any)
         .unwrap_err();
-    assert!(matches!(e, CommitError::NotFound), "{e:?}");
+    assert!(matches!(e, CommitError::NotFound { .. }), "{e:?}");
     // DELETE with If-None-Match: * — 412 if it exists, 404 if not, as HTTP evaluates it.
     let e = store
         .commit(del(Kind::Pool, "app", Absent), any)
         .unwrap_err();
-    assert!(matches!(e, CommitError::AlreadyExists), "{e:?}");
+    assert!(matches!(e, CommitError::AlreadyExists { .. }), "{e:?}");
     let e = store
         .commit(del(Kind::Pool, "nope", Absent), any)
         .unwrap_err();
-    assert!(matches!(e, CommitError::NotFound), "{e:?}");
+    assert!(matches!(e, CommitError::NotFound { .. }), "{e:?}");
     let e = store
         .commit(put(Kind::Pool, "app", pool("x"), Version(2)), |_| Err("no"))
         .unwrap_err();
@@ -135,7 +135,7 @@ fn validation_sees_whole_resulting_state_and_failure_changes_nothing() {
             put(Kind::Route, "shop", bad.clone(), Version(2)),
             |s: &State| {
                 assert_eq!(s.revision, 3);
-                assert_eq!(s.get(Kind::Route, "shop").unwrap().body, bad);
+                assert_eq!(*s.get(Kind::Route, "shop").unwrap().body, bad);
                 refs(s)
             },
         )
@@ -178,8 +178,38 @@ fn commit_all_is_all_or_nothing() {
             refs,
         )
         .unwrap_err();
-    assert!(matches!(e, CommitError::Stale { current: 1 }), "{e:?}");
+    // The error names the change that failed, so callers need not replay the batch.
+    assert!(
+        matches!(
+            e,
+            CommitError::Stale {
+                index: 2,
+                current: 1
+            }
+        ),
+        "{e:?}"
+    );
     assert_eq!(store.state().unwrap(), before);
+    // An add of what an earlier change of the batch wrote: the version it has there.
+    let e = store
+        .commit_all(
+            vec![
+                put(Kind::Pool, "app", pool("p2c"), Absent),
+                put(Kind::Pool, "app", pool("p2c"), Absent),
+            ],
+            refs,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CommitError::AlreadyExists {
+                index: 1,
+                current: 2
+            }
+        ),
+        "{e:?}"
+    );
 
     // Every precondition holds but the final state is invalid: nothing either.
     let e = store
@@ -222,7 +252,7 @@ fn commit_all_is_all_or_nothing() {
     assert_eq!(done[3].version, 0);
     let state = store.state().unwrap();
     assert_eq!(state.revision, 2);
-    assert_eq!(state.get(Kind::Pool, "app").unwrap().body, pool("ewma"));
+    assert_eq!(*state.get(Kind::Pool, "app").unwrap().body, pool("ewma"));
     assert!(state.get(Kind::Pool, "old").is_none());
     let eps: Vec<_> = state
         .endpoints_of("app")
@@ -252,7 +282,7 @@ fn versions_are_never_reused() {
     let e = store
         .commit(del(Kind::Listener, "web", Version(1)), any)
         .unwrap_err();
-    assert!(matches!(e, CommitError::Stale { current: 3 }), "{e:?}");
+    assert!(matches!(e, CommitError::Stale { current: 3, .. }), "{e:?}");
 }
 
 #[test]

@@ -11,9 +11,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
 use weir_admin::api::Auth;
-use weir_control::{Control, FileSource, Source};
-use weir_proxy::Proxy;
+use weir_control::FileSource;
 use weir_testkit::{HttpUpstream, Latency};
+
+use crate::boot::{self, BootError};
 
 use crate::cli::DemoArgs;
 use crate::logging;
@@ -73,30 +74,20 @@ async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let proxy = Proxy::new();
-    let control = match Control::start(proxy.clone(), Source::File(source), String::new()) {
-        Ok(c) => c,
-        Err(e) => {
+    let running = match boot::start(Arc::new(source), admin, Auth::new(None, true)).await {
+        Ok(r) => r,
+        Err(BootError::Start(e)) => {
             error!("{e} (is something else on {listen}? try `weir demo --listen 127.0.0.1:8081`)");
             return ExitCode::FAILURE;
         }
-    };
-    tokio::spawn(control.clone().expire_leases());
-    let admin_listener = match weir_admin::bind(admin).await {
-        Ok(l) => l,
-        Err(e) => {
-            error!("cannot listen on {admin} for the dashboard: {e} (try `weir demo --admin 127.0.0.1:9902`)");
+        Err(BootError::Admin { source, .. }) => {
+            error!("cannot listen on {admin} for the dashboard: {source} (try `weir demo --admin 127.0.0.1:9902`)");
             return ExitCode::FAILURE;
         }
     };
-    let stop = CancellationToken::new();
-    let served = Arc::new(weir_admin::Admin {
-        proxy: proxy.clone(),
-        control,
-        auth: Auth::new(None, true),
-    });
-    tokio::spawn(weir_admin::serve(admin_listener, served, stop.clone()));
-    tokio::spawn(traffic(listen, stop.clone()));
+    let (proxy, stop) = (running.proxy, running.stop_admin);
+    let traffic_stop = CancellationToken::new();
+    tokio::spawn(traffic(listen, traffic_stop.clone()));
     print_tour(listen, admin, &backends);
 
     tokio::select! {
@@ -104,6 +95,7 @@ async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
         _ = int.recv() => {}
     }
     info!("shutting down");
+    traffic_stop.cancel();
     stop.cancel();
     proxy.shutdown().await;
     ExitCode::SUCCESS

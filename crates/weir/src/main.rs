@@ -1,6 +1,7 @@
 //! The `weir` binary: command line, wiring and signals.
 
 mod alloc;
+mod boot;
 mod check;
 mod cli;
 mod ctl;

@@ -7,12 +7,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use tokio::signal::unix::{signal, SignalKind};
-use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 use weir_admin::api::Auth;
-use weir_control::{Control, FileSource, Source};
-use weir_proxy::Proxy;
+use weir_control::{FileSource, Source, StoreSource};
 use weir_store::Store;
+
+use crate::boot::{self, BootError};
 
 use crate::cli::RunArgs;
 use crate::logging;
@@ -53,14 +53,17 @@ pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtim
         .build()
 }
 
+/// The source of the config, the admin listener's address, and its token file.
+type Opened = (Arc<dyn Source>, SocketAddr, Option<PathBuf>);
+
 /// The source of the config, and the admin listener's address and token file.
-fn source(args: &RunArgs) -> Result<(Source, SocketAddr, Option<PathBuf>, String), String> {
+fn source(args: &RunArgs) -> Result<Opened, String> {
     match &args.config {
         Some(path) => {
             let f = FileSource::open(path.clone())?;
             let admin = args.admin.unwrap_or(f.admin().listen);
             let token = args.token_file.clone().or(f.admin().token_file.clone());
-            Ok((Source::File(f), admin, token, String::new()))
+            Ok((Arc::new(f), admin, token))
         }
         None => {
             let dir = args.data.clone().unwrap_or_else(|| DEFAULT_DATA.into());
@@ -75,13 +78,17 @@ fn source(args: &RunArgs) -> Result<(Source, SocketAddr, Option<PathBuf>, String
             if let Some(t) = &token {
                 preamble.push_str(&format!("token_file = {:?}\n", t.display().to_string()));
             }
-            Ok((Source::Store(Arc::new(store)), admin, token, preamble))
+            Ok((
+                Arc::new(StoreSource::new(Arc::new(store), preamble)),
+                admin,
+                token,
+            ))
         }
     }
 }
 
 async fn serve(args: RunArgs) -> Result<(), String> {
-    let (source, admin, token_file, preamble) = source(&args)?;
+    let (source, admin, token_file) = source(&args)?;
     let token = match &token_file {
         Some(p) => Some(Auth::read_token(p).map_err(|e| e.to_string())?),
         None => None,
@@ -115,30 +122,25 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         }),
         None => Watcher::disabled(),
     };
-    let proxy = Proxy::new();
-    let control = Control::start(proxy.clone(), source, preamble).map_err(|e| e.to_string())?;
-    tokio::spawn(control.clone().expire_leases());
-    let admin_listener = weir_admin::bind(admin).await.map_err(|e| {
-        format!("cannot listen on {admin} for the admin API: {e} (set admin.listen or --admin)")
-    })?;
-    let stop_admin = CancellationToken::new();
-    let served = Arc::new(weir_admin::Admin {
-        proxy: proxy.clone(),
-        control: control.clone(),
-        auth: Auth::new(token, loopback),
-    });
-    tokio::spawn(weir_admin::serve(
-        admin_listener,
-        served,
-        stop_admin.clone(),
-    ));
+    let boot::Running {
+        proxy,
+        control,
+        stop_admin,
+    } = boot::start(source, admin, Auth::new(token, loopback))
+        .await
+        .map_err(|e| match e {
+            BootError::Admin { source, .. } => format!(
+                "cannot listen on {admin} for the admin API: {source} (set admin.listen or --admin)"
+            ),
+            e => e.to_string(),
+        })?;
 
     loop {
         tokio::select! {
             _ = hup.recv() => {
                 if control.is_file_mode() {
                     info!("SIGHUP: reloading the config file");
-                    control.reload_file().await;
+                    control.refresh().await;
                 } else {
                     info!("SIGHUP: nothing to reload; the config store applies changes as they commit");
                 }
@@ -147,7 +149,7 @@ async fn serve(args: RunArgs) -> Result<(), String> {
                 // Editors write in bursts; settle before reading.
                 watcher.settle(&mut changed).await;
                 info!("config file changed: reloading");
-                control.reload_file().await;
+                control.refresh().await;
             }
             _ = usr1.recv() => {
                 info!("SIGUSR1: reopening access logs");

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use weir_control::Control;
+use weir_control::RunningConfig;
 use weir_proxy::Proxy;
 
 pub use auth::{Auth, TokenError};
@@ -29,7 +29,7 @@ const MAX_BODY: usize = 1 << 20;
 const OPENAPI: &str = include_str!("openapi.json");
 
 pub async fn handle(
-    control: &Control,
+    control: &RunningConfig,
     proxy: &Proxy,
     auth: &Auth,
     rest: &str,
@@ -43,7 +43,7 @@ pub async fn handle(
 
 // HEAD answers carry the GET answer's headers; hyper leaves the body out.
 async fn dispatch(
-    control: &Control,
+    control: &RunningConfig,
     proxy: &Proxy,
     auth: &Auth,
     rest: &str,

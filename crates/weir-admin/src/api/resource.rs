@@ -5,7 +5,7 @@ use bytes::Bytes;
 use http::{header, Method, Response, StatusCode};
 use http_body_util::Full;
 use serde_json::{json, Value};
-use weir_control::Control;
+use weir_control::RunningConfig;
 use weir_store::{Change, Kind, Precondition};
 
 use super::path;
@@ -13,7 +13,7 @@ use super::precond::{etag, Pre};
 use super::problem::{refused, Problem};
 use super::{json_response, Reply};
 
-pub fn get(control: &Control, kind: Kind, name: &str, pre: Pre) -> Reply {
+pub fn get(control: &RunningConfig, kind: Kind, name: &str, pre: Pre) -> Reply {
     let state = control.state();
     let Some(v) = state.get(kind, name) else {
         return Err(Problem::not_found(format!(
@@ -37,7 +37,7 @@ pub fn get(control: &Control, kind: Kind, name: &str, pre: Pre) -> Reply {
     Ok(r)
 }
 
-pub fn list(control: &Control, kind: Kind, pool: Option<&str>) -> Reply {
+pub fn list(control: &RunningConfig, kind: Kind, pool: Option<&str>) -> Reply {
     let state = control.state();
     let items: Vec<Value> = match pool {
         Some(p) => {
@@ -60,7 +60,7 @@ pub fn list(control: &Control, kind: Kind, pool: Option<&str>) -> Reply {
     ))
 }
 
-pub async fn put(control: &Control, kind: Kind, name: &str, pre: Pre, spec: Value) -> Reply {
+pub async fn put(control: &RunningConfig, kind: Kind, name: &str, pre: Pre, spec: Value) -> Reply {
     check_spec(kind, name, &spec)?;
     let precondition = match pre {
         Pre::Absent => Precondition::Absent,
@@ -96,7 +96,7 @@ pub async fn put(control: &Control, kind: Kind, name: &str, pre: Pre, spec: Valu
     Ok(written(kind, name, added, done[0].version, &spec))
 }
 
-pub async fn delete(control: &Control, kind: Kind, name: &str, pre: Pre) -> Reply {
+pub async fn delete(control: &RunningConfig, kind: Kind, name: &str, pre: Pre) -> Reply {
     let version = match pre {
         Pre::Version(tags) => named(control, kind, name, &tags)?,
         _ => {
@@ -124,7 +124,7 @@ pub async fn delete(control: &Control, kind: Kind, name: &str, pre: Pre) -> Repl
 
 /// Deletes of a pool's endpoints, so that deleting a pool takes them with it; `except` are
 /// those a transaction already changes.
-pub fn endpoints_of(control: &Control, pool: &str, except: &[String]) -> Vec<Change> {
+pub fn endpoints_of(control: &RunningConfig, pool: &str, except: &[String]) -> Vec<Change> {
     control
         .state()
         .endpoints_of(pool)
@@ -139,7 +139,7 @@ pub fn endpoints_of(control: &Control, pool: &str, except: &[String]) -> Vec<Cha
 }
 
 /// A registration: a PUT with a lease and no precondition adds the endpoint or renews it.
-async fn register(control: &Control, name: &str, spec: Value) -> Reply {
+async fn register(control: &RunningConfig, name: &str, spec: Value) -> Reply {
     pool_exists(control, name)?;
     if let Some(e) = control.file_defined(Kind::Endpoint, name) {
         return Err(refused(e, true));
@@ -152,7 +152,7 @@ async fn register(control: &Control, name: &str, spec: Value) -> Reply {
             Some(v) if v.body.get("ttl").is_none() => return Err(Problem::precondition_required(
                 "this endpoint was added without a lease; change it with If-Match: \"<version>\"",
             )),
-            Some(v) if v.body == spec => {
+            Some(v) if *v.body == spec => {
                 control.heartbeat(name).ok();
                 return Ok(written(Kind::Endpoint, name, false, v.version, &spec));
             }
@@ -185,7 +185,7 @@ async fn register(control: &Control, name: &str, spec: Value) -> Reply {
     ))
 }
 
-pub fn heartbeat(control: &Control, name: &str) -> Reply {
+pub fn heartbeat(control: &RunningConfig, name: &str) -> Reply {
     match control.heartbeat(name) {
         Ok(_) => {
             let ttl = control
@@ -234,7 +234,7 @@ pub fn check_spec(kind: Kind, name: &str, spec: &Value) -> Result<(), Problem> {
     Ok(())
 }
 
-fn pool_exists(control: &Control, endpoint: &str) -> Result<(), Problem> {
+fn pool_exists(control: &RunningConfig, endpoint: &str) -> Result<(), Problem> {
     let pool = endpoint.split('/').next().unwrap_or_default();
     if control.state().get(Kind::Pool, pool).is_none() {
         return Err(Problem::not_found(format!("pools/{pool} does not exist")));
@@ -244,7 +244,7 @@ fn pool_exists(control: &Control, endpoint: &str) -> Result<(), Problem> {
 
 /// The version an `If-Match` list stands for: the current one if the list names it, else
 /// the one version named (so the store reports it stale or absent), else none can match.
-fn named(control: &Control, kind: Kind, name: &str, tags: &[u64]) -> Result<u64, Problem> {
+fn named(control: &RunningConfig, kind: Kind, name: &str, tags: &[u64]) -> Result<u64, Problem> {
     let current = control.state().get(kind, name).map(|v| v.version);
     match (current, tags) {
         (Some(c), _) if tags.contains(&c) => Ok(c),
@@ -254,7 +254,7 @@ fn named(control: &Control, kind: Kind, name: &str, tags: &[u64]) -> Result<u64,
 }
 
 /// A tag that is not one of ours can never be current.
-fn stale_tag(control: &Control, kind: Kind, name: &str) -> Problem {
+fn stale_tag(control: &RunningConfig, kind: Kind, name: &str) -> Problem {
     match control.state().get(kind, name) {
         Some(v) => Problem::precondition_failed(
             format!("If-Match does not name the current version, {}", v.version),

@@ -3,7 +3,7 @@
 
 use http::StatusCode;
 use serde_json::{json, Value};
-use weir_control::Control;
+use weir_control::RunningConfig;
 use weir_store::{Change, Kind, Precondition};
 
 use super::path::{self, Target};
@@ -14,7 +14,7 @@ use super::{json_response, Reply};
 /// At most this many changes per transaction: a whole config is far smaller.
 const MAX_CHANGES: usize = 10_000;
 
-pub async fn run(control: &Control, body: Value) -> Reply {
+pub async fn run(control: &RunningConfig, body: Value) -> Reply {
     let Some(items) = body.get("changes").and_then(Value::as_array) else {
         return Err(Problem::bad_request(
             "expected {\"changes\": [{\"op\": \"put\"|\"delete\", \"path\": ..., ...}]}",

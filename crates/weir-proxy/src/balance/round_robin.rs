@@ -91,6 +91,15 @@ fn scale(weights: &[u32]) -> Vec<u64> {
 
 /// nginx's smooth weighted round robin, run once for a full cycle.
 fn smooth_schedule(weights: &[u64]) -> Vec<u32> {
+    // Equal weights (the usual case, and every pool of registered services): each endpoint
+    // in turn, the cycle the loop below makes in n × total steps, which for 10,000
+    // endpoints took 100 ms on every endpoint change.
+    if let Some(&w) = weights.first() {
+        if weights.iter().all(|&x| x == w) {
+            let n = weights.len() as u32;
+            return (0..w).flat_map(|_| 0..n).collect();
+        }
+    }
     let total: i64 = weights.iter().map(|&w| w as i64).sum();
     let mut current = vec![0i64; weights.len()];
     let mut out = Vec::with_capacity(total as usize);
@@ -133,6 +142,30 @@ mod tests {
         let max_run = c.windows(5).filter(|w| w.iter().all(|&i| i == 2)).count();
         assert_eq!(max_run, 0, "{c:?}");
         assert_ne!(&c[..2], &[0, 1], "{c:?}");
+    }
+
+    #[test]
+    fn equal_weights_make_the_cycle_of_the_general_loop() {
+        for (n, w) in [(1, 1), (3, 1), (4, 3), (7, 2)] {
+            let weights = vec![w; n];
+            let fast = smooth_schedule(&weights);
+            // The general loop, on weights that differ by nothing but are not seen as equal.
+            let mut general = Vec::new();
+            let total = (n as u64 * w) as i64;
+            let mut current = vec![0i64; n];
+            for _ in 0..total {
+                let mut best = 0;
+                for (i, &x) in weights.iter().enumerate() {
+                    current[i] += x as i64;
+                    if current[i] > current[best] {
+                        best = i;
+                    }
+                }
+                current[best] -= total;
+                general.push(best as u32);
+            }
+            assert_eq!(fast, general, "{n} x {w}");
+        }
     }
 
     #[test]

@@ -321,6 +321,12 @@ impl Collector for Weir {
             "Configuration reloads, by result.",
             &reloads,
         )?;
+        histogram(
+            &mut enc,
+            "weir_config_apply_seconds",
+            "Time to validate a config change and publish it to the data plane (the store's fsync excluded).",
+            &[(Labels::default(), &*crate::metrics::config_apply::APPLY)],
+        )?;
         let dropped = crate::accesslog::DROPPED.load(Relaxed);
         counter(
             &mut enc,

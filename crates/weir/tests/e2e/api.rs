@@ -396,3 +396,58 @@ async fn a_listener_whose_port_is_taken_is_422_and_nothing_changes() {
     .await;
     assert_eq!(r.status, 422, "{}", r.text());
 }
+
+/// Issue 16 §3: an endpoint change is validated on the typed model and reaches the data plane
+/// without a rebuild; `weir_config_apply_seconds` counts every change applied, so an
+/// operator sees how long changes take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_change_is_timed_in_config_apply_seconds() {
+    let data = tempfile::tempdir().unwrap();
+    let w = Weir::store(data.path());
+    let a = w.admin;
+    let count = |text: &str| -> u64 {
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix("weir_config_apply_seconds_count")
+                    .map(|rest| rest.trim_start_matches("{}"))
+            })
+            .unwrap_or_else(|| panic!("no weir_config_apply_seconds in\n{text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let metrics = || async {
+        let r = weir_testkit::client::get(a, "/metrics").await.unwrap();
+        String::from_utf8(r.body.to_vec()).unwrap()
+    };
+    let before = count(&metrics().await);
+    add(a, "pools/app", json!({})).await;
+    add(
+        a,
+        "pools/app/endpoints/127.0.0.1:9001",
+        json!({"weight": 2}),
+    )
+    .await;
+    // A refused change is not applied, so not counted.
+    let r = call(
+        a,
+        "PUT",
+        "pools/app/endpoints/127.0.0.1:9002",
+        &[("if-none-match", "*")],
+        Some(json!({"weight": 1001})),
+    )
+    .await;
+    assert_eq!(
+        (r.status.as_u16(), json(&r)["field"].clone()),
+        (422, json!("pools/app/endpoints/127.0.0.1:9002/weight"))
+    );
+    assert!(
+        json(&r)["detail"]
+            .as_str()
+            .unwrap()
+            .contains("weight = 1001 is out of range"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(count(&metrics().await), before + 2);
+}

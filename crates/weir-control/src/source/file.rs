@@ -3,32 +3,33 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use tracing::warn;
 use weir_store::{Change, Kind, State, Versioned};
 
-use crate::control::{file_name, Refused};
+use super::{Check, Commit, Initial, Outside, Source};
+use crate::control::{file_name, Checked, Refused, StartError};
 use crate::from_toml::specs;
 
 pub struct FileSource {
     /// None for an embedded config (the demo), which is never re-read.
     path: Option<PathBuf>,
     name: String,
+    /// `[admin]` as first read; changing it needs a restart.
+    admin: weir_config::Admin,
+    now: Mutex<Now>,
+    /// The file's resources as last re-read, until that state is applied.
+    pending: Mutex<Option<State>>,
+}
+
+/// What the file holds now, and what the API added.
+struct Now {
     /// The file's resources, with the revision that last changed each.
     file: State,
     /// Endpoints added through the API.
     overlay: BTreeMap<(Kind, String), Versioned>,
     preamble: String,
-    /// `[admin]` as first read; changing it needs a restart.
-    admin: weir_config::Admin,
-}
-
-/// A re-read file: the new merged state and what it is made of.
-pub struct Next {
-    pub merged: State,
-    pub file: State,
-    pub preamble: String,
-    pub admin_changed: bool,
 }
 
 impl FileSource {
@@ -50,52 +51,32 @@ impl FileSource {
         Ok(FileSource {
             path,
             name,
-            file,
-            overlay: BTreeMap::new(),
-            preamble,
             admin: config.admin,
+            now: Mutex::new(Now {
+                file,
+                overlay: BTreeMap::new(),
+                preamble,
+            }),
+            pending: Mutex::new(None),
         })
     }
 
     pub fn admin(&self) -> &weir_config::Admin {
         &self.admin
     }
+}
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn preamble(&self) -> &str {
-        &self.preamble
-    }
-
+impl Now {
     /// The file's resources plus the registered endpoints.
-    pub fn merged(&self) -> State {
+    fn merged(&self) -> State {
         let mut s = self.file.clone();
         s.resources
             .extend(self.overlay.iter().map(|(k, v)| (k.clone(), v.clone())));
         s
     }
 
-    /// Only endpoints can be written in file mode, and only those the file does not define.
-    pub fn check_writable(&self, changes: &[Change]) -> Result<(), Refused> {
-        for c in changes {
-            let (Change::Put { kind, name, .. } | Change::Delete { kind, name, .. }) = c;
-            if *kind != Kind::Endpoint {
-                return Err(Refused::FileMode(file_name(&self.path)));
-            }
-            if self.file.get(*kind, name).is_some() {
-                return Err(Refused::FileDefined {
-                    name: name.clone(),
-                    file: self.name.clone(),
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// Keeps the endpoints of `merged` that the file does not define.
-    pub fn set_overlay(&mut self, merged: &State) {
+    fn set_overlay(&mut self, merged: &State) {
         self.overlay = merged
             .resources
             .iter()
@@ -105,25 +86,96 @@ impl FileSource {
             .collect();
     }
 
+    /// The endpoints written through the API change; the file's resources do not.
+    fn set_overlay_from(&mut self, changes: &[Change], merged: &State) {
+        for c in changes {
+            let (Change::Put { kind, name, .. } | Change::Delete { kind, name, .. }) = c;
+            let key = (*kind, name.clone());
+            match merged.resources.get(&key) {
+                Some(v) => self.overlay.insert(key, v.clone()),
+                None => self.overlay.remove(&key),
+            };
+        }
+    }
+}
+
+impl Source for FileSource {
+    fn describe(&self) -> (&'static str, String) {
+        ("file", self.name.clone())
+    }
+
+    fn initial(&self) -> Result<Initial, StartError> {
+        let now = self.now.lock().unwrap();
+        Ok(Initial {
+            state: now.merged(),
+            preamble: now.preamble.clone(),
+        })
+    }
+
+    /// Only endpoints can be written in file mode, and only those the file does not define.
+    fn accepts(&self, changes: &[Change]) -> Result<(), Refused> {
+        let now = self.now.lock().unwrap();
+        for c in changes {
+            let (Change::Put { kind, name, .. } | Change::Delete { kind, name, .. }) = c;
+            if *kind != Kind::Endpoint {
+                return Err(Refused::FileMode(file_name(&self.path)));
+            }
+            if now.file.get(*kind, name).is_some() {
+                return Err(Refused::FileDefined {
+                    name: name.clone(),
+                    file: self.name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// In memory: registrations live as long as the process.
+    fn commit(
+        &self,
+        current: &Arc<State>,
+        changes: Vec<Change>,
+        check: Check<'_, Checked>,
+    ) -> Result<Commit<Checked>, Refused> {
+        let applied =
+            weir_store::apply::<crate::compile::Invalid>((**current).clone(), changes.clone())
+                .map_err(super::refused)?;
+        let checked = check(&applied.state)?;
+        self.now
+            .lock()
+            .unwrap()
+            .set_overlay_from(&changes, &applied.state);
+        Ok(Commit {
+            committed: applied.committed,
+            state: Arc::new(applied.state),
+            checked,
+        })
+    }
+
+    fn rereads(&self) -> bool {
+        self.path.is_some()
+    }
+
     /// Reads the file again. `Ok(None)` when nothing in it changed.
-    pub fn reread(&self, current: &State) -> Result<Option<Next>, String> {
+    fn reread(&self, current: &State) -> Result<Option<Outside>, String> {
         let Some(path) = &self.path else {
             return Ok(None);
         };
         // Bounded like the first read: a reload must not read /dev/zero to the end either.
         let text = weir_config::read_source(path).map_err(|e| e.to_string())?;
         let (file, preamble, _) = parse(&text, &self.name, current)?;
+        let now = self.now.lock().unwrap();
         let same = |a: &State, b: &State| {
             a.resources.len() == b.resources.len()
                 && a.resources
                     .iter()
                     .all(|(k, v)| b.resources.get(k).is_some_and(|w| w.body == v.body))
         };
-        if same(&file, &self.file) && preamble == self.preamble {
+        if same(&file, &now.file) && preamble == now.preamble {
             return Ok(None);
         }
         let mut merged = file.clone();
-        for (key, v) in &self.overlay {
+        for (key, v) in &now.overlay {
             let pool = key.1.split('/').next().unwrap_or_default();
             if merged.resources.contains_key(key) {
                 warn!(
@@ -140,20 +192,25 @@ impl FileSource {
             }
         }
         merged.revision = file.revision;
-        let admin_changed = section(&preamble, "admin") != section(&self.preamble, "admin");
-        Ok(Some(Next {
-            merged,
-            file,
+        let admin_changed = section(&preamble, "admin") != section(&now.preamble, "admin");
+        drop(now);
+        // The file's own resources are what a later re-read compares with.
+        self.pending.lock().unwrap().replace(file);
+        Ok(Some(Outside {
+            state: merged,
             preamble,
             admin_changed,
         }))
     }
 
     /// Makes a re-read file current (after it was applied).
-    pub fn accept(&mut self, file: State, merged: &State, preamble: String) {
-        self.file = file;
-        self.preamble = preamble;
-        self.set_overlay(merged);
+    fn accept(&self, outside: Outside) {
+        let mut now = self.now.lock().unwrap();
+        if let Some(file) = self.pending.lock().unwrap().take() {
+            now.file = file;
+        }
+        now.preamble = outside.preamble;
+        now.set_overlay(&outside.state);
     }
 }
 
@@ -179,10 +236,16 @@ fn parse(
     };
     for (key, body) in specs {
         let version = match current.resources.get(&key) {
-            Some(v) if v.body == body => v.version,
+            Some(v) if *v.body == body => v.version,
             _ => revision,
         };
-        state.resources.insert(key, Versioned { version, body });
+        state.resources.insert(
+            key,
+            Versioned {
+                version,
+                body: body.into(),
+            },
+        );
     }
     Ok((state, preamble(text), loaded.config))
 }

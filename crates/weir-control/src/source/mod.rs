@@ -1,0 +1,94 @@
+//! Where the running config comes from, behind one trait, so that the commit path in
+//! `control.rs` never asks which source it has: a config file (`file.rs`), the embedded store
+//! (`store.rs`), and later etcd or Kubernetes (docs/ARCHITECTURE.md, "How to add a config
+//! source").
+
+pub mod file;
+pub mod store;
+
+use std::sync::Arc;
+
+use weir_store::{Change, CommitError, Committed, State};
+
+use crate::compile::Invalid;
+use crate::control::{Refused, StartError};
+
+/// What a source starts with: its resources, and the process settings (`[admin]`,
+/// `[global]`) as TOML.
+pub struct Initial {
+    pub state: State,
+    pub preamble: String,
+}
+
+/// A changed config found outside weir (a file edited; for etcd, a watch event).
+pub struct Outside {
+    pub state: State,
+    pub preamble: String,
+    /// `[admin]` changed: it takes effect at the next start only.
+    pub admin_changed: bool,
+}
+
+/// The validation a commit must pass, run on the whole resulting state inside the source's
+/// transaction; what it returns comes back with the commit.
+pub type Check<'a, T> = &'a mut dyn FnMut(&State) -> Result<T, Invalid>;
+
+/// A committed batch: what each change committed as, the whole new state, and what the
+/// check made of it.
+pub struct Commit<T> {
+    pub committed: Vec<Committed>,
+    pub state: Arc<State>,
+    pub checked: T,
+}
+
+pub trait Source: Send + Sync {
+    /// `file` or `store` (`GET /api/v1/config`'s `mode`), and where (a path, a URL).
+    fn describe(&self) -> (&'static str, String);
+
+    fn initial(&self) -> Result<Initial, StartError>;
+
+    /// Refuses changes this source does not take (a file owns its listeners, routes, pools
+    /// and endpoints), before anything is validated.
+    fn accepts(&self, changes: &[Change]) -> Result<(), Refused>;
+
+    /// Applies `changes` to `current` (the last committed state) all-or-nothing, checking
+    /// every precondition and then `check` on the whole result, and makes them durable as
+    /// far as the source promises (the store: fsync; a file: memory).
+    fn commit(
+        &self,
+        current: &Arc<State>,
+        changes: Vec<Change>,
+        check: Check<'_, crate::control::Checked>,
+    ) -> Result<Commit<crate::control::Checked>, Refused>;
+
+    /// Changes made outside weir as they happen (an etcd watch): each message asks for a
+    /// [`Source::reread`], which `RunningConfig` then validates and applies like any change.
+    /// None when the binary is who tells (a file: its watch and SIGHUP, `crates/weir/src/
+    /// reload.rs`, call `RunningConfig::refresh`).
+    fn watch(&self) -> Option<tokio::sync::mpsc::Receiver<()>> {
+        None
+    }
+
+    /// Reads what changed outside weir since `current`; `Ok(None)` when nothing did.
+    fn reread(&self, _current: &State) -> Result<Option<Outside>, String> {
+        Ok(None)
+    }
+
+    /// Whether [`Source::reread`] can find anything (SIGHUP says so when not).
+    fn rereads(&self) -> bool {
+        false
+    }
+
+    /// A re-read state was applied: it is the source's state from now on.
+    fn accept(&self, _outside: Outside) {}
+}
+
+/// A refused commit as the API answers it: the store names the failing change.
+pub(crate) fn refused(e: CommitError<Invalid>) -> Refused {
+    match e {
+        CommitError::NotFound { index } => Refused::NotFound { index },
+        CommitError::AlreadyExists { index, current } => Refused::AlreadyExists { index, current },
+        CommitError::Stale { index, current } => Refused::Stale { index, current },
+        CommitError::Invalid(i) => Refused::Invalid(i),
+        CommitError::Store(s) => Refused::Store(s),
+    }
+}
