@@ -25,8 +25,8 @@ impl Proxy {
     /// Publishes `cfg`, which differs from the running config only in the endpoints of
     /// `pools`. Anything else must go through [`Proxy::prepare`] and [`Proxy::install`].
     pub fn update_pools(&self, cfg: &Arc<Config>, pools: &BTreeSet<String>) {
-        let mut control = self.control.lock().unwrap();
-        let registry = &mut control.registry;
+        let mut installed = self.installed.lock().unwrap();
+        let registry = &mut installed.registry;
         let old = self.shared.snapshot.load_full();
         let mut next_pools = old.pools.clone();
         let mut swapped: HashMap<Arc<str>, Arc<PoolRt>> = HashMap::new();
@@ -62,7 +62,7 @@ impl Proxy {
         });
         self.shared.snapshot.store(snapshot);
         for rt in swapped.values() {
-            rt.shared.install(rt);
+            rt.shared.queue.install(rt);
         }
         metrics::GLOBAL.version.fetch_add(1, Relaxed);
     }
@@ -237,13 +237,13 @@ endpoints = [{ addr = "127.0.0.1:9002" }, { addr = "127.0.0.1:9003" }]
             assert!(!ep.is_draining());
         }
 
-        let control = proxy.control.lock().unwrap();
-        assert!(control
+        let installed = proxy.installed.lock().unwrap();
+        assert!(installed
             .registry
             .series
             .keys()
             .all(|l| &*l.endpoint != "127.0.0.1:9002"));
-        assert!(control
+        assert!(installed
             .registry
             .series
             .keys()
