@@ -111,9 +111,9 @@ async fn hash_keeps_a_key_on_one_endpoint_and_moves_few_on_removal() {
     let ups = upstreams(&["a", "b", "c", "d"]).await;
     let listen = free_addr();
     let all: Vec<(SocketAddr, u32)> = ups.iter().map(|u| (u.addr(), 1)).collect();
-    // The ring alone: with bounded load (the default factor) a key may rightly move when the
-    // previous request's slot is still held for the microseconds after its last byte went
-    // out, which a loaded machine stretches. `hash_bounded_load_spills_a_hot_key` tests that.
+    // The ring alone: with bounded load (the default factor) a key may rightly move while the
+    // previous request's slot is still held, just after its last byte went out.
+    // `hash_bounded_load_spills_a_hot_key` tests that.
     let extra = "balance = \"hash\"\nhash_key = \"header:x-user\"\nhash_balance_factor = 0";
     let w = Weir::start(&one_pool(listen, &endpoints(&all), extra), &[listen]);
 
@@ -151,7 +151,10 @@ async fn hash_keeps_a_key_on_one_endpoint_and_moves_few_on_removal() {
     }
     let on_d = owner.values().filter(|o| *o == "d").count();
     assert_eq!(moved, on_d);
-    assert!(moved <= 100 / 4 + 10, "{moved} of 100 keys moved");
+    // d's share is about a quarter, but ring positions come from the addresses, which are new
+    // ports each run, and 100 keys are a small sample: 25 ± 10 failed once in ~50 runs. Well
+    // under half is what "few" must mean whatever the ports.
+    assert!(moved < 50, "{moved} of 100 keys moved");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
