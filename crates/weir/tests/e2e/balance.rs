@@ -152,7 +152,7 @@ async fn hash_keeps_a_key_on_one_endpoint_and_moves_few_on_removal() {
     let on_d = owner.values().filter(|o| *o == "d").count();
     assert_eq!(moved, on_d);
     // d's share is about a quarter, but ring positions come from the addresses, which are new
-    // ports each run, and 100 keys are a small sample: 25 ± 10 failed once in ~50 runs. Well
+    // ports each run, and 100 keys are a small sample: a bound of 35 failed once. Well
     // under half is what "few" must mean whatever the ports.
     assert!(moved < 50, "{moved} of 100 keys moved");
 }
