@@ -12,7 +12,7 @@ use weir_config::HashKey;
 use crate::balance::{Algorithm, PickKey, PoolView};
 use crate::capacity::{self, Limits, Queue};
 use crate::endpoint::EndpointRt;
-use crate::health::{Ejection, HealthFilter};
+use crate::health::{Ejection, HealthFilter, Loss};
 use crate::metrics::pool::PoolMetrics;
 use crate::retry::Budget;
 
@@ -106,10 +106,10 @@ impl PoolRt {
 
     /// A try on `ep` failed (refused, reset, or an `eject_status` answer):
     /// passive ejection may take it out.
-    pub fn record_failure(&self, ep: &EndpointRt, why: &str) {
+    pub fn record_failure(&self, ep: &EndpointRt, why: &str, loss: Loss) {
         self.shared
             .ejection
-            .record_failure(&self.health, &self.endpoints, ep, why);
+            .record_failure(&self.health, &self.endpoints, ep, why, loss);
     }
 
     /// The endpoint for a request, by the pool's algorithm, among those `ok` accepts.

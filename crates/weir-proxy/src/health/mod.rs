@@ -10,7 +10,7 @@ mod passive;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 pub use filter::HealthFilter;
-pub use passive::{record_success, Ejection};
+pub use passive::{record_success, Ejection, Loss};
 
 use crate::clock;
 
@@ -26,6 +26,9 @@ pub struct EndpointHealth {
     pub(crate) ejected_until: AtomicU64,
     /// How often it was ejected, for the growing ejection time.
     pub(crate) ejections: AtomicU32,
+    /// It dropped requests it had taken (a crash) and has not answered one since: an
+    /// ejection then outlasts the active checks seeing it up again.
+    pub(crate) dropped: AtomicBool,
 }
 
 impl EndpointHealth {
@@ -36,6 +39,7 @@ impl EndpointHealth {
             failures: AtomicU32::new(0),
             ejected_until: AtomicU64::new(0),
             ejections: AtomicU32::new(0),
+            dropped: AtomicBool::new(false),
         }
     }
 
@@ -72,9 +76,11 @@ impl EndpointHealth {
         if n >= needed {
             self.streak.store(0, Relaxed);
             self.up.store(ok, Relaxed);
-            if ok {
-                // The checks saw it recover: a passive ejection from before
-                // no longer says anything, and its record starts clean.
+            // The checks saw it recover. An ejection for refused connections (a restart)
+            // said no more than they do, so it ends; one that followed lost requests
+            // stands: a backend that crashes and comes straight back is flapping, and
+            // would lose what it holds at its next crash too.
+            if ok && !self.dropped.load(Relaxed) {
                 self.failures.store(0, Relaxed);
                 self.ejected_until.store(0, Relaxed);
             }

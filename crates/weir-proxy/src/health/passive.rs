@@ -11,12 +11,25 @@ use tracing::warn;
 use crate::clock;
 use crate::endpoint::EndpointRt;
 
-/// A try on `ep` succeeded: its failure streak ends.
+/// A try on `ep` succeeded: its failure streak ends, and so does the memory of a crash.
 #[inline]
 pub fn record_success(ep: &EndpointRt) {
     if ep.health.failures.load(Relaxed) != 0 {
         ep.health.failures.store(0, Relaxed);
     }
+    if ep.health.dropped.load(Relaxed) {
+        ep.health.dropped.store(false, Relaxed);
+    }
+}
+
+/// What a failed try lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loss {
+    /// Nothing the endpoint had taken: it refused, timed out, or answered (an `eject_status`).
+    Nothing,
+    /// A request it had taken: closed or reset after the request went out, or a response cut
+    /// short. What a crash looks like from here.
+    InFlight,
 }
 
 /// A pool's ejection decisions: kept across snapshots with the pool's other
@@ -37,9 +50,13 @@ impl Ejection {
         peers: &[Arc<EndpointRt>],
         ep: &EndpointRt,
         why: &str,
+        loss: Loss,
     ) {
         if policy.eject_after == 0 {
             return;
+        }
+        if loss == Loss::InFlight {
+            ep.health.dropped.store(true, Relaxed);
         }
         let n = ep.health.failures.fetch_add(1, Relaxed) + 1;
         if n < policy.eject_after || ep.health.ejected() {

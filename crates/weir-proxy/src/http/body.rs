@@ -15,7 +15,7 @@ use hyper::body::{Body, Frame, SizeHint};
 
 use crate::capacity::Slot;
 use crate::endpoint::EndpointRt;
-use crate::health::record_success;
+use crate::health::{record_success, Loss};
 use crate::http::conn_state::BusyGuard;
 use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
@@ -220,7 +220,8 @@ fn cut_short(ret: &mut Option<PoolReturn>, rec: &mut Option<Recorder>) {
     }
     if let Some(r) = ret.take() {
         r.endpoint.metrics.error(reason);
-        r.pool.record_failure(&r.endpoint, reason.as_str());
+        r.pool
+            .record_failure(&r.endpoint, reason.as_str(), Loss::InFlight);
     }
 }
 

@@ -30,6 +30,7 @@ use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
+use crate::health::Loss;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::sticky::set_sticky;
@@ -176,7 +177,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                 // (`http/body.rs`), since it may still be cut short.
                 let status = resp.status().as_u16();
                 if pool.health.eject_status.contains(&status) {
-                    pool.record_failure(&ep, "ejecting status");
+                    pool.record_failure(&ep, "ejecting status", Loss::Nothing);
                 }
                 if !(retry_status && idempotent && replay.is_some()) {
                     return Ended::Response {
@@ -196,7 +197,11 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                 let reason = error.reason;
                 // A timeout says the backend is slow, not that it failed.
                 if reason != Reason::UpstreamTimeout {
-                    pool.record_failure(&ep, reason.as_str());
+                    let loss = match reason == Reason::UpstreamReset && !error.not_delivered() {
+                        true => Loss::InFlight,
+                        false => Loss::Nothing,
+                    };
+                    pool.record_failure(&ep, reason.as_str(), loss);
                 }
                 ep.metrics.error(reason);
                 retried_for = reason.as_str();

@@ -390,3 +390,112 @@ async fn fail_open_serves_while_every_endpoint_is_ejected() {
     assert_eq!((r.status.as_u16(), r.text()), (200, "a\n".to_string()));
     assert_eq!(a.requests(), 2);
 }
+
+/// Which upstream answered each of `n` GETs, by name.
+async fn answered_by(listen: SocketAddr, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let r = client::get(listen, &format!("/?after={i}")).await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        out.push(r.header("x-upstream").unwrap_or("?").to_string());
+    }
+    out
+}
+
+const CHECKED_EJECTING: &str = "[pools.app.health]\ncheck = \"tcp\"\ninterval = \"100ms\"\n\
+    timeout = \"80ms\"\nrise = 1\nfall = 1\neject_after = 1\neject_time = \"60s\"";
+
+/// A backend that crashed with requests in flight and came back is flapping: the active
+/// checks seeing it up again do not cut its ejection short (they used to, and a backend
+/// crashing every 2 s lost the requests in flight at most of its crashes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_endpoint_that_dropped_requests_stays_ejected_when_its_checks_recover() {
+    let steady = HttpUpstream::spawn("steady").await.unwrap();
+    let flappy = HttpUpstream::builder("flappy")
+        .latency(weir_testkit::Latency::Fixed(Duration::from_millis(500)))
+        .spawn()
+        .await
+        .unwrap();
+    let listen = free_addr();
+    let eps = endpoints(&[(steady.addr(), 1), (flappy.addr(), 1)]);
+    let w = Weir::start(&one_pool(listen, &eps, CHECKED_EJECTING), &[listen]);
+
+    // Requests in flight on flappy when it crashes.
+    let posts: Vec<_> = (0..4)
+        .map(|i| {
+            tokio::spawn(async move {
+                let req = http::Request::post(format!("http://{listen}/echo?n={i}"))
+                    .body(http_body_util::Full::new(bytes::Bytes::from_static(b"x")))
+                    .unwrap();
+                client::send(listen, req).await.unwrap().status.as_u16()
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while flappy.in_flight() == 0 {
+        assert!(Instant::now() < deadline, "no request reached flappy");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    flappy.stop().await;
+    let statuses: Vec<u16> = futures_join(posts).await;
+    assert!(statuses.contains(&502), "{statuses:?}");
+    let needle = ["endpoint ejected", &flappy.addr().to_string()];
+    wait_lines(&w, &needle, 1, Duration::from_secs(5));
+    wait_lines(&w, &["endpoint is unhealthy"], 1, Duration::from_secs(5));
+    flappy.start().await;
+    wait_lines(
+        &w,
+        &["endpoint is healthy again"],
+        1,
+        Duration::from_secs(5),
+    );
+
+    let by = answered_by(listen, 20).await;
+    assert!(by.iter().all(|u| u == "steady"), "{by:?}");
+}
+
+/// One that only refused connections (a restart, nothing lost) is back as soon as the checks
+/// see it up: its ejection said nothing more than they do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_endpoint_that_only_refused_connections_returns_when_its_checks_recover() {
+    let steady = HttpUpstream::spawn("steady").await.unwrap();
+    let restarted = HttpUpstream::spawn("restarted").await.unwrap();
+    let listen = free_addr();
+    let eps = endpoints(&[(steady.addr(), 1), (restarted.addr(), 1)]);
+    // Checks every 1 s, so traffic finds it down before they do.
+    let health = CHECKED_EJECTING.replace("interval = \"100ms\"", "interval = \"1s\"");
+    let w = Weir::start(&one_pool(listen, &eps, &health), &[listen]);
+
+    restarted.stop().await;
+    let needle = ["endpoint ejected", &restarted.addr().to_string()];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lines_with(&w, &needle).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "never ejected:\n{}",
+            w.log_text()
+        );
+        // Refused connects are retried on steady: every answer is a 200.
+        answered_by(listen, 2).await;
+    }
+    assert!(lines_with(&w, &needle)[0].contains("connect_failed"));
+    wait_lines(&w, &["endpoint is unhealthy"], 1, Duration::from_secs(5));
+    restarted.start().await;
+    wait_lines(
+        &w,
+        &["endpoint is healthy again"],
+        1,
+        Duration::from_secs(5),
+    );
+
+    let by = answered_by(listen, 20).await;
+    assert!(by.iter().any(|u| u == "restarted"), "{by:?}");
+}
+
+async fn futures_join(tasks: Vec<tokio::task::JoinHandle<u16>>) -> Vec<u16> {
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
