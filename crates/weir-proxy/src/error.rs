@@ -5,15 +5,15 @@
 //! Whoever sees the failure fills in the facts it knows: the upstream
 //! session knows whether the request may have reached the application and
 //! whether the connection was a reused one; a codec knows its own error.
-//! A new protocol adds a variant to its session's error, never a new path
+//! A new protocol adds a variant to [`ExchangeError`], never a new path
 //! through the tries.
 
 use std::fmt;
 use std::time::Duration;
 
+use crate::codec::h1::client;
 use crate::reason::Reason;
 use crate::transport::ConnectError;
-use crate::upstream::ExchangeError;
 
 /// Why one try gave no answer.
 #[derive(Debug)]
@@ -114,3 +114,19 @@ impl fmt::Display for TryError {
         }
     }
 }
+
+/// Why an exchange failed, in its codec's own terms.
+#[derive(Debug)]
+pub enum ExchangeError {
+    H1(client::Error),
+}
+
+impl fmt::Display for ExchangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExchangeError::H1(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ExchangeError {}

@@ -15,13 +15,14 @@ use hyper::body::{Body, Frame, SizeHint};
 
 use crate::capacity::Slot;
 use crate::endpoint::EndpointRt;
+use crate::error::ExchangeError;
 use crate::health::{record_success, Loss};
 use crate::http::conn_state::BusyGuard;
 use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::upstream::idle::Conn;
-use crate::upstream::{ExchangeError, RecvBody};
+use crate::upstream::RecvBody;
 
 /// The upstream response body, whatever the protocol: it owns the session
 /// until the end.

@@ -29,7 +29,7 @@ use http::{Method, Response};
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
 use crate::codec::send::{HeadTimer, Payload};
-use crate::error::TryError;
+use crate::error::{Side, TryError};
 use crate::health::Loss;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
@@ -195,15 +195,19 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             }
             Err(error) => {
                 let reason = error.reason;
-                // A timeout says the backend is slow, not that it failed.
-                if reason != Reason::UpstreamTimeout {
+                // A request body the client broke off says nothing about the endpoint; a
+                // timeout says it is slow, not that it failed.
+                let upstream = error.side == Side::Upstream;
+                if upstream && reason != Reason::UpstreamTimeout {
                     let loss = match reason == Reason::UpstreamReset && !error.not_delivered() {
                         true => Loss::InFlight,
                         false => Loss::Nothing,
                     };
                     pool.record_failure(&ep, reason.as_str(), loss);
                 }
-                ep.metrics.error(reason);
+                if upstream {
+                    ep.metrics.error(reason);
+                }
                 retried_for = reason.as_str();
                 let retry = match error.not_delivered() {
                     // The application never saw it: any method may go again.

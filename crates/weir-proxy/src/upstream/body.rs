@@ -2,7 +2,6 @@
 //! it owns the session until the body ends, then hands it back if the
 //! exchange left it reusable.
 
-use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -11,27 +10,12 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::session::Session;
 use crate::codec::h1::client;
+use crate::error::ExchangeError;
 use crate::upstream::upbody::UpBody;
 
 pub enum RecvBody {
     H1(client::RecvBody<UpBody>),
 }
-
-/// Why an exchange failed, in its codec's own terms.
-#[derive(Debug)]
-pub enum ExchangeError {
-    H1(client::Error),
-}
-
-impl fmt::Display for ExchangeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExchangeError::H1(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ExchangeError {}
 
 impl From<client::RecvBody<UpBody>> for RecvBody {
     #[inline]

@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use super::body::ExchangeError;
 use super::session::SendFailed;
 use crate::codec::h1::client::{Error, SendError};
-use crate::error::{Cause, Delivery, Side, TryError};
+use crate::error::{Cause, Delivery, ExchangeError, Side, TryError};
 use crate::reason::Reason;
 use crate::upstream::upbody::UpBody;
 

@@ -499,3 +499,27 @@ async fn futures_join(tasks: Vec<tokio::task::JoinHandle<u16>>) -> Vec<u16> {
     }
     out
 }
+
+/// A request body the client breaks (here a chunk size that is not hex) fails the try on the
+/// client's side: it must not count against the endpoint, or a few bad clients could eject
+/// every backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bodies_that_clients_break_do_not_eject_the_endpoint() {
+    let up = HttpUpstream::spawn("up").await.unwrap();
+    let listen = free_addr();
+    let eps = endpoints(&[(up.addr(), 1)]);
+    // No replay buffer, so the body streams to the endpoint as it arrives and breaks there.
+    let health = "[pools.app.health]\neject_after = 2\nmax_ejection_percent = 100\n\
+                  [pools.app.retry]\nbuffer = 0";
+    let w = Weir::start(&one_pool(listen, &eps, health), &[listen]);
+    let bad = b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
+                5\r\nhello\r\nzz\r\n";
+    for _ in 0..4 {
+        let answer = crate::common::raw_exchange(listen, bad, Duration::from_secs(5)).await;
+        assert!(answer.starts_with("HTTP/1.1 "), "{answer:?}");
+    }
+    // Each one was answered and logged before the next was sent.
+    let r = client::get(listen, "/").await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(lines_with(&w, &["endpoint ejected"]), Vec::<String>::new());
+}
