@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::session::SendFailed;
+use crate::codec::client_body::ClientBodyError;
 use crate::codec::h1::client::{Error, SendError};
 use crate::error::{Cause, Delivery, ExchangeError, Side, TryError};
 use crate::reason::Reason;
@@ -33,12 +34,19 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
                 request_timeout: None,
             },
         },
+        // The request body broke on the client's side while it streamed upstream: said the
+        // way a body read before sending is (`http/forward/mod.rs`), 400 when its framing
+        // broke, 499 when it stopped short.
+        Error::Body(_) | Error::BodyLength(_) => TryError {
+            reason: client_reason(&error),
+            side: Side::Client,
+            delivery,
+            reused,
+            cause: Cause::Exchange(ExchangeError::H1(error)),
+        },
         error => TryError {
             reason: Reason::UpstreamReset,
-            side: match error {
-                Error::Body(_) | Error::BodyLength(_) => Side::Client,
-                _ => Side::Upstream,
-            },
+            side: Side::Upstream,
             delivery,
             reused,
             cause: Cause::Exchange(ExchangeError::H1(error)),
@@ -48,6 +56,21 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
         error,
         unsent,
         answered,
+    }
+}
+
+fn client_reason(error: &Error) -> Reason {
+    let malformed = match error {
+        Error::Body(e) => e
+            .downcast_ref::<ClientBodyError>()
+            .is_some_and(ClientBodyError::is_malformed),
+        // More than the Content-Length it announced.
+        Error::BodyLength(how) => *how == "exceeds",
+        _ => false,
+    };
+    match malformed {
+        true => Reason::BadRequest,
+        false => Reason::ClientClosed,
     }
 }
 
@@ -112,7 +135,10 @@ mod tests {
         );
         let e = failed_with(reset(), false, false);
         assert_eq!((e.reason, e.side), (Reason::UpstreamReset, Side::Upstream));
-        let e = failed_with(Error::BodyLength("shorter than"), false, false);
-        assert_eq!((e.reason, e.side), (Reason::UpstreamReset, Side::Client));
+        // The client's body: short is a client gone, too long is a bad request.
+        let e = failed_with(Error::BodyLength("falls short of"), false, false);
+        assert_eq!((e.reason, e.side), (Reason::ClientClosed, Side::Client));
+        let e = failed_with(Error::BodyLength("exceeds"), false, false);
+        assert_eq!((e.reason, e.side), (Reason::BadRequest, Side::Client));
     }
 }
