@@ -47,6 +47,8 @@ pub struct Weir {
     pub dir: tempfile::TempDir,
     pub config: PathBuf,
     log: Arc<Mutex<Vec<String>>>,
+    /// Set when weir's stderr reached its end: every line it wrote is in `log`.
+    log_done: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Weir {
@@ -120,6 +122,8 @@ impl Weir {
         let log = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().unwrap();
         let sink = log.clone();
+        let log_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = log_done.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if std::env::var_os("WEIR_TEST_LOG").is_some() {
@@ -127,6 +131,7 @@ impl Weir {
                 }
                 sink.lock().unwrap().push(line);
             }
+            done.store(true, std::sync::atomic::Ordering::Release);
         });
         let mut w = Weir {
             child,
@@ -134,6 +139,7 @@ impl Weir {
             dir,
             config,
             log,
+            log_done,
         };
         for a in wait_for {
             w.wait_listening(*a);
@@ -223,10 +229,19 @@ impl Weir {
         }
     }
 
+    /// Waits for weir to exit and for the last of its log to be read: the reader thread
+    /// may still be behind when the process is gone (a loaded machine showed it), and tests
+    /// read the log next. A command weir ran may hold the pipe open after it: then the log
+    /// is returned as far as it got by the deadline.
     pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
+                while !self.log_done.load(std::sync::atomic::Ordering::Acquire)
+                    && Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return s;
             }
             if Instant::now() > deadline {
