@@ -12,28 +12,34 @@ use std::time::{Duration, Instant};
 
 pub const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 
-/// A port nobody listens on right now, and never handed out before in this
-/// test process: the OS may pick the same free port for two calls in a row
-/// (a test then started weir with its listener and admin listener on one
-/// port: "Address already in use"). Another process may still take it
-/// before weir binds it; that race is accepted.
+/// A port nobody listens on right now, and never handed out before in this test process.
+///
+/// Picked below the kernel's ephemeral range (32768–60999 here), from 20000–31999: any
+/// program's outgoing connection or `bind(:0)` takes ports from that range, so a port the
+/// OS handed out as free could be taken again before weir binds it, or before a test checks
+/// that nothing listens there (both failed once with two suites running at once). Here only
+/// a program binding that very port by number can take it. The walk starts at a place of
+/// the process's own, so two suites at once rarely meet; bench/ uses 18000–18100.
 pub fn free_port() -> u16 {
-    static HANDED: Mutex<Option<std::collections::HashSet<u16>>> = Mutex::new(None);
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if HANDED
-            .lock()
-            .unwrap()
-            .get_or_insert_with(Default::default)
-            .insert(port)
-        {
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    const FIRST: u32 = 20_000;
+    const COUNT: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    if NEXT.load(Relaxed) == u32::MAX {
+        let seed = std::process::id()
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos();
+        let _ = NEXT.compare_exchange(u32::MAX, seed % COUNT, Relaxed, Relaxed);
+    }
+    for _ in 0..COUNT {
+        let port = (FIRST + NEXT.fetch_add(1, Relaxed) % COUNT) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
     }
+    panic!("no free port in {FIRST}..{}", FIRST + COUNT);
 }
 
 pub fn free_addr() -> SocketAddr {
