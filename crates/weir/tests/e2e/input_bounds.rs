@@ -348,6 +348,20 @@ fn invalid_utf8_is_reported_at_its_line_and_column() {
     assert!(w.log_text().contains(&at), "{}", w.log_text());
 }
 
+/// `weir check` reports `msg` at the `token_file` key (2:1) and `weir run` refuses to start
+/// with it: one rule for both.
+fn refused_by_check_and_run(path: &Path, msg: &str) {
+    let (code, _, err) = check(path);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("{}:2:1: error: {msg}", path.display())),
+        "{err}"
+    );
+    let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
+    assert!(!w.wait_exit(Duration::from_secs(10)).success());
+    assert!(w.log_text().contains(msg), "{}", w.log_text());
+}
+
 /// `[admin] token_file` on line 2, its key at column 1.
 fn with_token_file(dir: &Path, token: &Path) -> std::path::PathBuf {
     let path = dir.join("weir.toml");
@@ -369,17 +383,7 @@ fn an_empty_token_file_is_an_error_for_check_as_for_run() {
     let token = dir.path().join("token");
     std::fs::write(&token, " \n").unwrap();
     let path = with_token_file(dir.path(), &token);
-    let (code, _, err) = check(&path);
-    assert_eq!(code, 1, "{err}");
-    let msg = format!("token file {} is empty", token.display());
-    assert!(
-        err.contains(&format!("{}:2:1: error: {msg}", path.display())),
-        "{err}"
-    );
-
-    let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
-    assert!(!w.wait_exit(Duration::from_secs(10)).success());
-    assert!(w.log_text().contains(&msg), "{}", w.log_text());
+    refused_by_check_and_run(&path, &format!("token file {} is empty", token.display()));
 }
 
 #[test]
@@ -387,17 +391,7 @@ fn an_unreadable_token_file_is_an_error_for_check_as_for_run() {
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("missing-token");
     let path = with_token_file(dir.path(), &token);
-    let (code, _, err) = check(&path);
-    assert_eq!(code, 1, "{err}");
-    let msg = format!("token file {}: ", token.display());
-    assert!(
-        err.contains(&format!("{}:2:1: error: {msg}", path.display())),
-        "{err}"
-    );
-
-    let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
-    assert!(!w.wait_exit(Duration::from_secs(10)).success());
-    assert!(w.log_text().contains(&msg), "{}", w.log_text());
+    refused_by_check_and_run(&path, &format!("token file {}: ", token.display()));
 
     // And a readable one passes both.
     std::fs::write(&token, "s3cret\n").unwrap();
@@ -411,16 +405,10 @@ fn a_token_file_over_4_kib_is_an_error_for_check_as_for_run() {
     let token = dir.path().join("token");
     std::fs::write(&token, "a".repeat(4097)).unwrap();
     let path = with_token_file(dir.path(), &token);
-    let (code, _, err) = check(&path);
-    assert_eq!(code, 1, "{err}");
-    let msg = format!("token file {} is larger than 4096 bytes", token.display());
-    assert!(
-        err.contains(&format!("{}:2:1: error: {msg}", path.display())),
-        "{err}"
+    refused_by_check_and_run(
+        &path,
+        &format!("token file {} is larger than 4096 bytes", token.display()),
     );
-    let mut w = Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
-    assert!(!w.wait_exit(Duration::from_secs(10)).success());
-    assert!(w.log_text().contains(&msg), "{}", w.log_text());
 }
 
 #[test]
