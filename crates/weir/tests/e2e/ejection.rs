@@ -462,8 +462,11 @@ async fn an_endpoint_that_only_refused_connections_returns_when_its_checks_recov
     let restarted = HttpUpstream::spawn("restarted").await.unwrap();
     let listen = free_addr();
     let eps = endpoints(&[(steady.addr(), 1), (restarted.addr(), 1)]);
-    // Checks every 1 s, so traffic finds it down before they do.
-    let health = CHECKED_EJECTING.replace("interval = \"100ms\"", "interval = \"1s\"");
+    // Checks every 1 s and 3 failures to mark it down, so traffic surely finds it down
+    // (and ejects it) before they do.
+    let health = CHECKED_EJECTING
+        .replace("interval = \"100ms\"", "interval = \"1s\"")
+        .replace("fall = 1", "fall = 3");
     let w = Weir::start(&one_pool(listen, &eps, &health), &[listen]);
 
     restarted.stop().await;
@@ -479,7 +482,7 @@ async fn an_endpoint_that_only_refused_connections_returns_when_its_checks_recov
         answered_by(listen, 2).await;
     }
     assert!(lines_with(&w, &needle)[0].contains("connect_failed"));
-    wait_lines(&w, &["endpoint is unhealthy"], 1, Duration::from_secs(5));
+    wait_lines(&w, &["endpoint is unhealthy"], 1, Duration::from_secs(15));
     restarted.start().await;
     wait_lines(
         &w,
