@@ -1,6 +1,7 @@
 //! weir-bench: the load generators and fake upstreams that `bench/` needs and
-//! wrk cannot provide: raw TCP streaming, TCP connection rate, and paced
-//! keep-alive HTTP/1.1 clients that count every failure.
+//! wrk cannot provide: raw TCP streaming, TCP connection rate, paced
+//! keep-alive HTTP/1.1 clients that count every failure, and TLS 1.3 load
+//! with and without session resumption.
 //!
 //! Every client subcommand is bounded in time and prints one JSON object on
 //! stdout, which `bench/lib` parses. Servers run until killed.
@@ -12,6 +13,7 @@
 //! weir-bench conns  --connect 127.0.0.1:18080 --concurrency 50 --duration 10
 //! weir-bench paced  --connect 127.0.0.1:18080 --clients 16 --method POST --path /echo \
 //!                   --body-size 32 --check-echo --pace 34-46 --duration 12
+//! weir-bench https  --connect 127.0.0.1:18080 --concurrency 50 --duration 10 [--keep-alive | --resume]
 //! ```
 
 use std::io::{Read, Write};
@@ -119,6 +121,35 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         threads: usize,
     },
+    /// HTTPS (TLS 1.3, rustls) load: CONCURRENCY loops of GET PATH for
+    /// DURATION seconds, each on a new connection with a full handshake
+    /// (`Connection: close`, no session cache), or with --resume resuming
+    /// sessions from a shared cache, or with --keep-alive on one connection
+    /// per loop. Prints counts, handshake kinds, cipher suites and latency
+    /// percentiles as JSON.
+    Https {
+        #[arg(long)]
+        connect: SocketAddr,
+        /// SNI and Host.
+        #[arg(long, default_value = "bench.test")]
+        server_name: String,
+        #[arg(long, default_value = "/small")]
+        path: String,
+        #[arg(long, default_value_t = 50)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 10.0)]
+        duration: f64,
+        #[arg(long, conflicts_with = "resume")]
+        keep_alive: bool,
+        #[arg(long)]
+        resume: bool,
+        /// Per-request timeout in seconds (with connect and handshake).
+        #[arg(long, default_value_t = 5.0)]
+        timeout: f64,
+        /// Runtime threads for the client.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -175,6 +206,27 @@ fn main() -> ExitCode {
             }),
             Err(e) => Err(e.into()),
         },
+        Cmd::Https {
+            connect,
+            server_name,
+            path,
+            concurrency,
+            duration,
+            keep_alive,
+            resume,
+            timeout,
+            threads,
+        } => https::run(https::Opts {
+            connect,
+            server_name,
+            path,
+            concurrency,
+            duration: Duration::from_secs_f64(duration),
+            keep_alive,
+            resume,
+            timeout: Duration::from_secs_f64(timeout),
+            threads,
+        }),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -187,6 +239,7 @@ fn main() -> ExitCode {
 
 type Res = Result<(), Box<dyn std::error::Error>>;
 
+mod https;
 mod paced;
 
 /// "0" | "40" | "34-46" (milliseconds) -> (lo, hi).
