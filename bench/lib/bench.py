@@ -5,7 +5,8 @@ which installs the tools and builds weir first; see bench/README.md.
 usage: bench.py [scenario|group ...]      (default: all)
 
 Groups: all (every scenario, the default), perf (http-small, http-large, http-conn,
-tcp-stream, tcp-conn), resilience (resilience-flap, resilience-idle, resilience-rolling).
+tcp-stream, tcp-conn), resilience (resilience-flap, resilience-idle, resilience-rolling),
+tls (https-small, https-conn, https-resume).
 
 Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
 BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),

@@ -75,6 +75,7 @@ class Ctx:
     port_base: int
     weir_build_error: str | None = None
     nginx_stream_line: str | None = ""  # None: no stream module
+    tls_files: dict | None = None  # see tls_pair()
 
     @property
     def proxy_port(self) -> int:
@@ -91,6 +92,27 @@ class Ctx:
         return self.bin_dir / name
 
 
+def tls_pair(ctx: Ctx) -> dict:
+    """The run's ECDSA P-256 self-signed pair for bench.test, made once per run in
+    the out dir (never committed): CERT, KEY, and CERT_KEY (both in one PEM, for
+    HAProxy's `crt`)."""
+    if ctx.tls_files:
+        return ctx.tls_files
+    d = ctx.out / "tls"
+    d.mkdir(parents=True, exist_ok=True)
+    cert, key, both = d / "cert.pem", d / "key.pem", d / "cert-key.pem"
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-subj", "/CN=bench.test", "-addext", "subjectAltName=DNS:bench.test",
+                        "-days", "7", "-keyout", key, "-out", cert], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise BenchError(f"openssl req failed: {r.stderr.strip()[-200:]}")
+    both.write_text(cert.read_text() + key.read_text())
+    for f in (key, both):
+        os.chmod(f, 0o600)
+    ctx.tls_files = {"CERT": cert, "KEY": key, "CERT_KEY": both}
+    return ctx.tls_files
+
+
 def nginx_stream_module() -> str | None:
     """The line that loads nginx's stream module, "" if built in, None if absent."""
     mod = Path("/usr/lib/nginx/modules/ngx_stream_module.so")
@@ -104,7 +126,7 @@ def nginx_stream_module() -> str | None:
 
 
 def peer_defer() -> bool:
-    """BENCH_PEER_DEFER=1: HAProxy and nginx defer accepts on http listeners
+    """BENCH_PEER_DEFER=1: HAProxy and nginx defer accepts on http(s) listeners
     too (`defer-accept`, `deferred`: off by default in both; on by default in
     weir's http listeners)."""
     return os.environ.get("BENCH_PEER_DEFER", "") not in ("", "0")
@@ -123,6 +145,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
     cfg_dir = ctx.out / "configs"
     logs = ctx.out / "logs"
     name = f"{tag}-{v.name}".replace(" ", "_")
+    tls = tls_pair(ctx) if protocol == "https" else {}
     if v.kind == "weir":
         if ctx.weir_build_error:
             raise BenchError(ctx.weir_build_error)
@@ -133,7 +156,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
             f'  {{ addr = "{u.addr}"{(", " + u.opts["weir"]) if u.opts.get("weir") else ""} }},'
             for u in upstreams)
         cfg = render(f"weir-{protocol}.toml", cfg_dir / f"{name}.toml", ADMIN=f"{HOST}:{ctx.admin_port}",
-                     LISTEN=listen, SERVERS=servers, BALANCE=balance, POOL_EXTRA=pool_extra)
+                     LISTEN=listen, SERVERS=servers, BALANCE=balance, POOL_EXTRA=pool_extra, **tls)
         ensure_port_free(HOST, ctx.admin_port)
         argv = [exe, "run", "-c", cfg, "--threads", v.threads]
         env = dict(os.environ, RUST_LOG=os.environ.get("BENCH_WEIR_LOG", "warn"))
@@ -146,11 +169,11 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
                   "auto": "    option splice-auto"}.get(v.splice, "")
         cfg = render(f"haproxy-{protocol}.cfg", cfg_dir / f"{name}.cfg", LISTEN=listen, SERVERS=servers,
                      BALANCE=HAPROXY_BALANCE.get(balance, balance), SPLICE=splice,
-                     SPLICE_NOTE=v.splice, BACKEND_EXTRA=haproxy_backend)
+                     SPLICE_NOTE=v.splice, BACKEND_EXTRA=haproxy_backend, **tls)
         if v.threads != 1:
             text = cfg.read_text().replace("nbthread 1", f"nbthread {v.threads}")
             cfg.write_text(text)
-        if protocol == "http" and peer_defer():
+        if protocol in ("http", "https") and peer_defer():
             cfg.write_text(cfg.read_text().replace(f"bind {listen}", f"bind {listen} defer-accept"))
         p = PROCS.start(name, ["haproxy", "-db", "-f", cfg], logs / f"{name}.log", cpus=PIN.for_proxy(v.threads))
     elif v.kind == "nginx":
@@ -164,11 +187,11 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
             servers = f"        {nb}\n" + servers
         cfg = render(f"nginx-{protocol}.conf", cfg_dir / f"{name}.conf", LISTEN=listen, SERVERS=servers,
                      RUN=ctx.run, NAME=name, LOAD_STREAM=ctx.nginx_stream_line or "",
-                     UPSTREAM_EXTRA=nginx_upstream, LOCATION_EXTRA=nginx_location)
+                     UPSTREAM_EXTRA=nginx_upstream, LOCATION_EXTRA=nginx_location, **tls)
         if v.threads != 1:
             text = cfg.read_text().replace("worker_processes 1;", f"worker_processes {v.threads};")
             cfg.write_text(text)
-        if protocol == "http" and peer_defer():
+        if protocol in ("http", "https") and peer_defer():
             cfg.write_text(cfg.read_text().replace("backlog=4096;", "backlog=4096 deferred;"))
         p = PROCS.start(name, ["nginx", "-p", f"{ctx.run}/", "-e", ctx.run / f"{name}.error.log",
                                "-c", cfg, "-g", "daemon off;"], logs / f"{name}.log",

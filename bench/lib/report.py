@@ -13,7 +13,7 @@ def cell(fmt: str, v) -> str:
     return "–" if v is None else fmt.format(v)
 
 
-def round_ratios(res: dict, goal) -> str | None:
+def round_ratios(res: dict, goal, row: str = "weir") -> str | None:
     """weir's CPU ÷ each peer's, round by round: the two ran minutes apart at
     most, so a drift of the machine between rounds cancels here, and the
     spread shows how far one run's ratio can be trusted."""
@@ -24,14 +24,14 @@ def round_ratios(res: dict, goal) -> str | None:
         by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
     parts = []
     for peer in goal[1]:
-        rs = [r["weir"] / r[peer] for r in by_round.values() if r.get("weir") and r.get(peer)]
+        rs = [r[row] / r[peer] for r in by_round.values() if r.get(row) and r.get(peer)]
         if len(rs) > 1:
             rs_sorted = sorted(rs)
             mid = rs_sorted[len(rs) // 2] if len(rs) % 2 else sum(rs_sorted[len(rs) // 2 - 1:len(rs) // 2 + 1]) / 2
             parts.append(f"÷ {peer}'s {' '.join(f'{r:.2f}' for r in rs)} (median {mid:.2f})")
     if not parts:
         return None
-    return "Per round, weir's CPU " + "; ".join(parts) + "."
+    return f"Per round, {row}'s CPU " + "; ".join(parts) + "."
 
 
 def render_markdown(results: dict, scenarios: dict) -> str:
@@ -79,17 +79,19 @@ def render_markdown(results: dict, scenarios: dict) -> str:
             else:
                 reason = res["failed"].get(pname, "no result")
                 lines.append(f"| {pname} | failed: {esc(reason[:300])} |" + " |" * (len(cols) - 1))
-        w = med.get("weir")
-        for peer in PEERS:
-            p = med.get(peer)
-            if not w or not p:
-                continue
-            row = []
-            for c in cols:
-                a, b = w.get(c.key), p.get(c.key)
-                # no ratio when either side is below the measurement's resolution (0)
-                row.append(f"{a / b:.2f}×" if c.ratio and a and b else "")
-            lines.append(f"| weir / {peer} | " + " | ".join(row) + " |")
+        compared = getattr(sc, "compared", ("weir",))
+        for wname in compared:
+            w = med.get(wname)
+            for peer in PEERS:
+                p = med.get(peer)
+                if not w or not p:
+                    continue
+                row = []
+                for c in cols:
+                    a, b = w.get(c.key), p.get(c.key)
+                    # no ratio when either side is below the measurement's resolution (0)
+                    row.append(f"{a / b:.2f}×" if c.ratio and a and b else "")
+                lines.append(f"| {wname} / {peer} | " + " | ".join(row) + " |")
         lines.append("")
         notes = sc.notes(res)
         if notes:
@@ -99,8 +101,9 @@ def render_markdown(results: dict, scenarios: dict) -> str:
         if g:
             lines.append(g)
             lines.append("")
-        spread = round_ratios(res, getattr(sc, "goal", None))
-        if spread:
-            lines.append(spread)
-            lines.append("")
+        for wname in compared:
+            spread = round_ratios(res, getattr(sc, "goal", None), wname)
+            if spread:
+                lines.append(spread)
+                lines.append("")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import threading
 import time
@@ -95,28 +96,31 @@ class Scenario:
     # issue 7's "done when" for this scenario: (max weir CPU ÷ best peer CPU,
     # peers considered, whether weir's p99 must also be ≤ the best peer's); None = no goal
     goal: tuple[float, tuple[str, ...], bool] | None = None
+    goal_issue = 7
+    # weir's rows that get ratio rows, per-round ratios and a goal line
+    compared: tuple[str, ...] = ("weir",)
 
-    def goal_line(self, med: dict) -> str | None:
-        if self.goal is None or "weir" not in med:
+    def goal_line(self, med: dict, row: str = "weir") -> str | None:
+        if self.goal is None or row not in med:
             return None
         limit, peers, p99 = self.goal
         have = [p for p in peers if p in med and med[p].get("cpu_total")]
-        if not have or not med["weir"].get("cpu_total"):
+        if not have or not med[row].get("cpu_total"):
             return None
         best = min(have, key=lambda p: med[p]["cpu_total"])
-        cpu = med["weir"]["cpu_total"] / med[best]["cpu_total"]
+        cpu = med[row]["cpu_total"] / med[best]["cpu_total"]
         ok = cpu <= limit
         want = f"CPU/{self.unit} ≤ {limit:g} × {'the better of ' + ' and '.join(peers) if len(peers) > 1 else peers[0]}"
-        got = f"weir's CPU is {cpu:.2f} × {best}'s"
+        got = f"{row}'s CPU is {cpu:.2f} × {best}'s"
         if p99:
             lat = [p for p in have if med[p].get("p99_ms")]
-            if lat and med["weir"].get("p99_ms"):
+            if lat and med[row].get("p99_ms"):
                 bestl = min(lat, key=lambda p: med[p]["p99_ms"])
-                r = med["weir"]["p99_ms"] / med[bestl]["p99_ms"]
+                r = med[row]["p99_ms"] / med[bestl]["p99_ms"]
                 ok = ok and r <= 1.0
                 want += ", p99 ≤ theirs"
                 got += f", p99 {r:.2f} × {bestl}'s"
-        return f"Goal (issue 7): {want}: {'**met**' if ok else 'not met'} ({got})."
+        return f"Goal (issue {self.goal_issue}): {want}: {'**met**' if ok else 'not met'} ({got})."
 
 
 # --------------------------------------------------------------------------
@@ -152,6 +156,7 @@ def http_get(port: int, path: str, close: bool = False) -> tuple[int, bytes]:
 
 
 class HttpScenario(Scenario):
+    scheme = "http"
     path = "/small"
     body_len = 12
     conns = 50
@@ -187,7 +192,7 @@ class HttpScenario(Scenario):
                                  f"{len(body)} body bytes (want 200, {self.body_len}): {body[:80]!r}")
 
     def load(self, ctx, seconds, warmup=False):
-        w = run_wrk(f"http://{HOST}:{ctx.proxy_port}{self.path}", self.conns, seconds,
+        w = run_wrk(f"{self.scheme}://{HOST}:{ctx.proxy_port}{self.path}", self.conns, seconds,
                     self.opts["wrk_threads"], ["Connection: close"] if self.close else [])
         secs = w["duration_us"] / 1e6
         errors = (w["connect_errors"] + w["read_errors"] + w["write_errors"] + w["status_errors"]
@@ -273,6 +278,136 @@ class HttpLargePaced(HttpScenario):
         return {"units": r["ok"], "rps": r["ok_per_s"], "p50_ms": r["p50_us"] / 1000,
                 "p90_ms": r["p90_us"] / 1000, "p99_ms": r["p99_us"] / 1000, "max_ms": r["max_us"] / 1000,
                 "errors": r["failed"], "raw": r}
+
+
+# --------------------------------------------------------------------------
+# HTTPS: the proxies terminate TLS (issue 17)
+
+
+def awslc_exe() -> str:
+    """weir built with aws-lc-rs as its provider (run.sh builds it into its own target dir)."""
+    return os.environ.get("BENCH_WEIR_AWSLC") or str(LIB.parents[1] / "target" / "awslc" / "release" / "weir")
+
+
+TLS_NAME = "bench.test"  # the certificate's name (SNI, Host); clients connect to the address
+
+
+def https_get(port: int, path: str, close: bool = False) -> tuple[int, bytes]:
+    """One GET over TLS 1.3 only: the scenarios claim the proxy speaks it."""
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE  # the run's self-signed pair
+    tls.minimum_version = ssl.TLSVersion.TLSv1_3
+    c = http.client.HTTPSConnection(HOST, port, timeout=5, context=tls)
+    try:
+        c.request("GET", path, headers={"Host": TLS_NAME, **({"Connection": "close"} if close else {})})
+        r = c.getresponse()
+        return r.status, r.read()
+    except (OSError, http.client.HTTPException) as e:
+        raise BenchError(f"GET {path} over TLS 1.3 through the proxy failed: {e!r}") from None
+    finally:
+        c.close()
+
+
+class TlsScenario(HttpScenario):
+    """Every proxy terminates TLS with the same ECDSA P-256 pair (made per run by
+    openssl), TLS 1.2 and 1.3 allowed, each its default ciphers and resumption
+    (tickets); the upstreams are plain HTTP as in http-small. Rows: weir with
+    ring (its default provider) and with aws-lc-rs (`weir-awslc`)."""
+    protocol, scheme = "https", "https"
+    goal = (0.8, ("haproxy", "nginx"), False)
+    goal_issue = 17
+    compared = ("weir", "weir-awslc")
+
+    def variants(self):
+        return [Variant("weir", "weir", 1), Variant("weir-awslc", "weir", 1, exe=awslc_exe()),
+                Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
+
+    def start(self, ctx, v, upstreams, tag):
+        err = os.environ.get("BENCH_WEIR_AWSLC_ERROR")
+        if v.name == "weir-awslc" and err:
+            raise BenchError(err)
+        return super().start(ctx, v, upstreams, tag)
+
+    def check(self, ctx):
+        for _ in range(4):  # both upstreams, twice
+            status, body = https_get(ctx.proxy_port, self.path, self.close)
+            if status != 200 or len(body) != self.body_len:
+                raise BenchError(f"GET {self.path} over TLS through the proxy: status {status}, "
+                                 f"{len(body)} body bytes (want 200, {self.body_len}): {body[:80]!r}")
+
+    def goal_line(self, med):
+        lines = []
+        for row in self.compared:
+            line = super().goal_line(med, row)
+            if line:
+                lines.append(line)
+        return " ".join(lines) or None
+
+
+class HttpsSmall(TlsScenario):
+    name, title = "https-small", "https-small"
+
+    def describe(self):
+        return (super().describe() + "; wrk over TLS 1.3 (OpenSSL), one handshake per connection, then "
+                "CPU per request; same ECDSA P-256 pair everywhere, weir-awslc: weir built with aws-lc-rs")
+
+
+class HttpsConns(TlsScenario):
+    """A new connection per request: weir-bench https (rustls, TLS 1.3 only, X25519),
+    since wrk resumes every session it reconnects (it keeps its SSL object and with it
+    the session) and so cannot measure a full handshake."""
+    unit, cpu_unit = "conn", "µs/conn"
+    close = True
+    resume = False
+
+    @property
+    def columns(self):
+        return ([Column("conn/s", "cps"), Column("p50 ms", "p50_ms", "{:.2f}"), Column("p99 ms", "p99_ms", "{:.2f}")]
+                + cpu_columns(self) + [Column("resumed %", "resumed_pct", "{:.1f}", ratio=False),
+                                       Column("errors", "errors", "{:.0f}", ratio=False)])
+
+    def describe(self):
+        how = ("resuming the session with a ticket from its previous connection (a session cache per loop; "
+               "TLS 1.3 PSK with X25519)" if self.resume else "a full TLS 1.3 handshake (no client session cache)")
+        return (f"{self.title}: {self.conns} concurrent loops of connect, {how}, one `GET {self.path}` with "
+                f"`Connection: close` ({self.body_len} B), read to the close (weir-bench https: rustls client, "
+                f"TLS 1.3 only, X25519, certificate not checked); CPU per connection = per handshake + one "
+                f"request; same ECDSA P-256 pair everywhere, weir-awslc: weir built with aws-lc-rs")
+
+    def load(self, ctx, seconds, warmup=False):
+        args = ["https", "--connect", f"{HOST}:{ctx.proxy_port}", "--server-name", TLS_NAME, "--path", self.path,
+                "--concurrency", self.conns, "--duration", seconds, "--threads", self.opts["wrk_threads"]]
+        r = run_bench(ctx, args + (["--resume"] if self.resume else []), seconds + 30)
+        if not r["requests"]:
+            raise BenchError(f"no request completed: {r.get('first_error', '')}")
+        hs = r["handshakes"]
+        return {"units": r["requests"], "cps": r["requests_per_s"], "p50_ms": r["p50_us"] / 1000,
+                "p99_ms": r["p99_us"] / 1000, "errors": r["errors"],
+                "resumed_pct": 100 * hs.get("resumed", 0) / max(sum(hs.values()), 1), "raw": r}
+
+    def notes(self, res):
+        # what the client saw, so the table proves full vs resumed handshakes
+        seen: dict = {}
+        for m in res.get("rounds", []):
+            raw = m.get("raw", {})
+            d = seen.setdefault(m["proxy"], [Counter(), Counter()])
+            d[0].update(raw.get("handshakes", {}))
+            d[1].update(raw.get("suites", {}))
+        if not seen:
+            return []
+        parts = [f"{p}: " + ", ".join(f"{k} {v}" for k, v in sorted(hs.items())) + " ("
+                 + ", ".join(sorted(su)) + ")" for p, (hs, su) in seen.items()]
+        return ["Handshakes in the measured runs, as the client saw them: " + "; ".join(parts) + "."]
+
+
+class HttpsConn(HttpsConns):
+    name, title = "https-conn", "https-conn"
+
+
+class HttpsResume(HttpsConns):
+    name, title = "https-resume", "https-resume"
+    resume = True
 
 
 # --------------------------------------------------------------------------
@@ -1017,10 +1152,12 @@ class IdleTcp(IdleMemory):
 
 
 SCENARIOS = {c.name: c for c in (HttpSmall, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
-                                 ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp)}
+                                 ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, HttpsSmall, HttpsConn,
+                                 HttpsResume)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
     "resilience": ["resilience-flap", "resilience-idle", "resilience-rolling"],
     "memory": ["idle-http", "idle-tcp"],
+    "tls": ["https-small", "https-conn", "https-resume"],
 }

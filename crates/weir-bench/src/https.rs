@@ -1,8 +1,7 @@
 //! `weir-bench https`: HTTPS load over TLS 1.3 with rustls, for bench/'s tls
-//! scenarios. wrk cannot do them: Debian's wrk negotiates TLS 1.2 only, and
-//! with `Connection: close` it resumes every session (it reuses its `SSL`
-//! object across connections), so it measures neither a full TLS 1.3
-//! handshake nor a controlled resumption.
+//! connection-per-request scenarios. wrk cannot do them: with `Connection:
+//! close` it resumes every session (it keeps its `SSL` object, and with it
+//! the session, across reconnects), so it never measures a full handshake.
 //!
 //! Three modes, CONCURRENCY loops each:
 //! - keep-alive: one TLS connection per loop, GET after GET (reconnects if closed);
