@@ -4,7 +4,8 @@
 #   bench/run.sh [scenario|group ...]
 #       scenarios: http-small http-large http-conn tcp-stream tcp-conn (= group "perf")
 #                  capacity resilience-flap resilience-idle resilience-rolling
-#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*)
+#                  https-small https-conn https-resume (= group "tls")
+#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls
 #
 # Installs wrk, haproxy, nginx (+ stream module) from Debian when missing, builds
 # weir in release mode, then runs bench/lib/bench.py. See bench/README.md for the
@@ -77,6 +78,24 @@ if [ "${BENCH_SKIP_BUILD:-0}" = 0 ]; then
             echo "bench: weir-bench does not build either; see $BENCH_OUT_DIR/build.log" >&2
             exit 1
         fi
+    fi
+fi
+
+# weir with aws-lc-rs instead of ring, for the tls scenarios' weir-awslc row: its own
+# target dir, so the default build keeps its provider.
+export BENCH_WEIR_AWSLC=${BENCH_WEIR_AWSLC:-$TARGET_DIR/awslc/release/weir}
+awslc=0
+for a in "${@:-all}"; do
+    case $a in all|tls|https-*) awslc=1 ;; esac
+done
+[ -n "${BENCH_PROXIES:-}" ] && [[ ",$BENCH_PROXIES," != *,weir-awslc,* ]] && awslc=0
+if [ $awslc = 1 ] && [ "${BENCH_SKIP_BUILD:-0}" = 0 ] && [ -z "${BENCH_WEIR_BUILD_ERROR:-}" ]; then
+    log "building weir with aws-lc-rs (CARGO_TARGET_DIR=$TARGET_DIR/awslc cargo build --release -p weir --features aws-lc-rs)"
+    if ! CARGO_TARGET_DIR="$TARGET_DIR/awslc" cargo build --release -p weir --features aws-lc-rs \
+        >>"$BENCH_OUT_DIR/build.log" 2>&1; then
+        err=$(grep -E '^error' "$BENCH_OUT_DIR/build.log" | tail -1 || true)
+        export BENCH_WEIR_AWSLC_ERROR="cargo build --features aws-lc-rs failed: ${err:-see build.log} (see build.log)"
+        log "$BENCH_WEIR_AWSLC_ERROR"
     fi
 fi
 
