@@ -36,4 +36,5 @@ mod shutdown;
 mod tcp;
 mod timeouts;
 mod tls;
+mod tls_bad_input;
 mod truncation;
