@@ -14,6 +14,10 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// A TLS handshake must finish this long after accept.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// `weir check` warns about a certificate that expires sooner than this.
+pub const EXPIRY_WARNING: Duration = Duration::from_secs(14 * 24 * 3600);
 /// The floor is hyper's smallest read buffer.
 pub const MAX_HEADER_BYTES_RANGE: std::ops::RangeInclusive<i64> = 8192..=1024 * 1024;
 
@@ -142,6 +146,7 @@ impl Default for crate::Pool {
             slow_start: Duration::ZERO,
             max_conn_age: None,
             max_requests_per_conn: 0,
+            tls: None,
         }
     }
 }
@@ -160,6 +165,8 @@ impl crate::Listener {
             },
             max_header_bytes: MAX_HEADER_BYTES,
             access_log: None,
+            tls: None,
+            sni_routing: false,
         }
     }
 }

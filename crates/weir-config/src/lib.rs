@@ -18,6 +18,8 @@ mod read;
 mod resources;
 mod span;
 mod suggest;
+mod tls;
+mod tls_files;
 mod validate;
 mod walk;
 
@@ -223,6 +225,7 @@ fn parse(source: &str, file: &str, files: Files) -> Result<Loaded, Diagnostics> 
                 sink.error(span.clone(), e.to_string());
             }
         }
+        tls_files::check(&mut sink, &walked, std::time::SystemTime::now());
     }
     let (diags, omitted) = sink.finish();
     if diags.iter().any(|d| d.severity == Severity::Error) {

@@ -55,6 +55,71 @@ pub struct Listener {
     pub max_header_bytes: usize,
     /// Where to write one JSON line per request; `None` = no access log. (http)
     pub access_log: Option<AccessLog>,
+    /// `[listeners.NAME.tls]`: terminate TLS (http and tcp listeners).
+    pub tls: Option<ListenerTls>,
+    /// tcp: route each connection by its ClientHello's server name, without
+    /// decrypting (routes with `sni`); `pool` takes the rest.
+    pub sni_routing: bool,
+}
+
+/// `[listeners.NAME.tls]`: what a TLS listener presents and accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListenerTls {
+    /// At least one; chosen by SNI against each certificate's names.
+    pub certificates: Vec<CertificateFiles>,
+    /// Default 1.2.
+    pub min_version: TlsVersion,
+    /// Client certificates, verified against `client_ca`. Default none.
+    pub client_auth: ClientAuth,
+    pub client_ca: Option<PathBuf>,
+    /// A lower-cased header that carries the verified client certificate's
+    /// subject to the backend (any such header from the client is removed);
+    /// `None` = not passed on. (http)
+    pub client_identity_header: Option<String>,
+    /// Time allowed for the handshake, from accept. Default 10 s.
+    pub handshake_timeout: Duration,
+}
+
+/// One certificate chain and its key, both PEM files (paths as written:
+/// relative ones are from weir's working directory, like `access_log`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CertificateFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// Answers clients without SNI or with a name no certificate covers; with
+    /// no default, those handshakes are refused (`unrecognized_name`).
+    pub default: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TlsVersion {
+    V12,
+    V13,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientAuth {
+    None,
+    /// Verify a certificate when the client sends one.
+    Optional,
+    /// Refuse the handshake without a valid certificate.
+    Required,
+}
+
+/// `[pools.NAME.tls]`: TLS to the pool's endpoints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolTls {
+    /// CA bundle that verifies endpoints; `None` = the system roots.
+    pub ca: Option<PathBuf>,
+    /// SNI and the name verified; `None` = the endpoint's IP address.
+    pub server_name: Option<String>,
+    /// A client certificate and key presented to endpoints (mTLS).
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// Offered protocols. Default `["http/1.1"]` for http, none for tcp.
+    pub alpn: Option<Vec<String>>,
+    /// Default 1.2.
+    pub min_version: TlsVersion,
 }
 
 /// An access log's destination.
@@ -74,6 +139,14 @@ pub struct Route {
     /// Always starts with `/`. Default `/`.
     pub path_prefix: String,
     pub pool: String,
+    /// tcp listeners with `sni_routing`: the ClientHello server name this
+    /// route takes (exact or `*.` suffix); `host` and `path_prefix` are http only.
+    pub sni: Option<HostMatch>,
+    /// Answer 308 to the same URL on https instead of forwarding. (http)
+    pub https_redirect: bool,
+    /// `Strict-Transport-Security` value added to responses, e.g.
+    /// `max-age=31536000`. (http)
+    pub hsts: Option<String>,
 }
 
 /// A route's host pattern, lower-cased, without port.
@@ -139,6 +212,8 @@ pub struct Pool {
     pub max_conn_age: Option<Duration>,
     /// Requests per upstream connection before it is retired; 0 = no cap.
     pub max_requests_per_conn: u32,
+    /// `[pools.NAME.tls]`: connect to endpoints over TLS.
+    pub tls: Option<PoolTls>,
 }
 
 /// The request property that `balance = "hash"` hashes.

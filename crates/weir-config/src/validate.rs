@@ -15,17 +15,31 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     duplicate_routes(sink, w);
     pool_limits(sink, w);
     tcp_pools(sink, w);
+    crate::tls::check(sink, w);
 }
 
 /// A tcp listener knows no requests: no headers, cookies or paths, and no
 /// per-request latency, so only connection-level algorithms apply.
 fn tcp_pools(sink: &mut Sink<'_>, w: &Walked) {
     use crate::{Balance, HashKey};
-    for (name, at) in &w.listeners {
+    let listener_pools = w.listeners.iter().filter_map(|(name, at)| {
         let l = &w.config.listeners[name];
-        let (Protocol::Tcp, Some(span), Some(pool)) = (l.protocol, &at.pool, &l.pool) else {
-            continue;
-        };
+        match (l.protocol, &at.pool, &l.pool) {
+            (Protocol::Tcp, Some(span), Some(pool)) => Some((span, pool)),
+            _ => None,
+        }
+    });
+    // Routes of an sni_routing listener send connections to pools too.
+    let route_pools = w.routes.iter().filter_map(|(name, at)| {
+        let r = &w.config.routes[name];
+        let tcp = w
+            .config
+            .listeners
+            .get(&r.listener)
+            .is_some_and(|l| l.protocol == Protocol::Tcp);
+        at.pool.as_ref().filter(|_| tcp).map(|span| (span, &r.pool))
+    });
+    for (span, pool) in listener_pools.chain(route_pools) {
         let Some(p) = w.config.pools.get(pool) else {
             continue;
         };
@@ -106,7 +120,7 @@ fn references(sink: &mut Sink<'_>, w: &Walked) {
                     kind: "listener",
                     name: &r.listener,
                 }),
-                Some(l) if l.protocol == Protocol::Tcp => sink.error(
+                Some(l) if l.protocol == Protocol::Tcp && !l.sni_routing => sink.error(
                     span.clone(),
                     format!(
                         "route `{name}` is on listener `{}`, which is a tcp listener; routes apply to http listeners only (a tcp listener sends everything to its `pool`)",
@@ -224,18 +238,30 @@ fn first_overlapping(addrs: impl Iterator<Item = SocketAddr>) -> Vec<Option<usiz
 fn duplicate_routes(sink: &mut Sink<'_>, w: &Walked) {
     let mut order: Vec<(&String, &crate::walk::RouteAt)> = w.routes.iter().collect();
     order.sort_by_key(|(_, at)| at.name.start);
-    let mut seen: HashMap<(&str, Option<&HostMatch>, &str), &str> = HashMap::new();
+    type Matcher<'a> = (
+        &'a str,
+        Option<&'a HostMatch>,
+        Option<&'a HostMatch>,
+        &'a str,
+    );
+    let mut seen: HashMap<Matcher<'_>, &str> = HashMap::new();
     for (name, at) in order {
         if at.listener.is_none() || !at.matcher_ok {
             continue;
         }
         let r = &w.config.routes[name.as_str()];
-        let key = (r.listener.as_str(), r.host.as_ref(), r.path_prefix.as_str());
+        let key = (
+            r.listener.as_str(),
+            r.host.as_ref(),
+            r.sni.as_ref(),
+            r.path_prefix.as_str(),
+        );
         if let Some(first) = seen.get(&key) {
             sink.error(
                 at.name.clone(),
                 format!(
-                    "route `{name}` has the same listener, host and path_prefix as route `{first}`; only one of them could ever match"
+                    "route `{name}` has the same listener, {} as route `{first}`; only one of them could ever match",
+                    if r.sni.is_some() { "and sni" } else { "host and path_prefix" }
                 ),
             );
         } else {

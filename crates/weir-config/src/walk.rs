@@ -10,7 +10,8 @@ use toml::de::{DeTable, DeValue};
 
 use crate::addr::Use;
 use crate::read::{self, Fields, Sink, Span};
-use crate::{defaults, host};
+use crate::tls::{ListenerTlsAt, PoolTlsAt};
+use crate::{defaults, host, tls};
 use crate::{
     AccessLog, Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck,
     InitialState, Listener, NoHealthy, Pool, Protocol, Retry, Route,
@@ -27,8 +28,18 @@ const LISTENER_KEYS: &[&str] = &[
     "idle_timeout",
     "max_header_bytes",
     "access_log",
+    "tls",
+    "sni_routing",
 ];
-const ROUTE_KEYS: &[&str] = &["listener", "host", "path_prefix", "pool"];
+const ROUTE_KEYS: &[&str] = &[
+    "listener",
+    "host",
+    "path_prefix",
+    "pool",
+    "sni",
+    "https_redirect",
+    "hsts",
+];
 const POOL_KEYS: &[&str] = &[
     "balance",
     "endpoints",
@@ -51,6 +62,7 @@ const POOL_KEYS: &[&str] = &[
     "idle_timeout",
     "health",
     "retry",
+    "tls",
 ];
 const ENDPOINT_KEYS: &[&str] = &["addr", "weight"];
 const HEALTH_KEYS: &[&str] = &[
@@ -135,6 +147,9 @@ pub(crate) struct Walked {
 pub(crate) struct ListenerAt {
     pub bind: Option<Span>,
     pub pool: Option<Span>,
+    pub tls: ListenerTlsAt,
+    /// `sni_routing = true`.
+    pub sni_routing: Option<Span>,
 }
 
 #[derive(Clone)]
@@ -142,6 +157,13 @@ pub(crate) struct RouteAt {
     pub name: Span,
     pub listener: Option<Span>,
     pub pool: Option<Span>,
+    /// A valid `host`.
+    pub host: Option<Span>,
+    /// A valid `sni`.
+    pub sni: Option<Span>,
+    /// `https_redirect = true`, `hsts`.
+    pub https_redirect: Option<Span>,
+    pub hsts: Option<Span>,
     /// host and path_prefix both valid (or defaulted), so duplicates can be judged.
     pub matcher_ok: bool,
 }
@@ -156,6 +178,7 @@ pub(crate) struct PoolAt {
     pub per_try_timeout: Option<Span>,
     /// `response_timeout` is absent or valid, so rules comparing with it apply.
     pub response_timeout_ok: bool,
+    pub tls: PoolTlsAt,
 }
 
 /// No resources, default settings.
@@ -313,6 +336,8 @@ pub(crate) fn listener(
     let mut at = ListenerAt {
         bind: None,
         pool: None,
+        tls: ListenerTlsAt::default(),
+        sni_routing: None,
     };
 
     if let Some(v) = t.require(
@@ -333,7 +358,7 @@ pub(crate) fn listener(
                 at.pool = Some(v.span());
             }
         }
-        None if protocol == Protocol::Tcp => sink.error(
+        None if protocol == Protocol::Tcp && !sni_routing(t) => sink.error(
             t.span.clone(),
             format!("tcp listener `{name}` has no `pool`; a tcp listener forwards every connection to one pool, add e.g. pool = \"db\""),
         ),
@@ -355,6 +380,31 @@ pub(crate) fn listener(
                 "stdout" => l.access_log = Some(AccessLog::Stdout),
                 path => l.access_log = Some(AccessLog::File(PathBuf::from(path))),
             }
+        }
+    }
+    if let Some(v) = t.get("sni_routing") {
+        match v.get_ref().as_bool() {
+            Some(true) if protocol == Protocol::Http => sink.error(
+                v.span(),
+                "sni_routing is for tcp listeners (an http listener routes by `host` after decrypting)",
+            ),
+            Some(b) => {
+                l.sni_routing = b;
+                at.sni_routing = b.then(|| v.span());
+            }
+            None => read::wrong_type(sink, v, "a boolean"),
+        }
+    }
+    if let Some(v) = t.get("tls") {
+        at.tls.table = t.key_span("tls");
+        if let Some(tt) = read::table(sink, v) {
+            l.tls = tls::listener(sink, name, &tt, &mut at.tls);
+        }
+        if let (Some(span), true) = (&at.sni_routing, l.tls.is_some()) {
+            sink.error(
+                span.clone(),
+                "sni_routing passes TLS through without decrypting; it cannot be combined with [tls] termination on the same listener",
+            );
         }
     }
     if protocol == Protocol::Tcp {
@@ -381,11 +431,18 @@ pub(crate) fn route(
         host: None,
         path_prefix: defaults::PATH_PREFIX.to_string(),
         pool: String::new(),
+        sni: None,
+        https_redirect: false,
+        hsts: None,
     };
     let mut at = RouteAt {
         name: name_span,
         listener: None,
         pool: None,
+        host: None,
+        sni: None,
+        https_redirect: None,
+        hsts: None,
         matcher_ok: true,
     };
 
@@ -403,7 +460,10 @@ pub(crate) fn route(
     }
     if let Some(v) = t.get("host") {
         match read::string(sink, v).map(host::parse) {
-            Some(Ok(h)) => r.host = Some(h),
+            Some(Ok(h)) => {
+                r.host = Some(h);
+                at.host = Some(v.span());
+            }
             Some(Err(e)) => {
                 sink.error(v.span(), e);
                 at.matcher_ok = false;
@@ -423,7 +483,59 @@ pub(crate) fn route(
             None => at.matcher_ok = false,
         }
     }
+    if let Some(v) = t.get("sni") {
+        match tls::sni(sink, v) {
+            Some(h) => {
+                r.sni = Some(h);
+                at.sni = Some(v.span());
+            }
+            None => at.matcher_ok = false,
+        }
+    }
+    if let Some(v) = t.get("https_redirect") {
+        match v.get_ref().as_bool() {
+            Some(b) => {
+                r.https_redirect = b;
+                at.https_redirect = b.then(|| v.span());
+            }
+            None => read::wrong_type(sink, v, "a boolean"),
+        }
+    }
+    if let Some(v) = t.get("hsts") {
+        if let Some(s) = read::string(sink, v) {
+            match check_hsts(s) {
+                Ok(()) => {
+                    r.hsts = Some(s.to_string());
+                    at.hsts = Some(v.span());
+                }
+                Err(e) => sink.error(v.span(), e),
+            }
+        }
+    }
     (r, at)
+}
+
+/// A `Strict-Transport-Security` value: `max-age=N` first (RFC 6797), then
+/// `includeSubDomains` / `preload`.
+fn check_hsts(s: &str) -> Result<(), String> {
+    let mut parts = s.split(';').map(str::trim);
+    let age = parts.next().unwrap_or("");
+    let ok = age
+        .strip_prefix("max-age=")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && n.len() <= 10);
+    if !ok {
+        return Err(format!(
+            "invalid hsts {s:?}: it must start with max-age=SECONDS, as in \"max-age=31536000; includeSubDomains\""
+        ));
+    }
+    for p in parts {
+        if !p.eq_ignore_ascii_case("includesubdomains") && !p.eq_ignore_ascii_case("preload") {
+            return Err(format!(
+                "invalid hsts {s:?}: unknown directive {p:?} (expected includeSubDomains or preload)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A path as written in a request target: absolute, no query, no fragment.
@@ -450,6 +562,7 @@ pub(crate) fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool
         health: None,
         per_try_timeout: None,
         response_timeout_ok: true,
+        tls: PoolTlsAt::default(),
     };
 
     if let Some(b) = t.choice(sink, "balance", BALANCES) {
@@ -522,7 +635,19 @@ pub(crate) fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool
             p.retry = retry(sink, &r, &mut at);
         }
     }
+    if let Some(v) = t.get("tls") {
+        if let Some(tt) = read::table(sink, v) {
+            p.tls = Some(tls::pool(sink, name, &tt, &mut at.tls));
+        }
+    }
     (p, at)
+}
+
+/// Whether a listener table says `sni_routing = true` (then `pool` is optional).
+fn sni_routing(t: &Fields<'_, '_>) -> bool {
+    t.get("sni_routing")
+        .and_then(|v| v.get_ref().as_bool())
+        .unwrap_or(false)
 }
 
 /// The keys that tune `hash` and `sticky`.

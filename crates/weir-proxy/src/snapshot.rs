@@ -15,6 +15,7 @@ use crate::metrics::counts::{Counts, Labels};
 use crate::metrics::hist::Histogram;
 use crate::pool::{PoolRt, PoolShared};
 use crate::router::{RouteTable, Target, TargetMetrics};
+use crate::transport::tls::TlsServer;
 
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -40,6 +41,8 @@ pub struct ListenerSnap {
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_header_bytes: usize,
+    /// TLS termination, when the listener has `[tls]`.
+    pub tls: Option<Arc<TlsServer>>,
 }
 
 /// Runtime state that outlives snapshots: endpoints keyed by pool and
@@ -56,6 +59,9 @@ pub struct Registry {
     /// each snapshot so that label sets leaving the config stop being reported.
     pub series: HashMap<Labels, Arc<Counts>>,
     pub durations: HashMap<Labels, Arc<Histogram>>,
+    /// TLS listeners' server sides by listener name, kept while their settings stay
+    /// the same (certificates loaded once, watched, session tickets kept).
+    pub tls: HashMap<String, Arc<TlsServer>>,
 }
 
 /// Finds or makes the counters for each target of a new snapshot, keeping
@@ -168,6 +174,7 @@ impl Snapshot {
         slots: &HashMap<String, usize>,
         registry: &mut Registry,
         logs: &HashMap<weir_config::AccessLog, crate::accesslog::Sink>,
+        tls: HashMap<String, Arc<TlsServer>>,
     ) -> Self {
         let mut pools = HashMap::new();
         let mut next: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>> = HashMap::new();
@@ -225,6 +232,8 @@ impl Snapshot {
                     route: None,
                     metrics: series.target(&lname, "", &pool),
                     pool,
+                    https_redirect: false,
+                    hsts: None,
                 }
             });
             let pool = default.as_ref().map(|t| t.pool.clone());
@@ -235,6 +244,11 @@ impl Snapshot {
                     route: Some(rname.as_str().into()),
                     metrics: series.target(&lname, rname, &pool),
                     pool,
+                    https_redirect: r.https_redirect,
+                    hsts: r
+                        .hsts
+                        .as_deref()
+                        .and_then(|v| http::HeaderValue::from_str(v).ok()),
                 };
                 routes.insert(r.host.as_ref(), &r.path_prefix, target);
             }
@@ -249,9 +263,11 @@ impl Snapshot {
                 header_timeout: l.header_timeout,
                 idle_timeout: l.idle_timeout,
                 max_header_bytes: l.max_header_bytes,
+                tls: tls.get(name).cloned(),
             });
         }
         series.finish();
+        registry.tls = tls;
         Snapshot {
             listeners,
             pools,

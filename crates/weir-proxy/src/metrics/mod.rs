@@ -11,6 +11,7 @@ pub mod pool;
 pub mod recorder;
 pub mod render;
 pub mod stats;
+pub mod tls;
 
 use std::sync::atomic::{AtomicI64, AtomicU64};
 
