@@ -42,6 +42,12 @@ pub enum Command {
     /// read from --token-file, or taken from $WEIR_TOKEN. Errors are printed as
     /// `error: TITLE: DETAIL (field FIELD)` with exit status 1.
     Ctl(crate::ctl::CtlArgs),
+    /// Write a self-signed certificate and key for trying TLS out.
+    ///
+    /// Writes OUT/NAME.pem and OUT/NAME.key (an ECDSA P-256 key, readable by its owner
+    /// only), with NAME and the other names as subjectAltNames. Clients do not trust it:
+    /// `curl --cacert OUT/NAME.pem` or `-k`. For production, use a certificate from a CA.
+    Cert(CertArgs),
     /// Print the version.
     Version,
 }
@@ -78,6 +84,20 @@ pub struct CheckArgs {
     /// Files to check.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CertArgs {
+    /// The names the certificate is for (DNS names, `*.` wildcards, IP addresses); the
+    /// first names the files.
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
+    /// The directory the files go to (made if missing).
+    #[arg(long, default_value = "certs", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Days it is valid.
+    #[arg(long, default_value_t = 90, value_name = "N")]
+    pub days: u32,
 }
 
 #[derive(Debug, Args)]
