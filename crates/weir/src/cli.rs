@@ -105,6 +105,10 @@ pub struct DemoArgs {
     /// Where the demo balancer listens.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     pub listen: SocketAddr,
+    /// Where it also listens with HTTPS (a self-signed certificate for localhost and
+    /// 127.0.0.1, made at start).
+    #[arg(long, default_value = "127.0.0.1:8443", value_name = "ADDR")]
+    pub tls_listen: SocketAddr,
     /// Where the dashboard, metrics and stats are served.
     #[arg(long, default_value = "127.0.0.1:9901", value_name = "ADDR")]
     pub admin: SocketAddr,
