@@ -233,6 +233,7 @@ impl Snapshot {
                     metrics: series.target(&lname, "", &pool),
                     pool,
                     https_redirect: false,
+                    https_port: 443,
                     hsts: None,
                 }
             });
@@ -245,6 +246,7 @@ impl Snapshot {
                     metrics: series.target(&lname, rname, &pool),
                     pool,
                     https_redirect: r.https_redirect,
+                    https_port: r.https_port,
                     hsts: r
                         .hsts
                         .as_deref()

@@ -37,4 +37,5 @@ mod tcp;
 mod timeouts;
 mod tls;
 mod tls_bad_input;
+mod tls_config;
 mod truncation;
