@@ -70,6 +70,8 @@ struct Installed {
 pub struct Prepared {
     fresh: Vec<listener::Bound>,
     logs: HashMap<weir_config::AccessLog, accesslog::Sink>,
+    /// Every pool's TLS settings: kept where its tls table is unchanged, else built.
+    tls: HashMap<Arc<str>, Arc<transport::UpstreamTls>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +85,14 @@ pub enum ApplyError {
         dest: String,
         #[source]
         source: std::io::Error,
+    },
+    /// A file the pool's tls table names no longer reads (it did when the config was
+    /// checked): the change is refused and the running TLS settings stay.
+    #[error("pool `{pool}`: {source}")]
+    PoolTls {
+        pool: String,
+        #[source]
+        source: transport::BuildError,
     },
 }
 
@@ -116,7 +126,8 @@ impl Proxy {
     }
 
     /// The part of [`Proxy::apply`] that can fail for reasons outside the config (a bind
-    /// address in use, an access log that cannot be opened), done without changing anything.
+    /// address in use, an access log that cannot be opened, a pool's CA file gone), done
+    /// without changing anything.
     /// The store validates a change with it before committing, so that a committed change
     /// always applies. Dropping the result releases the new sockets.
     pub fn prepare(&self, cfg: &Config) -> Result<Prepared, ApplyError> {
@@ -140,12 +151,28 @@ impl Proxy {
                 })?;
             logs.insert(dest.clone(), sink);
         }
-        Ok(Prepared { fresh, logs })
+        let mut tls = HashMap::new();
+        for (name, p) in &cfg.pools {
+            let Some(settings) = &p.tls else { continue };
+            let name: Arc<str> = name.as_str().into();
+            // Unchanged settings keep their config, and with it the sessions to resume.
+            let built = match installed.registry.tls.get(&name) {
+                Some(t) if t.settings == *settings => t.clone(),
+                _ => Arc::new(transport::UpstreamTls::build(settings).map_err(|source| {
+                    ApplyError::PoolTls {
+                        pool: name.to_string(),
+                        source,
+                    }
+                })?),
+            };
+            tls.insert(name, built);
+        }
+        Ok(Prepared { fresh, logs, tls })
     }
 
     /// Publishes `cfg`, which [`Proxy::prepare`] accepted; the listeners bound then start.
     pub fn install(&self, prepared: Prepared, cfg: &Config) -> Result<(), ApplyError> {
-        let Prepared { fresh, logs } = prepared;
+        let Prepared { fresh, logs, tls } = prepared;
         let mut installed = self.installed.lock().unwrap();
         let mut slots: HashMap<String, usize> = HashMap::new();
         let mut fresh_slots = Vec::new();
@@ -170,7 +197,13 @@ impl Proxy {
 
         let used: Vec<_> = logs.keys().cloned().collect();
         installed.sinks.retain(&used);
-        let snapshot = Arc::new(Snapshot::build(cfg, &slots, &mut installed.registry, &logs));
+        let snapshot = Arc::new(Snapshot::build(
+            cfg,
+            &slots,
+            &mut installed.registry,
+            &logs,
+            tls,
+        ));
         self.shared.snapshot.store(snapshot.clone());
         snapshot.install_queues();
         metrics::GLOBAL
