@@ -35,3 +35,4 @@ mod shutdown;
 mod tcp;
 mod timeouts;
 mod truncation;
+mod upstream_tls;
