@@ -232,3 +232,127 @@ impl std::error::Error for HandshakeError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::transport::UpstreamStream;
+    use weir_testkit::{tls::server_config, TestCa, TlsFront};
+
+    fn settings(ca: Option<PathBuf>, name: Option<&str>) -> PoolTls {
+        PoolTls {
+            ca,
+            server_name: name.map(str::to_owned),
+            cert: None,
+            key: None,
+            alpn: None,
+            min_version: TlsVersion::V12,
+        }
+    }
+
+    #[tokio::test]
+    async fn verifies_the_name_and_says_why_not() {
+        let dir = tempfile_dir();
+        let ca = TestCa::new("ca");
+        let ca_file = ca.write(&dir, "ca.pem");
+        let (cert, key) = ca.leaf(&dir, "api", &["api.internal"]);
+        let backend = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let front = TlsFront::spawn(
+            backend.local_addr().unwrap(),
+            server_config(&cert, &key, None).unwrap(),
+        )
+        .unwrap();
+        let t = Duration::from_secs(5);
+        let good =
+            UpstreamTls::build(&settings(Some(ca_file.clone()), Some("api.internal"))).unwrap();
+        let s = UpstreamStream::connect(front.addr(), t, Some(&good))
+            .await
+            .unwrap();
+        assert!(matches!(s, UpstreamStream::Tls(_)));
+        assert!(!s.peer_gone());
+
+        let wrong = UpstreamTls::build(&settings(Some(ca_file), Some("other.internal"))).unwrap();
+        assert_ne!(wrong.id, good.id);
+        match UpstreamStream::connect(front.addr(), t, Some(&wrong)).await {
+            Err(e @ ConnectError::Tls { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains("(as other.internal)"), "{text}");
+                assert!(text.contains("server_name"), "{text}");
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a certificate for another name verified"),
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn the_connect_timeout_covers_the_handshake() {
+        // Accepts, then never answers the ClientHello.
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = silent.local_addr().unwrap();
+        let hold = tokio::spawn(async move {
+            let (_s, _) = silent.accept().await.unwrap();
+            std::future::pending::<()>().await;
+        });
+        let dir = tempfile_dir();
+        let ca = TestCa::new("ca").write(&dir, "ca.pem");
+        let tls = UpstreamTls::build(&settings(Some(ca), Some("x.internal"))).unwrap();
+        // Long enough for any loopback connect: what runs out is the handshake's time.
+        match UpstreamStream::connect(addr, Duration::from_secs(1), Some(&tls)).await {
+            Err(ConnectError::HandshakeTimeout { .. }) => {}
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a handshake nobody answered completed"),
+        }
+        hold.abort();
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_ca_file_that_does_not_read_is_a_build_error_naming_it() {
+        let e =
+            UpstreamTls::build(&settings(Some("/nonexistent/ca.pem".into()), None)).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with("ca: cannot read /nonexistent/ca.pem"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn handshake_errors_keep_rustls_reasons_and_spot_refusals() {
+        let wrapped = |e: rustls::Error| io::Error::new(io::ErrorKind::InvalidData, e);
+        let e = HandshakeError::from(wrapped(rustls::Error::InvalidCertificate(
+            CertificateError::UnknownIssuer,
+        )));
+        assert!(matches!(e, HandshakeError::Tls(_)));
+        assert!(e.to_string().contains("`ca`"), "{e}");
+        let eof = HandshakeError::from(io::Error::from(io::ErrorKind::UnexpectedEof));
+        assert!(eof.to_string().contains("does it speak TLS"), "{eof}");
+
+        let alert = |a| wrapped(rustls::Error::AlertReceived(a));
+        assert!(handshake_refused(&alert(
+            rustls::AlertDescription::CertificateRequired
+        )));
+        assert!(handshake_refused(&alert(
+            rustls::AlertDescription::UnknownCA
+        )));
+        assert!(!handshake_refused(&alert(
+            rustls::AlertDescription::CloseNotify
+        )));
+        assert!(!handshake_refused(&io::Error::from(
+            io::ErrorKind::ConnectionReset
+        )));
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "weir-upstream-tls-{}-{}",
+            std::process::id(),
+            NEXT_ID.fetch_add(1, Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
