@@ -133,6 +133,7 @@ async fn a_certificate_that_does_not_verify_is_connect_failed_and_a_fixed_config
     let stranger = TestCa::new("someone else");
     let stranger_file = stranger.write(dir.path(), "stranger.pem");
     let (_up, front) = tls_backend(dir.path(), &ca, "api", &["api.internal"], None).await;
+    let plain = HttpUpstream::spawn("plain").await.unwrap();
     let listen = free_addr();
     let log = dir.path().join("access.log");
     let cfg = |name: &str, ca: &Path| {
@@ -150,9 +151,23 @@ attempts = 0
 [pools.api.tls]
 ca = "{ca}"
 server_name = "{name}"
+
+[routes.plain]
+listener = "web"
+host = "plain.test"
+pool = "plain"
+
+[pools.plain]
+{plain}
+[pools.plain.retry]
+attempts = 0
+[pools.plain.tls]
+ca = "{ca}"
+server_name = "{name}"
 "#,
             log = toml_path(&log),
             eps = endpoints(&[(front.addr(), 1)]),
+            plain = endpoints(&[(plain.addr(), 1)]),
             ca = toml_path(ca),
         )
     };
@@ -180,6 +195,14 @@ server_name = "{name}"
     let line = w.wait_log(from, "request failed", Duration::from_secs(5));
     assert!(line.contains("UnknownIssuer"), "{line}");
 
+    // An endpoint that does not speak TLS at all.
+    let from = w.log_lines();
+    let r = get(listen, "plain.test", "/").await;
+    assert_eq!(r.status, 502);
+    assert_eq!(r.header("x-weir-reason"), Some("connect_failed"));
+    let line = w.wait_log(from, "request failed", Duration::from_secs(5));
+    assert!(line.contains("does the endpoint speak TLS?"), "{line}");
+
     // Fixed: new connections use the new settings.
     assert!(w
         .reload(&cfg("api.internal", &ca_file))
@@ -195,7 +218,7 @@ server_name = "{name}"
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        if entries.len() >= 3 || Instant::now() > deadline {
+        if entries.len() >= 4 || Instant::now() > deadline {
             break entries;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -204,6 +227,7 @@ server_name = "{name}"
     assert_eq!(
         reasons,
         [
+            serde_json::json!("connect_failed"),
             serde_json::json!("connect_failed"),
             serde_json::json!("connect_failed"),
             serde_json::Value::Null
@@ -275,7 +299,17 @@ server_name = "api.internal"
     assert_eq!(r.header("x-weir-reason"), Some("connect_failed"));
     let line = w.wait_log(from, "request failed", Duration::from_secs(5));
     assert!(line.contains("CertificateRequired"), "{line}");
-    assert_eq!(front.failed(), 1, "{:?}", front.errors());
+    // The front counts its failure after sending the alert: it may come after the answer.
+    wait_until(
+        "the refused handshake counted",
+        Duration::from_secs(5),
+        || front.failed() == 1,
+    );
+    assert!(
+        front.errors()[0].contains("certificate"),
+        "{:?}",
+        front.errors()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -431,4 +465,50 @@ server_name = "api.internal"
     assert_eq!(get(listen, "x", "/").await.status, 200);
     assert_eq!(front.handshakes(), 2);
     assert_eq!(front.resumed(), 1);
+}
+
+/// A large request body streams up through TLS while the answer streams back (full
+/// duplex): what rustls holds back when the socket is full must still go out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_large_body_goes_both_ways_through_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("internal ca");
+    let ca_file = ca.write(dir.path(), "ca.pem");
+    let (_up, front) = tls_backend(dir.path(), &ca, "api", &["api.internal"], None).await;
+    let listen = free_addr();
+    let cfg = format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+pool = "api"
+
+[pools.api]
+{}
+[pools.api.tls]
+ca = "{}"
+server_name = "api.internal"
+"#,
+        endpoints(&[(front.addr(), 1)]),
+        toml_path(&ca_file),
+    );
+    let _w = Weir::start(&cfg, &[listen]);
+    let body: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+    for _ in 0..2 {
+        let req = http::Request::post("/echo")
+            .header("host", "x")
+            .body(http_body_util::Full::new(bytes::Bytes::from(body.clone())))
+            .unwrap();
+        let r = tokio::time::timeout(Duration::from_secs(60), client::send(listen, req))
+            .await
+            .expect("echoed within 60 s")
+            .unwrap();
+        assert_eq!(r.status, 200);
+        assert!(
+            r.body == body,
+            "{} bytes back of {}",
+            r.body.len(),
+            body.len()
+        );
+    }
+    assert_eq!(front.handshakes(), 1);
 }
