@@ -31,6 +31,8 @@ pub enum ConnectError {
     },
     #[error("TLS handshake with {addr} not done within the connect timeout ({timeout:?})")]
     HandshakeTimeout { addr: SocketAddr, timeout: Duration },
+    #[error("{addr} chose the protocol {chosen:?} by ALPN; weir speaks http/1.1 to endpoints (list only \"http/1.1\" in the pool's tls alpn)")]
+    Alpn { addr: SocketAddr, chosen: String },
 }
 
 pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {

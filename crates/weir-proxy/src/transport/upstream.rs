@@ -93,16 +93,6 @@ impl UpstreamStream {
         }
     }
 
-    /// Whether a TLS session resumed an earlier one (no full handshake).
-    pub fn resumed(&self) -> bool {
-        match self {
-            UpstreamStream::Plain(_) => false,
-            UpstreamStream::Tls(s) => {
-                s.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
-            }
-        }
-    }
-
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.raw().peer_addr()
     }

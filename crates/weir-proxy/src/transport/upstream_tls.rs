@@ -126,15 +126,28 @@ impl UpstreamTls {
         let name = self.name_for(addr.ip());
         let shown = name.to_str().into_owned();
         let handshake = connector.connect(name, tcp);
-        tokio::select! {
+        let stream = tokio::select! {
             biased;
             r = handshake => r.map(Box::new).map_err(|e| ConnectError::Tls {
                 addr,
                 name: shown,
                 source: HandshakeError::from(e),
-            }),
-            _ = timer => Err(ConnectError::HandshakeTimeout { addr, timeout }),
+            })?,
+            _ = timer => return Err(ConnectError::HandshakeTimeout { addr, timeout }),
+        };
+        // weir speaks HTTP/1.1 to endpoints: a pool's `alpn` may offer more, but an
+        // endpoint that picks another protocol would not understand it.
+        if protocol == Protocol::Http {
+            if let Some(p) = stream.get_ref().1.alpn_protocol() {
+                if p != b"http/1.1" {
+                    return Err(ConnectError::Alpn {
+                        addr,
+                        chosen: String::from_utf8_lossy(p).into_owned(),
+                    });
+                }
+            }
         }
+        Ok(stream)
     }
 }
 
@@ -285,6 +298,35 @@ mod tests {
             Ok(_) => panic!("a certificate for another name verified"),
         }
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn an_http_pool_refuses_an_endpoint_that_picks_another_protocol() {
+        let dir = tempfile_dir();
+        let ca = TestCa::new("ca");
+        let ca_file = ca.write(&dir, "ca.pem");
+        let (cert, key) = ca.leaf(&dir, "api", &["api.internal"]);
+        let mut h2 = rustls::ServerConfig::clone(&server_config(&cert, &key, None).unwrap());
+        h2.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let front = TlsFront::spawn(front_target().await, Arc::new(h2)).unwrap();
+        let mut offer = settings(Some(ca_file), Some("api.internal"));
+        offer.alpn = Some(vec!["h2".into(), "http/1.1".into()]);
+        let tls = UpstreamTls::build(&offer).unwrap();
+        let t = Duration::from_secs(5);
+        match UpstreamStream::connect(front.addr(), t, Some(&tls)).await {
+            Err(ConnectError::Alpn { chosen, .. }) => assert_eq!(chosen, "h2"),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("connected to an endpoint that chose h2"),
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// An address for a TlsFront to relay to (nothing is relayed in these tests).
+    async fn front_target() -> std::net::SocketAddr {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move { while l.accept().await.is_ok() {} });
+        addr
     }
 
     #[tokio::test]
