@@ -39,3 +39,4 @@ mod tls;
 mod tls_bad_input;
 mod tls_config;
 mod truncation;
+mod upstream_tls;
