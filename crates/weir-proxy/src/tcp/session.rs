@@ -21,7 +21,7 @@ use crate::race::race;
 use crate::reason::Reason;
 use crate::router::TargetMetrics;
 use crate::tcp::relay::relay;
-use crate::transport::connect_until;
+use crate::transport::UpstreamStream;
 
 pub async fn serve(
     client: TcpStream,
@@ -52,15 +52,19 @@ pub async fn serve(
     let _upstream_open = crate::metrics::Held::new(&crate::metrics::GLOBAL.upstream_open);
     let cut = &slot.endpoint.cut;
     let session = async {
-        let r = relay(
-            client,
-            upstream,
-            idle_timeout,
+        let (sent, received) = (
             &slot.endpoint.metrics.bytes_in,
             &slot.endpoint.metrics.bytes_out,
-            timer,
-        )
-        .await;
+        );
+        let r = match upstream {
+            UpstreamStream::Plain(upstream) => {
+                relay(client, upstream, idle_timeout, sent, received, timer).await
+            }
+            // A TLS pool: bytes are encrypted here, so splice cannot move them.
+            upstream => {
+                crate::tcp::copy::relay(client, upstream, idle_timeout, sent, received, timer).await
+            }
+        };
         if let Err(e) = r {
             debug!(listener = &*listener, "tcp session ended: {e}");
         }
@@ -89,7 +93,7 @@ async fn connect_any(
     pool: &Arc<PoolRt>,
     peer: SocketAddr,
     mut timer: Pin<&mut Sleep>,
-) -> Result<(TcpStream, Slot), Reason> {
+) -> Result<(UpstreamStream, Slot), Reason> {
     let mut key = PickKey::default();
     if let Algorithm::Hash { .. } = pool.algorithm {
         key.hash = Some(ip_hash(peer.ip()));
@@ -104,7 +108,16 @@ async fn connect_any(
         timer
             .as_mut()
             .reset((started + pool.connect_timeout).into());
-        match connect_until(ep.addr, pool.connect_timeout, timer.as_mut()).await {
+        // The connect timeout covers a TLS pool's handshake too.
+        let tls = pool.tls.as_deref();
+        let connected = UpstreamStream::connect_until(
+            ep.addr,
+            pool.connect_timeout,
+            tls,
+            weir_config::Protocol::Tcp,
+            timer.as_mut(),
+        );
+        match connected.await {
             Ok(s) => {
                 // A session counts as the endpoint's "request"; its latency
                 // is the time to connect.
