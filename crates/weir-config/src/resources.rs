@@ -6,15 +6,20 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
+use std::time::SystemTime;
 
 use serde_json::Value;
 
+use crate::certificate::CertificateAt;
 use crate::json::{self, Paths};
 use crate::read::{self, Sink};
 use crate::walk::{self, ListenerAt, PoolAt, RouteAt, Walked};
-use crate::{Admin, Config, Endpoint, Global, Listener, Omitted, Pool, Route, MAX_DIAGNOSTICS};
+use crate::{
+    Admin, CertificateResource, Config, Endpoint, Global, Listener, Omitted, Pool, Route,
+    MAX_DIAGNOSTICS,
+};
 
-/// What a resource is (the admin API's four kinds).
+/// What a resource is (the admin API's kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ResourceKind {
     Listener,
@@ -22,6 +27,7 @@ pub enum ResourceKind {
     Pool,
     /// Named `POOL/ADDR`.
     Endpoint,
+    Certificate,
 }
 
 /// One resource written (`Some(spec)`) or deleted (`None`).
@@ -55,6 +61,7 @@ enum Saved {
     Route(Option<(Route, RouteAt)>),
     Pool(Option<Box<(Pool, PoolAt)>>),
     Endpoint(Option<Endpoint>),
+    Certificate(Option<Box<(CertificateResource, CertificateAt)>>),
 }
 
 impl Resources {
@@ -158,6 +165,7 @@ impl Resources {
             ResourceKind::Listener => ("listeners", "listener"),
             ResourceKind::Route => ("routes", "route"),
             ResourceKind::Pool => ("pools", "pool"),
+            ResourceKind::Certificate => ("certificates", "certificate"),
             ResourceKind::Endpoint => {
                 let (pool, addr) = pool_of(name);
                 let path = format!("pools/{pool}/endpoints/{addr}");
@@ -207,6 +215,11 @@ impl Resources {
                 w.config.pools.insert(name.to_owned(), p);
                 w.pools.insert(name.to_owned(), at);
             }
+            ResourceKind::Certificate => {
+                let (c, at) = crate::certificate::read(sink, name, &t, SystemTime::now());
+                w.config.certificates.insert(name.to_owned(), c);
+                w.certificates.insert(name.to_owned(), at);
+            }
             ResourceKind::Endpoint => unreachable!("read above"),
         }
     }
@@ -235,6 +248,13 @@ impl Resources {
                 let (pool, addr) = pool_of(name);
                 Saved::Endpoint(self.endpoints.get_mut(pool).and_then(|m| m.remove(addr)))
             }
+            ResourceKind::Certificate => Saved::Certificate(
+                w.config
+                    .certificates
+                    .remove(name)
+                    .zip(w.certificates.remove(name))
+                    .map(Box::new),
+            ),
         }
     }
 
@@ -254,6 +274,11 @@ impl Resources {
                 let (p, at) = *b;
                 w.config.pools.insert(name.clone(), p);
                 w.pools.insert(name, at);
+            }
+            Saved::Certificate(Some(b)) => {
+                let (c, at) = *b;
+                w.config.certificates.insert(name.clone(), c);
+                w.certificates.insert(name, at);
             }
             Saved::Endpoint(Some(e)) => {
                 let (pool, addr) = pool_of(&name);

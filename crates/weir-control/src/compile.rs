@@ -141,6 +141,7 @@ fn kind_of(k: Kind) -> ResourceKind {
         Kind::Route => ResourceKind::Route,
         Kind::Pool => ResourceKind::Pool,
         Kind::Endpoint => ResourceKind::Endpoint,
+        Kind::Certificate => ResourceKind::Certificate,
     }
 }
 

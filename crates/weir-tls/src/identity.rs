@@ -59,6 +59,20 @@ impl Identity {
         Identity::from_der(chain, key_der, cert, key, now)
     }
 
+    /// Checks the pair held in memory as PEM text (a `certificates/NAME` resource); `cert_name`
+    /// and `key_name` stand for them in messages. The key is parsed only once the chain parsed.
+    pub fn from_pem(
+        cert_pem: &str,
+        key_pem: &str,
+        cert_name: &Path,
+        key_name: &Path,
+        now: SystemTime,
+    ) -> Result<Identity, CertError> {
+        let chain = pem::parse_chain(cert_pem.as_bytes(), cert_name)?;
+        let key_der = pem::parse_key(key_pem.as_bytes(), key_name)?;
+        Identity::from_der(chain, key_der, cert_name, key_name, now)
+    }
+
     pub fn from_der(
         chain: Vec<CertificateDer<'static>>,
         key_der: PrivateKeyDer<'static>,
