@@ -26,11 +26,22 @@ pub(crate) struct CertificateAt {
     pub identity: Option<Identity>,
 }
 
+/// What a certificate outside its dates is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dates {
+    /// An error: a certificate written now must be valid now.
+    Refuse,
+    /// A warning: a stored certificate that expired while weir ran or was stopped must not
+    /// keep weir from starting (it is served on; clients refuse it until it is replaced).
+    Warn,
+}
+
 pub(crate) fn read(
     sink: &mut Sink<'_>,
     name: &str,
     t: &Fields<'_, '_>,
     now: SystemTime,
+    dates: Dates,
 ) -> (CertificateResource, CertificateAt) {
     t.check_keys(sink, KEYS);
     let what = format!("certificate `{name}`");
@@ -90,9 +101,20 @@ pub(crate) fn read(
     if let (Some(chain), Some(key_der), Some((_, cert_span)), Some((_, key_span))) =
         (chain, key_der, &cert, &key)
     {
-        match Identity::from_der(chain, key_der, cert_name, key_name, now) {
+        match Identity::from_der_at(chain, key_der, cert_name, key_name, None) {
             Ok(id) => {
-                if id.expires_within(defaults::EXPIRY_WARNING, now) {
+                if let Err(e) = id.check_dates(cert_name, now) {
+                    match dates {
+                        Dates::Refuse => {
+                            sink.error(cert_span.clone(), e.to_string());
+                            return finish(c, at, cert, key);
+                        }
+                        Dates::Warn => sink.warn(
+                            cert_span.clone(),
+                            format!("{e}: clients refuse it; replace it"),
+                        ),
+                    }
+                } else if id.expires_within(defaults::EXPIRY_WARNING, now) {
                     sink.warn(
                         cert_span.clone(),
                         format!(
@@ -112,6 +134,15 @@ pub(crate) fn read(
             }
         }
     }
+    finish(c, at, cert, key)
+}
+
+fn finish(
+    mut c: CertificateResource,
+    at: CertificateAt,
+    cert: Option<(&str, Span)>,
+    key: Option<(&str, Span)>,
+) -> (CertificateResource, CertificateAt) {
     if let Some((text, _)) = cert {
         c.cert_pem = text.to_owned();
     }

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use crate::certificate::CertificateAt;
+use crate::certificate::{CertificateAt, Dates};
 use crate::json::{self, Paths};
 use crate::read::{self, Sink};
 use crate::walk::{self, ListenerAt, PoolAt, RouteAt, Walked};
@@ -53,6 +53,8 @@ pub struct Resources {
     ranges: HashMap<(ResourceKind, String), Range<usize>>,
     /// By pool, then address as named: a pool's endpoints are resources of their own.
     endpoints: HashMap<String, BTreeMap<String, Endpoint>>,
+    /// What a certificate outside its dates is when read.
+    dates: Dates,
 }
 
 /// A resource's typed value before a change, to put back if the change is refused.
@@ -77,7 +79,16 @@ impl Resources {
             paths: Paths::default(),
             ranges: HashMap::new(),
             endpoints: HashMap::new(),
+            dates: Dates::Refuse,
         }
+    }
+
+    /// Whether a certificate outside its dates is only a warning, not an error (it is an
+    /// error by default). For reading what is already stored (a start, a rebuild): a
+    /// certificate that expired since it was written must not keep weir from starting;
+    /// one written through a change must be valid.
+    pub fn tolerate_expired(&mut self, yes: bool) {
+        self.dates = if yes { Dates::Warn } else { Dates::Refuse };
     }
 
     /// The validated config.
@@ -216,7 +227,8 @@ impl Resources {
                 w.pools.insert(name.to_owned(), at);
             }
             ResourceKind::Certificate => {
-                let (c, at) = crate::certificate::read(sink, name, &t, SystemTime::now());
+                let (c, at) =
+                    crate::certificate::read(sink, name, &t, SystemTime::now(), self.dates);
                 w.config.certificates.insert(name.to_owned(), c);
                 w.certificates.insert(name.to_owned(), at);
             }

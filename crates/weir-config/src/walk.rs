@@ -237,7 +237,7 @@ pub(crate) fn document(sink: &mut Sink<'_>, doc: &DeTable<'_>, root_span: Span) 
     }
     let now = std::time::SystemTime::now();
     for (name, _, t) in resources(sink, &root, "certificates", "certificate") {
-        let (c, at) = certificate::read(sink, name, &t, now);
+        let (c, at) = certificate::read(sink, name, &t, now, certificate::Dates::Refuse);
         w.config.certificates.insert(name.to_string(), c);
         w.certificates.insert(name.to_string(), at);
     }

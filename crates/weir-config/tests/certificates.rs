@@ -277,3 +277,29 @@ fn through_the_api_each_problem_names_its_field() {
     assert_eq!(fields(r.apply(&[gone])), ["listeners/web/tls"]);
     assert!(r.config().certificates.contains_key("shop"));
 }
+
+#[test]
+fn a_stored_certificate_that_expired_is_tolerated_only_when_asked() {
+    let old = pem(&["old.example"], -1);
+    let mut r = Resources::new(Admin::default(), Global::default());
+    let pool = json!({});
+    let web = json!({"bind": "127.0.0.1:8443", "pool": "app", "tls": {}});
+    let cert = json!({"listener": "web", "cert_pem": old.cert, "key_pem": old.key});
+    let all = [
+        put(ResourceKind::Pool, "app", &pool),
+        put(ResourceKind::Listener, "web", &web),
+        put(ResourceKind::Certificate, "old", &cert),
+    ];
+    // Written now: refused.
+    assert_eq!(fields(r.apply(&all)), ["certificates/old/cert_pem"]);
+    // Read back from the store at a start: taken (weir starts; the warning is for `check`).
+    r.tolerate_expired(true);
+    r.apply(&all).unwrap();
+    r.tolerate_expired(false);
+    assert!(r.config().certificates.contains_key("old"));
+    // Changing it again holds it to its dates.
+    assert_eq!(
+        fields(r.apply(&[put(ResourceKind::Certificate, "old", &cert)])),
+        ["certificates/old/cert_pem"]
+    );
+}

@@ -24,7 +24,10 @@ pub struct PairSource {
     /// Answers clients without SNI or with a name no certificate has.
     pub default: bool,
     /// The pair itself, when it comes from the config rather than from files: it changes
-    /// only with the config, never by [`LiveCertificates::reload`].
+    /// only with the config, never by [`LiveCertificates::reload`]. Its dates are not
+    /// checked here: the config refused it expired when it was written, and one that
+    /// expires while stored is served on (clients refuse it) rather than keep weir from
+    /// starting.
     pub pem: Option<Arc<Pem>>,
 }
 
@@ -65,7 +68,7 @@ impl PairSource {
                 &p.key,
                 &self.cert.join("cert_pem"),
                 &self.key.join("key_pem"),
-                now,
+                None,
             ),
         }
     }

@@ -135,3 +135,21 @@ fn a_pair_in_memory_is_served_and_never_reloaded() {
         e[0].1
     );
 }
+
+#[test]
+fn a_pair_in_memory_is_loaded_whatever_its_dates() {
+    // The config refuses an expired pair when it is written; one that expired while stored
+    // is served on rather than keep a listener from starting.
+    let dir = tempfile::tempdir().unwrap();
+    let ca = ca("test ca");
+    let old = leaf(dir.path(), "old", &ca, &["old.example"], (2000, 2001), "");
+    let cert = std::fs::read_to_string(&old.cert).unwrap();
+    let key = std::fs::read_to_string(&old.key).unwrap();
+    let mem = PairSource::in_memory("certificates/old", cert, key, true);
+    assert!(LiveCertificates::load(vec![mem], SystemTime::now()).is_ok());
+    let files = PairSource::files(old.cert.clone(), old.key.clone(), true);
+    assert!(matches!(
+        LiveCertificates::load(vec![files], SystemTime::now()).unwrap_err()[..],
+        [(0, CertError::Expired { .. })]
+    ));
+}

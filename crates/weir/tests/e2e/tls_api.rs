@@ -189,3 +189,63 @@ async fn a_certificate_needs_a_tls_listener() {
         .contains("has no [tls] table"));
     assert_eq!(json(&get(a, "config").await)["revision"], 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_certificate_that_expired_does_not_keep_weir_from_starting() {
+    let data = tempfile::tempdir().unwrap();
+    let listen = free_addr();
+    let ca = Ca::new("weir test CA");
+    let old = ca.leaf_valid(
+        &["old.test"],
+        weir_testkit::certs::Validity {
+            from_days: -30,
+            to_days: -1,
+        },
+    );
+    // As if it had expired while stored: written past the API, which would refuse it.
+    {
+        use weir_store::{Change, Kind, Precondition, Store};
+        let store = Store::open(data.path()).unwrap();
+        let put = |kind, name: &str, body| Change::Put {
+            kind,
+            name: name.into(),
+            body,
+            pre: Precondition::Absent,
+        };
+        store
+            .commit_all(
+                vec![
+                    put(Kind::Pool, "app", json!({})),
+                    put(
+                        Kind::Listener,
+                        "web",
+                        json!({"bind": listen.to_string(), "pool": "app", "tls": {}}),
+                    ),
+                    put(Kind::Certificate, "old", spec(&old, true)),
+                ],
+                |_| Ok::<(), ()>(()),
+            )
+            .unwrap();
+    }
+    let mut w = Weir::store(data.path());
+    w.wait_listening(listen);
+    w.wait_log(0, "expired on", std::time::Duration::from_secs(10));
+    // It is served (the client refuses it), and it can be replaced.
+    let cfg = client(&ca.pem, &["http/1.1"], None);
+    let e = connect(&cfg, listen, Some("old.test")).await.err().unwrap();
+    assert!(e.to_string().contains("xpired"), "{e}");
+    let new = ca.leaf(&["old.test"]);
+    let v = version(&get(w.admin, "certificates/old").await);
+    let tag = format!("\"{v}\"");
+    let r = call(
+        w.admin,
+        "PUT",
+        "certificates/old",
+        &[("if-match", &tag)],
+        Some(spec(&new, true)),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let h = connect(&cfg, listen, Some("old.test")).await.unwrap();
+    assert_eq!(h.leaf(), new.der);
+}

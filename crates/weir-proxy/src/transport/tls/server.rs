@@ -92,6 +92,15 @@ impl TlsServer {
                 source: errs.remove(0).1,
             }
         })?;
+        // An attached certificate is loaded whatever its dates (one that expired while stored
+        // must not keep weir from starting); say so where it is.
+        let now = SystemTime::now();
+        let current = certs.current();
+        for (id, src) in current.identities.iter().zip(certs.sources()) {
+            if let (false, Err(e)) = (src.is_files(), id.check_dates(&src.cert, now)) {
+                tracing::warn!(listener, "{e}; it is served until replaced");
+            }
+        }
         let certs = Arc::new(certs);
         let ca = || tls.client_ca.clone().unwrap_or_default();
         let settings = ServerSettings {
