@@ -303,3 +303,24 @@ fn a_stored_certificate_that_expired_is_tolerated_only_when_asked() {
         ["certificates/old/cert_pem"]
     );
 }
+
+#[test]
+fn a_key_on_one_line_is_not_shown_in_a_diagnostic() {
+    let shop = pem(&["shop.example"], 300);
+    let other = pem(&["other.example"], 300);
+    let one_line = |s: &str| s.replace('\n', "\\n");
+    let src = format!(
+        "{BASE}[listeners.web.tls]\n[certificates.shop]\nlistener = \"web\"\ncert_pem = \"{}\"\nkey_pem = \"{}\"\n",
+        one_line(&shop.cert),
+        one_line(&other.key)
+    );
+    let d = diags(&src);
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert!(d[0].message.contains("does not match"), "{}", d[0].message);
+    let body = other.key.lines().nth(1).unwrap();
+    let shown = d[0].to_string();
+    assert!(
+        !shown.contains(&body[..20]) && shown.contains("the key is not shown"),
+        "{shown}"
+    );
+}

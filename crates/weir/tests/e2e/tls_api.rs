@@ -249,3 +249,47 @@ async fn a_stored_certificate_that_expired_does_not_keep_weir_from_starting() {
     let h = connect(&cfg, listen, Some("old.test")).await.unwrap();
     assert_eq!(h.leaf(), new.der);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_file_a_certificate_is_replaced_by_a_reload_and_read_without_its_key() {
+    let listen = free_addr();
+    let ca = Ca::new("weir test CA");
+    let file = |p: &Pair| {
+        format!(
+            "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n[listeners.web.tls]\n\n[pools.app]\n\n[certificates.shop]\nlistener = \"web\"\ndefault = true\ncert_pem = '''\n{}'''\nkey_pem = '''\n{}'''\n",
+            p.cert_pem, p.key_pem
+        )
+    };
+    let first = ca.leaf(&["shop.test"]);
+    let w = Weir::start(&file(&first), &[listen]);
+    let cfg = client(&ca.pem, &["http/1.1"], None);
+    let h = connect(&cfg, listen, Some("shop.test")).await.unwrap();
+    assert_eq!(h.leaf(), first.der);
+    let r = get(w.admin, "certificates/shop").await;
+    assert_eq!(r.status, 200);
+    assert!(!r.text().contains("PRIVATE KEY"), "{}", r.text());
+    // File mode: the file is the truth, the API does not write certificates.
+    let r = call(
+        w.admin,
+        "PUT",
+        "certificates/other",
+        &[("if-none-match", "*")],
+        Some(spec(&first, false)),
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.text());
+
+    let second = ca.leaf(&["shop.test"]);
+    let out = w.reload(&file(&second));
+    assert!(out.contains("config reloaded"), "{out}");
+    let h = connect(&cfg, listen, Some("shop.test")).await.unwrap();
+    assert_eq!(h.leaf(), second.der);
+    // A mismatched pair is refused; the running one stays.
+    let mut bad = second.clone();
+    bad.key_pem = first.key_pem.clone();
+    let out = w.reload(&file(&bad));
+    assert!(out.contains("reload rejected"), "{out}");
+    assert!(w.log_text().contains("does not match"), "{}", w.log_text());
+    let h = connect(&cfg, listen, Some("shop.test")).await.unwrap();
+    assert_eq!(h.leaf(), second.der);
+}
