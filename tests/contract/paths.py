@@ -13,14 +13,16 @@
    resource names `current_version`, names may contain '.', a transaction
    without changes gets an answer.
 
-Leaves the seed resources behind (pool `app`, listener `web`, route `seed`) for
-the schemathesis run that follows. Prints `ok - ...` / `FAIL - ...` per case and
+Leaves the seed resources behind (pool `app`, listener `web`, route `seed`, TLS
+listener `sec` and its certificate `seed`, from the PEM files named by $CONTRACT_CERT
+and $CONTRACT_KEY) for the schemathesis run that follows. Prints `ok - ...` / `FAIL - ...` per case and
 ends with `paths: N passed, N failed`; exit status 1 if anything failed. Standard
 library only.
 """
 
 import http.client
 import json
+import os
 import socket
 import sys
 import urllib.parse
@@ -40,10 +42,11 @@ API_MD_OPERATIONS = {
     ("GET", "/api/v1/routes"),
     ("GET", "/api/v1/pools"),
     ("GET", "/api/v1/pools/{pool}/endpoints"),
+    ("GET", "/api/v1/certificates"),
     ("POST", "/api/v1/pools/{pool}/endpoints/{addr}/heartbeat"),
 }
 for _item in ("/api/v1/listeners/{name}", "/api/v1/routes/{name}", "/api/v1/pools/{name}",
-              "/api/v1/pools/{pool}/endpoints/{addr}"):
+              "/api/v1/pools/{pool}/endpoints/{addr}", "/api/v1/certificates/{name}"):
     for _m in ("GET", "HEAD", "PUT", "DELETE"):
         API_MD_OPERATIONS.add((_m, _item))
 
@@ -138,9 +141,26 @@ def main():
     expect(api, "PUT route (add)", "PUT", "/api/v1/routes/seed", 201,
            {"listener": "web", "pool": "app", "path_prefix": "/seed"}, star)
 
+    # A TLS listener without certificate files and its certificate, in one transaction.
+    with open(os.environ["CONTRACT_CERT"]) as f:
+        cert_pem = f.read()
+    with open(os.environ["CONTRACT_KEY"]) as f:
+        key_pem = f.read()
+    cert = {"listener": "sec", "cert_pem": cert_pem, "key_pem": key_pem}
+    expect(api, "POST transaction (a TLS listener and its certificate)", "POST", "/api/v1/transaction", 200,
+           {"changes": [
+               {"op": "put", "path": "listeners/sec", "if_none_match": "*",
+                "spec": {"bind": f"127.0.0.1:{free_port()}", "pool": "app", "tls": {}}},
+               {"op": "put", "path": "certificates/seed", "if_none_match": "*", "spec": dict(cert, default=True)},
+           ]})
+
     for path in ("/healthz", "/readyz", "/metrics", "/api/v1/stats", "/api/v1/config", "/api/v1/export",
-                 "/api/v1/listeners", "/api/v1/routes", "/api/v1/pools", "/api/v1/pools/app/endpoints"):
-        expect(api, f"GET {path}", "GET", path, 200)
+                 "/api/v1/listeners", "/api/v1/routes", "/api/v1/pools", "/api/v1/pools/app/endpoints",
+                 "/api/v1/certificates"):
+        s, _, b = expect(api, f"GET {path}", "GET", path, 200)
+        # The private key is never read back (docs/API.md, Certificates).
+        if path in ("/api/v1/export", "/api/v1/certificates"):
+            case(f"GET {path} holds no private key", s == 200 and b"PRIVATE KEY" not in b)
 
     items = {
         "listener": ("/api/v1/listeners/web", "/api/v1/listeners/tmp",
@@ -150,10 +170,15 @@ def main():
         "pool": ("/api/v1/pools/app", "/api/v1/pools/tmp", {}),
         "endpoint": ("/api/v1/pools/app/endpoints/127.0.0.1:9", "/api/v1/pools/app/endpoints/127.0.0.1:10",
                      {"weight": 2}),
+        "certificate": ("/api/v1/certificates/seed", "/api/v1/certificates/tmp", cert),
     }
     for kind, (path, tmp, tmp_spec) in items.items():
         s, h, b = expect(api, f"GET {kind}", "GET", path, 200)
         spec = json.loads(b) if s == 200 else {}
+        if kind == "certificate":
+            case("GET certificate holds no key_pem", s == 200 and "key_pem" not in spec, brief(s, b))
+            # A PUT sends both PEMs again.
+            spec["key_pem"] = key_pem
         expect(api, f"HEAD {kind}", "HEAD", path, 200)
         expect(api, f"PUT {kind} (update)", "PUT", path, 200, spec, match(h))
         _, h2, _ = expect(api, f"PUT {kind} (add, to delete)", "PUT", tmp, 201, tmp_spec, star)
@@ -181,6 +206,8 @@ def main():
             path = "/api/v1/listeners/web"
         elif p.startswith("/api/v1/routes/"):
             path = "/api/v1/routes/seed"
+        elif p.startswith("/api/v1/certificates/"):
+            path = "/api/v1/certificates/seed"
         documented = {m.upper() for m in item if m.upper() in METHODS}
         for m in METHODS:
             if m in documented or (m == "HEAD" and "GET" in documented):

@@ -10,7 +10,8 @@
 #    docs/API.md, the server serves this document, every operation answers a
 #    plausible request with its success status, and the methods the document
 #    does not list answer 405 with Allow. It leaves a pool `app`, a listener
-#    `web` and a route `seed` behind for step 3. It also checks what
+#    `web`, a route `seed`, a TLS listener `sec` and its certificate `seed`
+#    (a pair made by `weir cert`) behind for step 3. It also checks what
 #    docs/API.md says and a schema cannot express (current_version in a 412,
 #    names with `.`, an empty transaction).
 # 3. schemathesis generates requests for every operation (examples, coverage,
@@ -96,6 +97,10 @@ trap cleanup EXIT
 
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 base="http://127.0.0.1:$port"
+# A certificate pair for the certificates/NAME resources paths.py makes.
+"$weir_bin" cert contract.test --out "$data/certs" >/dev/null
+export CONTRACT_CERT="$data/certs/contract.test.pem" CONTRACT_KEY="$data/certs/contract.test.key"
+
 echo "== weir run --data $data --admin 127.0.0.1:$port"
 "$weir_bin" run --data "$data" --admin "127.0.0.1:$port" --threads 1 >"$artifacts/weir.log" 2>&1 &
 weir_pid=$!

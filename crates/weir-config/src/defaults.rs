@@ -180,6 +180,7 @@ impl Default for crate::Config {
             listeners: Default::default(),
             routes: Default::default(),
             pools: Default::default(),
+            certificates: Default::default(),
         }
     }
 }

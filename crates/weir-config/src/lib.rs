@@ -10,6 +10,7 @@ pub mod defaults;
 pub mod model;
 
 mod addr;
+mod certificate;
 mod duration;
 mod host;
 mod input;

@@ -15,6 +15,8 @@ pub struct Config {
     pub listeners: BTreeMap<String, Listener>,
     pub routes: BTreeMap<String, Route>,
     pub pools: BTreeMap<String, Pool>,
+    /// `[certificates.NAME]`: certificates in the config itself, attached to TLS listeners.
+    pub certificates: BTreeMap<String, CertificateResource>,
 }
 
 /// `[global]`: process-wide settings.
@@ -65,7 +67,8 @@ pub struct Listener {
 /// `[listeners.NAME.tls]`: what a TLS listener presents and accepts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListenerTls {
-    /// At least one; chosen by SNI against each certificate's names.
+    /// Chosen by SNI against each certificate's names, with the `[certificates.NAME]`
+    /// attached to the listener (after these); at least one of the two.
     pub certificates: Vec<CertificateFiles>,
     /// Default 1.2.
     pub min_version: TlsVersion,
@@ -78,6 +81,30 @@ pub struct ListenerTls {
     pub client_identity_header: Option<String>,
     /// Time allowed for the handshake, from accept. Default 10 s.
     pub handshake_timeout: Duration,
+}
+
+/// `[certificates.NAME]`: a certificate chain and its key as PEM text, served by a TLS
+/// listener next to its `[tls] certificates` files (an API resource, so that a certificate
+/// can be added or replaced without touching the listener). Its `Debug` leaves the key out.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct CertificateResource {
+    /// A listener with `[tls]`.
+    pub listener: String,
+    /// The chain, leaf first.
+    pub cert_pem: String,
+    /// The leaf's private key.
+    pub key_pem: String,
+    /// As a file pair's `default`: at most one per listener, across both.
+    pub default: bool,
+}
+
+impl std::fmt::Debug for CertificateResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertificateResource")
+            .field("listener", &self.listener)
+            .field("default", &self.default)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One certificate chain and its key, both PEM files (paths as written:

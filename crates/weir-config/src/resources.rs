@@ -6,15 +6,20 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
+use std::time::SystemTime;
 
 use serde_json::Value;
 
+use crate::certificate::{CertificateAt, Dates};
 use crate::json::{self, Paths};
 use crate::read::{self, Sink};
 use crate::walk::{self, ListenerAt, PoolAt, RouteAt, Walked};
-use crate::{Admin, Config, Endpoint, Global, Listener, Omitted, Pool, Route, MAX_DIAGNOSTICS};
+use crate::{
+    Admin, CertificateResource, Config, Endpoint, Global, Listener, Omitted, Pool, Route,
+    MAX_DIAGNOSTICS,
+};
 
-/// What a resource is (the admin API's four kinds).
+/// What a resource is (the admin API's kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ResourceKind {
     Listener,
@@ -22,6 +27,7 @@ pub enum ResourceKind {
     Pool,
     /// Named `POOL/ADDR`.
     Endpoint,
+    Certificate,
 }
 
 /// One resource written (`Some(spec)`) or deleted (`None`).
@@ -47,6 +53,8 @@ pub struct Resources {
     ranges: HashMap<(ResourceKind, String), Range<usize>>,
     /// By pool, then address as named: a pool's endpoints are resources of their own.
     endpoints: HashMap<String, BTreeMap<String, Endpoint>>,
+    /// What a certificate outside its dates is when read.
+    dates: Dates,
 }
 
 /// A resource's typed value before a change, to put back if the change is refused.
@@ -55,6 +63,7 @@ enum Saved {
     Route(Option<(Route, RouteAt)>),
     Pool(Option<Box<(Pool, PoolAt)>>),
     Endpoint(Option<Endpoint>),
+    Certificate(Option<Box<(CertificateResource, CertificateAt)>>),
 }
 
 impl Resources {
@@ -70,7 +79,16 @@ impl Resources {
             paths: Paths::default(),
             ranges: HashMap::new(),
             endpoints: HashMap::new(),
+            dates: Dates::Refuse,
         }
+    }
+
+    /// Whether a certificate outside its dates is only a warning, not an error (it is an
+    /// error by default). For reading what is already stored (a start, a rebuild): a
+    /// certificate that expired since it was written must not keep weir from starting;
+    /// one written through a change must be valid.
+    pub fn tolerate_expired(&mut self, yes: bool) {
+        self.dates = if yes { Dates::Warn } else { Dates::Refuse };
     }
 
     /// The validated config.
@@ -158,6 +176,7 @@ impl Resources {
             ResourceKind::Listener => ("listeners", "listener"),
             ResourceKind::Route => ("routes", "route"),
             ResourceKind::Pool => ("pools", "pool"),
+            ResourceKind::Certificate => ("certificates", "certificate"),
             ResourceKind::Endpoint => {
                 let (pool, addr) = pool_of(name);
                 let path = format!("pools/{pool}/endpoints/{addr}");
@@ -207,6 +226,12 @@ impl Resources {
                 w.config.pools.insert(name.to_owned(), p);
                 w.pools.insert(name.to_owned(), at);
             }
+            ResourceKind::Certificate => {
+                let (c, at) =
+                    crate::certificate::read(sink, name, &t, SystemTime::now(), self.dates);
+                w.config.certificates.insert(name.to_owned(), c);
+                w.certificates.insert(name.to_owned(), at);
+            }
             ResourceKind::Endpoint => unreachable!("read above"),
         }
     }
@@ -235,6 +260,13 @@ impl Resources {
                 let (pool, addr) = pool_of(name);
                 Saved::Endpoint(self.endpoints.get_mut(pool).and_then(|m| m.remove(addr)))
             }
+            ResourceKind::Certificate => Saved::Certificate(
+                w.config
+                    .certificates
+                    .remove(name)
+                    .zip(w.certificates.remove(name))
+                    .map(Box::new),
+            ),
         }
     }
 
@@ -254,6 +286,11 @@ impl Resources {
                 let (p, at) = *b;
                 w.config.pools.insert(name.clone(), p);
                 w.pools.insert(name, at);
+            }
+            Saved::Certificate(Some(b)) => {
+                let (c, at) = *b;
+                w.config.certificates.insert(name.clone(), c);
+                w.certificates.insert(name, at);
             }
             Saved::Endpoint(Some(e)) => {
                 let (pool, addr) = pool_of(&name);

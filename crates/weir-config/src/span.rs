@@ -45,7 +45,8 @@ impl<'s> SourceMap<'s> {
         let line = self.line_text(idx);
         let col0 = self.src[line_start..start].chars().count();
         let len = self.src[start..end].chars().count().max(1);
-        let (source_line, caret_col, caret_len) = excerpt(line, col0, len);
+        let (mut source_line, caret_col, caret_len) = excerpt(line, col0, len);
+        hide_private_key(&mut source_line);
         Diagnostic {
             severity,
             file: self.file.to_string(),
@@ -142,6 +143,17 @@ pub(crate) fn excerpt(line: &str, col0: usize, len: usize) -> (String, usize, us
     let lead = if from > 0 { CUT.len() } else { 0 };
     let caret_len = len.min(to.saturating_sub(col0)).max(1);
     (text, col0 - from + lead + 1, caret_len)
+}
+
+/// A `key_pem` written on one line (`"-----BEGIN PRIVATE KEY-----\nMIG..."`) would put key
+/// material in an excerpt, and so in `weir check`'s output and a rejected reload's log line:
+/// the excerpt stops after the PEM header.
+fn hide_private_key(excerpt: &mut String) {
+    const HEADER_END: &str = "PRIVATE KEY-----";
+    if let Some(at) = excerpt.find(HEADER_END) {
+        excerpt.truncate(at + HEADER_END.len());
+        excerpt.push_str(" ... (the key is not shown)");
+    }
 }
 
 fn cut_message(mut message: String) -> String {

@@ -42,6 +42,11 @@ pub(crate) struct ListenerTlsAt {
     pub table: Option<Span>,
     pub pairs: Vec<PairAt>,
     pub client_ca: Option<Span>,
+    /// Where to say that the listener has no certificate files (`certificates` absent: the
+    /// table; empty: the array), unless `[certificates.NAME]` resources attach to it.
+    pub no_files: Option<Span>,
+    /// A file pair's `default = true`.
+    pub default: Option<Span>,
 }
 
 /// Where a pool's TLS settings were written.
@@ -54,7 +59,7 @@ pub(crate) struct PoolTlsAt {
 
 pub(crate) fn listener(
     sink: &mut Sink<'_>,
-    name: &str,
+    _name: &str,
     t: &Fields<'_, '_>,
     at: &mut ListenerTlsAt,
 ) -> Option<ListenerTls> {
@@ -67,14 +72,10 @@ pub(crate) fn listener(
         client_identity_header: None,
         handshake_timeout: defaults::HANDSHAKE_TIMEOUT,
     };
-    let what = format!("listeners.{name}.tls");
-    if let Some(v) = t.require(
-        sink,
-        "certificates",
-        &what,
-        "[ { cert = \"certs/site.pem\", key = \"certs/site.key\", default = true } ]",
-    ) {
-        certificates(sink, v, &mut tls.certificates, &mut at.pairs);
+    // Without files, `[certificates.NAME]` resources must attach to it (`certificate.rs`).
+    match t.get("certificates") {
+        Some(v) => certificates(sink, v, &mut tls.certificates, at),
+        None => at.no_files = Some(t.span.clone()),
     }
     if let Some(v) = t.choice(sink, "min_version", VERSIONS) {
         tls.min_version = v;
@@ -130,14 +131,15 @@ fn certificates(
     sink: &mut Sink<'_>,
     v: &read::Val<'_>,
     out: &mut Vec<CertificateFiles>,
-    at: &mut Vec<PairAt>,
+    listener_at: &mut ListenerTlsAt,
 ) {
     let Some(items) = read::array(sink, v) else {
         return;
     };
     if items.is_empty() {
-        sink.error(v.span(), "a TLS listener needs at least one certificate");
+        listener_at.no_files = Some(v.span());
     }
+    let at = &mut listener_at.pairs;
     let mut default_at: Option<usize> = None;
     for item in items.iter() {
         let DeValue::Table(map) = item.get_ref() else {
@@ -177,6 +179,7 @@ fn certificates(
                 );
             } else {
                 default_at = Some(span.start);
+                listener_at.default = Some(span.clone());
             }
         }
         let (Some(cert), Some(key)) = (cert, key) else {

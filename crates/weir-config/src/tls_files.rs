@@ -56,8 +56,25 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked, now: SystemTime) {
                 sink.error(span.clone(), e.to_string());
             }
         }
+        // With the `[certificates.NAME]` attached to it, which were checked as they were read.
+        let attached: Vec<_> = w
+            .config
+            .certificates
+            .iter()
+            .filter(|(_, c)| c.listener == *name)
+            .map(|(n, c)| (&w.certificates[n].identity, c.default))
+            .collect();
+        let files_loaded = loaded.len() == tls.certificates.len();
+        loaded.extend(
+            attached
+                .iter()
+                .filter_map(|(id, default)| Some(((*id).clone()?, *default))),
+        );
         // Coverage is judged only when every pair loaded: otherwise the error above says why.
-        if loaded.len() != tls.certificates.len() || loaded.iter().any(|(_, d)| *d) {
+        if !files_loaded
+            || loaded.len() != tls.certificates.len() + attached.len()
+            || loaded.iter().any(|(_, d)| *d)
+        {
             continue;
         }
         let resolver = Resolver::new(loaded.iter().map(|(id, default)| (id, *default)));
@@ -105,7 +122,7 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked, now: SystemTime) {
     }
 }
 
-fn days_left(id: &Identity, now: SystemTime) -> String {
+pub(crate) fn days_left(id: &Identity, now: SystemTime) -> String {
     let now = now
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);

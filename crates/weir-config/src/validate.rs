@@ -16,6 +16,7 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     pool_limits(sink, w);
     tcp_pools(sink, w);
     crate::tls::check(sink, w);
+    crate::certificate::check(sink, w);
 }
 
 /// A tcp listener knows no requests: no headers, cookies or paths, and no
@@ -136,6 +137,18 @@ fn references(sink: &mut Sink<'_>, w: &Walked) {
                     span: span.clone(),
                     kind: "pool",
                     name: &r.pool,
+                });
+            }
+        }
+    }
+    for (name, at) in &w.certificates {
+        let c = &cfg.certificates[name];
+        if let Some(span) = &at.listener {
+            if !cfg.listeners.contains_key(&c.listener) {
+                misses.push(Miss {
+                    span: span.clone(),
+                    kind: "listener",
+                    name: &c.listener,
                 });
             }
         }

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use toml::de::{DeTable, DeValue};
 
 use crate::addr::Use;
+use crate::certificate::{self, CertificateAt};
 use crate::read::{self, Fields, Sink, Span};
 use crate::tls::{ListenerTlsAt, PoolTlsAt};
 use crate::{defaults, host, tls};
@@ -17,7 +18,14 @@ use crate::{
     InitialState, Listener, NoHealthy, Pool, Protocol, Retry, Route,
 };
 
-const ROOT_KEYS: &[&str] = &["global", "admin", "listeners", "routes", "pools"];
+const ROOT_KEYS: &[&str] = &[
+    "global",
+    "admin",
+    "listeners",
+    "routes",
+    "pools",
+    "certificates",
+];
 const GLOBAL_KEYS: &[&str] = &["drain_grace"];
 const ADMIN_KEYS: &[&str] = &["listen", "token_file"];
 const LISTENER_KEYS: &[&str] = &[
@@ -142,6 +150,7 @@ pub(crate) struct Walked {
     pub listeners: BTreeMap<String, ListenerAt>,
     pub routes: BTreeMap<String, RouteAt>,
     pub pools: BTreeMap<String, PoolAt>,
+    pub certificates: BTreeMap<String, CertificateAt>,
 }
 
 #[derive(Clone)]
@@ -191,6 +200,7 @@ pub(crate) fn empty() -> Walked {
         listeners: BTreeMap::new(),
         routes: BTreeMap::new(),
         pools: BTreeMap::new(),
+        certificates: BTreeMap::new(),
     }
 }
 
@@ -224,6 +234,12 @@ pub(crate) fn document(sink: &mut Sink<'_>, doc: &DeTable<'_>, root_span: Span) 
         let (p, at) = pool(sink, name, &t);
         w.config.pools.insert(name.to_string(), p);
         w.pools.insert(name.to_string(), at);
+    }
+    let now = std::time::SystemTime::now();
+    for (name, _, t) in resources(sink, &root, "certificates", "certificate") {
+        let (c, at) = certificate::read(sink, name, &t, now, certificate::Dates::Refuse);
+        w.config.certificates.insert(name.to_string(), c);
+        w.certificates.insert(name.to_string(), at);
     }
     w
 }

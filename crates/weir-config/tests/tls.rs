@@ -91,7 +91,7 @@ fn each_mistake_is_named_at_its_key() {
         &tls("min_version = \"1.2\"\n"),
         6,
         1,
-        "has no `certificates`",
+        "at least one certificate",
     );
     one_error(
         &tls("certificates = []\n"),

@@ -122,7 +122,11 @@ pub fn model_with(
 ) -> Result<Resources, Invalid> {
     let mut model = Resources::new(admin, global);
     let all: Vec<(Kind, String)> = state.resources.keys().cloned().collect();
+    // What is stored was valid when written: a certificate that expired since is served on
+    // with a warning rather than keep weir from starting. Changes are held to the dates.
+    model.tolerate_expired(true);
     check(&mut model, state, &all)?;
+    model.tolerate_expired(false);
     Ok(model)
 }
 
@@ -141,6 +145,7 @@ fn kind_of(k: Kind) -> ResourceKind {
         Kind::Route => ResourceKind::Route,
         Kind::Pool => ResourceKind::Pool,
         Kind::Endpoint => ResourceKind::Endpoint,
+        Kind::Certificate => ResourceKind::Certificate,
     }
 }
 

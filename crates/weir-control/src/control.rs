@@ -133,6 +133,8 @@ impl RunningConfig {
 
     /// The config as a file `weir check` accepts. Leased endpoints belong to the services
     /// that registered them, so they are left out (importing them would make them permanent).
+    /// Certificates are shown without their private key (`key_pem`), which is never read
+    /// back: such a file needs the keys put back before `weir check` accepts it.
     pub fn export(&self) -> String {
         let mut state = (*self.state()).clone();
         let before = state.resources.len();
@@ -140,10 +142,23 @@ impl RunningConfig {
             .resources
             .retain(|(k, _), v| *k != Kind::Endpoint || v.body.get("ttl").is_none());
         let leased = before - state.resources.len();
+        let mut keyless = Vec::new();
+        for ((kind, name), v) in state.resources.iter_mut() {
+            if let std::borrow::Cow::Owned(spec) = crate::secret::shown(*kind, &v.body) {
+                v.body = spec.into();
+                keyless.push(name.clone());
+            }
+        }
         let mut text = crate::render::render(&state, &self.preamble.read().unwrap()).text;
         if leased > 0 {
             text.push_str(&format!(
                 "\n# {leased} endpoint(s) registered with a lease are not exported.\n"
+            ));
+        }
+        if !keyless.is_empty() {
+            text.push_str(&format!(
+                "\n# Private keys are never exported: add key_pem to [certificates.{}] before using this file.\n",
+                keyless.join("], [certificates.")
             ));
         }
         text

@@ -24,7 +24,7 @@ pub enum FromTomlError {
     Endpoint { pool: String, reason: String },
 }
 
-/// The listeners, routes, pools and endpoints of `source`. `[admin]` and `[global]` are
+/// The listeners, routes, pools, endpoints and certificates of `source`. `[admin]` and `[global]` are
 /// process settings, not resources, and are left out.
 pub fn specs(source: &str) -> Result<Specs, FromTomlError> {
     let doc: toml::Table = source.parse()?;
@@ -33,6 +33,7 @@ pub fn specs(source: &str) -> Result<Specs, FromTomlError> {
         ("listeners", Kind::Listener),
         ("routes", Kind::Route),
         ("pools", Kind::Pool),
+        ("certificates", Kind::Certificate),
     ] {
         let Some(tables) = doc.get(section) else {
             continue;

@@ -2,7 +2,8 @@
 //! from (a file, or the durable store), endpoint registrations with leases, validation of
 //! every change against the whole resulting config, and publishing it to the data plane.
 //!
-//! Resources are the admin API's (DESIGN.md §3): listeners, routes, pools and endpoints, each
+//! Resources are the admin API's (DESIGN.md §3): listeners, routes, pools, endpoints and
+//! certificates, each
 //! a JSON object with exactly the keys of its config-file table. They are kept as a
 //! [`weir_store::State`] in every mode, so the API reads the same shape from a file as from
 //! the store.
@@ -12,6 +13,7 @@ pub mod control;
 pub mod from_toml;
 pub mod leases;
 pub mod render;
+pub mod secret;
 pub mod source;
 
 pub use compile::{FieldError, Invalid};

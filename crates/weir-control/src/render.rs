@@ -72,6 +72,7 @@ pub fn render(state: &State, preamble: &str) -> Rendered {
         (Kind::Listener, "listeners"),
         (Kind::Route, "routes"),
         (Kind::Pool, "pools"),
+        (Kind::Certificate, "certificates"),
     ] {
         for (name, v) in state.of_kind(kind) {
             let path = format!("{section}/{name}");

@@ -157,13 +157,29 @@ impl Proxy {
             logs.insert(dest.clone(), sink);
         }
         let mut listener_tls = HashMap::new();
+        let mut attached: HashMap<&str, Vec<(String, weir_config::CertificateResource)>> =
+            HashMap::new();
+        for (name, c) in &cfg.certificates {
+            attached
+                .entry(c.listener.as_str())
+                .or_default()
+                .push((name.clone(), c.clone()));
+        }
         for (name, l) in &cfg.listeners {
             let Some(settings) = &l.tls else { continue };
-            // Unchanged settings keep the server (and its sessions); a change reads the
-            // files again, and a pair that does not load fails the change here.
+            let attached = attached.remove(name.as_str()).unwrap_or_default();
+            // Unchanged settings and attached certificates keep the server (and its
+            // sessions); a change reads the files again, and a pair that does not load fails
+            // the change here.
             let server = match installed.registry.listener_tls.get(name) {
-                Some(s) if s.settings == *settings && s.protocol == l.protocol => s.clone(),
-                _ => TlsServer::build(name, l.protocol, settings)?,
+                Some(s)
+                    if s.settings == *settings
+                        && s.protocol == l.protocol
+                        && s.attached == attached =>
+                {
+                    s.clone()
+                }
+                _ => TlsServer::build(name, l.protocol, settings, attached)?,
             };
             listener_tls.insert(name.clone(), server);
         }

@@ -1,4 +1,4 @@
-//! The four resource kinds of the admin API (DESIGN.md §3).
+//! The resource kinds of the admin API (DESIGN.md §3).
 
 use std::fmt;
 
@@ -9,10 +9,18 @@ pub enum Kind {
     Route,
     Pool,
     Endpoint,
+    /// A certificate and key (PEM) attached to a TLS listener.
+    Certificate,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Listener, Kind::Route, Kind::Pool, Kind::Endpoint];
+    pub const ALL: [Kind; 5] = [
+        Kind::Listener,
+        Kind::Route,
+        Kind::Pool,
+        Kind::Endpoint,
+        Kind::Certificate,
+    ];
 
     /// The name stored on disk. Spelled out rather than a discriminant so that reordering the
     /// enum can never reinterpret an existing database.
@@ -22,6 +30,7 @@ impl Kind {
             Kind::Route => "route",
             Kind::Pool => "pool",
             Kind::Endpoint => "endpoint",
+            Kind::Certificate => "certificate",
         }
     }
 
@@ -48,6 +57,7 @@ pub fn resource_path(kind: Kind, name: &str) -> String {
         Kind::Listener => format!("listeners/{name}"),
         Kind::Route => format!("routes/{name}"),
         Kind::Pool => format!("pools/{name}"),
+        Kind::Certificate => format!("certificates/{name}"),
         Kind::Endpoint => {
             let (pool, addr) = name.split_once('/').unwrap_or((name, ""));
             format!("pools/{pool}/endpoints/{addr}")

@@ -59,12 +59,59 @@ impl Identity {
         Identity::from_der(chain, key_der, cert, key, now)
     }
 
+    /// Checks the pair held in memory as PEM text (a `certificates/NAME` resource); `cert_name`
+    /// and `key_name` stand for them in messages. The key is parsed only once the chain parsed.
+    /// With `now` `None`, the dates are not checked (see [`Identity::check_dates`]).
+    pub fn from_pem(
+        cert_pem: &str,
+        key_pem: &str,
+        cert_name: &Path,
+        key_name: &Path,
+        now: Option<SystemTime>,
+    ) -> Result<Identity, CertError> {
+        let chain = pem::parse_chain(cert_pem.as_bytes(), cert_name)?;
+        let key_der = pem::parse_key(key_pem.as_bytes(), key_name)?;
+        Identity::from_der_at(chain, key_der, cert_name, key_name, now)
+    }
+
     pub fn from_der(
         chain: Vec<CertificateDer<'static>>,
         key_der: PrivateKeyDer<'static>,
         cert_path: &Path,
         key_path: &Path,
         now: SystemTime,
+    ) -> Result<Identity, CertError> {
+        Identity::from_der_at(chain, key_der, cert_path, key_path, Some(now))
+    }
+
+    /// Whether the leaf is within its dates at `now` (`cert_path` names it in the error).
+    pub fn check_dates(&self, cert_path: &Path, now: SystemTime) -> Result<(), CertError> {
+        let at = |t: i64| {
+            x509_parser::time::ASN1Time::from_timestamp(t).map_or(t.to_string(), |t| t.to_string())
+        };
+        let now = unix(now);
+        if now > self.not_after {
+            return Err(CertError::Expired {
+                path: cert_path.display().to_string(),
+                not_after: at(self.not_after),
+            });
+        }
+        if now < self.not_before {
+            return Err(CertError::NotYetValid {
+                path: cert_path.display().to_string(),
+                not_before: at(self.not_before),
+            });
+        }
+        Ok(())
+    }
+
+    /// [`Identity::from_der`], checking the dates only with `now`.
+    pub fn from_der_at(
+        chain: Vec<CertificateDer<'static>>,
+        key_der: PrivateKeyDer<'static>,
+        cert_path: &Path,
+        key_path: &Path,
+        now: Option<SystemTime>,
     ) -> Result<Identity, CertError> {
         let cert_name = cert_path.display().to_string();
         let (_, leaf) =
@@ -73,18 +120,19 @@ impl Identity {
                 reason: e.to_string(),
             })?;
         let validity = leaf.validity();
-        let now = unix(now);
-        if now > validity.not_after.timestamp() {
-            return Err(CertError::Expired {
-                path: cert_name,
-                not_after: validity.not_after.to_string(),
-            });
-        }
-        if now < validity.not_before.timestamp() {
-            return Err(CertError::NotYetValid {
-                path: cert_name,
-                not_before: validity.not_before.to_string(),
-            });
+        if let Some(now) = now.map(unix) {
+            if now > validity.not_after.timestamp() {
+                return Err(CertError::Expired {
+                    path: cert_name,
+                    not_after: validity.not_after.to_string(),
+                });
+            }
+            if now < validity.not_before.timestamp() {
+                return Err(CertError::NotYetValid {
+                    path: cert_name,
+                    not_before: validity.not_before.to_string(),
+                });
+            }
         }
         let names = dns_names(&leaf);
         let (not_before, not_after) = (

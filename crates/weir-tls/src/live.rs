@@ -14,13 +14,79 @@ use rustls::sign::CertifiedKey;
 use crate::identity::{CertError, Identity};
 use crate::sni::Resolver;
 
-/// Where one certificate pair comes from.
+/// Where one certificate pair comes from: two files, or PEM text held in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PairSource {
+    /// The chain's file; for a pair in memory, what names it in logs and metrics
+    /// (`certificates/NAME`).
     pub cert: PathBuf,
     pub key: PathBuf,
     /// Answers clients without SNI or with a name no certificate has.
     pub default: bool,
+    /// The pair itself, when it comes from the config rather than from files: it changes
+    /// only with the config, never by [`LiveCertificates::reload`]. Its dates are not
+    /// checked here: the config refused it expired when it was written, and one that
+    /// expires while stored is served on (clients refuse it) rather than keep weir from
+    /// starting.
+    pub pem: Option<Arc<Pem>>,
+}
+
+impl PairSource {
+    /// A pair of files.
+    pub fn files(cert: PathBuf, key: PathBuf, default: bool) -> PairSource {
+        PairSource {
+            cert,
+            key,
+            default,
+            pem: None,
+        }
+    }
+
+    /// A pair held in memory, named `name` (for messages, as `NAME/cert_pem`).
+    pub fn in_memory(name: &str, cert_pem: String, key_pem: String, default: bool) -> PairSource {
+        PairSource {
+            cert: PathBuf::from(name),
+            key: PathBuf::from(name),
+            default,
+            pem: Some(Arc::new(Pem {
+                cert: cert_pem,
+                key: key_pem,
+            })),
+        }
+    }
+
+    /// Whether the pair is files (watched and reloaded) rather than PEM in memory.
+    pub fn is_files(&self) -> bool {
+        self.pem.is_none()
+    }
+
+    fn load(&self, now: SystemTime) -> Result<Identity, CertError> {
+        match &self.pem {
+            None => Identity::load(&self.cert, &self.key, now),
+            Some(p) => Identity::from_pem(
+                &p.cert,
+                &p.key,
+                &self.cert.join("cert_pem"),
+                &self.key.join("key_pem"),
+                None,
+            ),
+        }
+    }
+}
+
+/// A certificate chain and its private key as PEM text. Its `Debug` leaves the key out.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Pem {
+    pub cert: String,
+    pub key: String,
+}
+
+impl std::fmt::Debug for Pem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pem")
+            .field("cert", &self.cert.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The pairs in use and the resolver built from them.
@@ -55,7 +121,7 @@ impl LiveCertificates {
         let mut identities = Vec::with_capacity(sources.len());
         let mut errors = Vec::new();
         for (i, s) in sources.iter().enumerate() {
-            match Identity::load(&s.cert, &s.key, now) {
+            match s.load(now) {
                 Ok(id) => identities.push(id),
                 Err(e) => errors.push((i, e)),
             }
@@ -70,8 +136,8 @@ impl LiveCertificates {
         })
     }
 
-    /// Reads every pair again. New handshakes use the result at once; handshakes under way
-    /// keep what they started with.
+    /// Reads every pair of files again (pairs in memory stay as they are). New handshakes
+    /// use the result at once; handshakes under way keep what they started with.
     pub fn reload(&self, now: SystemTime) -> Reloaded {
         let old = self.current.load_full();
         let mut out = Reloaded::default();
@@ -80,8 +146,9 @@ impl LiveCertificates {
             .iter()
             .zip(&old.identities)
             .enumerate()
-            .map(
-                |(i, (s, before))| match Identity::load(&s.cert, &s.key, now) {
+            .map(|(i, (s, before))| match s.is_files().then(|| s.load(now)) {
+                None => before.clone(),
+                Some(r) => match r {
                     Ok(id) => {
                         if id.key.cert != before.key.cert {
                             out.replaced.push(i);
@@ -93,7 +160,7 @@ impl LiveCertificates {
                         before.clone()
                     }
                 },
-            )
+            })
             .collect();
         if !out.replaced.is_empty() {
             self.current

@@ -15,6 +15,7 @@ fn live(p: &Pair) -> Arc<LiveCertificates> {
         cert: p.cert.clone(),
         key: p.key.clone(),
         default: true,
+        pem: None,
     };
     Arc::new(LiveCertificates::load(vec![s], SystemTime::now()).unwrap())
 }
@@ -97,4 +98,58 @@ fn a_bad_new_pair_keeps_the_old_one_and_says_why() {
     // Still the first pair all along.
     let got = presented(&handshake(server, client, Some("shop.example")).unwrap().0);
     assert_eq!(got, original);
+}
+
+#[test]
+fn a_pair_in_memory_is_served_and_never_reloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = ca("test ca");
+    let files = valid(dir.path(), "files", &ca, &["files.example"]);
+    let mem = valid(dir.path(), "mem", &ca, &["mem.example"]);
+    let cert = std::fs::read_to_string(&mem.cert).unwrap();
+    let key = std::fs::read_to_string(&mem.key).unwrap();
+    let sources = vec![
+        PairSource::files(files.cert.clone(), files.key.clone(), true),
+        PairSource::in_memory("certificates/mem", cert.clone(), key, false),
+    ];
+    let certs = Arc::new(LiveCertificates::load(sources, SystemTime::now()).unwrap());
+    let server = server_config(&ServerSettings::default(), certs.clone()).unwrap();
+    let client = Arc::new(any_cert_client());
+    let got = handshake(server.clone(), client.clone(), Some("mem.example"))
+        .unwrap()
+        .0;
+    assert_eq!(presented(&got), leaf_der(&mem.cert));
+    // Its files going away changes nothing: it was read from memory.
+    std::fs::remove_file(&mem.cert).unwrap();
+    let r = certs.reload(SystemTime::now());
+    assert!(r.replaced.is_empty() && r.kept.is_empty(), "{r:?}");
+    // Its Debug never shows the key.
+    assert!(!format!("{:?}", certs.sources()).contains("PRIVATE KEY"));
+    // A key of another pair is refused, named as the resource's field.
+    let other = std::fs::read_to_string(&files.key).unwrap();
+    let bad = PairSource::in_memory("certificates/mem", cert, other, false);
+    let e = LiveCertificates::load(vec![bad], SystemTime::now()).unwrap_err();
+    assert!(
+        e[0].1.to_string().contains("certificates/mem/key_pem"),
+        "{}",
+        e[0].1
+    );
+}
+
+#[test]
+fn a_pair_in_memory_is_loaded_whatever_its_dates() {
+    // The config refuses an expired pair when it is written; one that expired while stored
+    // is served on rather than keep a listener from starting.
+    let dir = tempfile::tempdir().unwrap();
+    let ca = ca("test ca");
+    let old = leaf(dir.path(), "old", &ca, &["old.example"], (2000, 2001), "");
+    let cert = std::fs::read_to_string(&old.cert).unwrap();
+    let key = std::fs::read_to_string(&old.key).unwrap();
+    let mem = PairSource::in_memory("certificates/old", cert, key, true);
+    assert!(LiveCertificates::load(vec![mem], SystemTime::now()).is_ok());
+    let files = PairSource::files(old.cert.clone(), old.key.clone(), true);
+    assert!(matches!(
+        LiveCertificates::load(vec![files], SystemTime::now()).unwrap_err()[..],
+        [(0, CertError::Expired { .. })]
+    ));
 }

@@ -17,6 +17,7 @@ fn server(settings: &ServerSettings, p: &Pair) -> Arc<rustls::ServerConfig> {
         cert: p.cert.clone(),
         key: p.key.clone(),
         default: true,
+        pem: None,
     };
     let certs = LiveCertificates::load(vec![s], SystemTime::now()).unwrap();
     server_config(settings, Arc::new(certs)).unwrap()

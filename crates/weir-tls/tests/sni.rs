@@ -14,6 +14,7 @@ fn source(p: &Pair, default: bool) -> PairSource {
         cert: p.cert.clone(),
         key: p.key.clone(),
         default,
+        pem: None,
     }
 }
 

@@ -19,6 +19,7 @@ fn backend(p: &Pair, auth: ClientAuth) -> Arc<rustls::ServerConfig> {
         cert: p.cert.clone(),
         key: p.key.clone(),
         default: true,
+        pem: None,
     };
     let certs = LiveCertificates::load(vec![s], SystemTime::now()).unwrap();
     let settings = ServerSettings {

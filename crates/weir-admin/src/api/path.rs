@@ -8,7 +8,8 @@ use super::problem::Problem;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// `listeners`, `routes`, `pools`, or `pools/{pool}/endpoints` (with the pool).
+    /// `listeners`, `routes`, `pools`, `certificates`, or `pools/{pool}/endpoints` (with
+    /// the pool).
     List(Kind, Option<String>),
     /// One resource, by its store name (`POOL/ADDR` for endpoints).
     One(Kind, String),
@@ -29,9 +30,11 @@ pub fn parse(rest: &str) -> Result<Target, Problem> {
         ["listeners"] => Target::List(Kind::Listener, None),
         ["routes"] => Target::List(Kind::Route, None),
         ["pools"] => Target::List(Kind::Pool, None),
+        ["certificates"] => Target::List(Kind::Certificate, None),
         ["listeners", n] => Target::One(Kind::Listener, name(n)?),
         ["routes", n] => Target::One(Kind::Route, name(n)?),
         ["pools", n] => Target::One(Kind::Pool, name(n)?),
+        ["certificates", n] => Target::One(Kind::Certificate, name(n)?),
         ["pools", p, "endpoints"] => Target::List(Kind::Endpoint, Some(name(p)?)),
         ["pools", p, "endpoints", a] => Target::One(Kind::Endpoint, endpoint(p, a)?),
         ["pools", p, "endpoints", a, "heartbeat"] => Target::Heartbeat(endpoint(p, a)?),
@@ -88,6 +91,11 @@ mod tests {
     #[test]
     fn parses_resource_paths() {
         assert_eq!(parse("pools").unwrap(), Target::List(Kind::Pool, None));
+        assert_eq!(
+            parse("certificates/shop").unwrap(),
+            Target::One(Kind::Certificate, "shop".into())
+        );
+        assert_eq!(of(Kind::Certificate, "shop"), "certificates/shop");
         assert_eq!(
             parse("pools/app/endpoints/127.0.0.1:80").unwrap(),
             Target::One(Kind::Endpoint, "app/127.0.0.1:80".into())

@@ -1,10 +1,12 @@
 //! One resource: GET, HEAD, PUT, DELETE with the repository semantics of DESIGN.md §3, and
-//! lists of a kind.
+//! lists of a kind. A certificate is shown without its private key (`key_pem`), in reads and
+//! in a PUT's answer alike (`weir_control::secret`).
 
 use bytes::Bytes;
 use http::{header, Method, Response, StatusCode};
 use http_body_util::Full;
 use serde_json::{json, Value};
+use weir_control::secret::shown;
 use weir_control::RunningConfig;
 use weir_store::{Change, Kind, Precondition};
 
@@ -31,7 +33,7 @@ pub fn get(control: &RunningConfig, kind: Kind, name: &str, pre: Pre) -> Reply {
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else {
-        json_response(StatusCode::OK, &v.body)
+        json_response(StatusCode::OK, &shown(kind, &v.body))
     };
     r.headers_mut().insert(header::ETAG, etag(v.version));
     Ok(r)
@@ -51,7 +53,7 @@ pub fn list(control: &RunningConfig, kind: Kind, pool: Option<&str>) -> Reply {
         }
         None => state
             .of_kind(kind)
-            .map(|(n, v)| json!({"name": n, "version": v.version, "spec": v.body}))
+            .map(|(n, v)| json!({"name": n, "version": v.version, "spec": shown(kind, &v.body)}))
             .collect(),
     };
     Ok(json_response(
@@ -276,7 +278,7 @@ fn written(
     } else {
         StatusCode::OK
     };
-    let mut r = json_response(status, spec);
+    let mut r = json_response(status, &shown(kind, spec));
     r.headers_mut().insert(header::ETAG, etag(version));
     if added {
         if let Ok(v) = format!("/api/v1/{}", path::of(kind, name)).parse() {

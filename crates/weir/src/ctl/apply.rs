@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 use weir_control::from_toml::{self, canonical_addr, Specs};
+use weir_control::secret;
 use weir_store::{endpoint_name, Kind};
 
 use super::client::{ApiError, Client};
@@ -76,8 +77,20 @@ impl Change {
 /// Endpoints with a lease (`ttl` in their spec) belong to the services that registered them:
 /// they are never changed or deleted; `skipped` names those the file also defines.
 pub fn plan(desired: &Specs, current: &Current) -> (Vec<Change>, Vec<String>) {
-    const DELETE_ORDER: [Kind; 4] = [Kind::Route, Kind::Listener, Kind::Endpoint, Kind::Pool];
-    const PUT_ORDER: [Kind; 4] = [Kind::Pool, Kind::Endpoint, Kind::Listener, Kind::Route];
+    const DELETE_ORDER: [Kind; 5] = [
+        Kind::Certificate,
+        Kind::Route,
+        Kind::Listener,
+        Kind::Endpoint,
+        Kind::Pool,
+    ];
+    const PUT_ORDER: [Kind; 5] = [
+        Kind::Pool,
+        Kind::Endpoint,
+        Kind::Listener,
+        Kind::Route,
+        Kind::Certificate,
+    ];
     let leased = |spec: &Value| spec.get("ttl").is_some();
     let mut changes = Vec::new();
     let mut skipped = Vec::new();
@@ -108,7 +121,9 @@ pub fn plan(desired: &Specs, current: &Current) -> (Vec<Change>, Vec<String>) {
                     skipped.push(path(kind, name));
                     continue;
                 }
-                Some((_, cur)) if cur == spec => continue,
+                // A certificate is read back without its key; the key must match the
+                // certificate, so the same certificate means the same pair.
+                Some((_, cur)) if *cur == *secret::shown(kind, spec) => continue,
                 Some((v, _)) => (Op::Update, Some(*v)),
             };
             changes.push(Change {
@@ -199,8 +214,15 @@ fn fetch(client: &Client) -> Result<Current, ApiError> {
         (Kind::Listener, "listeners"),
         (Kind::Route, "routes"),
         (Kind::Pool, "pools"),
+        (Kind::Certificate, "certificates"),
     ] {
-        for it in client.list(p)?.items {
+        let list = match client.list(p) {
+            Ok(l) => l,
+            // A weir from before certificate resources.
+            Err(e) if kind == Kind::Certificate && e.status() == Some(404) => continue,
+            Err(e) => return Err(e),
+        };
+        for it in list.items {
             cur.insert((kind, it.name), (it.version, it.spec));
         }
     }

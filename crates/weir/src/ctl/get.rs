@@ -24,6 +24,7 @@ pub enum What {
     Routes,
     Pools,
     Endpoints,
+    Certificates,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -48,6 +49,7 @@ pub fn get(client: &Client, args: GetArgs) -> Result<(), CtlError> {
         What::Listeners => plain(client, "listeners")?,
         What::Routes => plain(client, "routes")?,
         What::Pools => plain(client, "pools")?,
+        What::Certificates => plain(client, "certificates")?,
         What::Endpoints => endpoints(client, args.pool.as_deref())?,
     };
     let out = match args.output {
@@ -133,6 +135,11 @@ fn render(what: What, rows: &[Row]) -> String {
         What::Endpoints => (
             &["POOL", "ADDR", "VERSION", "WEIGHT", "TTL"],
             &["weight", "ttl"],
+        ),
+        // The PEM text is not a column (`-o json` has it, without the key).
+        What::Certificates => (
+            &["NAME", "VERSION", "LISTENER", "DEFAULT"],
+            &["listener", "default"],
         ),
     };
     let body: Vec<Vec<String>> = rows

@@ -5,6 +5,7 @@
 //! repeat); adds are not: an add that finds the resource present is a mistake to report.
 
 mod apply;
+mod certificate;
 mod client;
 mod export;
 #[cfg(test)]
@@ -38,7 +39,7 @@ pub struct CtlArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum CtlCommand {
-    /// List listeners, routes, pools or endpoints.
+    /// List listeners, routes, pools, endpoints or certificates.
     Get(get::GetArgs),
     /// Create and delete pools; add and remove their endpoints.
     #[command(subcommand)]
@@ -49,6 +50,9 @@ pub enum CtlCommand {
     /// Create and delete listeners.
     #[command(subcommand)]
     Listener(listener::ListenerCommand),
+    /// Add and delete certificates of TLS listeners (PEM files sent as resources).
+    #[command(subcommand)]
+    Certificate(certificate::CertificateCommand),
     /// Make the running config match a config file, in one transaction.
     ///
     /// The file is validated locally first (as `weir check` does). Only the differences
@@ -124,6 +128,7 @@ fn run(args: CtlArgs) -> Result<ExitCode, CtlError> {
         CtlCommand::Pool(c) => pool::run(&client, c)?,
         CtlCommand::Route(c) => route::run(&client, c)?,
         CtlCommand::Listener(c) => listener::run(&client, c)?,
+        CtlCommand::Certificate(c) => certificate::run(&client, c)?,
         CtlCommand::Apply(a) => apply::apply(&client, a)?,
         CtlCommand::Export => export::export(&client)?,
         CtlCommand::Register(a) => return register::register(&client, a),

@@ -593,3 +593,95 @@ fn register_registers_again_when_weir_forgot_the_endpoint() {
     assert!(err.contains("registering again"), "{err}");
     assert!(!registered(&s, &addr), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificates_from_a_file_and_from_pem_files_never_show_their_key() {
+    let s = Store::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = weir_testkit::certs::Ca::new("weir test CA");
+    let shop = ca.leaf(&["shop.test"]);
+    let api = ca.leaf(&["api.test"]).write(dir.path(), "api");
+    let listen = free_addr();
+    let f = write(
+        &dir,
+        "tls.toml",
+        &format!(
+            "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n[listeners.web.tls]\n\n[pools.app]\n\n[certificates.shop]\nlistener = \"web\"\ndefault = true\ncert_pem = '''\n{}'''\nkey_pem = '''\n{}'''\n",
+            shop.cert_pem, shop.key_pem
+        ),
+    );
+    let o = s.ok(&["apply", "-f", &f]);
+    assert!(o.contains("+ certificates/shop\n"), "{o}");
+    // Read back without its key, the certificate still compares equal to the file's.
+    assert_eq!(s.ok(&["apply", "-f", &f]).trim(), "no changes");
+
+    let cert = api.cert.display().to_string();
+    let key = api.key.display().to_string();
+    let args = [
+        "certificate",
+        "create",
+        "api",
+        "--listener",
+        "web",
+        "--cert",
+        &cert,
+        "--key",
+        &key,
+    ];
+    assert!(s.ok(&args).contains("certificate api created (version "));
+    let (code, _, err) = s.ctl(&args);
+    assert_eq!(
+        (code, err.trim()),
+        (1, "error: certificate `api` already exists")
+    );
+    let cfg = crate::tls_kit::client(&ca.pem, &["http/1.1"], None);
+    let h = crate::tls_kit::connect(&cfg, listen, Some("api.test"))
+        .await
+        .unwrap();
+    assert_eq!(h.leaf(), api.der);
+    // A key that is not the certificate's: refused at its field.
+    let wrong = ca.leaf(&["api.test"]).write(dir.path(), "wrong");
+    let (code, _, err) = s.ctl(&[
+        "certificate",
+        "create",
+        "other",
+        "--listener",
+        "web",
+        "--cert",
+        &cert,
+        "--key",
+        &wrong.key.display().to_string(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("(field certificates/other/key_pem)"), "{err}");
+
+    let list = s.json(&["get", "certificates"]);
+    let (va, vs) = (&list[0]["version"], &list[1]["version"]);
+    let table = s.ok(&["get", "certificates"]);
+    let lines: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let (va, vs) = (va.to_string(), vs.to_string());
+    assert_eq!(
+        lines,
+        [
+            vec!["NAME", "VERSION", "LISTENER", "DEFAULT"],
+            vec!["api", va.as_str(), "web", "false"],
+            vec!["shop", vs.as_str(), "web", "true"],
+        ]
+    );
+    let json = s.ok(&["get", "certificates", "-o", "json"]);
+    assert!(json.contains("BEGIN CERTIFICATE") && !json.contains("PRIVATE KEY"));
+    let export = s.ok(&["export"]);
+    assert!(export.contains("[certificates.api]") && !export.contains("PRIVATE KEY"));
+
+    assert_eq!(
+        s.ok(&["certificate", "delete", "api"]).trim(),
+        "certificate api deleted"
+    );
+    let h = crate::tls_kit::connect(&cfg, listen, Some("shop.test"))
+        .await
+        .unwrap();
+    assert_eq!(h.leaf(), shop.der);
+}

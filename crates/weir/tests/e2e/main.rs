@@ -36,6 +36,7 @@ mod shutdown;
 mod tcp;
 mod timeouts;
 mod tls;
+mod tls_api;
 mod tls_bad_input;
 mod tls_config;
 mod tls_stats;

@@ -35,11 +35,13 @@ fn stamps(server: &TlsServer) -> Vec<Stamp> {
         .certs
         .sources()
         .iter()
+        .filter(|s| s.is_files())
         .flat_map(|s| [stamp(&s.cert), stamp(&s.key)])
         .collect()
 }
 
-/// Watches `server`'s files for as long as it is in use (the task ends once the last
+/// Watches `server`'s files (not its certificates held in memory, which change only with the
+/// config) for as long as it is in use (the task ends once the last
 /// snapshot holding it is gone).
 pub fn watch(server: &Arc<TlsServer>) {
     let weak: Weak<TlsServer> = Arc::downgrade(server);

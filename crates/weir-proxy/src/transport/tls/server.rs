@@ -1,12 +1,14 @@
-//! A TLS listener's server side, built from `[listeners.NAME.tls]`: the rustls config
-//! (versions, ALPN, client certificates, resumption), the certificates it serves (reloaded
-//! when their files change, `reload.rs`), and the listener's handshake counters.
+//! A TLS listener's server side, built from `[listeners.NAME.tls]` and the
+//! `[certificates.NAME]` attached to the listener: the rustls config (versions, ALPN, client
+//! certificates, resumption), the certificates it serves (files reloaded when they change,
+//! `reload.rs`; attached certificates change with the config), and the listener's handshake
+//! counters.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::HeaderName;
-use weir_config::{ClientAuth, ListenerTls, Protocol, TlsVersion};
+use weir_config::{CertificateResource, ClientAuth, ListenerTls, Protocol, TlsVersion};
 use weir_tls::{LiveCertificates, MinVersion, PairSource, ServerSettings};
 
 use crate::metrics;
@@ -16,6 +18,9 @@ pub struct TlsServer {
     /// What it was built from: a config change that keeps it keeps this server (and
     /// its certificates, watcher and session tickets).
     pub settings: ListenerTls,
+    /// The `[certificates.NAME]` attached to the listener, by name, as built (served after
+    /// the files): a change to one builds a new server.
+    pub attached: Vec<(String, CertificateResource)>,
     pub protocol: Protocol,
     pub config: Arc<rustls::ServerConfig>,
     pub certs: Arc<LiveCertificates>,
@@ -60,21 +65,26 @@ impl TlsSetupError {
 }
 
 impl TlsServer {
-    /// Reads the certificates (every pair must load) and makes the rustls config; starts
-    /// watching the files.
+    /// Reads the certificates (every pair must load: the files, then the `attached`
+    /// resources) and makes the rustls config; starts watching the files.
     pub fn build(
         listener: &str,
         protocol: Protocol,
         tls: &ListenerTls,
+        attached: Vec<(String, CertificateResource)>,
     ) -> Result<Arc<TlsServer>, TlsSetupError> {
         let sources = tls
             .certificates
             .iter()
-            .map(|c| PairSource {
-                cert: c.cert.clone(),
-                key: c.key.clone(),
-                default: c.default,
-            })
+            .map(|c| PairSource::files(c.cert.clone(), c.key.clone(), c.default))
+            .chain(attached.iter().map(|(name, c)| {
+                PairSource::in_memory(
+                    &format!("certificates/{name}"),
+                    c.cert_pem.clone(),
+                    c.key_pem.clone(),
+                    c.default,
+                )
+            }))
             .collect();
         let certs = LiveCertificates::load(sources, SystemTime::now()).map_err(|mut errs| {
             TlsSetupError::Certificate {
@@ -82,6 +92,15 @@ impl TlsServer {
                 source: errs.remove(0).1,
             }
         })?;
+        // An attached certificate is loaded whatever its dates (one that expired while stored
+        // must not keep weir from starting); say so where it is.
+        let now = SystemTime::now();
+        let current = certs.current();
+        for (id, src) in current.identities.iter().zip(certs.sources()) {
+            if let (false, Err(e)) = (src.is_files(), id.check_dates(&src.cert, now)) {
+                tracing::warn!(listener, "{e}; it is served until replaced");
+            }
+        }
         let certs = Arc::new(certs);
         let ca = || tls.client_ca.clone().unwrap_or_default();
         let settings = ServerSettings {
@@ -113,6 +132,7 @@ impl TlsServer {
             metrics: metrics::tls::for_listener(&name),
             listener: name,
             settings: tls.clone(),
+            attached,
             protocol,
             config,
             certs,
