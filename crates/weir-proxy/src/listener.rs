@@ -22,6 +22,7 @@ use crate::http::forward::ConnCtx;
 use crate::http::headers::client_ip_value;
 use crate::metrics::{Held, GLOBAL};
 use crate::tcp::session::serve as serve_tcp;
+use crate::tcp::sni::serve as serve_sni;
 use crate::transport::{accept, defer_accept, listen, ClientStream, Listener};
 use crate::Shared;
 
@@ -158,7 +159,6 @@ async fn accept_loop(
                 });
             }
             Protocol::Tcp => {
-                let Some(pool) = l.pool.clone() else { continue };
                 let stream = match tokio::net::TcpStream::from_std(stream) {
                     Ok(s) => s,
                     Err(e) => {
@@ -166,18 +166,35 @@ async fn accept_loop(
                         continue;
                     }
                 };
-                // The listener's counters (a tcp listener's only target).
-                let Some(metrics) = l.routes.lookup(None, "/").map(|t| t.metrics.clone()) else {
+                if let Some(counts) = &l.passthrough {
+                    // SNI passthrough: the pool is known once the ClientHello is read.
+                    let accepted = crate::tcp::sni::Accepted {
+                        shared: shared.clone(),
+                        slot,
+                        listener: l.name.clone(),
+                        counts: counts.clone(),
+                        header_timeout: l.header_timeout,
+                        kill: kill.clone(),
+                    };
+                    let conn = Box::pin(serve_sni(stream, client, accepted));
+                    tracker.spawn(async move {
+                        conn.await;
+                        drop(open);
+                    });
+                    continue;
+                }
+                // The listener's pool and counters (a tcp listener's only target).
+                let Some(target) = l.routes.lookup(None, "/").cloned() else {
                     continue;
                 };
                 let session = Box::pin(serve_tcp(
                     stream,
                     client,
                     l.name.clone(),
-                    pool,
-                    metrics,
+                    target,
                     l.idle_timeout,
                     kill.clone(),
+                    None,
                 ));
                 tracker.spawn(async move {
                     session.await;

@@ -1,7 +1,9 @@
 //! The TCP (layer 4) proxy: one upstream connection per client connection,
-//! bytes relayed both ways with half-close, zero-copy on Linux.
+//! bytes relayed both ways with half-close, zero-copy on Linux; with `sni_routing`,
+//! the pool chosen by the ClientHello's server name (`sni.rs`).
 
 mod relay;
 pub mod session;
+pub mod sni;
 #[cfg(target_os = "linux")]
 mod splice;

@@ -1,13 +1,15 @@
 //! One TCP session: take a slot on an endpoint (queueing under `max_conn`
 //! like HTTP requests do), connect (the next endpoint on failure), then relay
 //! until both sides are done, the session idles out, or the drain grace of a
-//! removed listener or a shutdown ends it.
+//! removed listener or a shutdown ends it. A session of an SNI passthrough listener
+//! (`sni.rs`) first sends the upstream the ClientHello it already read.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
@@ -19,19 +21,25 @@ use crate::http::forward::ip_hash;
 use crate::pool::PoolRt;
 use crate::race::race;
 use crate::reason::Reason;
-use crate::router::TargetMetrics;
+use crate::router::Target;
 use crate::tcp::relay::relay;
+use crate::tcp::sni::Passed;
 use crate::transport::connect_until;
 
 pub async fn serve(
     client: TcpStream,
     peer: SocketAddr,
     listener: Arc<str>,
-    pool: Arc<PoolRt>,
-    metrics: TargetMetrics,
+    target: Target,
     idle_timeout: Duration,
     kill: CancellationToken,
+    hello: Option<Passed>,
 ) {
+    let Target {
+        route,
+        pool,
+        metrics,
+    } = target;
     // One timer for the whole session: the connect timeout, then idle.
     let timer = tokio::time::sleep(pool.connect_timeout);
     tokio::pin!(timer);
@@ -41,9 +49,11 @@ pub async fn serve(
             metrics.no_endpoint.record_session(Some(reason));
             warn!(
                 listener = &*listener,
+                route = route.as_deref(),
                 pool = &*pool.name,
                 reason = reason.as_str(),
                 client = %peer,
+                sni = hello.as_ref().and_then(|h| h.sni.as_deref()),
                 "tcp session refused"
             );
             return;
@@ -52,6 +62,31 @@ pub async fn serve(
     let _upstream_open = crate::metrics::Held::new(&crate::metrics::GLOBAL.upstream_open);
     let cut = &slot.endpoint.cut;
     let session = async {
+        let mut upstream = upstream;
+        let mut timer = timer;
+        if let Some(hello) = hello {
+            // The client's bytes so far, before anything it sends next; bounded
+            // by the idle timeout like any write of the relay.
+            timer
+                .as_mut()
+                .reset(tokio::time::Instant::now() + idle_timeout);
+            let sent = tokio::select! {
+                biased;
+                r = upstream.write_all(&hello.bytes) => r,
+                _ = timer.as_mut() => Err(std::io::ErrorKind::TimedOut.into()),
+            };
+            if let Err(e) = sent {
+                debug!(
+                    listener = &*listener,
+                    "tcp session ended sending the ClientHello: {e}"
+                );
+                return;
+            }
+            slot.endpoint.metrics.bytes_in.fetch_add(
+                hello.bytes.len() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
         let r = relay(
             client,
             upstream,
