@@ -1,5 +1,5 @@
-//! weir-testkit: fake upstreams (HTTP and TCP) and a small HTTP client for weir's tests,
-//! benchmarks and `weir demo`.
+//! weir-testkit: fake upstreams (HTTP, TCP and TLS) and small HTTP and TLS clients for
+//! weir's tests, benchmarks and `weir demo`.
 //!
 //! Every knob a load balancer has to cope with is a builder option or a path on the fake
 //! backend: latency, a worker-pool concurrency cap, stale keep-alive closes, flapping
@@ -14,6 +14,7 @@ mod latency;
 mod listener;
 mod routes;
 mod tcp;
+pub mod tls_echo;
 
 pub use black_hole::BlackHole;
 pub use body::pattern;

@@ -32,6 +32,7 @@ mod resilience;
 mod retries;
 mod routing;
 mod shutdown;
+mod sni;
 mod tcp;
 mod timeouts;
 mod truncation;
