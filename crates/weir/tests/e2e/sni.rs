@@ -192,6 +192,14 @@ async fn each_server_name_reaches_its_pool_and_the_rest_the_fallback() {
 
     wait_passthrough(&w, "routed", 6).await;
     wait_passthrough(&w, "fallback", 3).await;
+    // The exposition with the passthrough family still parses (OpenMetrics' reference parser).
+    let samples = crate::observability::samples(&w).await;
+    assert!(
+        samples
+            .iter()
+            .any(|s| s["name"] == "weir_tls_passthrough_total"),
+        "{samples:?}"
+    );
     // Sessions count per route, as any tcp session does.
     let m = weir_testkit::client::get(w.admin, "/metrics")
         .await
@@ -472,4 +480,56 @@ async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
         now - start_rss
     );
     eprintln!("rss: start {start_rss} KiB, pending {pending_rss} KiB ({per_conn:.1} KiB each), after {now} KiB");
+}
+
+/// A hello that never ends within the read limit, and one whose client leaves halfway:
+/// both closed and counted (`too_large`, `client_closed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_endless_hello_and_a_client_leaving_halfway_are_counted() {
+    let ca = TestCa::new("sni test CA");
+    let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
+        .await
+        .unwrap();
+    let b = TlsEchoUpstream::spawn("b", &ca.leaf(&["*.b.example"]))
+        .await
+        .unwrap();
+    let listen = free_addr();
+    let w = start(&edge_cfg(listen, a.addr(), b.addr(), ""));
+    let from = w.log_lines();
+
+    // A ClientHello announcing 65,000 bytes, sent as well-formed 4 KiB handshake records:
+    // TLS would wait for all of it; weir stops at 16 KiB.
+    let mut endless = Vec::new();
+    for i in 0..6 {
+        let mut payload = vec![0u8; 4096];
+        if i == 0 {
+            payload[..4].copy_from_slice(&[0x01, 0x00, 0xfd, 0xe8]);
+        }
+        endless.extend_from_slice(&[0x16, 0x03, 0x01, 0x10, 0x00]);
+        endless.extend_from_slice(&payload);
+    }
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    // weir may close (and reset) before taking every byte.
+    let _ = s.write_all(&endless).await;
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
+        .await
+        .expect("weir did not close an endless hello")
+        .ok();
+    assert!(out.is_empty(), "{out:?}");
+    wait_passthrough(&w, "too_large", 1).await;
+    w.wait_log(from, "reason=\"too_large\"", Duration::from_secs(10));
+
+    let hello = client_hello(Some("a.example"));
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    s.write_all(&hello[..hello.len() / 2]).await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
+        .await
+        .expect("weir did not close after the client's EOF")
+        .ok();
+    wait_passthrough(&w, "client_closed", 1).await;
+    w.wait_log(from, "reason=\"client_closed\"", Duration::from_secs(10));
+    assert_eq!(a.handshakes() + b.handshakes(), 0);
 }
