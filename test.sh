@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 # dashboard test is installed by tests/browser/run.sh; later features add
 # etcd, ... here): weir-tls's tests make RSA pairs with the openssl command and
 # trust the system's certificate store.
-DEBS=(openssl ca-certificates)
+DEBS=(openssl ca-certificates curl)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -373,6 +373,7 @@ fn apply_error_field(config: &Config, e: ApplyError) -> FieldError {
             .iter()
             .find(|(_, l)| l.access_log.is_some())
             .map(|(n, _)| format!("listeners/{n}/access_log")),
+        ApplyError::Tls(t) => Some(format!("listeners/{}/tls", t.listener())),
         ApplyError::Start(_) => None,
     };
     FieldError {

@@ -47,6 +47,11 @@ pub struct Entry {
     pub total_ms: f64,
     pub retries: u32,
     pub reason: Option<&'static str>,
+    /// On a TLS listener: `"1.2"` or `"1.3"`, and the server name the client sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_version: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sni: Option<Arc<str>>,
 }
 
 impl Entry {
@@ -71,6 +76,8 @@ impl Entry {
             total_ms: 0.0,
             retries: 0,
             reason: None,
+            tls_version: None,
+            sni: None,
         }
     }
 

@@ -38,6 +38,7 @@ use weir_config::Config;
 
 use crate::listener::{BindError, Running};
 use crate::snapshot::{Registry, Snapshot};
+use crate::transport::tls::{TlsServer, TlsSetupError};
 
 pub use crate::reason::Reason;
 
@@ -70,6 +71,7 @@ struct Installed {
 pub struct Prepared {
     fresh: Vec<listener::Bound>,
     logs: HashMap<weir_config::AccessLog, accesslog::Sink>,
+    tls: HashMap<String, Arc<TlsServer>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +80,8 @@ pub enum ApplyError {
     Bind(#[from] BindError),
     #[error("starting listener: {0}")]
     Start(#[from] std::io::Error),
+    #[error(transparent)]
+    Tls(#[from] TlsSetupError),
     #[error("access log {dest}: {source}")]
     AccessLog {
         dest: String,
@@ -140,12 +144,23 @@ impl Proxy {
                 })?;
             logs.insert(dest.clone(), sink);
         }
-        Ok(Prepared { fresh, logs })
+        let mut tls = HashMap::new();
+        for (name, l) in &cfg.listeners {
+            let Some(settings) = &l.tls else { continue };
+            // Unchanged settings keep the server (and its sessions); a change reads the
+            // files again, and a pair that does not load fails the change here.
+            let server = match installed.registry.tls.get(name) {
+                Some(s) if s.settings == *settings && s.protocol == l.protocol => s.clone(),
+                _ => TlsServer::build(name, l.protocol, settings)?,
+            };
+            tls.insert(name.clone(), server);
+        }
+        Ok(Prepared { fresh, logs, tls })
     }
 
     /// Publishes `cfg`, which [`Proxy::prepare`] accepted; the listeners bound then start.
     pub fn install(&self, prepared: Prepared, cfg: &Config) -> Result<(), ApplyError> {
-        let Prepared { fresh, logs } = prepared;
+        let Prepared { fresh, logs, tls } = prepared;
         let mut installed = self.installed.lock().unwrap();
         let mut slots: HashMap<String, usize> = HashMap::new();
         let mut fresh_slots = Vec::new();
@@ -170,7 +185,13 @@ impl Proxy {
 
         let used: Vec<_> = logs.keys().cloned().collect();
         installed.sinks.retain(&used);
-        let snapshot = Arc::new(Snapshot::build(cfg, &slots, &mut installed.registry, &logs));
+        let snapshot = Arc::new(Snapshot::build(
+            cfg,
+            &slots,
+            &mut installed.registry,
+            &logs,
+            tls,
+        ));
         self.shared.snapshot.store(snapshot.clone());
         snapshot.install_queues();
         metrics::GLOBAL

@@ -17,12 +17,11 @@ use tracing::warn;
 use weir_config::Protocol;
 
 use crate::http::conn::{serve as serve_http, ClientLimits};
-use crate::http::conn_state::ConnState;
 use crate::http::forward::ConnCtx;
-use crate::http::headers::client_ip_value;
 use crate::metrics::{Held, GLOBAL};
 use crate::tcp::session::serve as serve_tcp;
 use crate::tcp::sni::serve as serve_sni;
+use crate::transport::tls::{handshake, TlsServer};
 use crate::transport::{accept, defer_accept, listen, ClientStream, Listener};
 use crate::Shared;
 
@@ -135,18 +134,27 @@ async fn accept_loop(
         let open = Held::new(&GLOBAL.client_open);
         match l.protocol {
             Protocol::Http => {
-                let ctx = Arc::new(ConnCtx {
-                    shared: shared.clone(),
-                    slot,
-                    client,
-                    client_ip: client_ip_value(client.ip()),
-                    state: ConnState::new(),
-                });
                 let limits = ClientLimits {
                     header_timeout: l.header_timeout,
                     idle_timeout: l.idle_timeout,
                     max_header_bytes: l.max_header_bytes,
                 };
+                if let Some(server) = &l.tls {
+                    let conn = Box::pin(serve_https(
+                        stream,
+                        server.clone(),
+                        ConnCtx::new(shared.clone(), slot, client),
+                        limits,
+                        drain.clone(),
+                        kill.clone(),
+                    ));
+                    tracker.spawn(async move {
+                        conn.await;
+                        drop(open);
+                    });
+                    continue;
+                }
+                let ctx = Arc::new(ConnCtx::new(shared.clone(), slot, client));
                 // Boxed where built: spawning moves a future three times
                 // (task cell, scheduler, first poll), and these are
                 // kilobytes (a TCP session's 1.8 KB was ~1.3k instructions
@@ -203,4 +211,35 @@ async fn accept_loop(
             }
         }
     }
+}
+
+/// A TLS connection: the handshake (bounded by its own timeout, cut by the drain
+/// grace), then HTTP over it like any other connection.
+async fn serve_https(
+    sock: std::net::TcpStream,
+    server: Arc<TlsServer>,
+    mut ctx: ConnCtx,
+    limits: ClientLimits,
+    drain: CancellationToken,
+    kill: CancellationToken,
+) {
+    let Ok(sock) = tokio::net::TcpStream::from_std(sock) else {
+        return;
+    };
+    let conn = tokio::select! {
+        c = handshake(sock, &server) => c,
+        _ = kill.cancelled() => None,
+    };
+    let Some(conn) = conn else { return };
+    ctx.tls = Some(Box::new(conn.info.clone()));
+    ctx.identity_header = server.identity_header.clone();
+    drop(server);
+    serve_http(
+        ClientStream::Tls(Box::new(conn)),
+        Arc::new(ctx),
+        limits,
+        drain,
+        kill,
+    )
+    .await;
 }

@@ -16,6 +16,8 @@ pub enum Reason {
     RetriesExhausted,
     ClientClosed,
     BadRequest,
+    /// Not a failure: a route with `https_redirect` answered a plain-HTTP request.
+    HttpsRedirect,
 }
 
 impl Reason {
@@ -31,6 +33,7 @@ impl Reason {
             Reason::RetriesExhausted => "retries_exhausted",
             Reason::ClientClosed => "client_closed",
             Reason::BadRequest => "bad_request",
+            Reason::HttpsRedirect => "https_redirect",
         }
     }
 
@@ -44,6 +47,8 @@ impl Reason {
             // nginx's non-standard 499: the client went away before an answer.
             Reason::ClientClosed => 499,
             Reason::BadRequest => 400,
+            // Permanent, and unlike 301 the method and body stay as they were.
+            Reason::HttpsRedirect => 308,
         }
     }
 }

@@ -18,6 +18,10 @@ pub struct Target {
     pub route: Option<Arc<str>>,
     pub pool: Arc<PoolRt>,
     pub metrics: TargetMetrics,
+    /// `https_redirect`: plain-HTTP requests are answered 308 to https.
+    pub https_redirect: bool,
+    /// `hsts`: the `Strict-Transport-Security` value for answers over TLS.
+    pub hsts: Option<http::HeaderValue>,
 }
 
 impl Target {
@@ -181,6 +185,8 @@ mod tests {
             route: Some(name.into()),
             pool: Arc::new(PoolRt::for_test(name)),
             metrics: metrics(),
+            https_redirect: false,
+            hsts: None,
         }
     }
 
@@ -212,6 +218,8 @@ mod tests {
             route: None,
             pool: Arc::new(PoolRt::for_test("d")),
             metrics: metrics(),
+            https_redirect: false,
+            hsts: None,
         }));
         t.insert(Some(&HostMatch::Exact("a.com".into())), "/api", target("a"));
         let hit = t.lookup(Some("a.com"), "/other").unwrap();

@@ -16,6 +16,7 @@ use crate::metrics::hist::Histogram;
 use crate::metrics::sni::Passthrough;
 use crate::pool::{PoolRt, PoolShared};
 use crate::router::{RouteTable, Target, TargetMetrics};
+use crate::transport::tls::TlsServer;
 
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -44,6 +45,8 @@ pub struct ListenerSnap {
     /// A tcp listener with `sni_routing`: its hello-stage counts (`routes` then holds
     /// its `sni` routes, looked up like hosts).
     pub passthrough: Option<Arc<Passthrough>>,
+    /// TLS termination, when the listener has `[tls]`.
+    pub tls: Option<Arc<TlsServer>>,
 }
 
 /// Runtime state that outlives snapshots: endpoints keyed by pool and
@@ -62,6 +65,9 @@ pub struct Registry {
     pub durations: HashMap<Labels, Arc<Histogram>>,
     /// SNI passthrough counts by listener, rebuilt like `series`.
     pub passthrough: crate::metrics::sni::Series,
+    /// TLS listeners' server sides by listener name, kept while their settings stay
+    /// the same (certificates loaded once, watched, session tickets kept).
+    pub tls: HashMap<String, Arc<TlsServer>>,
 }
 
 /// Finds or makes the counters for each target of a new snapshot, keeping
@@ -174,6 +180,7 @@ impl Snapshot {
         slots: &HashMap<String, usize>,
         registry: &mut Registry,
         logs: &HashMap<weir_config::AccessLog, crate::accesslog::Sink>,
+        tls: HashMap<String, Arc<TlsServer>>,
     ) -> Self {
         let mut pools = HashMap::new();
         let mut next: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>> = HashMap::new();
@@ -232,6 +239,8 @@ impl Snapshot {
                     route: None,
                     metrics: series.target(&lname, "", &pool),
                     pool,
+                    https_redirect: false,
+                    hsts: None,
                 }
             });
             let pool = default.as_ref().map(|t| t.pool.clone());
@@ -242,6 +251,11 @@ impl Snapshot {
                     route: Some(rname.as_str().into()),
                     metrics: series.target(&lname, rname, &pool),
                     pool,
+                    https_redirect: r.https_redirect,
+                    hsts: r
+                        .hsts
+                        .as_deref()
+                        .and_then(|v| http::HeaderValue::from_str(v).ok()),
                 };
                 // An SNI is looked up as a host is (exact, then the longest `*.` suffix).
                 let matcher = if l.sni_routing { &r.sni } else { &r.host };
@@ -268,10 +282,12 @@ impl Snapshot {
                 idle_timeout: l.idle_timeout,
                 max_header_bytes: l.max_header_bytes,
                 passthrough: counts,
+                tls: tls.get(name).cloned(),
             });
         }
         series.finish();
         registry.passthrough = passthrough;
+        registry.tls = tls;
         Snapshot {
             listeners,
             pools,

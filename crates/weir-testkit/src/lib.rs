@@ -7,6 +7,7 @@
 
 mod black_hole;
 mod body;
+pub mod certs;
 pub mod client;
 mod conn;
 mod http;

@@ -25,7 +25,7 @@ pub mod sni;
 
 pub use client::{ClientSettings, Trust};
 pub use hello::Hello;
-pub use identity::{CertError, Identity};
+pub use identity::{subject, CertError, Identity};
 pub use live::{LiveCertificates, PairSource, Reloaded};
 pub use server::{ClientAuth, MinVersion, ServerSettings, SettingsError};
 pub use sni::Resolver;

@@ -125,8 +125,14 @@ fn dotted_quad(octets: [u8; 4], out: &mut [u8; 15]) -> usize {
     n
 }
 
-/// Adds `X-Forwarded-For` (appended to any the client sent), `-Proto` and `-Host`.
-pub fn add_forwarded(h: &mut HeaderMap, client: &HeaderValue, host: Option<&HeaderValue>) {
+/// Adds `X-Forwarded-For` and `Forwarded` (each appended to any the client sent),
+/// `X-Forwarded-Proto` and `-Host`. `proto` is `http` or `https`.
+pub fn add_forwarded(
+    h: &mut HeaderMap,
+    client: &HeaderValue,
+    host: Option<&HeaderValue>,
+    proto: &'static str,
+) {
     // One hash lookup for X-Forwarded-For, whether or not the client sent one.
     match h.entry(X_FORWARDED_FOR.clone()) {
         header::Entry::Vacant(v) => {
@@ -140,7 +146,20 @@ pub fn add_forwarded(h: &mut HeaderMap, client: &HeaderValue, host: Option<&Head
             o.insert(joined.unwrap_or_else(|| client.clone()));
         }
     }
-    h.insert(X_FORWARDED_PROTO.clone(), HeaderValue::from_static("http"));
+    // RFC 7239: an IPv6 address is bracketed and quoted, `for="[2001:db8::1]"`.
+    let ip = client.to_str().unwrap_or("unknown");
+    let element = match ip.contains(':') {
+        true => format!("for=\"[{ip}]\";proto={proto}"),
+        false => format!("for={ip};proto={proto}"),
+    };
+    let value = match h.get(header::FORWARDED).and_then(|v| v.to_str().ok()) {
+        Some(prev) => format!("{prev}, {element}"),
+        None => element,
+    };
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        h.insert(header::FORWARDED, v);
+    }
+    h.insert(X_FORWARDED_PROTO.clone(), HeaderValue::from_static(proto));
     if let Some(host) = host {
         h.insert(X_FORWARDED_HOST.clone(), host.clone());
     }
@@ -213,9 +232,14 @@ mod tests {
         h.insert("x-forwarded-for", "10.0.0.1".parse().unwrap());
         let host = HeaderValue::from_static("a.com");
         let ip = client_ip_value("127.0.0.1".parse().unwrap());
-        add_forwarded(&mut h, &ip, Some(&host));
+        h.insert("forwarded", "for=10.0.0.1".parse().unwrap());
+        add_forwarded(&mut h, &ip, Some(&host), "https");
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 127.0.0.1");
-        assert_eq!(h["x-forwarded-proto"], "http");
+        assert_eq!(h["forwarded"], "for=10.0.0.1, for=127.0.0.1;proto=https");
+        assert_eq!(h["x-forwarded-proto"], "https");
         assert_eq!(h["x-forwarded-host"], "a.com");
+        let mut h = HeaderMap::new();
+        add_forwarded(&mut h, &"::1".parse().unwrap(), None, "http");
+        assert_eq!(h["forwarded"], "for=\"[::1]\";proto=http");
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::reason::Reason;
 
 /// Every reason, in a fixed order (indexes into `by_reason`).
-pub const REASONS: [Reason; 10] = [
+pub const REASONS: [Reason; 11] = [
     Reason::RouteNotFound,
     Reason::QueueFull,
     Reason::QueueTimeout,
@@ -18,6 +18,7 @@ pub const REASONS: [Reason; 10] = [
     Reason::RetriesExhausted,
     Reason::ClientClosed,
     Reason::BadRequest,
+    Reason::HttpsRedirect,
 ];
 
 pub fn reason_index(r: Reason) -> usize {
@@ -25,7 +26,7 @@ pub fn reason_index(r: Reason) -> usize {
 }
 
 /// Status codes weir's own errors use; a reason's count is kept per code.
-const GENERATED: [u16; 10] = [400, 404, 414, 429, 431, 499, 501, 502, 503, 504];
+const GENERATED: [u16; 11] = [308, 400, 404, 414, 429, 431, 499, 501, 502, 503, 504];
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Labels {

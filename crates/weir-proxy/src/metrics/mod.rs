@@ -12,6 +12,7 @@ pub mod recorder;
 pub mod render;
 pub mod sni;
 pub mod stats;
+pub mod tls;
 
 use std::sync::atomic::{AtomicI64, AtomicU64};
 

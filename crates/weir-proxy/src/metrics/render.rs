@@ -328,6 +328,7 @@ impl Collector for Weir {
             "Time to validate a config change and publish it to the data plane (the store's fsync excluded).",
             &[(Labels::default(), &*crate::metrics::config_apply::APPLY)],
         )?;
+        tls(&mut enc, &snap)?;
         let dropped = crate::accesslog::DROPPED.load(Relaxed);
         counter(
             &mut enc,
@@ -337,4 +338,70 @@ impl Collector for Weir {
         )?;
         Ok(())
     }
+}
+
+/// The TLS listeners' handshakes, certificate reloads and certificate expiry.
+fn tls(enc: &mut DescriptorEncoder, snap: &Snapshot) -> Result<(), std::fmt::Error> {
+    let servers: Vec<_> = snap
+        .listeners
+        .iter()
+        .flatten()
+        .filter_map(|l| l.tls.as_ref())
+        .collect();
+    let mut handshakes = Vec::new();
+    let mut reloads = Vec::new();
+    let mut expiry = Vec::new();
+    for s in &servers {
+        let name = s.listener.to_string();
+        for (v, o, n) in s.metrics.handshakes() {
+            handshakes.push((
+                vec![
+                    ("listener", name.clone()),
+                    ("version", v.as_str().to_string()),
+                    ("result", o.as_str().to_string()),
+                ],
+                n,
+            ));
+        }
+        for (result, n) in [
+            ("ok", s.metrics.reloads_ok.load(Relaxed)),
+            ("failed", s.metrics.reloads_failed.load(Relaxed)),
+        ] {
+            reloads.push((
+                vec![("listener", name.clone()), ("result", result.to_string())],
+                n,
+            ));
+        }
+        let current = s.certs.current();
+        for (id, src) in current.identities.iter().zip(s.certs.sources()) {
+            // The certificate's first name, else its file.
+            let cert = id
+                .names
+                .first()
+                .cloned()
+                .unwrap_or_else(|| src.cert.display().to_string());
+            expiry.push((
+                vec![("listener", name.clone()), ("name", cert)],
+                id.not_after,
+            ));
+        }
+    }
+    counter(
+        enc,
+        "weir_tls_handshakes",
+        "TLS handshakes on listeners, by listener, negotiated version (empty when none was) and result.",
+        &handshakes,
+    )?;
+    counter(
+        enc,
+        "weir_tls_certificate_reloads",
+        "Certificate files read again after they changed, by result (failed: the previous pair stays in use).",
+        &reloads,
+    )?;
+    gauge(
+        enc,
+        "weir_tls_certificate_expiry_timestamp_seconds",
+        "When each certificate served now expires (Unix time), by listener and the certificate's first name.",
+        &expiry,
+    )
 }

@@ -39,6 +39,7 @@ pub async fn serve(
         route,
         pool,
         metrics,
+        ..
     } = target;
     // One timer for the whole session: the connect timeout, then idle.
     let timer = tokio::time::sleep(pool.connect_timeout);

@@ -16,20 +16,25 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::lazy;
+use super::tls::{TlsConn, TlsReader, TlsWriter};
 use super::tls_info::TlsInfo;
 
 /// An accepted client connection.
 pub enum ClientStream {
     /// Plain TCP, registered with epoll only once it must wait.
     Plain(lazy::Socket),
+    /// Terminated TLS (`tls/`); boxed, as a session is kilobytes.
+    Tls(Box<TlsConn>),
 }
 
 pub enum ClientReader {
     Plain(lazy::ReadHalf),
+    Tls(TlsReader),
 }
 
 pub enum ClientWriter {
     Plain(lazy::WriteHalf),
+    Tls(TlsWriter),
 }
 
 impl ClientStream {
@@ -44,6 +49,10 @@ impl ClientStream {
                 let (r, w) = s.into_split();
                 (ClientReader::Plain(r), ClientWriter::Plain(w))
             }
+            ClientStream::Tls(t) => {
+                let (r, w) = t.into_split();
+                (ClientReader::Tls(r), ClientWriter::Tls(w))
+            }
         }
     }
 
@@ -51,6 +60,7 @@ impl ClientStream {
     pub fn tls(&self) -> Option<&TlsInfo> {
         match self {
             ClientStream::Plain(_) => None,
+            ClientStream::Tls(t) => Some(&t.info),
         }
     }
 
@@ -59,12 +69,14 @@ impl ClientStream {
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         match self {
             ClientStream::Plain(s) => s.tcp().peer_addr(),
+            ClientStream::Tls(t) => t.tcp().peer_addr(),
         }
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match self {
             ClientStream::Plain(s) => s.tcp().local_addr(),
+            ClientStream::Tls(t) => t.tcp().local_addr(),
         }
     }
 }
@@ -76,6 +88,7 @@ impl ClientReader {
     pub fn registered(&self) -> bool {
         match self {
             ClientReader::Plain(r) => r.registered(),
+            ClientReader::Tls(_) => true,
         }
     }
 
@@ -93,6 +106,7 @@ impl ClientReader {
                     Ok(_) => Poll::Ready(false),
                 }
             }
+            ClientReader::Tls(r) => r.poll_gone(cx),
         }
     }
 }
@@ -106,16 +120,18 @@ impl AsyncRead for ClientReader {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ClientReader::Plain(r) => Pin::new(r).poll_read(cx, buf),
+            ClientReader::Tls(r) => Pin::new(r).poll_read(cx, buf),
         }
     }
 }
 
 impl ClientWriter {
     /// Drops the half without shutting down writing: closing the stream
-    /// sends the FIN (and a TLS close_notify would go out here).
+    /// sends the FIN (after a TLS close_notify, if the socket takes it now).
     pub fn forget(self) {
         match self {
             ClientWriter::Plain(w) => w.forget(),
+            ClientWriter::Tls(w) => w.close(),
         }
     }
 }
@@ -129,6 +145,7 @@ impl AsyncWrite for ClientWriter {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             ClientWriter::Plain(w) => Pin::new(w).poll_write(cx, buf),
+            ClientWriter::Tls(w) => Pin::new(w).poll_write(cx, buf),
         }
     }
 
@@ -140,24 +157,28 @@ impl AsyncWrite for ClientWriter {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             ClientWriter::Plain(w) => Pin::new(w).poll_write_vectored(cx, bufs),
+            ClientWriter::Tls(w) => Pin::new(w).poll_write_vectored(cx, bufs),
         }
     }
 
     fn is_write_vectored(&self) -> bool {
         match self {
             ClientWriter::Plain(w) => w.is_write_vectored(),
+            ClientWriter::Tls(w) => w.is_write_vectored(),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ClientWriter::Plain(w) => Pin::new(w).poll_flush(cx),
+            ClientWriter::Tls(w) => Pin::new(w).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ClientWriter::Plain(w) => Pin::new(w).poll_shutdown(cx),
+            ClientWriter::Tls(w) => Pin::new(w).poll_shutdown(cx),
         }
     }
 }

@@ -1,7 +1,16 @@
-//! What a stream's TLS session tells the layers above (protocol version,
-//! SNI, ALPN, the client's certificate): nothing yet, as weir speaks plain
-//! TCP only. An empty enum, so `tls()` is `None` at no cost; TLS (issue 17)
-//! makes it a struct filled in by the handshake.
+//! What a client connection's TLS session tells the layers above: the protocol version,
+//! the server name the client asked for, the negotiated ALPN protocol, and the verified
+//! client certificate's subject. Filled in once, by the handshake.
 
-#[derive(Debug)]
-pub enum TlsInfo {}
+use std::sync::Arc;
+
+#[derive(Debug, Clone)]
+pub struct TlsInfo {
+    /// `"1.2"` or `"1.3"`.
+    pub version: &'static str,
+    pub sni: Option<Arc<str>>,
+    pub alpn: Option<Box<[u8]>>,
+    /// The client certificate's subject, when the client sent one that verified.
+    pub client_subject: Option<Box<str>>,
+    pub resumed: bool,
+}

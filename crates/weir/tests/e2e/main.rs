@@ -3,6 +3,7 @@
 mod api_client;
 mod common;
 mod scripted;
+mod tls_kit;
 
 mod api;
 mod api_live;
@@ -35,4 +36,6 @@ mod shutdown;
 mod sni;
 mod tcp;
 mod timeouts;
+mod tls;
+mod tls_bad_input;
 mod truncation;

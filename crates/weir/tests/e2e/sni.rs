@@ -5,16 +5,18 @@
 //! backend answered.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustls::{AlertDescription, ClientConfig};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use weir_testkit::tls_echo::{
-    client_hello, received_alert, AlertDescription, TestCa, TlsEchoUpstream,
-};
+use weir_testkit::certs::Ca;
+use weir_testkit::tls_echo::TlsEchoUpstream;
 use weir_testkit::TcpUpstream;
 
 use crate::common::{free_addr, Weir};
+use crate::tls_kit::{client, connect};
 
 /// A listener `edge` with routes `a` (a.example) and `b` (*.b.example), `listener_extra`
 /// added to the listener table (a fallback `pool`, a `header_timeout`).
@@ -86,21 +88,19 @@ async fn wait_passthrough(w: &Weir, result: &str, want: u64) {
     }
 }
 
-/// A TLS session through weir to the backend `name` verifies (`verify_as`, sent as SNI
-/// when `sni`): its certificate must be `up`'s, its greeting `up`'s name, and it echoes.
+/// A TLS session through weir for `sni` (`None`: none sent, the certificate verified for
+/// 127.0.0.1): its certificate must be `up`'s, its greeting `up`'s name, and it echoes.
 async fn reaches(
-    ca: &TestCa,
+    cfg: &Arc<ClientConfig>,
     listen: SocketAddr,
-    verify_as: &str,
-    sni: bool,
+    sni: Option<&str>,
     up: &TlsEchoUpstream,
 ) {
-    let (s, leaf) = ca
-        .connect(listen, verify_as, sni)
+    let h = connect(cfg, listen, sni)
         .await
-        .unwrap_or_else(|e| panic!("TLS to {verify_as} through weir: {e}"));
-    assert!(&leaf == up.cert(), "{verify_as}: another backend answered");
-    let (r, mut w) = tokio::io::split(s);
+        .unwrap_or_else(|e| panic!("TLS for {sni:?} through weir: {e}"));
+    assert!(h.leaf() == up.cert(), "{sni:?}: another backend answered");
+    let (r, mut w) = tokio::io::split(h.stream);
     let mut r = BufReader::new(r);
     let mut line = String::new();
     r.read_line(&mut line).await.unwrap();
@@ -125,18 +125,42 @@ async fn s_client(listen: SocketAddr, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// The alert a failed handshake received from the server, if that is why it failed.
+fn received_alert(e: &std::io::Error) -> Option<AlertDescription> {
+    match e.get_ref()?.downcast_ref::<rustls::Error>()? {
+        rustls::Error::AlertReceived(a) => Some(*a),
+        _ => None,
+    }
+}
+
+/// The first flight of a real rustls client for `sni`: a complete ClientHello, to send
+/// by hand (cut short, or slowly).
+fn client_hello(sni: &str) -> Vec<u8> {
+    let cfg = client(&Ca::new("unused").pem, &[], None);
+    let mut conn = rustls::ClientConnection::new(cfg, sni.to_owned().try_into().unwrap()).unwrap();
+    let mut out = Vec::new();
+    while conn.wants_write() {
+        conn.write_tls(&mut out).unwrap();
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_server_name_reaches_its_pool_and_the_rest_the_fallback() {
-    let ca = TestCa::new("sni test CA");
+    let ca = Ca::new("sni test CA");
+    let tls = client(&ca.pem, &[], None);
     let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
         .await
         .unwrap();
     let b = TlsEchoUpstream::spawn("b", &ca.leaf(&["*.b.example", "*.x.b.example"]))
         .await
         .unwrap();
-    let f = TlsEchoUpstream::spawn("fallback", &ca.leaf(&["fallback.example", "c.example"]))
-        .await
-        .unwrap();
+    let f = TlsEchoUpstream::spawn(
+        "fallback",
+        &ca.leaf(&["fallback.example", "c.example", "127.0.0.1"]),
+    )
+    .await
+    .unwrap();
     let listen = free_addr();
     let cfg = edge_cfg(listen, a.addr(), b.addr(), "pool = \"fallback\"")
         + &format!(
@@ -145,23 +169,24 @@ async fn each_server_name_reaches_its_pool_and_the_rest_the_fallback() {
         );
     let w = start(&cfg);
 
-    reaches(&ca, listen, "a.example", true, &a).await;
-    reaches(&ca, listen, "a.example", true, &a).await;
-    reaches(&ca, listen, "one.b.example", true, &b).await;
+    reaches(&tls, listen, Some("a.example"), &a).await;
+    reaches(&tls, listen, Some("a.example"), &a).await;
+    reaches(&tls, listen, Some("one.b.example"), &b).await;
     // A wildcard matches any depth, as http host routes do.
-    reaches(&ca, listen, "deep.x.b.example", true, &b).await;
+    reaches(&tls, listen, Some("deep.x.b.example"), &b).await;
     // Without SNI, and with a name no route has: the listener's pool.
-    reaches(&ca, listen, "fallback.example", false, &f).await;
-    reaches(&ca, listen, "c.example", true, &f).await;
+    reaches(&tls, listen, None, &f).await;
+    reaches(&tls, listen, Some("c.example"), &f).await;
     // The bare suffix is not under the wildcard: the fallback answers, with a
     // certificate not valid for it.
-    let e = ca.connect(listen, "b.example", true).await.unwrap_err();
+    let e = connect(&tls, listen, Some("b.example"))
+        .await
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("certificate"), "{e}");
 
     // openssl's client too: the handshake verifies only against the right backend.
-    let ca_file = w.dir.path().join("ca.pem");
-    std::fs::write(&ca_file, ca.pem()).unwrap();
-    let ca_arg = ca_file.display().to_string();
+    let ca_arg = ca.write(w.dir.path(), "ca").display().to_string();
     for (name, up) in [("a.example", &a), ("z.b.example", &b)] {
         let before = up.handshakes();
         let (ok, out) = s_client(
@@ -220,7 +245,8 @@ async fn each_server_name_reaches_its_pool_and_the_rest_the_fallback() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_name_no_route_takes_without_a_fallback_gets_unrecognized_name() {
-    let ca = TestCa::new("sni test CA");
+    let ca = Ca::new("sni test CA");
+    let tls = client(&ca.pem, &[], None);
     let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
         .await
         .unwrap();
@@ -231,14 +257,17 @@ async fn a_name_no_route_takes_without_a_fallback_gets_unrecognized_name() {
     let w = start(&edge_cfg(listen, a.addr(), b.addr(), ""));
     let from = w.log_lines();
 
-    let e = ca.connect(listen, "c.example", true).await.unwrap_err();
+    let e = connect(&tls, listen, Some("c.example"))
+        .await
+        .err()
+        .unwrap();
     assert_eq!(
         received_alert(&e),
         Some(AlertDescription::UnrecognisedName),
         "{e}"
     );
     // No SNI at all, with no fallback: the same.
-    let e = ca.connect(listen, "a.example", false).await.unwrap_err();
+    let e = connect(&tls, listen, None).await.err().unwrap();
     assert_eq!(
         received_alert(&e),
         Some(AlertDescription::UnrecognisedName),
@@ -252,7 +281,7 @@ async fn a_name_no_route_takes_without_a_fallback_gets_unrecognized_name() {
         "{out}"
     );
     // The routes still work.
-    reaches(&ca, listen, "a.example", true, &a).await;
+    reaches(&tls, listen, Some("a.example"), &a).await;
 
     wait_passthrough(&w, "no_route", 3).await;
     let line = w.wait_log(from, "sni=\"c.example\"", Duration::from_secs(10));
@@ -277,7 +306,8 @@ async fn a_name_no_route_takes_without_a_fallback_gets_unrecognized_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn plain_http_and_garbage_are_closed_and_counted_not_tls() {
-    let ca = TestCa::new("sni test CA");
+    let ca = Ca::new("sni test CA");
+    let tls = client(&ca.pem, &[], None);
     let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
         .await
         .unwrap();
@@ -315,7 +345,7 @@ async fn plain_http_and_garbage_are_closed_and_counted_not_tls() {
     assert_eq!(fallback.connections(), 0);
     assert_eq!(a.handshakes() + b.handshakes(), 0);
     // Still serving.
-    reaches(&ca, listen, "a.example", true, &a).await;
+    reaches(&tls, listen, Some("a.example"), &a).await;
 }
 
 /// Connects and sends `hello` a byte every 50 ms (after its first `head` bytes at once)
@@ -347,7 +377,8 @@ async fn trickle(listen: SocketAddr, hello: Vec<u8>, head: usize) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hello_trickled_past_the_header_timeout_is_cut_while_others_are_served() {
-    let ca = TestCa::new("sni test CA");
+    let ca = Ca::new("sni test CA");
+    let tls = client(&ca.pem, &[], None);
     let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
         .await
         .unwrap();
@@ -364,7 +395,7 @@ async fn a_hello_trickled_past_the_header_timeout_is_cut_while_others_are_served
     ));
     let from = w.log_lines();
     // A real hello for a routed name, trickled: it would take longer than the timeout.
-    let hello = client_hello(Some("a.example"));
+    let hello = client_hello("a.example");
     assert!(
         Duration::from_millis(50) * (hello.len() as u32 - 10) > timeout * 2,
         "a hello of {} bytes is too short to outlast the timeout",
@@ -373,8 +404,8 @@ async fn a_hello_trickled_past_the_header_timeout_is_cut_while_others_are_served
     let slow = tokio::spawn(trickle(listen, hello, 10));
     // Meanwhile, others get through at once.
     for _ in 0..3 {
-        reaches(&ca, listen, "a.example", true, &a).await;
-        reaches(&ca, listen, "x.b.example", true, &b).await;
+        reaches(&tls, listen, Some("a.example"), &a).await;
+        reaches(&tls, listen, Some("x.b.example"), &b).await;
     }
     let took = slow.await.unwrap();
     assert!(took >= timeout, "cut after {took:?}");
@@ -412,7 +443,8 @@ async fn settled_rss(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
     const CONNS: usize = 1200;
-    let ca = TestCa::new("sni test CA");
+    let ca = Ca::new("sni test CA");
+    let tls = client(&ca.pem, &[], None);
     let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
         .await
         .unwrap();
@@ -429,10 +461,10 @@ async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
     ));
     let pid = w.child.id();
     // A used proxy, then its resting size.
-    reaches(&ca, listen, "a.example", true, &a).await;
+    reaches(&tls, listen, Some("a.example"), &a).await;
     let start_rss = settled_rss(pid).await;
 
-    let hello = client_hello(Some("a.example"));
+    let hello = client_hello("a.example");
     let half = hello[..hello.len() / 2].to_vec();
     let mut waiting = Vec::with_capacity(CONNS);
     for _ in 0..CONNS {
@@ -449,8 +481,8 @@ async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
         }));
     }
     // With all of them waiting, a complete hello is served at once.
-    reaches(&ca, listen, "a.example", true, &a).await;
-    reaches(&ca, listen, "x.b.example", true, &b).await;
+    reaches(&tls, listen, Some("a.example"), &a).await;
+    reaches(&tls, listen, Some("x.b.example"), &b).await;
     let pending_rss = rss_kib(pid);
     let per_conn = pending_rss.saturating_sub(start_rss) as f64 / CONNS as f64;
     // A task, a socket, a read buffer of 2 KiB and rustls' partial hello: a few KiB.
@@ -465,7 +497,7 @@ async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
     }
     wait_passthrough(&w, "timeout", CONNS as u64).await;
     wait_passthrough(&w, "routed", 3).await;
-    reaches(&ca, listen, "a.example", true, &a).await;
+    reaches(&tls, listen, Some("a.example"), &a).await;
     // Given back: within 10 % of the start plus 4 KiB per hundred connections.
     let limit = start_rss + start_rss / 10 + (CONNS as u64 / 100) * 4;
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -486,7 +518,7 @@ async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
 /// both closed and counted (`too_large`, `client_closed`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_endless_hello_and_a_client_leaving_halfway_are_counted() {
-    let ca = TestCa::new("sni test CA");
+    let ca = Ca::new("sni test CA");
     let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
         .await
         .unwrap();
@@ -520,7 +552,7 @@ async fn an_endless_hello_and_a_client_leaving_halfway_are_counted() {
     wait_passthrough(&w, "too_large", 1).await;
     w.wait_log(from, "reason=\"too_large\"", Duration::from_secs(10));
 
-    let hello = client_hello(Some("a.example"));
+    let hello = client_hello("a.example");
     let mut s = TcpStream::connect(listen).await.unwrap();
     s.write_all(&hello[..hello.len() / 2]).await.unwrap();
     s.shutdown().await.unwrap();

@@ -51,6 +51,10 @@ impl Accounting {
             .unwrap_or("")
             .to_string();
         let mut entry = Entry::begin(l.name.clone(), ctx.client);
+        if let Some(tls) = &ctx.tls {
+            entry.tls_version = Some(tls.version);
+            entry.sni = tls.sni.clone();
+        }
         entry.method = req.method().to_string();
         entry.host = host;
         entry.path = req

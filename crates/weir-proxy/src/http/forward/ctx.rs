@@ -3,9 +3,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use http::HeaderValue;
+use http::{HeaderName, HeaderValue};
 
 use crate::http::conn_state::ConnState;
+use crate::http::headers::client_ip_value;
+use crate::transport::TlsInfo;
 use crate::Shared;
 
 pub struct ConnCtx {
@@ -15,4 +17,31 @@ pub struct ConnCtx {
     /// `client`'s IP as a header value, for X-Forwarded-For.
     pub client_ip: HeaderValue,
     pub state: Arc<ConnState>,
+    /// The TLS session, on a TLS listener.
+    pub tls: Option<Box<TlsInfo>>,
+    /// Where the verified client certificate's subject goes upstream (any value
+    /// the client sent under that name is removed).
+    pub identity_header: Option<HeaderName>,
+}
+
+impl ConnCtx {
+    pub fn new(shared: Arc<Shared>, slot: usize, client: SocketAddr) -> ConnCtx {
+        ConnCtx {
+            shared,
+            slot,
+            client,
+            client_ip: client_ip_value(client.ip()),
+            state: ConnState::new(),
+            tls: None,
+            identity_header: None,
+        }
+    }
+
+    /// `https` on a TLS connection, else `http`.
+    pub fn proto(&self) -> &'static str {
+        match self.tls {
+            Some(_) => "https",
+            None => "http",
+        }
+    }
 }

@@ -28,6 +28,7 @@ mod fail;
 mod host;
 mod keys;
 mod overflow;
+mod redirect;
 mod refused;
 mod rewrite;
 mod route;
@@ -63,7 +64,32 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBo
 
 async fn forward(
     ctx: &ConnCtx,
+    req: Request<ClientBody>,
+    start: Instant,
+    acct: &mut Accounting,
+) -> Response<ProxyBody> {
+    let routed = match route::route(ctx, &req, acct) {
+        Ok(r) => r,
+        Err(reason) => return error_response(reason),
+    };
+    if routed.https_redirect && ctx.tls.is_none() {
+        acct.count_as(&routed.metrics, None, Some(Reason::HttpsRedirect));
+        return redirect::to_https(&req);
+    }
+    // HSTS only means something over TLS (browsers ignore it on plain HTTP).
+    let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());
+    let mut resp = proxy(ctx, req, routed, start, acct).await;
+    if let Some(v) = hsts {
+        resp.headers_mut()
+            .insert(http::header::STRICT_TRANSPORT_SECURITY, v);
+    }
+    resp
+}
+
+async fn proxy(
+    ctx: &ConnCtx,
     mut req: Request<ClientBody>,
+    routed: Routed,
     start: Instant,
     acct: &mut Accounting,
 ) -> Response<ProxyBody> {
@@ -73,12 +99,10 @@ async fn forward(
         route,
         pool,
         metrics,
-    } = match route::route(ctx, &req, acct) {
-        Ok(r) => r,
-        Err(reason) => return error_response(reason),
-    };
+        ..
+    } = routed;
 
-    rewrite::for_upstream(&mut req, &ctx.client_ip, host);
+    rewrite::for_upstream(&mut req, ctx, host);
     let key = keys::pick_key(&pool, &req, ctx.client);
     let w = Where {
         listener: &listener,

@@ -1,13 +1,16 @@
 //! The request as the upstream hop gets it: origin-form target, hop-by-hop
-//! fields removed, `X-Forwarded-*` added, the routed host as `Host`, and
-//! HTTP/1.1 whatever the client spoke.
+//! fields removed, `X-Forwarded-*` and `Forwarded` added, the verified client
+//! certificate's subject in the listener's identity header (and never the
+//! client's own value of it), the routed host as `Host`, and HTTP/1.1 whatever
+//! the client spoke.
 
 use http::header::{self, HeaderValue};
 use http::{Request, Uri, Version};
 
+use super::ctx::ConnCtx;
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
 
-pub fn for_upstream<B>(req: &mut Request<B>, client_ip: &HeaderValue, host: Option<HeaderValue>) {
+pub fn for_upstream<B>(req: &mut Request<B>, ctx: &ConnCtx, host: Option<HeaderValue>) {
     if req.uri().authority().is_some() {
         let pq = req.uri().path_and_query().map_or("/", |p| p.as_str());
         *req.uri_mut() = Uri::try_from(pq).unwrap_or_else(|_| Uri::from_static("/"));
@@ -17,7 +20,14 @@ pub fn for_upstream<B>(req: &mut Request<B>, client_ip: &HeaderValue, host: Opti
     // weir answers `Expect: 100-continue` itself (the server codec sends
     // 100 when the body is first read, i.e. once the upstream is connected).
     h.remove(header::EXPECT);
-    add_forwarded(h, client_ip, host.as_ref());
+    add_forwarded(h, &ctx.client_ip, host.as_ref(), ctx.proto());
+    if let Some(name) = &ctx.identity_header {
+        h.remove(name);
+        let subject = ctx.tls.as_ref().and_then(|t| t.client_subject.as_deref());
+        if let Some(v) = subject.and_then(|s| HeaderValue::from_str(s).ok()) {
+            h.insert(name.clone(), v);
+        }
+    }
     if let Some(v) = host {
         h.insert(header::HOST, v);
     }

@@ -22,6 +22,8 @@ pub struct Routed {
     pub route: Option<Arc<str>>,
     pub pool: Arc<PoolRt>,
     pub metrics: TargetMetrics,
+    pub https_redirect: bool,
+    pub hsts: Option<HeaderValue>,
 }
 
 /// Routes the request, or says why not (400 without a valid host, 404
@@ -45,6 +47,8 @@ pub fn route<B>(ctx: &ConnCtx, req: &Request<B>, acct: &mut Accounting) -> Resul
             route: t.route.clone(),
             pool: t.pool.clone(),
             metrics: t.metrics.clone(),
+            https_redirect: t.https_redirect,
+            hsts: t.hsts.clone(),
             host: host_hdr,
         }),
         None => {

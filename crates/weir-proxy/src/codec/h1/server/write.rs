@@ -139,7 +139,8 @@ impl Writer {
             }
             self.advance(n);
         }
-        Poll::Ready(Ok(()))
+        // A TLS stream holds records it could not write yet; a plain socket, nothing.
+        Pin::new(&mut self.io).poll_flush(cx)
     }
 
     fn advance(&mut self, mut n: usize) {

@@ -1,0 +1,13 @@
+//! TLS termination on client connections (issue 17): the listener's server side
+//! (`server.rs`), the handshake with its timeout and results (`accept.rs`), the
+//! terminated stream's halves (`stream.rs`), and certificate files watched for change
+//! (`reload.rs`). Certificates, SNI choice and rustls configs are weir-tls's.
+
+mod accept;
+mod reload;
+mod server;
+mod stream;
+
+pub use accept::handshake;
+pub use server::{TlsServer, TlsSetupError};
+pub use stream::{TlsConn, TlsReader, TlsWriter};

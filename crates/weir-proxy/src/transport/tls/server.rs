@@ -1,0 +1,128 @@
+//! A TLS listener's server side, built from `[listeners.NAME.tls]`: the rustls config
+//! (versions, ALPN, client certificates, resumption), the certificates it serves (reloaded
+//! when their files change, `reload.rs`), and the listener's handshake counters.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use http::HeaderName;
+use weir_config::{ClientAuth, ListenerTls, Protocol, TlsVersion};
+use weir_tls::{LiveCertificates, MinVersion, PairSource, ServerSettings};
+
+use crate::metrics;
+
+pub struct TlsServer {
+    pub listener: Arc<str>,
+    /// What it was built from: a config change that keeps it keeps this server (and
+    /// its certificates, watcher and session tickets).
+    pub settings: ListenerTls,
+    pub protocol: Protocol,
+    pub config: Arc<rustls::ServerConfig>,
+    pub certs: Arc<LiveCertificates>,
+    pub handshake_timeout: Duration,
+    /// Where the verified client certificate's subject goes (http listeners).
+    pub identity_header: Option<HeaderName>,
+    pub metrics: Arc<metrics::tls::ListenerTls>,
+}
+
+impl std::fmt::Debug for TlsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsServer")
+            .field("listener", &self.listener)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a listener's TLS cannot start; the running config stays as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    #[error("listeners.{listener}.tls: {source}")]
+    Certificate {
+        listener: String,
+        #[source]
+        source: weir_tls::CertError,
+    },
+    #[error("listeners.{listener}.tls: {source}")]
+    Settings {
+        listener: String,
+        #[source]
+        source: weir_tls::SettingsError,
+    },
+}
+
+impl TlsSetupError {
+    pub fn listener(&self) -> &str {
+        match self {
+            TlsSetupError::Certificate { listener, .. }
+            | TlsSetupError::Settings { listener, .. } => listener,
+        }
+    }
+}
+
+impl TlsServer {
+    /// Reads the certificates (every pair must load) and makes the rustls config; starts
+    /// watching the files.
+    pub fn build(
+        listener: &str,
+        protocol: Protocol,
+        tls: &ListenerTls,
+    ) -> Result<Arc<TlsServer>, TlsSetupError> {
+        let sources = tls
+            .certificates
+            .iter()
+            .map(|c| PairSource {
+                cert: c.cert.clone(),
+                key: c.key.clone(),
+                default: c.default,
+            })
+            .collect();
+        let certs = LiveCertificates::load(sources, SystemTime::now()).map_err(|mut errs| {
+            TlsSetupError::Certificate {
+                listener: listener.to_string(),
+                source: errs.remove(0).1,
+            }
+        })?;
+        let certs = Arc::new(certs);
+        let ca = || tls.client_ca.clone().unwrap_or_default();
+        let settings = ServerSettings {
+            min_version: match tls.min_version {
+                TlsVersion::V12 => MinVersion::V12,
+                TlsVersion::V13 => MinVersion::V13,
+            },
+            // What weir speaks on an http listener; a tcp listener relays whatever the
+            // client speaks, so it offers nothing.
+            alpn: match protocol {
+                Protocol::Http => vec![b"http/1.1".to_vec()],
+                Protocol::Tcp => Vec::new(),
+            },
+            client_auth: match tls.client_auth {
+                ClientAuth::None => weir_tls::ClientAuth::None,
+                ClientAuth::Optional => weir_tls::ClientAuth::Optional(ca()),
+                ClientAuth::Required => weir_tls::ClientAuth::Required(ca()),
+            },
+        };
+        let config =
+            weir_tls::server::server_config(&settings, certs.clone()).map_err(|source| {
+                TlsSetupError::Settings {
+                    listener: listener.to_string(),
+                    source,
+                }
+            })?;
+        let name: Arc<str> = listener.into();
+        let server = Arc::new(TlsServer {
+            metrics: metrics::tls::for_listener(&name),
+            listener: name,
+            settings: tls.clone(),
+            protocol,
+            config,
+            certs,
+            handshake_timeout: tls.handshake_timeout,
+            identity_header: tls
+                .client_identity_header
+                .as_deref()
+                .and_then(|h| HeaderName::from_bytes(h.as_bytes()).ok()),
+        });
+        super::reload::watch(&server);
+        Ok(server)
+    }
+}

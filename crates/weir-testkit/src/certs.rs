@@ -1,0 +1,125 @@
+//! Certificates for TLS tests and demos, made by rcgen: a CA that signs leaves for given
+//! names and validity, and a self-signed pair. Written as PEM files, as an operator's
+//! would be.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+};
+
+/// A certificate and key, in memory and (once written) on disk.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    pub cert_pem: String,
+    pub key_pem: String,
+    /// The leaf's DER, to compare with what a server presented.
+    pub der: Vec<u8>,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl Pair {
+    /// Writes `NAME.pem` and `NAME.key` in `dir` (the paths are kept in the pair).
+    pub fn write(mut self, dir: &Path, name: &str) -> Pair {
+        self.cert = dir.join(format!("{name}.pem"));
+        self.key = dir.join(format!("{name}.key"));
+        std::fs::write(&self.cert, &self.cert_pem).expect("write cert");
+        std::fs::write(&self.key, &self.key_pem).expect("write key");
+        self
+    }
+}
+
+pub struct Ca {
+    issuer: Issuer<'static, KeyPair>,
+    pub pem: String,
+}
+
+/// How long a leaf is valid, from now.
+#[derive(Debug, Clone, Copy)]
+pub struct Validity {
+    pub from_days: i64,
+    pub to_days: i64,
+}
+
+impl Default for Validity {
+    /// Valid from a day ago for a year.
+    fn default() -> Self {
+        Validity {
+            from_days: -1,
+            to_days: 365,
+        }
+    }
+}
+
+impl Ca {
+    pub fn new(name: &str) -> Ca {
+        let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+        p.distinguished_name.push(DnType::CommonName, name);
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let key = KeyPair::generate().expect("key");
+        let cert = p.self_signed(&key).expect("self-signed CA");
+        Ca {
+            pem: cert.pem(),
+            issuer: Issuer::new(p, key),
+        }
+    }
+
+    /// A server (and client) certificate for `names` (DNS names or IP addresses), valid
+    /// from a day ago for a year, with `CN=names[0]`.
+    pub fn leaf(&self, names: &[&str]) -> Pair {
+        self.leaf_valid(names, Validity::default())
+    }
+
+    pub fn leaf_valid(&self, names: &[&str], v: Validity) -> Pair {
+        let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .expect("params");
+        if let Some(cn) = names.first() {
+            p.distinguished_name.push(DnType::CommonName, *cn);
+        }
+        let now = time::OffsetDateTime::now_utc();
+        p.not_before = now + time::Duration::days(v.from_days);
+        p.not_after = now + time::Duration::days(v.to_days);
+        p.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let key = KeyPair::generate().expect("key");
+        let cert = p.signed_by(&key, &self.issuer).expect("signed leaf");
+        Pair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            der: cert.der().to_vec(),
+            cert: PathBuf::new(),
+            key: PathBuf::new(),
+        }
+    }
+
+    /// Writes the CA certificate as `NAME.pem` in `dir`.
+    pub fn write(&self, dir: &Path, name: &str) -> PathBuf {
+        let path = dir.join(format!("{name}.pem"));
+        std::fs::write(&path, &self.pem).expect("write CA");
+        path
+    }
+}
+
+/// A self-signed ECDSA P-256 pair for `names`, valid for `days` (for trying weir out).
+pub fn self_signed(names: &[&str], days: i64) -> Pair {
+    let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        .expect("params");
+    if let Some(cn) = names.first() {
+        p.distinguished_name.push(DnType::CommonName, *cn);
+    }
+    let now = time::OffsetDateTime::now_utc();
+    p.not_before = now - time::Duration::days(1);
+    p.not_after = now + time::Duration::days(days);
+    let key = KeyPair::generate().expect("key");
+    let cert = p.self_signed(&key).expect("self-signed");
+    Pair {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+        der: cert.der().to_vec(),
+        cert: PathBuf::new(),
+        key: PathBuf::new(),
+    }
+}
