@@ -19,7 +19,7 @@ use weir_config::Protocol;
 use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::forward::ConnCtx;
 use crate::metrics::{Held, GLOBAL};
-use crate::tcp::session::serve as serve_tcp;
+use crate::tcp::session::{serve as serve_tcp, Client as TcpClient};
 use crate::tcp::sni::serve as serve_sni;
 use crate::transport::tls::{handshake, TlsServer};
 use crate::transport::{accept, defer_accept, listen, ClientStream, Listener};
@@ -195,14 +195,37 @@ async fn accept_loop(
                 let Some(target) = l.routes.lookup(None, "/").cloned() else {
                     continue;
                 };
+                if let Some(server) = l.tls.clone() {
+                    // TLS terminated here: the handshake (bounded by handshake_timeout,
+                    // counted in weir_tls_handshakes_total), then plaintext to the pool.
+                    let (name, idle, kill) = (l.name.clone(), l.idle_timeout, kill.clone());
+                    let session = Box::pin(async move {
+                        let Some(conn) = handshake(stream, &server).await else {
+                            return;
+                        };
+                        serve_tcp(
+                            TcpClient::Tls(Box::new(conn)),
+                            client,
+                            name,
+                            target,
+                            idle,
+                            kill,
+                        )
+                        .await;
+                    });
+                    tracker.spawn(async move {
+                        session.await;
+                        drop(open);
+                    });
+                    continue;
+                }
                 let session = Box::pin(serve_tcp(
-                    stream,
+                    TcpClient::Plain(stream),
                     client,
                     l.name.clone(),
                     target,
                     l.idle_timeout,
                     kill.clone(),
-                    None,
                 ));
                 tracker.spawn(async move {
                     session.await;

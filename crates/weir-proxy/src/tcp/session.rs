@@ -24,16 +24,29 @@ use crate::reason::Reason;
 use crate::router::Target;
 use crate::tcp::relay::relay;
 use crate::tcp::sni::Passed;
+use crate::tcp::tls_client;
 use crate::transport::connect_until;
+use crate::transport::tls::TlsConn;
+
+/// A session's client side.
+pub enum Client {
+    /// A plain socket: relayed with splice.
+    Plain(TcpStream),
+    /// SNI passthrough: a plain socket whose ClientHello was read already; those bytes
+    /// go upstream first.
+    Passthrough(TcpStream, Passed),
+    /// TLS that weir terminated (a tcp listener with `[tls]`): plaintext is relayed, by
+    /// copying. Boxed: a rustls session is over a kilobyte.
+    Tls(Box<TlsConn>),
+}
 
 pub async fn serve(
-    client: TcpStream,
+    client: Client,
     peer: SocketAddr,
     listener: Arc<str>,
     target: Target,
     idle_timeout: Duration,
     kill: CancellationToken,
-    hello: Option<Passed>,
 ) {
     let Target {
         route,
@@ -54,7 +67,11 @@ pub async fn serve(
                 pool = &*pool.name,
                 reason = reason.as_str(),
                 client = %peer,
-                sni = hello.as_ref().and_then(|h| h.sni.as_deref()),
+                sni = match &client {
+                    Client::Passthrough(_, hello) => hello.sni.as_deref(),
+                    Client::Tls(c) => c.info.sni.as_deref(),
+                    Client::Plain(_) => None,
+                },
                 "tcp session refused"
             );
             return;
@@ -65,38 +82,46 @@ pub async fn serve(
     let session = async {
         let mut upstream = upstream;
         let mut timer = timer;
-        if let Some(hello) = hello {
-            // The client's bytes so far, before anything it sends next; bounded
-            // by the idle timeout like any write of the relay.
-            timer
-                .as_mut()
-                .reset(tokio::time::Instant::now() + idle_timeout);
-            let sent = tokio::select! {
-                biased;
-                r = upstream.write_all(&hello.bytes) => r,
-                _ = timer.as_mut() => Err(std::io::ErrorKind::TimedOut.into()),
-            };
-            if let Err(e) = sent {
-                debug!(
-                    listener = &*listener,
-                    "tcp session ended sending the ClientHello: {e}"
-                );
-                return;
-            }
-            slot.endpoint.metrics.bytes_in.fetch_add(
-                hello.bytes.len() as u64,
-                std::sync::atomic::Ordering::Relaxed,
-            );
-        }
-        let r = relay(
-            client,
-            upstream,
-            idle_timeout,
+        let (sent, received) = (
             &slot.endpoint.metrics.bytes_in,
             &slot.endpoint.metrics.bytes_out,
-            timer,
-        )
-        .await;
+        );
+        let client = match client {
+            Client::Tls(client) => {
+                let r =
+                    tls_client::relay(*client, upstream, idle_timeout, sent, received, timer).await;
+                if let Err(e) = r {
+                    debug!(listener = &*listener, "tcp session ended: {e}");
+                }
+                return;
+            }
+            Client::Plain(client) => client,
+            Client::Passthrough(client, hello) => {
+                // The client's bytes so far, before anything it sends next; bounded
+                // by the idle timeout like any write of the relay.
+                timer
+                    .as_mut()
+                    .reset(tokio::time::Instant::now() + idle_timeout);
+                let wrote = tokio::select! {
+                    biased;
+                    r = upstream.write_all(&hello.bytes) => r,
+                    _ = timer.as_mut() => Err(std::io::ErrorKind::TimedOut.into()),
+                };
+                if let Err(e) = wrote {
+                    debug!(
+                        listener = &*listener,
+                        "tcp session ended sending the ClientHello: {e}"
+                    );
+                    return;
+                }
+                sent.fetch_add(
+                    hello.bytes.len() as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                client
+            }
+        };
+        let r = relay(client, upstream, idle_timeout, sent, received, timer).await;
         if let Err(e) = r {
             debug!(listener = &*listener, "tcp session ended: {e}");
         }

@@ -23,7 +23,7 @@ use weir_tls::hello::{Hello, Peeker};
 use crate::metrics::sni::{Outcome, Passthrough};
 use crate::race::race;
 use crate::reason::Reason;
-use crate::tcp::session::serve as serve_session;
+use crate::tcp::session::{serve as serve_session, Client};
 use crate::Shared;
 
 /// The most of a ClientHello read before giving up on it. A hello may span several
@@ -162,13 +162,12 @@ pub async fn serve(mut client: TcpStream, peer: SocketAddr, a: Accepted) {
         Outcome::Fallback
     });
     serve_session(
-        client,
+        Client::Passthrough(client, passed),
         peer,
         a.listener,
         target,
         idle_timeout,
         a.kill,
-        Some(passed),
     )
     .await;
 }

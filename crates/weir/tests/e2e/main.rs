@@ -35,6 +35,7 @@ mod routing;
 mod shutdown;
 mod sni;
 mod tcp;
+mod tcp_tls;
 mod timeouts;
 mod tls;
 mod tls_bad_input;
