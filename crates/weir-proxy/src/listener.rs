@@ -19,6 +19,7 @@ use weir_config::Protocol;
 use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::forward::ConnCtx;
 use crate::metrics::{Held, GLOBAL};
+use crate::race::race;
 use crate::tcp::session::{serve as serve_tcp, Client as TcpClient};
 use crate::tcp::sni::serve as serve_sni;
 use crate::transport::tls::{handshake, TlsServer};
@@ -200,9 +201,15 @@ async fn accept_loop(
                     // counted in weir_tls_handshakes_total), then plaintext to the pool.
                     let (name, idle, kill) = (l.name.clone(), l.idle_timeout, kill.clone());
                     let session = Box::pin(async move {
-                        let Some(conn) = handshake(stream, &server).await else {
-                            return;
-                        };
+                        // Raced with the kill too: a drain grace shorter than the
+                        // handshake timeout still ends it.
+                        let mut conn = None;
+                        race(
+                            async { conn = handshake(stream, &server).await },
+                            kill.cancelled(),
+                        )
+                        .await;
+                        let Some(conn) = conn else { return };
                         serve_tcp(
                             TcpClient::Tls(Box::new(conn)),
                             client,
