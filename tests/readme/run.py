@@ -222,6 +222,11 @@ def check_tour_line(line, demo):
               f"   answers: {answers}")
         if ws:
             check_weights(cmd, names, ws)
+    elif "https://" in cmd and "X-Forwarded-Proto: https" in comment:
+        code, out, err = shell(cmd, ROOT)
+        check(code == 0 and '["x-forwarded-proto","https"]' in out,
+              f"tour: `{cmd}` reaches the backend over HTTPS, which sees X-Forwarded-Proto: https",
+              f"   exit {code}; output:\n{out}{err}")
     elif "X-Forwarded-" in comment:
         code, out, err = shell(cmd, ROOT)
         seen = out.lower()

@@ -185,6 +185,12 @@ pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
     Ok(parse(&source, &file, Files::Read)?)
 }
 
+/// Validates a config file's text already read (a reload) exactly as [`load_file`] does,
+/// reading the files it names (token file, certificates); `file` names it in diagnostics.
+pub fn parse_file_text(source: &str, file: &str) -> Result<Loaded, Diagnostics> {
+    parse(source, file, Files::Read)
+}
+
 /// Parses and validates `source`; `file` is the name used in diagnostics.
 /// Reads no other file.
 pub fn parse_str(source: &str, file: &str) -> Result<Loaded, Diagnostics> {

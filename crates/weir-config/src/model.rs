@@ -145,6 +145,8 @@ pub struct Route {
     pub sni: Option<HostMatch>,
     /// Answer 308 to the same URL on https instead of forwarding. (http)
     pub https_redirect: bool,
+    /// The port in the redirect's URL. Default 443 (then left out of the URL).
+    pub https_port: u16,
     /// `Strict-Transport-Security` value added to responses, e.g.
     /// `max-age=31536000`. (http)
     pub hsts: Option<String>,

@@ -38,6 +38,7 @@ const ROUTE_KEYS: &[&str] = &[
     "pool",
     "sni",
     "https_redirect",
+    "https_port",
     "hsts",
 ];
 const POOL_KEYS: &[&str] = &[
@@ -437,6 +438,7 @@ pub(crate) fn route(
         pool: String::new(),
         sni: None,
         https_redirect: false,
+        https_port: 443,
         hsts: None,
     };
     let mut at = RouteAt {
@@ -503,6 +505,17 @@ pub(crate) fn route(
                 at.https_redirect = b.then(|| v.span());
             }
             None => read::wrong_type(sink, v, "a boolean"),
+        }
+    }
+    if let Some(port) = t.int(sink, "https_port", 1..=65535) {
+        r.https_port = port;
+        if !r.https_redirect {
+            if let Some(span) = t.key_span("https_port") {
+                sink.warn(
+                    span,
+                    "https_port has no effect without https_redirect = true",
+                );
+            }
         }
     }
     if let Some(v) = t.get("hsts") {

@@ -374,6 +374,7 @@ fn apply_error_field(config: &Config, e: ApplyError) -> FieldError {
             .find(|(_, l)| l.access_log.is_some())
             .map(|(n, _)| format!("listeners/{n}/access_log")),
         ApplyError::Tls(t) => Some(format!("listeners/{}/tls", t.listener())),
+        ApplyError::PoolTls { pool, .. } => Some(format!("pools/{pool}/tls")),
         ApplyError::Start(_) => None,
     };
     FieldError {

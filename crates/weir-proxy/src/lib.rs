@@ -71,7 +71,10 @@ struct Installed {
 pub struct Prepared {
     fresh: Vec<listener::Bound>,
     logs: HashMap<weir_config::AccessLog, accesslog::Sink>,
-    tls: HashMap<String, Arc<TlsServer>>,
+    /// TLS listeners' server sides, by listener name.
+    listener_tls: HashMap<String, Arc<TlsServer>>,
+    /// Every pool's TLS settings: kept where its tls table is unchanged, else built.
+    tls: HashMap<Arc<str>, Arc<transport::UpstreamTls>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +90,14 @@ pub enum ApplyError {
         dest: String,
         #[source]
         source: std::io::Error,
+    },
+    /// A file the pool's tls table names no longer reads (it did when the config was
+    /// checked): the change is refused and the running TLS settings stay.
+    #[error("pool `{pool}`: {source}")]
+    PoolTls {
+        pool: String,
+        #[source]
+        source: transport::BuildError,
     },
 }
 
@@ -120,7 +131,8 @@ impl Proxy {
     }
 
     /// The part of [`Proxy::apply`] that can fail for reasons outside the config (a bind
-    /// address in use, an access log that cannot be opened), done without changing anything.
+    /// address in use, an access log that cannot be opened, a pool's CA file gone), done
+    /// without changing anything.
     /// The store validates a change with it before committing, so that a committed change
     /// always applies. Dropping the result releases the new sockets.
     pub fn prepare(&self, cfg: &Config) -> Result<Prepared, ApplyError> {
@@ -144,23 +156,49 @@ impl Proxy {
                 })?;
             logs.insert(dest.clone(), sink);
         }
-        let mut tls = HashMap::new();
+        let mut listener_tls = HashMap::new();
         for (name, l) in &cfg.listeners {
             let Some(settings) = &l.tls else { continue };
             // Unchanged settings keep the server (and its sessions); a change reads the
             // files again, and a pair that does not load fails the change here.
-            let server = match installed.registry.tls.get(name) {
+            let server = match installed.registry.listener_tls.get(name) {
                 Some(s) if s.settings == *settings && s.protocol == l.protocol => s.clone(),
                 _ => TlsServer::build(name, l.protocol, settings)?,
             };
-            tls.insert(name.clone(), server);
+            listener_tls.insert(name.clone(), server);
         }
-        Ok(Prepared { fresh, logs, tls })
+        let mut tls = HashMap::new();
+        for (name, p) in &cfg.pools {
+            let Some(settings) = &p.tls else { continue };
+            let name: Arc<str> = name.as_str().into();
+            // Unchanged settings keep their config, and with it the sessions to resume.
+            let built = match installed.registry.tls.get(&name) {
+                Some(t) if t.settings == *settings => t.clone(),
+                _ => Arc::new(transport::UpstreamTls::build(settings).map_err(|source| {
+                    ApplyError::PoolTls {
+                        pool: name.to_string(),
+                        source,
+                    }
+                })?),
+            };
+            tls.insert(name, built);
+        }
+        Ok(Prepared {
+            fresh,
+            logs,
+            listener_tls,
+            tls,
+        })
     }
 
     /// Publishes `cfg`, which [`Proxy::prepare`] accepted; the listeners bound then start.
     pub fn install(&self, prepared: Prepared, cfg: &Config) -> Result<(), ApplyError> {
-        let Prepared { fresh, logs, tls } = prepared;
+        let Prepared {
+            fresh,
+            logs,
+            listener_tls,
+            tls,
+        } = prepared;
         let mut installed = self.installed.lock().unwrap();
         let mut slots: HashMap<String, usize> = HashMap::new();
         let mut fresh_slots = Vec::new();
@@ -190,6 +228,7 @@ impl Proxy {
             &slots,
             &mut installed.registry,
             &logs,
+            listener_tls,
             tls,
         ));
         self.shared.snapshot.store(snapshot.clone());

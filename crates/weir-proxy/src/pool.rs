@@ -15,6 +15,7 @@ use crate::endpoint::EndpointRt;
 use crate::health::{Ejection, HealthFilter, Loss};
 use crate::metrics::pool::PoolMetrics;
 use crate::retry::Budget;
+use crate::transport::UpstreamTls;
 
 /// A pool's runtime state that outlives snapshots, kept in the registry by
 /// pool name (`snapshot.rs`); each part belongs to the module that uses it.
@@ -57,6 +58,9 @@ pub struct PoolRt {
     pub retry: weir_config::Retry,
     pub max_conn_age: Option<Duration>,
     pub max_requests_per_conn: u32,
+    /// TLS to the endpoints (`[pools.NAME.tls]`), built when the tls table
+    /// changes (`Proxy::prepare`) and kept across snapshots otherwise.
+    pub tls: Option<Arc<UpstreamTls>>,
     /// What outlives snapshots.
     pub shared: PoolShared,
 }
@@ -67,6 +71,7 @@ impl PoolRt {
         cfg: &weir_config::Pool,
         endpoints: Vec<Arc<EndpointRt>>,
         shared: PoolShared,
+        tls: Option<Arc<UpstreamTls>>,
     ) -> Self {
         let ids: Vec<u64> = endpoints.iter().map(|e| e.id).collect();
         PoolRt {
@@ -90,6 +95,7 @@ impl PoolRt {
             retry: cfg.retry.clone(),
             max_conn_age: cfg.max_conn_age,
             max_requests_per_conn: cfg.max_requests_per_conn,
+            tls,
             shared,
         }
     }
@@ -120,7 +126,7 @@ impl PoolRt {
     #[cfg(test)]
     pub fn for_test(name: &str) -> Self {
         let cfg = weir_config::Pool::default();
-        PoolRt::new(name.into(), &cfg, Vec::new(), PoolShared::default())
+        PoolRt::new(name.into(), &cfg, Vec::new(), PoolShared::default(), None)
     }
 }
 

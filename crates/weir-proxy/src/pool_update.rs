@@ -104,7 +104,7 @@ fn swap(registry: &mut Registry, cfg: &Config, p: &weir_config::Pool, before: &P
                         let rt =
                             Arc::new(EndpointRt::new(name.clone(), e.addr, registry.started, up));
                         registry.endpoints.insert(key.clone(), rt.clone());
-                        sync_checker(&mut registry.checkers, &key, &rt, p);
+                        sync_checker(&mut registry.checkers, &key, &rt, p, before.tls.as_ref());
                         endpoints.push(rt);
                         continue;
                     }
@@ -112,7 +112,13 @@ fn swap(registry: &mut Registry, cfg: &Config, p: &weir_config::Pool, before: &P
             }
         };
         if !same_checks {
-            sync_checker(&mut registry.checkers, &(name.clone(), e.addr), &rt, p);
+            sync_checker(
+                &mut registry.checkers,
+                &(name.clone(), e.addr),
+                &rt,
+                p,
+                before.tls.as_ref(),
+            );
         }
         endpoints.push(rt);
     }
@@ -129,7 +135,14 @@ fn swap(registry: &mut Registry, cfg: &Config, p: &weir_config::Pool, before: &P
             .series
             .retain(|l, _| l.pool != name || !gone.contains(&l.endpoint));
     }
-    PoolRt::new(name, p, endpoints, before.shared.clone())
+    // An endpoint change leaves the tls table as it was.
+    PoolRt::new(
+        name,
+        p,
+        endpoints,
+        before.shared.clone(),
+        before.tls.clone(),
+    )
 }
 
 /// A route target's counters for `pool`'s endpoints, the existing ones kept.

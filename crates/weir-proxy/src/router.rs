@@ -20,6 +20,7 @@ pub struct Target {
     pub metrics: TargetMetrics,
     /// `https_redirect`: plain-HTTP requests are answered 308 to https.
     pub https_redirect: bool,
+    pub https_port: u16,
     /// `hsts`: the `Strict-Transport-Security` value for answers over TLS.
     pub hsts: Option<http::HeaderValue>,
 }
@@ -186,6 +187,7 @@ mod tests {
             pool: Arc::new(PoolRt::for_test(name)),
             metrics: metrics(),
             https_redirect: false,
+            https_port: 443,
             hsts: None,
         }
     }
@@ -219,6 +221,7 @@ mod tests {
             pool: Arc::new(PoolRt::for_test("d")),
             metrics: metrics(),
             https_redirect: false,
+            https_port: 443,
             hsts: None,
         }));
         t.insert(Some(&HostMatch::Exact("a.com".into())), "/api", target("a"));

@@ -17,6 +17,7 @@ use crate::metrics::sni::Passthrough;
 use crate::pool::{PoolRt, PoolShared};
 use crate::router::{RouteTable, Target, TargetMetrics};
 use crate::transport::tls::TlsServer;
+use crate::transport::UpstreamTls;
 
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -67,7 +68,9 @@ pub struct Registry {
     pub passthrough: crate::metrics::sni::Series,
     /// TLS listeners' server sides by listener name, kept while their settings stay
     /// the same (certificates loaded once, watched, session tickets kept).
-    pub tls: HashMap<String, Arc<TlsServer>>,
+    pub listener_tls: HashMap<String, Arc<TlsServer>>,
+    /// Each TLS pool's settings, by pool name: kept while its tls table is unchanged.
+    pub tls: HashMap<Arc<str>, Arc<UpstreamTls>>,
 }
 
 /// Finds or makes the counters for each target of a new snapshot, keeping
@@ -147,13 +150,14 @@ impl<'a> SeriesBuilder<'a> {
     }
 }
 
-/// Starts, restarts (settings changed) or stops the endpoint's checker; the
-/// endpoint's health state itself is kept either way.
+/// Starts, restarts (its settings or the pool's TLS changed) or stops the
+/// endpoint's checker; the endpoint's health state itself is kept either way.
 pub(crate) fn sync_checker(
     checkers: &mut HashMap<(Arc<str>, SocketAddr), Checker>,
     key: &(Arc<str>, SocketAddr),
     ep: &Arc<EndpointRt>,
     pool: &weir_config::Pool,
+    tls: Option<&Arc<UpstreamTls>>,
 ) {
     if pool.health.check == HealthCheck::None {
         if checkers.remove(key).is_some() {
@@ -162,31 +166,42 @@ pub(crate) fn sync_checker(
         }
         return;
     }
-    if checkers.get(key).is_some_and(|c| c.cfg == pool.health) {
+    let tls_id = tls.map_or(0, |t| t.id);
+    if checkers
+        .get(key)
+        .is_some_and(|c| c.cfg == pool.health && c.tls == tls_id)
+    {
         return;
     }
     let slow_start = !pool.slow_start.is_zero();
     checkers.insert(
         key.clone(),
-        checker::start(ep.clone(), pool.health.clone(), slow_start),
+        checker::start(ep.clone(), pool.health.clone(), slow_start, tls.cloned()),
     );
 }
 
 impl Snapshot {
     /// Builds a snapshot; endpoints already in `registry` keep their state,
-    /// new ones are added. `slots` maps each listener name to its slot.
+    /// new ones are added. `slots` maps each listener name to its slot; `tls`
+    /// holds each TLS pool's settings (`Proxy::prepare`).
     pub fn build(
         cfg: &Config,
         slots: &HashMap<String, usize>,
         registry: &mut Registry,
         logs: &HashMap<weir_config::AccessLog, crate::accesslog::Sink>,
-        tls: HashMap<String, Arc<TlsServer>>,
+        listener_tls: HashMap<String, Arc<TlsServer>>,
+        tls: HashMap<Arc<str>, Arc<UpstreamTls>>,
     ) -> Self {
         let mut pools = HashMap::new();
         let mut next: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>> = HashMap::new();
         let mut next_pools: HashMap<Arc<str>, PoolShared> = HashMap::new();
         for (name, p) in &cfg.pools {
             let name: Arc<str> = name.as_str().into();
+            let pool_tls = tls.get(&name).cloned();
+            let tls_id = |t: Option<&Arc<UpstreamTls>>| t.map_or(0, |t| t.id);
+            // New TLS settings (or TLS switched on or off): connections pooled under the
+            // old ones close now rather than idle out (none would be reused anyway).
+            let tls_changed = tls_id(registry.tls.get(&name)) != tls_id(pool_tls.as_ref());
             let endpoints = p
                 .endpoints
                 .iter()
@@ -197,7 +212,10 @@ impl Snapshot {
                     let rt = registry.endpoints.get(&key).cloned().unwrap_or_else(|| {
                         Arc::new(EndpointRt::new(name.clone(), e.addr, registry.started, up))
                     });
-                    sync_checker(&mut registry.checkers, &key, &rt, p);
+                    sync_checker(&mut registry.checkers, &key, &rt, p, pool_tls.as_ref());
+                    if tls_changed {
+                        rt.idle.clear();
+                    }
                     next.insert(key, rt.clone());
                     rt
                 })
@@ -206,7 +224,7 @@ impl Snapshot {
             next_pools.insert(name.clone(), shared.clone());
             pools.insert(
                 name.clone(),
-                Arc::new(PoolRt::new(name, p, endpoints, shared)),
+                Arc::new(PoolRt::new(name, p, endpoints, shared, pool_tls)),
             );
         }
         // Endpoints that left the config drain: no new requests (they are not in
@@ -225,6 +243,7 @@ impl Snapshot {
         registry.checkers.retain(|k, _| next.contains_key(k));
         registry.endpoints = next;
         registry.pools = next_pools;
+        registry.tls = tls;
         registry.started = true;
 
         let size = slots.values().copied().max().map_or(0, |m| m + 1);
@@ -240,6 +259,7 @@ impl Snapshot {
                     metrics: series.target(&lname, "", &pool),
                     pool,
                     https_redirect: false,
+                    https_port: 443,
                     hsts: None,
                 }
             });
@@ -252,6 +272,7 @@ impl Snapshot {
                     metrics: series.target(&lname, rname, &pool),
                     pool,
                     https_redirect: r.https_redirect,
+                    https_port: r.https_port,
                     hsts: r
                         .hsts
                         .as_deref()
@@ -282,12 +303,12 @@ impl Snapshot {
                 idle_timeout: l.idle_timeout,
                 max_header_bytes: l.max_header_bytes,
                 passthrough: counts,
-                tls: tls.get(name).cloned(),
+                tls: listener_tls.get(name).cloned(),
             });
         }
         series.finish();
         registry.passthrough = passthrough;
-        registry.tls = tls;
+        registry.listener_tls = listener_tls;
         Snapshot {
             listeners,
             pools,

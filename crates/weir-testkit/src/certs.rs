@@ -95,6 +95,12 @@ impl Ca {
         }
     }
 
+    /// [`Ca::leaf`] written as `dir/FILE.pem` and `dir/FILE.key`: (cert, key).
+    pub fn leaf_files(&self, dir: &Path, file: &str, names: &[&str]) -> (PathBuf, PathBuf) {
+        let p = self.leaf(names).write(dir, file);
+        (p.cert, p.key)
+    }
+
     /// Writes the CA certificate as `NAME.pem` in `dir`.
     pub fn write(&self, dir: &Path, name: &str) -> PathBuf {
         let path = dir.join(format!("{name}.pem"));

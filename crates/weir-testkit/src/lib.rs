@@ -1,9 +1,10 @@
-//! weir-testkit: fake upstreams (HTTP, TCP and TLS) and small HTTP and TLS clients for
-//! weir's tests, benchmarks and `weir demo`.
+//! weir-testkit: fake upstreams (HTTP and TCP) and a small HTTP client for weir's tests,
+//! benchmarks and `weir demo`.
 //!
 //! Every knob a load balancer has to cope with is a builder option or a path on the fake
 //! backend: latency, a worker-pool concurrency cap, stale keep-alive closes, flapping
-//! (`stop`/`start`), streaming bodies, close-delimited bodies, hanging requests.
+//! (`stop`/`start`), streaming bodies, close-delimited bodies, hanging requests. `tls`
+//! puts a TLS front (rustls) before any of them, with certificates made per test.
 
 mod black_hole;
 mod body;
@@ -15,10 +16,11 @@ mod latency;
 mod listener;
 mod routes;
 mod tcp;
-pub mod tls_echo;
+pub mod tls;
 
 pub use black_hole::BlackHole;
 pub use body::pattern;
 pub use http::{HttpUpstream, HttpUpstreamBuilder, RequestRecord};
 pub use latency::{parse_duration, Latency};
 pub use tcp::TcpUpstream;
+pub use tls::TlsFront;

@@ -42,9 +42,9 @@ pub struct ServerSettings {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
-    #[error("client_ca: {0}")]
+    #[error("CA file: {0}")]
     Ca(CertError),
-    #[error("client_ca {path}: {reason}")]
+    #[error("CA file {path}: {reason}")]
     BadCa { path: String, reason: String },
     #[error("the client certificate's key {key} cannot be used: {reason}")]
     Identity { key: String, reason: String },

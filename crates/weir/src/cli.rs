@@ -42,6 +42,12 @@ pub enum Command {
     /// read from --token-file, or taken from $WEIR_TOKEN. Errors are printed as
     /// `error: TITLE: DETAIL (field FIELD)` with exit status 1.
     Ctl(crate::ctl::CtlArgs),
+    /// Write a self-signed certificate and key for trying TLS out.
+    ///
+    /// Writes OUT/NAME.pem and OUT/NAME.key (an ECDSA P-256 key, readable by its owner
+    /// only), with NAME and the other names as subjectAltNames. Clients do not trust it:
+    /// `curl --cacert OUT/NAME.pem` or `-k`. For production, use a certificate from a CA.
+    Cert(CertArgs),
     /// Print the version.
     Version,
 }
@@ -81,10 +87,28 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CertArgs {
+    /// The names the certificate is for (DNS names, `*.` wildcards, IP addresses); the
+    /// first names the files.
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
+    /// The directory the files go to (made if missing).
+    #[arg(long, default_value = "certs", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Days it is valid.
+    #[arg(long, default_value_t = 90, value_name = "N")]
+    pub days: u32,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Where the demo balancer listens.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     pub listen: SocketAddr,
+    /// Where it also listens with HTTPS (a self-signed certificate for localhost and
+    /// 127.0.0.1, made at start).
+    #[arg(long, default_value = "127.0.0.1:8443", value_name = "ADDR")]
+    pub tls_listen: SocketAddr,
     /// Where the dashboard, metrics and stats are served.
     #[arg(long, default_value = "127.0.0.1:9901", value_name = "ADDR")]
     pub admin: SocketAddr,

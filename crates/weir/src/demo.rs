@@ -31,10 +31,35 @@ pub fn demo(args: DemoArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    rt.block_on(run(args.listen, args.admin))
+    rt.block_on(run(args.listen, args.tls_listen, args.admin))
 }
 
-async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
+/// The demo's self-signed pair, in a directory of its own removed at exit.
+struct DemoCert {
+    dir: std::path::PathBuf,
+    cert: std::path::PathBuf,
+    key: std::path::PathBuf,
+}
+
+impl DemoCert {
+    fn make() -> std::io::Result<DemoCert> {
+        let dir = std::env::temp_dir().join(format!("weir-demo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let pair = weir_testkit::certs::self_signed(&["localhost", "127.0.0.1"], 30);
+        let (cert, key) = (dir.join("demo.pem"), dir.join("demo.key"));
+        std::fs::write(&cert, pair.cert_pem)?;
+        std::fs::write(&key, pair.key_pem)?;
+        Ok(DemoCert { dir, cert, key })
+    }
+}
+
+impl Drop for DemoCert {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn run(listen: SocketAddr, tls_listen: SocketAddr, admin: SocketAddr) -> ExitCode {
     // Before anything listens: a SIGTERM that meets the default action skips the drain.
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
@@ -61,8 +86,18 @@ async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
             }
         }
     }
+    let cert = match DemoCert::make() {
+        Ok(c) => c,
+        Err(e) => {
+            error!("cannot write the demo's certificate: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let text = TEMPLATE
         .replace("{listen}", &listen.to_string())
+        .replace("{tls_listen}", &tls_listen.to_string())
+        .replace("{cert}", &cert.cert.display().to_string())
+        .replace("{key}", &cert.key.display().to_string())
         .replace("{b1}", &backends[0].addr().to_string())
         .replace("{b2}", &backends[1].addr().to_string())
         .replace("{b3}", &backends[2].addr().to_string());
@@ -77,7 +112,7 @@ async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
     let running = match boot::start(Arc::new(source), admin, Auth::new(None, true)).await {
         Ok(r) => r,
         Err(BootError::Start(e)) => {
-            error!("{e} (is something else on {listen}? try `weir demo --listen 127.0.0.1:8081`)");
+            error!("{e} (is something else on {listen} or {tls_listen}? try `weir demo --listen 127.0.0.1:8081 --tls-listen 127.0.0.1:8444`)");
             return ExitCode::FAILURE;
         }
         Err(BootError::Admin { source, .. }) => {
@@ -88,7 +123,7 @@ async fn run(listen: SocketAddr, admin: SocketAddr) -> ExitCode {
     let (proxy, stop) = (running.proxy, running.stop_admin);
     let traffic_stop = CancellationToken::new();
     tokio::spawn(traffic(listen, traffic_stop.clone()));
-    print_tour(listen, admin, &backends);
+    print_tour(listen, tls_listen, admin, &backends);
 
     tokio::select! {
         _ = term.recv() => {}
@@ -116,9 +151,14 @@ fn fastrand_bool() -> bool {
         .map_or(true, |d| d.subsec_nanos() % 2 == 0)
 }
 
-fn print_tour(listen: SocketAddr, admin: SocketAddr, backends: &[HttpUpstream]) {
+fn print_tour(
+    listen: SocketAddr,
+    tls_listen: SocketAddr,
+    admin: SocketAddr,
+    backends: &[HttpUpstream],
+) {
     let url = format!("http://{listen}");
-    println!("weir demo: balancing {url} over three demo backends (weights 1, 1, 2)");
+    println!("weir demo: balancing {url} and https://{tls_listen} over three demo backends (weights 1, 1, 2)");
     println!("dashboard: http://{admin}/   (metrics: http://{admin}/metrics, stats: http://{admin}/api/v1/stats)");
     for b in backends {
         println!("  {} on {}", b.name(), b.addr());
@@ -128,6 +168,7 @@ fn print_tour(listen: SocketAddr, admin: SocketAddr, backends: &[HttpUpstream]) 
     println!("  curl {url}/                 # demo-1, demo-2, demo-3 answer in turn (demo-3 twice as often)");
     println!("  curl -H 'Host: api.demo.local' {url}/   # host route: only demo-3");
     println!("  curl {url}/headers          # what the backend saw, X-Forwarded-* included");
+    println!("  curl -k https://{tls_listen}/headers   # the same over HTTPS (self-signed, hence -k): X-Forwarded-Proto: https");
     println!("  curl -i {url}/status/503    # upstream answers pass through untouched");
     println!();
     println!("Press Ctrl-C to stop.");

@@ -2,6 +2,7 @@
 
 mod alloc;
 mod boot;
+mod cert;
 mod check;
 mod cli;
 mod ctl;
@@ -31,8 +32,13 @@ fn main() -> ExitCode {
         Command::Check(args) => check::check(args),
         Command::Demo(args) => demo::demo(args),
         Command::Ctl(args) => ctl::ctl(args),
+        Command::Cert(args) => cert::cert(args),
         Command::Version => {
-            println!("weir {}", env!("CARGO_PKG_VERSION"));
+            println!(
+                "weir {} (TLS: rustls with {})",
+                env!("CARGO_PKG_VERSION"),
+                weir_tls::provider::NAME
+            );
             ExitCode::SUCCESS
         }
     }

@@ -221,7 +221,7 @@ fn parse(
     name: &str,
     current: &State,
 ) -> Result<(State, String, weir_config::Config), String> {
-    let loaded = weir_config::parse_str(text, name).map_err(|d| d.to_string())?;
+    let loaded = weir_config::parse_file_text(text, name).map_err(|d| d.to_string())?;
     for w in &loaded.warnings {
         warn!("{w}");
     }

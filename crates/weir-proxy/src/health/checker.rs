@@ -17,7 +17,7 @@ use weir_config::{Health, HealthCheck};
 
 use crate::codec::h1::client as h1;
 use crate::endpoint::EndpointRt;
-use crate::transport::UpstreamStream;
+use crate::transport::{UpstreamStream, UpstreamTls};
 
 /// Largest health response body read when looking for `expect_body`.
 const MAX_BODY: usize = 64 * 1024;
@@ -26,6 +26,8 @@ const MAX_BODY: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct Checker {
     pub cfg: Health,
+    /// The pool's `UpstreamTls::id` it checks with (0: plain).
+    pub tls: u64,
     task: JoinHandle<()>,
 }
 
@@ -35,20 +37,27 @@ impl Drop for Checker {
     }
 }
 
-pub fn start(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool) -> Checker {
-    let task = tokio::spawn(run(ep, cfg.clone(), slow_start));
-    Checker { cfg, task }
+pub fn start(
+    ep: Arc<EndpointRt>,
+    cfg: Health,
+    slow_start: bool,
+    tls: Option<Arc<UpstreamTls>>,
+) -> Checker {
+    let id = tls.as_ref().map_or(0, |t| t.id);
+    let task = tokio::spawn(run(ep, cfg.clone(), slow_start, tls));
+    Checker { cfg, tls: id, task }
 }
 
 fn jittered(d: Duration) -> Duration {
     d.mul_f64(0.9 + fastrand::f64() * 0.2)
 }
 
-async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool) {
+async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool, tls: Option<Arc<UpstreamTls>>) {
     // The first probe comes soon, so a new endpoint's state is known early.
     tokio::time::sleep(jittered(cfg.interval.min(Duration::from_millis(100)))).await;
     loop {
-        let result = match tokio::time::timeout(cfg.timeout, probe(&ep, &cfg)).await {
+        let result = match tokio::time::timeout(cfg.timeout, probe(&ep, &cfg, tls.as_deref())).await
+        {
             Ok(r) => r,
             Err(_) => Err(format!("no answer within {:?}", cfg.timeout)),
         };
@@ -76,9 +85,10 @@ async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool) {
     }
 }
 
-async fn probe(ep: &EndpointRt, cfg: &Health) -> Result<(), String> {
-    // Through the transport a pool's requests use, so a TLS pool is checked over TLS too.
-    let stream = UpstreamStream::connect(ep.addr, cfg.timeout)
+async fn probe(ep: &EndpointRt, cfg: &Health, tls: Option<&UpstreamTls>) -> Result<(), String> {
+    // Through the transport a pool's requests use, so a TLS pool is checked over TLS too
+    // (a tcp check then passes once the handshake completes).
+    let stream = UpstreamStream::connect(ep.addr, cfg.timeout, tls)
         .await
         .map_err(|e| {
             // Closes seen just before were an outage, not an idle timeout.
@@ -159,7 +169,7 @@ mod tests {
             String::from_utf8(req).unwrap()
         });
         let ep = EndpointRt::new("p".into(), addr, false, true);
-        let result = tokio::time::timeout(cfg.timeout, probe(&ep, &cfg))
+        let result = tokio::time::timeout(cfg.timeout, probe(&ep, &cfg, None))
             .await
             .unwrap_or_else(|_| Err("timeout".into()));
         (result, backend.await.unwrap())

@@ -258,6 +258,7 @@ fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming, now: Instant) {
             session,
             born: r.born,
             uses: r.uses,
+            tls: r.pool.tls.as_ref().map_or(0, |t| t.id),
         };
         r.endpoint.idle.checkin(conn, r.idle, now);
     }

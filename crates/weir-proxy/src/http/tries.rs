@@ -288,6 +288,7 @@ async fn try_once(
         endpoint: &ep,
         parts,
         connect_timeout: pool.connect_timeout,
+        tls: pool.tls.as_deref(),
         request_timeout: pool.request_timeout,
         fresh_only,
     };

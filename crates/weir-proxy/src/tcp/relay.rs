@@ -21,7 +21,7 @@ pub struct Activity {
 }
 
 impl Activity {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Activity {
             base: Instant::now(),
             last: AtomicU64::new(0),
@@ -34,7 +34,7 @@ impl Activity {
             .store(self.base.elapsed().as_millis() as u64, Relaxed);
     }
 
-    fn idle_deadline(&self, idle: Duration) -> Instant {
+    pub(super) fn idle_deadline(&self, idle: Duration) -> Instant {
         self.base + Duration::from_millis(self.last.load(Relaxed)) + idle
     }
 }
@@ -49,7 +49,7 @@ pub async fn relay(
     idle: Duration,
     sent: &AtomicU64,
     received: &AtomicU64,
-    mut timer: Pin<&mut Sleep>,
+    timer: Pin<&mut Sleep>,
 ) -> io::Result<()> {
     let activity = Activity::new();
     let one_done = AtomicBool::new(false);
@@ -61,6 +61,16 @@ pub async fn relay(
             one_way(upstream_r, client_w, &activity, &one_done, received)
         )
     };
+    until_idle(both, &activity, idle, timer).await
+}
+
+/// Runs `both` (the two directions) until done, or until no byte moved for `idle`.
+pub(super) async fn until_idle<T>(
+    both: impl std::future::Future<Output = io::Result<T>>,
+    activity: &Activity,
+    idle: Duration,
+    mut timer: Pin<&mut Sleep>,
+) -> io::Result<()> {
     tokio::pin!(both);
     loop {
         timer.as_mut().reset(activity.idle_deadline(idle).into());
@@ -112,7 +122,7 @@ enum Copied {
 }
 
 /// Bytes per read before a stream counts as bulk.
-const SMALL: usize = 16 * 1024;
+pub(super) const SMALL: usize = 16 * 1024;
 
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 async fn copy_small(
@@ -154,9 +164,10 @@ async fn read_some(src: &mut ReadHalf<'_>, buf: &mut Vec<u8>) -> io::Result<usiz
 /// Reads into `buf` (given `SMALL` bytes of room), replacing what it held;
 /// while the read waits, the buffer goes back to the allocator. Through
 /// tokio's AsyncRead, for the reason given at `read_some`.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-async fn read_releasing(src: &mut ReadHalf<'_>, buf: &mut Vec<u8>) -> io::Result<usize> {
-    use tokio::io::AsyncRead;
+pub(super) async fn read_releasing<R: tokio::io::AsyncRead + Unpin>(
+    src: &mut R,
+    buf: &mut Vec<u8>,
+) -> io::Result<usize> {
     std::future::poll_fn(|cx| {
         buf.clear();
         if buf.capacity() < SMALL {

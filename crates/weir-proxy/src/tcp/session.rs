@@ -22,11 +22,11 @@ use crate::pool::PoolRt;
 use crate::race::race;
 use crate::reason::Reason;
 use crate::router::Target;
+use crate::tcp::copy;
 use crate::tcp::relay::relay;
 use crate::tcp::sni::Passed;
-use crate::tcp::tls_client;
-use crate::transport::connect_until;
 use crate::transport::tls::TlsConn;
+use crate::transport::UpstreamStream;
 
 /// A session's client side.
 pub enum Client {
@@ -88,8 +88,10 @@ pub async fn serve(
         );
         let client = match client {
             Client::Tls(client) => {
-                let r =
-                    tls_client::relay(*client, upstream, idle_timeout, sent, received, timer).await;
+                // Decrypted here: copied, never spliced.
+                let (r, w) = client.into_split();
+                let client = tokio::io::join(r, w);
+                let r = copy::relay(client, upstream, idle_timeout, sent, received, timer).await;
                 if let Err(e) = r {
                     debug!(listener = &*listener, "tcp session ended: {e}");
                 }
@@ -104,7 +106,7 @@ pub async fn serve(
                     .reset(tokio::time::Instant::now() + idle_timeout);
                 let wrote = tokio::select! {
                     biased;
-                    r = upstream.write_all(&hello.bytes) => r,
+                    r = write_flushed(&mut upstream, &hello.bytes) => r,
                     _ = timer.as_mut() => Err(std::io::ErrorKind::TimedOut.into()),
                 };
                 if let Err(e) = wrote {
@@ -121,7 +123,13 @@ pub async fn serve(
                 client
             }
         };
-        let r = relay(client, upstream, idle_timeout, sent, received, timer).await;
+        let r = match upstream {
+            UpstreamStream::Plain(upstream) => {
+                relay(client, upstream, idle_timeout, sent, received, timer).await
+            }
+            // A TLS pool: bytes are encrypted here, so splice cannot move them.
+            upstream => copy::relay(client, upstream, idle_timeout, sent, received, timer).await,
+        };
         if let Err(e) = r {
             debug!(listener = &*listener, "tcp session ended: {e}");
         }
@@ -150,7 +158,7 @@ async fn connect_any(
     pool: &Arc<PoolRt>,
     peer: SocketAddr,
     mut timer: Pin<&mut Sleep>,
-) -> Result<(TcpStream, Slot), Reason> {
+) -> Result<(UpstreamStream, Slot), Reason> {
     let mut key = PickKey::default();
     if let Algorithm::Hash { .. } = pool.algorithm {
         key.hash = Some(ip_hash(peer.ip()));
@@ -165,7 +173,16 @@ async fn connect_any(
         timer
             .as_mut()
             .reset((started + pool.connect_timeout).into());
-        match connect_until(ep.addr, pool.connect_timeout, timer.as_mut()).await {
+        // The connect timeout covers a TLS pool's handshake too.
+        let tls = pool.tls.as_deref();
+        let connected = UpstreamStream::connect_until(
+            ep.addr,
+            pool.connect_timeout,
+            tls,
+            weir_config::Protocol::Tcp,
+            timer.as_mut(),
+        );
+        match connected.await {
             Ok(s) => {
                 // A session counts as the endpoint's "request"; its latency
                 // is the time to connect.
@@ -191,4 +208,10 @@ async fn connect_any(
         }
     }
     Err(Reason::ConnectFailed)
+}
+
+/// Writes all of `bytes` and flushes (a TLS upstream may hold a record until flushed).
+async fn write_flushed(upstream: &mut UpstreamStream, bytes: &[u8]) -> std::io::Result<()> {
+    upstream.write_all(bytes).await?;
+    upstream.flush().await
 }

@@ -20,6 +20,19 @@ pub enum ConnectError {
         #[source]
         source: io::Error,
     },
+    /// The TLS handshake failed: the reason says what to fix (the pool's `ca`,
+    /// `server_name`, client certificate, or an endpoint that does not speak TLS).
+    #[error("TLS handshake with {addr} (as {name}): {source}")]
+    Tls {
+        addr: SocketAddr,
+        name: String,
+        #[source]
+        source: super::upstream_tls::HandshakeError,
+    },
+    #[error("TLS handshake with {addr} not done within the connect timeout ({timeout:?})")]
+    HandshakeTimeout { addr: SocketAddr, timeout: Duration },
+    #[error("{addr} chose the protocol {chosen:?} by ALPN; weir speaks http/1.1 to endpoints (list only \"http/1.1\" in the pool's tls alpn)")]
+    Alpn { addr: SocketAddr, chosen: String },
 }
 
 pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {

@@ -4,11 +4,11 @@
 //! upstream streams (`upstream.rs`; opened by `connect.rs`), and what a
 //! stream's TLS session tells the layers above (`tls_info.rs`).
 //!
-//! Streams are enums with one `Plain` variant today: TLS is a new variant
-//! (and a file of its own) on each side, picked where the stream is made
-//! (the listener, the pool's connect), not an edit of the codecs or the
-//! request path. The TCP relay (`tcp/`) takes plain sockets as they come
-//! from here, for splice(2).
+//! Streams are enums: TLS is a variant (and a file of its own) on each
+//! side, picked where the stream is made (the listener, the pool's connect:
+//! `upstream_tls.rs`), not an edit of the codecs or the request path. The
+//! TCP relay (`tcp/`) takes plain sockets as they come from here, for
+//! splice(2), and copies through TLS ones.
 
 mod accept;
 mod client;
@@ -17,9 +17,11 @@ mod lazy;
 pub mod tls;
 mod tls_info;
 mod upstream;
+mod upstream_tls;
 
 pub use accept::{accept, defer_accept, listen, BindError, Listener};
 pub use client::{ClientReader, ClientStream, ClientWriter};
 pub use connect::{connect, connect_until, ConnectError};
 pub use tls_info::TlsInfo;
 pub use upstream::UpstreamStream;
+pub use upstream_tls::{handshake_refused, BuildError, HandshakeError, TlsStream, UpstreamTls};

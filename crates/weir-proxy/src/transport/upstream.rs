@@ -4,8 +4,8 @@
 //! time), addresses, and TLS details.
 //!
 //! An enum over the kinds of stream, so the hot path dispatches
-//! statically. Upstream TLS is a new variant in a file of its own (its
-//! `peer_gone` and `raw` look at the TCP socket under the session).
+//! statically. Upstream TLS is the `Tls` variant (`upstream_tls.rs`); its
+//! `peer_gone` and `raw` look at the TCP socket under the session.
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
@@ -15,38 +15,64 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::connect::{connect, ConnectError};
+use weir_config::Protocol;
+
+use super::connect::{connect_until, ConnectError};
 use super::tls_info::TlsInfo;
+use super::upstream_tls::{TlsStream, UpstreamTls};
 
 pub enum UpstreamStream {
     Plain(TcpStream),
+    Tls(TlsStream),
 }
 
 impl UpstreamStream {
-    /// Opens a plain TCP connection to `addr` within `timeout`.
+    /// Opens a connection to `addr` for HTTP, over TLS when the pool has `tls`; `timeout`
+    /// covers the TCP connect and the handshake.
     pub async fn connect(
         addr: SocketAddr,
         timeout: std::time::Duration,
+        tls: Option<&UpstreamTls>,
     ) -> Result<Self, ConnectError> {
-        connect(addr, timeout).await.map(UpstreamStream::Plain)
+        let timer = tokio::time::sleep(timeout);
+        tokio::pin!(timer);
+        Self::connect_until(addr, timeout, tls, Protocol::Http, timer).await
+    }
+
+    /// As [`UpstreamStream::connect`], for `protocol`'s ALPN, bounded by `timer` (set to
+    /// fire `timeout` from now; a TCP session keeps it as its idle timer).
+    pub async fn connect_until(
+        addr: SocketAddr,
+        timeout: std::time::Duration,
+        tls: Option<&UpstreamTls>,
+        protocol: Protocol,
+        mut timer: Pin<&mut tokio::time::Sleep>,
+    ) -> Result<Self, ConnectError> {
+        let tcp = connect_until(addr, timeout, timer.as_mut()).await?;
+        match tls {
+            None => Ok(UpstreamStream::Plain(tcp)),
+            Some(tls) => tls
+                .handshake(protocol, addr, tcp, timeout, timer)
+                .await
+                .map(UpstreamStream::Tls),
+        }
     }
 
     /// Whether the backend closed or reset the connection, or sent bytes
     /// nobody asked for. Never blocks; costs a system call (a one-byte
-    /// peek) only when the socket was reported readable.
+    /// peek) only when the socket was reported readable. Under TLS the
+    /// socket is the TCP one: any record arriving on an idle session (a
+    /// close_notify, most likely) counts as gone, as bytes do on a plain one.
     pub fn peer_gone(&self) -> bool {
-        match self {
-            UpstreamStream::Plain(s) => {
-                let peeked = s.try_io(Interest::READABLE, || {
-                    let mut b = [std::mem::MaybeUninit::<u8>::uninit(); 1];
-                    socket2::SockRef::from(s).peek(&mut b)
-                });
-                match peeked {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-                    // EOF, unsolicited bytes, or an error.
-                    _ => true,
-                }
-            }
+        let s = self.raw();
+        let peeked = s.try_io(Interest::READABLE, || {
+            let mut b = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+            socket2::SockRef::from(s).peek(&mut b)
+        });
+        match peeked {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            // EOF, unsolicited bytes, or an error.
+            _ => true,
         }
     }
 
@@ -55,13 +81,15 @@ impl UpstreamStream {
     pub fn raw(&self) -> &TcpStream {
         match self {
             UpstreamStream::Plain(s) => s,
+            UpstreamStream::Tls(s) => s.get_ref().0,
         }
     }
 
-    /// The TLS session's details; `None` on a plain connection.
+    /// The TLS session's details; `None` on a plain connection (and, until
+    /// `TlsInfo` carries any, on a TLS one).
     pub fn tls(&self) -> Option<&TlsInfo> {
         match self {
-            UpstreamStream::Plain(_) => None,
+            UpstreamStream::Plain(_) | UpstreamStream::Tls(_) => None,
         }
     }
 
@@ -83,6 +111,12 @@ impl AsyncRead for UpstreamStream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             UpstreamStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            UpstreamStream::Tls(s) => {
+                // The codecs never flush (a socket needs none), but TLS records a full
+                // socket refused wait in rustls: whoever waits for the answer pushes them.
+                let _ = Pin::new(&mut **s).poll_flush(cx);
+                Pin::new(&mut **s).poll_read(cx, buf)
+            }
         }
     }
 }
@@ -96,6 +130,7 @@ impl AsyncWrite for UpstreamStream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             UpstreamStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            UpstreamStream::Tls(s) => tls_write(s, cx, |s, cx| s.poll_write(cx, buf)),
         }
     }
 
@@ -107,24 +142,50 @@ impl AsyncWrite for UpstreamStream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             UpstreamStream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            UpstreamStream::Tls(s) => tls_write(s, cx, |s, cx| s.poll_write_vectored(cx, bufs)),
         }
     }
 
     fn is_write_vectored(&self) -> bool {
         match self {
             UpstreamStream::Plain(s) => s.is_write_vectored(),
+            UpstreamStream::Tls(s) => s.is_write_vectored(),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             UpstreamStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            UpstreamStream::Tls(s) => Pin::new(&mut **s).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             UpstreamStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            UpstreamStream::Tls(s) => Pin::new(&mut **s).poll_shutdown(cx),
         }
     }
+}
+
+/// A write through TLS that leaves nothing behind in rustls when it can: records from an
+/// earlier write go out first (a full socket pushes back here, as it would on a plain
+/// one), and the new ones are pushed at once, so a request's last bytes do not wait in
+/// memory while the codec reads for the answer.
+fn tls_write(
+    s: &mut TlsStream,
+    cx: &mut Context<'_>,
+    write: impl FnOnce(
+        Pin<&mut tokio_rustls::client::TlsStream<TcpStream>>,
+        &mut Context<'_>,
+    ) -> Poll<io::Result<usize>>,
+) -> Poll<io::Result<usize>> {
+    let mut s = Pin::new(&mut **s);
+    if s.get_ref().1.wants_write() {
+        std::task::ready!(s.as_mut().poll_flush(cx))?;
+    }
+    let n = std::task::ready!(write(s.as_mut(), cx))?;
+    // Pending here is fine: the bytes are taken, and the next write or read pushes them.
+    let _ = s.poll_flush(cx);
+    Poll::Ready(Ok(n))
 }

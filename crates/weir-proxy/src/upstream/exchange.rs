@@ -17,6 +17,7 @@ use super::session::{SendFailed, Session};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, TryError};
+use crate::transport::UpstreamTls;
 use crate::upstream::upbody::UpBody;
 
 /// What a try asks of the endpoint.
@@ -24,6 +25,8 @@ pub struct Exchange<'a> {
     pub endpoint: &'a EndpointRt,
     pub parts: &'a Parts,
     pub connect_timeout: Duration,
+    /// The pool's TLS to its endpoints, if it has any.
+    pub tls: Option<&'a UpstreamTls>,
     /// For the log line when the request's deadline across tries ran out.
     pub request_timeout: Duration,
     /// Open a new session rather than reuse one (a retry).
@@ -52,12 +55,13 @@ pub async fn exchange(
     let started = timer.started;
     let mut body = body;
     let mut fresh_only = x.fresh_only;
+    let tls_id = x.tls.map_or(0, |t| t.id);
     loop {
         let pooled = if fresh_only {
             None
         } else {
             // Only the first pass checks out: `started` is still now.
-            ep.idle.checkout(started)
+            ep.idle.checkout(started, tls_id)
         };
         let reused = pooled.is_some();
         let idle_for = pooled.as_ref().map(|c| c.idle_for);
@@ -69,7 +73,7 @@ pub async fn exchange(
                     .cap
                     .map_or(x.connect_timeout, |c| c.saturating_duration_since(opening));
                 let timeout = x.connect_timeout.min(left.max(Duration::from_millis(1)));
-                match Session::open(ep.addr, timeout).await {
+                match Session::open(ep.addr, timeout, x.tls).await {
                     Ok(session) => {
                         let now = Instant::now();
                         *connect_took = now - opening;
@@ -78,6 +82,7 @@ pub async fn exchange(
                                 session,
                                 born: now,
                                 uses: 0,
+                                tls: tls_id,
                             },
                             now,
                         )
@@ -94,6 +99,7 @@ pub async fn exchange(
             session,
             born,
             uses,
+            tls: _,
         } = conn;
         let timer = HeadTimer {
             started: sent_at,

@@ -44,6 +44,18 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
             reused,
             cause: Cause::Exchange(ExchangeError::H1(error)),
         },
+        // A TLS backend refusing weir's client certificate after a TLS 1.3 handshake: the
+        // handshake failed, and the request was never read (it cannot have been: the
+        // backend stopped at the certificate).
+        Error::Io(ref io) if !reused && !answered && crate::transport::handshake_refused(io) => {
+            TryError {
+                reason: Reason::ConnectFailed,
+                side: Side::Upstream,
+                delivery: Delivery::NotDelivered,
+                reused,
+                cause: Cause::Exchange(ExchangeError::H1(error)),
+            }
+        }
         error => TryError {
             reason: Reason::UpstreamReset,
             side: Side::Upstream,

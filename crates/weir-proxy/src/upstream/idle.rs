@@ -28,6 +28,9 @@ pub struct Conn {
     pub born: Instant,
     /// Requests sent on it, the current one included.
     pub uses: u32,
+    /// The `UpstreamTls::id` it was opened with (0: plain): a pool whose tls
+    /// table changed reuses none of the connections made before.
+    pub tls: u64,
 }
 
 struct Idle {
@@ -64,8 +67,9 @@ pub struct Checkout {
 }
 
 impl IdleConns {
-    /// A pooled connection that is open, ready and not expired.
-    pub fn checkout(&self, now: Instant) -> Option<Checkout> {
+    /// A pooled connection that is open, ready, not expired, and made with
+    /// the pool's TLS settings `tls` (see [`Conn::tls`]).
+    pub fn checkout(&self, now: Instant, tls: u64) -> Option<Checkout> {
         // The lock is not held while a connection is checked.
         loop {
             let c = self.conns.lock().unwrap().pop()?;
@@ -74,7 +78,7 @@ impl IdleConns {
             // timeout. The check is a system call only when the socket was
             // reported readable.
             let closed = c.conn.session.is_closed();
-            if !closed && c.expires > now {
+            if !closed && c.expires > now && c.conn.tls == tls {
                 return Some(Checkout {
                     idle_for: now.saturating_duration_since(c.since),
                     conn: c.conn,

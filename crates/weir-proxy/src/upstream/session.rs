@@ -26,7 +26,7 @@ use super::h1;
 use crate::codec::h1::client::{self, Connection};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
-use crate::transport::{ConnectError, UpstreamStream};
+use crate::transport::{ConnectError, UpstreamStream, UpstreamTls};
 use crate::upstream::upbody::UpBody;
 
 /// One upstream connection (or stream) able to carry a request.
@@ -45,10 +45,14 @@ pub struct SendFailed {
 }
 
 impl Session {
-    /// Opens a session to `addr` within `timeout`. Where a pool's protocol
-    /// and TLS settings will choose the stream and the codec.
-    pub async fn open(addr: SocketAddr, timeout: Duration) -> Result<Session, ConnectError> {
-        let stream = UpstreamStream::connect(addr, timeout).await?;
+    /// Opens a session to `addr` within `timeout`, over TLS when the pool has
+    /// `tls`. Where a pool's protocol will choose the codec.
+    pub async fn open(
+        addr: SocketAddr,
+        timeout: Duration,
+        tls: Option<&UpstreamTls>,
+    ) -> Result<Session, ConnectError> {
+        let stream = UpstreamStream::connect(addr, timeout, tls).await?;
         Ok(Session::H1(Connection::new(stream)))
     }
 

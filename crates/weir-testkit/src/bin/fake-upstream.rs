@@ -8,10 +8,15 @@
 //!   (`Connection: close`), close idle keep-alive connections, then listen again
 //!   `--down-for` after the last connection is gone.
 //!
+//! With `--tls-cert` and `--tls-key` it speaks TLS on `--listen` (rustls, in front of the
+//! backend, which then listens on another loopback port); `--tls-client-ca` requires client
+//! certificates signed by that CA.
+//!
 //! Each event is printed (`stopped`, `started`) with a timestamp in ms since start.
 //! Signals that arrive during a restart are coalesced into one more restart.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
@@ -56,6 +61,15 @@ struct Args {
     /// SIGUSR2: longest wait for in-flight requests before dropping what is left.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     drain_timeout: Duration,
+    /// Serve TLS with this certificate chain (PEM; needs --tls-key).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this CA (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
 }
 
 fn main() {
@@ -79,16 +93,28 @@ async fn run(a: Args) -> std::io::Result<()> {
     let mut usr1 = signal(SignalKind::user_defined1())?;
     let mut usr2 = signal(SignalKind::user_defined2())?;
     let (down_for, drain_timeout) = (a.down_for, a.drain_timeout);
+    // With TLS, the backend listens on a loopback port of its own behind the TLS front.
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => Some((
+            a.listen,
+            weir_testkit::tls::server_config(cert, key, a.tls_client_ca.as_deref())?,
+        )),
+        _ => None,
+    };
+    let listen = match tls {
+        Some(_) => SocketAddr::from(([127, 0, 0, 1], 0)),
+        None => a.listen,
+    };
 
     // Keep the upstream alive until a signal arrives.
     let (_http, _tcp, addr) = if a.tcp_echo {
-        let t = TcpUpstream::echo_on(a.listen, &a.name, a.greeting).await?;
+        let t = TcpUpstream::echo_on(listen, &a.name, a.greeting).await?;
         let addr = t.addr();
         (None, Some(t), addr)
     } else {
         // No request log: a benchmark would grow it without bound.
         let mut b = HttpUpstream::builder(&a.name)
-            .addr(a.listen)
+            .addr(listen)
             .latency(a.latency)
             .record_log(false);
         if let Some(n) = a.max_concurrency {
@@ -107,6 +133,11 @@ async fn run(a: Args) -> std::io::Result<()> {
         let addr = h.addr();
         (Some(h), None, addr)
     };
+    let _front = match tls {
+        Some((at, config)) => Some(weir_testkit::TlsFront::spawn_on(at, addr, config)?),
+        None => None,
+    };
+    let addr = _front.as_ref().map_or(addr, |f| f.addr());
     println!("listening on {addr}");
     use std::io::Write;
     std::io::stdout().flush()?;

@@ -11,8 +11,17 @@ use crate::common::{free_addr, Weir};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn demo_balances_three_named_backends() {
-    let listen = free_addr();
-    let mut w = Weir::command(&["demo", "--listen", &listen.to_string()], &[listen]);
+    let (listen, tls) = (free_addr(), free_addr());
+    let mut w = Weir::command(
+        &[
+            "demo",
+            "--listen",
+            &listen.to_string(),
+            "--tls-listen",
+            &tls.to_string(),
+        ],
+        &[listen, tls],
+    );
     let mut conn = HttpConn::connect(listen).await.unwrap();
     let mut seen = std::collections::BTreeSet::new();
     for _ in 0..40 {
@@ -47,6 +56,20 @@ async fn demo_balances_three_named_backends() {
         .unwrap();
     assert_eq!(client::send(listen, req).await.unwrap().text(), "demo-3\n");
 
+    // The same pool over HTTPS, with the self-signed certificate the demo made.
+    let out = std::process::Command::new("curl")
+        .args(["-sSk", "--max-time", "20"])
+        .arg(format!("https://{tls}/headers"))
+        .output()
+        .unwrap();
+    let body = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(body.contains(r#"["x-forwarded-proto","https"]"#), "{body}");
+
     w.signal(libc::SIGTERM);
     assert_eq!(w.wait_exit(Duration::from_secs(5)).code(), Some(0));
 }
@@ -57,7 +80,16 @@ async fn demo_balances_three_named_backends() {
 async fn a_sigterm_as_soon_as_the_demo_listens_is_a_clean_shutdown() {
     for _ in 0..5 {
         let listen = free_addr();
-        let mut w = Weir::command(&["demo", "--listen", &listen.to_string()], &[]);
+        let mut w = Weir::command(
+            &[
+                "demo",
+                "--listen",
+                &listen.to_string(),
+                "--tls-listen",
+                &free_addr().to_string(),
+            ],
+            &[],
+        );
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(listen).is_err() {
             assert!(

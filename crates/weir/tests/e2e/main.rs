@@ -39,4 +39,6 @@ mod tcp_tls;
 mod timeouts;
 mod tls;
 mod tls_bad_input;
+mod tls_config;
 mod truncation;
+mod upstream_tls;

@@ -12,8 +12,7 @@ use rustls::{AlertDescription, ClientConfig};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use weir_testkit::certs::Ca;
-use weir_testkit::tls_echo::TlsEchoUpstream;
-use weir_testkit::TcpUpstream;
+use weir_testkit::{TcpUpstream, TlsFront};
 
 use crate::common::{free_addr, Weir};
 use crate::tls_kit::{client, connect};
@@ -45,6 +44,46 @@ endpoints = [{{ addr = "{a}" }}]
 endpoints = [{{ addr = "{b}" }}]
 "#
     )
+}
+
+/// A backend that terminates TLS with a leaf of `ca` for `names` (rustls, weir-testkit's
+/// `TlsFront`) and then greets with `NAME\n` and echoes (a `TcpUpstream` behind it).
+struct Backend {
+    name: String,
+    /// The leaf it presents (DER).
+    cert: Vec<u8>,
+    front: TlsFront,
+    _echo: TcpUpstream,
+}
+
+impl Backend {
+    fn addr(&self) -> SocketAddr {
+        self.front.addr()
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn cert(&self) -> &[u8] {
+        &self.cert
+    }
+
+    fn handshakes(&self) -> u64 {
+        self.front.handshakes()
+    }
+}
+
+async fn backend(ca: &Ca, dir: &tempfile::TempDir, name: &str, names: &[&str]) -> Backend {
+    let pair = ca.leaf(names).write(dir.path(), name);
+    let echo = TcpUpstream::echo(name, true).await.unwrap();
+    let config = weir_testkit::tls::server_config(&pair.cert, &pair.key, None).unwrap();
+    Backend {
+        name: name.to_owned(),
+        cert: pair.der,
+        front: TlsFront::spawn(echo.addr(), config).unwrap(),
+        _echo: echo,
+    }
 }
 
 /// Starts weir waiting on its admin listener only (opened after the config's listeners):
@@ -90,12 +129,7 @@ async fn wait_passthrough(w: &Weir, result: &str, want: u64) {
 
 /// A TLS session through weir for `sni` (`None`: none sent, the certificate verified for
 /// 127.0.0.1): its certificate must be `up`'s, its greeting `up`'s name, and it echoes.
-async fn reaches(
-    cfg: &Arc<ClientConfig>,
-    listen: SocketAddr,
-    sni: Option<&str>,
-    up: &TlsEchoUpstream,
-) {
+async fn reaches(cfg: &Arc<ClientConfig>, listen: SocketAddr, sni: Option<&str>, up: &Backend) {
     let h = connect(cfg, listen, sni)
         .await
         .unwrap_or_else(|e| panic!("TLS for {sni:?} through weir: {e}"));
@@ -148,19 +182,17 @@ fn client_hello(sni: &str) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_server_name_reaches_its_pool_and_the_rest_the_fallback() {
     let ca = Ca::new("sni test CA");
+    let dir = tempfile::tempdir().unwrap();
     let tls = client(&ca.pem, &[], None);
-    let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
-        .await
-        .unwrap();
-    let b = TlsEchoUpstream::spawn("b", &ca.leaf(&["*.b.example", "*.x.b.example"]))
-        .await
-        .unwrap();
-    let f = TlsEchoUpstream::spawn(
+    let a = backend(&ca, &dir, "a", &["a.example"]).await;
+    let b = backend(&ca, &dir, "b", &["*.b.example", "*.x.b.example"]).await;
+    let f = backend(
+        &ca,
+        &dir,
         "fallback",
-        &ca.leaf(&["fallback.example", "c.example", "127.0.0.1"]),
+        &["fallback.example", "c.example", "127.0.0.1"],
     )
-    .await
-    .unwrap();
+    .await;
     let listen = free_addr();
     let cfg = edge_cfg(listen, a.addr(), b.addr(), "pool = \"fallback\"")
         + &format!(
@@ -246,13 +278,10 @@ async fn each_server_name_reaches_its_pool_and_the_rest_the_fallback() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_name_no_route_takes_without_a_fallback_gets_unrecognized_name() {
     let ca = Ca::new("sni test CA");
+    let dir = tempfile::tempdir().unwrap();
     let tls = client(&ca.pem, &[], None);
-    let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
-        .await
-        .unwrap();
-    let b = TlsEchoUpstream::spawn("b", &ca.leaf(&["*.b.example"]))
-        .await
-        .unwrap();
+    let a = backend(&ca, &dir, "a", &["a.example"]).await;
+    let b = backend(&ca, &dir, "b", &["*.b.example"]).await;
     let listen = free_addr();
     let w = start(&edge_cfg(listen, a.addr(), b.addr(), ""));
     let from = w.log_lines();
@@ -307,13 +336,10 @@ async fn a_name_no_route_takes_without_a_fallback_gets_unrecognized_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn plain_http_and_garbage_are_closed_and_counted_not_tls() {
     let ca = Ca::new("sni test CA");
+    let dir = tempfile::tempdir().unwrap();
     let tls = client(&ca.pem, &[], None);
-    let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
-        .await
-        .unwrap();
-    let b = TlsEchoUpstream::spawn("b", &ca.leaf(&["*.b.example"]))
-        .await
-        .unwrap();
+    let a = backend(&ca, &dir, "a", &["a.example"]).await;
+    let b = backend(&ca, &dir, "b", &["*.b.example"]).await;
     // A plain tcp fallback: it would count any connection weir made to it.
     let fallback = TcpUpstream::echo("fallback", true).await.unwrap();
     let listen = free_addr();
@@ -378,13 +404,10 @@ async fn trickle(listen: SocketAddr, hello: Vec<u8>, head: usize) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hello_trickled_past_the_header_timeout_is_cut_while_others_are_served() {
     let ca = Ca::new("sni test CA");
+    let dir = tempfile::tempdir().unwrap();
     let tls = client(&ca.pem, &[], None);
-    let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
-        .await
-        .unwrap();
-    let b = TlsEchoUpstream::spawn("b", &ca.leaf(&["*.b.example"]))
-        .await
-        .unwrap();
+    let a = backend(&ca, &dir, "a", &["a.example"]).await;
+    let b = backend(&ca, &dir, "b", &["*.b.example"]).await;
     let listen = free_addr();
     let timeout = Duration::from_secs(3);
     let w = start(&edge_cfg(
@@ -438,39 +461,18 @@ async fn settled_rss(pid: u32) -> u64 {
     }
 }
 
-/// Many clients that send half a hello and stop: each is cut at the header timeout, none
-/// delays the others, and what they held is bounded while they wait and given back after.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
-    const CONNS: usize = 1200;
-    let ca = Ca::new("sni test CA");
-    let tls = client(&ca.pem, &[], None);
-    let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
-        .await
-        .unwrap();
-    let b = TlsEchoUpstream::spawn("b", &ca.leaf(&["*.b.example"]))
-        .await
-        .unwrap();
-    let listen = free_addr();
-    let timeout = Duration::from_secs(5);
-    let w = start(&edge_cfg(
-        listen,
-        a.addr(),
-        b.addr(),
-        "header_timeout = \"5s\"",
-    ));
-    let pid = w.child.id();
-    // A used proxy, then its resting size.
-    reaches(&tls, listen, Some("a.example"), &a).await;
-    let start_rss = settled_rss(pid).await;
-
-    let hello = client_hello("a.example");
-    let half = hello[..hello.len() / 2].to_vec();
-    let mut waiting = Vec::with_capacity(CONNS);
-    for _ in 0..CONNS {
+/// `n` clients that each send `half` a hello and stop; returns once all are open, with
+/// the tasks that wait for each to be cut (each giving how long after its connect).
+async fn half_hellos(
+    listen: SocketAddr,
+    half: &[u8],
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<Duration>> {
+    let mut waiting = Vec::with_capacity(n);
+    for _ in 0..n {
         let opened = Instant::now();
         let mut s = TcpStream::connect(listen).await.unwrap();
-        s.write_all(&half).await.unwrap();
+        s.write_all(half).await.unwrap();
         waiting.push(tokio::spawn(async move {
             let mut rest = Vec::new();
             let r = tokio::time::timeout(Duration::from_secs(60), s.read_to_end(&mut rest))
@@ -480,40 +482,72 @@ async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
             opened.elapsed()
         }));
     }
-    // With all of them waiting, a complete hello is served at once.
-    reaches(&tls, listen, Some("a.example"), &a).await;
-    reaches(&tls, listen, Some("x.b.example"), &b).await;
-    let pending_rss = rss_kib(pid);
-    let per_conn = pending_rss.saturating_sub(start_rss) as f64 / CONNS as f64;
-    // A task, a socket, a read buffer of 2 KiB and rustls' partial hello: a few KiB.
-    assert!(
-        per_conn <= 48.0,
-        "{per_conn:.1} KiB per pending hello ({start_rss} → {pending_rss} KiB)"
-    );
+    waiting
+}
 
-    for t in waiting {
-        let took = t.await.unwrap();
-        assert!(took >= timeout, "a half hello was cut after {took:?}");
-    }
-    wait_passthrough(&w, "timeout", CONNS as u64).await;
-    wait_passthrough(&w, "routed", 3).await;
+/// Many clients that send half a hello and stop: each is cut at the header timeout, none
+/// delays the others, what they hold while they wait is bounded, and nothing of it
+/// accumulates: a second burst leaves weir no bigger than the first did. (Whether the
+/// allocator hands the pages back to the OS soon after is its business: under load it kept
+/// half of them for over 20 s, so that is not asserted.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
+    const CONNS: usize = 1200;
+    let ca = Ca::new("sni test CA");
+    let dir = tempfile::tempdir().unwrap();
+    let tls = client(&ca.pem, &[], None);
+    let a = backend(&ca, &dir, "a", &["a.example"]).await;
+    let b = backend(&ca, &dir, "b", &["*.b.example"]).await;
+    let listen = free_addr();
+    let timeout = Duration::from_secs(3);
+    let w = start(&edge_cfg(
+        listen,
+        a.addr(),
+        b.addr(),
+        "header_timeout = \"3s\"",
+    ));
+    let pid = w.child.id();
+    // A used proxy, then its resting size.
     reaches(&tls, listen, Some("a.example"), &a).await;
-    // Given back, mostly: an allocator page still holding one live block stays, so not
-    // all of it returns (1.8–3.6 MB of the 14 MB here), but a connection's state leaking
-    // (12 KiB each) would keep far more than this.
-    let limit = start_rss + (CONNS as u64) * 4;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut now = rss_kib(pid);
-    while now > limit && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        now = rss_kib(pid);
+    let start_rss = settled_rss(pid).await;
+    let hello = client_hello("a.example");
+    let half = &hello[..hello.len() / 2];
+
+    let mut after = Vec::new();
+    for burst in 1..=2u64 {
+        let waiting = half_hellos(listen, half, CONNS).await;
+        // With all of them waiting, complete hellos are served at once.
+        reaches(&tls, listen, Some("a.example"), &a).await;
+        reaches(&tls, listen, Some("x.b.example"), &b).await;
+        let pending_rss = rss_kib(pid);
+        let per_conn = pending_rss.saturating_sub(start_rss) as f64 / CONNS as f64;
+        // A task, a socket, a read buffer of 2 KiB and rustls' partial hello: 12 KiB
+        // measured.
+        assert!(
+            per_conn <= 48.0,
+            "{per_conn:.1} KiB per pending hello ({start_rss} → {pending_rss} KiB)"
+        );
+        for t in waiting {
+            let took = t.await.unwrap();
+            assert!(took >= timeout, "a half hello was cut after {took:?}");
+        }
+        wait_passthrough(&w, "timeout", burst * CONNS as u64).await;
+        wait_passthrough(&w, "routed", 1 + 2 * burst).await;
+        let settled = settled_rss(pid).await;
+        eprintln!(
+            "burst {burst}: rss {start_rss} KiB at rest, {pending_rss} KiB while {CONNS} waited ({per_conn:.1} KiB each), {settled} KiB after"
+        );
+        after.push(settled);
     }
+    // What the allocator keeps after the first burst (pages still partly in use) is
+    // reused by the second; a connection's state leaking would add its 12 KiB each time.
     assert!(
-        now <= limit,
-        "weir kept {} KiB after {CONNS} half hellos were cut (started at {start_rss} KiB, {pending_rss} KiB while they waited)",
-        now - start_rss
+        after[1] <= after[0] + CONNS as u64,
+        "weir grew from {} to {} KiB over a second burst of {CONNS} half hellos",
+        after[0],
+        after[1]
     );
-    eprintln!("rss: start {start_rss} KiB, pending {pending_rss} KiB ({per_conn:.1} KiB each), after {now} KiB");
+    reaches(&tls, listen, Some("a.example"), &a).await;
 }
 
 /// A hello that never ends within the read limit, and one whose client leaves halfway:
@@ -521,12 +555,9 @@ async fn a_thousand_half_hellos_are_cut_at_the_timeout_with_memory_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_endless_hello_and_a_client_leaving_halfway_are_counted() {
     let ca = Ca::new("sni test CA");
-    let a = TlsEchoUpstream::spawn("a", &ca.leaf(&["a.example"]))
-        .await
-        .unwrap();
-    let b = TlsEchoUpstream::spawn("b", &ca.leaf(&["*.b.example"]))
-        .await
-        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let a = backend(&ca, &dir, "a", &["a.example"]).await;
+    let b = backend(&ca, &dir, "b", &["*.b.example"]).await;
     let listen = free_addr();
     let w = start(&edge_cfg(listen, a.addr(), b.addr(), ""));
     let from = w.log_lines();

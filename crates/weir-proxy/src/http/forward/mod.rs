@@ -74,7 +74,7 @@ async fn forward(
     };
     if routed.https_redirect && ctx.tls.is_none() {
         acct.count_as(&routed.metrics, None, Some(Reason::HttpsRedirect));
-        return redirect::to_https(&req);
+        return redirect::to_https(&req, routed.https_port);
     }
     // HSTS only means something over TLS (browsers ignore it on plain HTTP).
     let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());

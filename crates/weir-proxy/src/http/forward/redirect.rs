@@ -1,5 +1,5 @@
-//! `https_redirect`: a plain-HTTP request answered with 308 to the same host (without
-//! its port: the https URL's default, 443) and the same path and query.
+//! `https_redirect`: a plain-HTTP request answered with 308 to the same host (its port
+//! replaced by the route's `https_port`, left out when 443) and the same path and query.
 
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
@@ -8,7 +8,7 @@ use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::reason::Reason;
 
-pub fn to_https<B>(req: &Request<B>) -> Response<ProxyBody> {
+pub fn to_https<B>(req: &Request<B>, port: u16) -> Response<ProxyBody> {
     let host = req
         .headers()
         .get(header::HOST)
@@ -17,7 +17,12 @@ pub fn to_https<B>(req: &Request<B>) -> Response<ProxyBody> {
         .unwrap_or("");
     let pq = req.uri().path_and_query().map_or("/", |p| p.as_str());
     let mut resp = error_response(Reason::HttpsRedirect);
-    if let Ok(v) = HeaderValue::from_str(&format!("https://{}{pq}", without_port(host))) {
+    let host = without_port(host);
+    let url = match port {
+        443 => format!("https://{host}{pq}"),
+        p => format!("https://{host}:{p}{pq}"),
+    };
+    if let Ok(v) = HeaderValue::from_str(&url) {
         resp.headers_mut().insert(header::LOCATION, v);
     }
     resp
@@ -41,9 +46,11 @@ mod tests {
             .header("host", "shop.example:8080")
             .body(())
             .unwrap();
-        let r = to_https(&req);
+        let r = to_https(&req, 443);
         assert_eq!(r.status(), 308);
         assert_eq!(r.headers()["location"], "https://shop.example/a/b?x=1");
+        let r = to_https(&req, 8443);
+        assert_eq!(r.headers()["location"], "https://shop.example:8443/a/b?x=1");
         assert_eq!(without_port("[::1]:80"), "[::1]");
         assert_eq!(without_port("[::1]"), "[::1]");
         assert_eq!(without_port("a"), "a");

@@ -23,6 +23,7 @@ pub struct Routed {
     pub pool: Arc<PoolRt>,
     pub metrics: TargetMetrics,
     pub https_redirect: bool,
+    pub https_port: u16,
     pub hsts: Option<HeaderValue>,
 }
 
@@ -48,6 +49,7 @@ pub fn route<B>(ctx: &ConnCtx, req: &Request<B>, acct: &mut Accounting) -> Resul
             pool: t.pool.clone(),
             metrics: t.metrics.clone(),
             https_redirect: t.https_redirect,
+            https_port: t.https_port,
             hsts: t.hsts.clone(),
             host: host_hdr,
         }),

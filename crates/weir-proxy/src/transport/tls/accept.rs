@@ -37,17 +37,12 @@ const PLAIN_HTTP_BODY: &str =
 pub async fn handshake(sock: TcpStream, server: &TlsServer) -> Option<TlsConn> {
     let r = tokio::time::timeout(server.handshake_timeout, run(sock, server)).await;
     let (version, outcome, conn) = match r {
-        Ok(Ok(conn)) => {
-            let o = if conn.info.resumed {
-                Outcome::Resumed
-            } else {
-                Outcome::Ok
+        Ok(Ok((conn, version))) => {
+            let outcome = match conn.info.resumed {
+                true => Outcome::Resumed,
+                false => Outcome::Ok,
             };
-            let v = match conn.info.version {
-                "1.3" => Version::V13,
-                _ => Version::V12,
-            };
-            (v, o, Some(conn))
+            (version, outcome, Some(conn))
         }
         Ok(Err(f)) => {
             debug!(
@@ -78,7 +73,7 @@ fn failed(outcome: Outcome, detail: impl ToString) -> Failed {
     }
 }
 
-async fn run(mut sock: TcpStream, server: &TlsServer) -> Result<TlsConn, Failed> {
+async fn run(mut sock: TcpStream, server: &TlsServer) -> Result<(TlsConn, Version), Failed> {
     let mut first = [0u8; 8];
     let n = sock
         .peek(&mut first)
@@ -155,7 +150,7 @@ async fn run(mut sock: TcpStream, server: &TlsServer) -> Result<TlsConn, Failed>
             .map(Into::into),
         resumed: session.handshake_kind() == Some(HandshakeKind::Resumed),
     };
-    Ok(TlsConn::new(tls, info))
+    Ok((TlsConn::new(tls, info), version))
 }
 
 /// An HTTP/1 method and a space: someone spoke plain HTTP to the TLS port.

@@ -36,13 +36,13 @@ impl std::fmt::Debug for TlsServer {
 /// Why a listener's TLS cannot start; the running config stays as it was.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsSetupError {
-    #[error("listeners.{listener}.tls: {source}")]
+    #[error("{source}")]
     Certificate {
         listener: String,
         #[source]
         source: weir_tls::CertError,
     },
-    #[error("listeners.{listener}.tls: {source}")]
+    #[error("{source}")]
     Settings {
         listener: String,
         #[source]

@@ -3,7 +3,6 @@
 //! never contended (a few nanoseconds next to the record's crypto).
 
 use std::io::{self, IoSlice};
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
@@ -55,10 +54,6 @@ impl TlsReader {
             Ok(0) | Err(_) => Poll::Ready(true),
             Ok(_) => Poll::Ready(false),
         }
-    }
-
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        lock(&self.0).get_ref().0.peer_addr()
     }
 }
 

@@ -1,0 +1,77 @@
+//! `weir cert`: a self-signed pair for trying TLS out (examples/https.toml), made by rcgen
+//! (weir-testkit's certificates), checked by the same code a listener loads pairs with.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use crate::cli::CertArgs;
+
+pub fn cert(args: CertArgs) -> ExitCode {
+    match write(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn write(args: &CertArgs) -> Result<(), String> {
+    let names: Vec<&str> = args.names.iter().map(String::as_str).collect();
+    if let Some(bad) = names.iter().find(|n| !valid_name(n)) {
+        return Err(format!(
+            "{bad:?} is not a DNS name (letters, digits, `-`, dots; `*.` only as the first label) or an IP address"
+        ));
+    }
+    let file = names[0].trim_start_matches("*.").replace(':', "_");
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("cannot make {}: {e}", args.out.display()))?;
+    let pair = weir_testkit::certs::self_signed(&names, args.days.into());
+    let (cert, key) = (
+        args.out.join(format!("{file}.pem")),
+        args.out.join(format!("{file}.key")),
+    );
+    put(&cert, &pair.cert_pem, 0o644)?;
+    put(&key, &pair.key_pem, 0o600)?;
+    // The check a listener makes when it loads the pair.
+    weir_tls::Identity::load(&cert, &key, SystemTime::now()).map_err(|e| e.to_string())?;
+    println!("wrote {} and {}", cert.display(), key.display());
+    println!(
+        "use them in a listener:\n  [listeners.web.tls]\n  certificates = [{{ cert = \"{}\", key = \"{}\", default = true }}]",
+        cert.display(),
+        key.display()
+    );
+    Ok(())
+}
+
+fn valid_name(n: &str) -> bool {
+    if n.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    let host = n.strip_prefix("*.").unwrap_or(n);
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+        })
+}
+
+fn put(path: &Path, content: &str, mode: u32) -> Result<(), String> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    f.write_all(content.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
