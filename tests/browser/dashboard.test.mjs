@@ -5,9 +5,14 @@
 // dashboard, and checks that:
 //   - the page loads and renders the stats, without console errors;
 //   - the listener, the pool and both endpoints are listed;
+//   - the Certificates panel lists the TLS listener's two certificates (made with
+//     `weir cert`) with their names and days left, the 5-day one highlighted as
+//     expiring soon and the 90-day one not (a picture of the panel goes to
+//     target/browser-artifacts/certificates.png);
 //   - after ~50 requests through the listener the pool's req/s graph has points;
 //   - after one upstream is killed its endpoint shows data-state="down" within 3 s;
 //   - a page of another origin cannot register an endpoint with a text/plain POST;
+//   - after a reload without the TLS listener the Certificates panel is hidden;
 //   - a screenshot is saved to target/browser-artifacts/dashboard.png.
 // Logs of every process go beside the screenshot. Ends with `N passed, N failed`
 // and exits 1 if anything failed.
@@ -19,8 +24,8 @@
 //   CHROMIUM            browser                [/usr/bin/chromium]
 //   ARTIFACTS_DIR       screenshot and logs    [target/browser-artifacts]
 
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
@@ -34,6 +39,7 @@ const FAKE_UPSTREAM_BIN = process.env.FAKE_UPSTREAM_BIN || path.join(ROOT, "targ
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const ARTIFACTS = process.env.ARTIFACTS_DIR || path.join(ROOT, "target", "browser-artifacts");
 const SCREENSHOT = path.join(ARTIFACTS, "dashboard.png");
+const CERTS_SCREENSHOT = path.join(ARTIFACTS, "certificates.png");
 const CHROMIUM_FLAGS = [
   "--no-sandbox",
   "--disable-gpu",
@@ -239,21 +245,24 @@ function skip(names, why) {
 async function main() {
   mkdirSync(ARTIFACTS, { recursive: true });
   rmSync(SCREENSHOT, { force: true });
+  rmSync(CERTS_SCREENSHOT, { force: true });
   tmp = mkdtempSync(path.join(os.tmpdir(), "weir-browser-"));
-  const [listenPort, adminPort, portA, portB] = await freePorts(4);
+  const [listenPort, adminPort, portA, portB, tlsPort] = await freePorts(5);
   const listenUrl = `http://127.0.0.1:${listenPort}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const addrA = `127.0.0.1:${portA}`;
   const addrB = `127.0.0.1:${portB}`;
-  let upA, upB, weir;
+  let upA, upB, weir, config, configText;
 
   const later = [
     "Chromium starts",
     "dashboard loads and shows the stats",
     "lists the listener, the pool and both endpoints",
+    "the Certificates panel shows names and days left, the 5-day one as a warning",
     `req/s graph has data points after ${REQUESTS} requests`,
     "a killed upstream shows data-state=\"down\" within 3 s",
     "a page of another origin cannot change the config",
+    "after a reload without the TLS listener the Certificates panel is hidden",
     "no console errors",
     "screenshot saved",
   ];
@@ -262,10 +271,25 @@ async function main() {
     upA = start("upstream-a", FAKE_UPSTREAM_BIN, ["--listen", addrA, "--name", "a", "--threads", "1"]);
     upB = start("upstream-b", FAKE_UPSTREAM_BIN, ["--listen", addrB, "--name", "b", "--threads", "1"]);
     await Promise.all([waitForOutput(upA, /listening on/, 10_000), waitForOutput(upB, /listening on/, 10_000)]);
-    const config = path.join(tmp, "weir.toml");
-    writeFileSync(
-      config,
-      `# written by tests/browser/dashboard.test.mjs
+    // Two self-signed pairs from `weir cert`: one expiring in 5 days (to be flagged),
+    // one in 90 (not).
+    const certs = path.join(tmp, "certs");
+    for (const [names, days] of [[["soon.test", "www.soon.test"], 5], [["later.test"], 90]]) {
+      const r = spawnSync(WEIR_BIN, ["cert", ...names, "--out", certs, "--days", String(days)], { encoding: "utf8" });
+      if (r.status !== 0) throw new Error(`weir cert ${names.join(" ")} failed (${r.status}): ${r.stderr || r.error}`);
+    }
+    const secure = `[listeners.secure]
+bind = "127.0.0.1:${tlsPort}"
+pool = "app"
+
+[listeners.secure.tls]
+certificates = [
+  { cert = "${certs}/soon.test.pem", key = "${certs}/soon.test.key", default = true },
+  { cert = "${certs}/later.test.pem", key = "${certs}/later.test.key" },
+]
+`;
+    config = path.join(tmp, "weir.toml");
+    configText = (withTls) => `# written by tests/browser/dashboard.test.mjs
 [global]
 drain_grace = "1s"
 
@@ -273,6 +297,7 @@ drain_grace = "1s"
 bind = "127.0.0.1:${listenPort}"
 pool = "app"
 
+${withTls ? secure : ""}
 [pools.app]
 max_conn = 4
 max_queue = 100
@@ -286,8 +311,8 @@ check = "tcp"
 interval = "300ms"
 timeout = "200ms"
 fall = 2
-`,
-    );
+`;
+    writeFileSync(config, configText(true));
     weir = start("weir", WEIR_BIN, ["run", "-c", config, "--admin", `127.0.0.1:${adminPort}`, "--threads", "2"]);
     await waitReady(weir, adminUrl, 20_000);
     return `admin on ${adminUrl}, listener on ${listenUrl}`;
@@ -334,7 +359,7 @@ fall = 2
     return `config ${version}, uptime ${uptime}`;
   });
   if (!loaded) {
-    skip(later.slice(2, 5), "the page did not load");
+    skip(later.slice(2, 6), "the page did not load");
   } else {
     await check(later[2], async () => {
       if (!(await page.$('#listeners tr[data-listener="web"]'))) throw new Error(`listener "web" is not in the listeners table`);
@@ -348,6 +373,38 @@ fall = 2
     });
 
     await check(later[3], async () => {
+      if (await page.$("#certs-panel[hidden]")) throw new Error("the Certificates panel is hidden");
+      const rows = await page.$$eval("#certs tbody tr[data-cert]", (trs) =>
+        trs.map((tr) => ({
+          listener: tr.dataset.certListener,
+          names: tr.dataset.names,
+          days: Number(tr.dataset.daysLeft),
+          expiry: tr.dataset.expiry,
+          cls: tr.className,
+          text: tr.innerText.replace(/\s+/g, " ").trim(),
+        })),
+      );
+      const find = (n) => rows.find((r) => r.names.split(",").includes(n));
+      const soon = find("soon.test");
+      const later_ = find("later.test");
+      if (!soon || !later_) throw new Error(`both certificates are not listed: ${JSON.stringify(rows)}`);
+      if (soon.listener !== "secure" || later_.listener !== "secure") throw new Error(`not listed under listener "secure": ${JSON.stringify(rows)}`);
+      if (!soon.text.includes("soon.test, www.soon.test")) throw new Error(`the 5-day row does not show its names: "${soon.text}"`);
+      if (!(soon.days > 4.9 && soon.days <= 5.01)) throw new Error(`the 5-day certificate has data-days-left=${soon.days}`);
+      if (!/\b5\.0 days\b|\b4\.9 days\b/.test(soon.text)) throw new Error(`the 5-day row does not show its days left: "${soon.text}"`);
+      if (!/\b\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\b/.test(soon.text)) throw new Error(`the 5-day row shows no expiry date: "${soon.text}"`);
+      if (!soon.text.includes("yes")) throw new Error(`the default certificate is not shown as default: "${soon.text}"`);
+      if (soon.expiry !== "warning" || !soon.cls.split(" ").includes("cert-warning")) {
+        throw new Error(`the 5-day certificate is not highlighted: data-expiry=${soon.expiry} class="${soon.cls}"`);
+      }
+      if (!(later_.days > 89 && later_.days <= 90.01)) throw new Error(`the 90-day certificate has data-days-left=${later_.days}`);
+      if (!later_.text.includes("89 days") && !later_.text.includes("90 days")) throw new Error(`the 90-day row does not show its days left: "${later_.text}"`);
+      if (later_.expiry !== "ok" || later_.cls.includes("cert-")) throw new Error(`the 90-day certificate is highlighted: data-expiry=${later_.expiry} class="${later_.cls}"`);
+      await page.locator("#certs-panel").screenshot({ path: CERTS_SCREENSHOT });
+      return `${soon.names}: ${soon.days} days (${soon.expiry}); ${later_.names}: ${later_.days} days`;
+    });
+
+    await check(later[4], async () => {
       // Spread over ~2.5 s so that any rate window the server uses sees them.
       const statuses = await Promise.all(
         Array.from({ length: REQUESTS }, (_, i) =>
@@ -375,7 +432,7 @@ fall = 2
       return `points=${await attr(chart, "data-points")} nonzero=${await attr(chart, "data-nonzero")}, endpoint requests ${rows.join("+")}`;
     });
 
-    await check(later[4], async () => {
+    await check(later[5], async () => {
       upB.child.kill("SIGKILL");
       const t0 = Date.now();
       await eventually(
@@ -395,7 +452,7 @@ fall = 2
   // Issue 23 §2: a page elsewhere (here the proxied listener, another port so another
   // origin) sends what needs no CORS preflight: a text/plain POST. Chromium adds Origin,
   // weir refuses it (403) and registers nothing.
-  await check(later[5], async () => {
+  await check(later[6], async () => {
     const other = await context.newPage();
     try {
       await other.goto(`${listenUrl}/`, { waitUntil: "load", timeout: 10_000 });
@@ -418,11 +475,23 @@ fall = 2
     }
   });
 
-  await check(later[6], async () => {
+  await check(later[7], async () => {
+    if (!loaded) throw new Error("not run: the page did not load");
+    writeFileSync(config + ".tmp", configText(false));
+    renameSync(config + ".tmp", config);
+    weir.child.kill("SIGHUP");
+    await eventually(
+      async () => !(await page.$('#listeners tr[data-listener="secure"]')) && !!(await page.$("#certs-panel[hidden]")),
+      10_000,
+      async () => `listener "secure" still listed or the Certificates panel still shown 10 s after the reload: ${await pageSummary()}`,
+    );
+  });
+
+  await check(later[8], async () => {
     if (pageErrors.length) throw new Error(`${pageErrors.length}:\n    ${pageErrors.join("\n    ")}`);
   });
 
-  await check(later[7], async () => {
+  await check(later[9], async () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     const size = statSync(SCREENSHOT).size;
     if (size < 1000) throw new Error(`${SCREENSHOT} is only ${size} bytes`);

@@ -7,6 +7,11 @@
 //   body[data-updates="N"]             successful updates so far
 //   #conn[data-status]                 "connecting" | "ok" | "error"
 //   tr[data-listener=NAME], tr[data-route=NAME]
+//   #certs-panel[hidden]               hidden while no listener has TLS
+//   #certs tr[data-cert-listener=NAME][data-cert=PATH]
+//       [data-names="a,b"]             the certificate's DNS names
+//       [data-days-left=D]             days until it expires (negative once expired)
+//       [data-expiry=ok|warning|expired]  also as the class cert-warning / cert-expired
 //   section.pool[data-pool=NAME]       one card per pool
 //   tr[data-endpoint=ADDR][data-state=active|draining|down][data-healthy][data-ejected][data-requests]
 //   figure.chart[data-chart=rps|p99|queue]
@@ -26,6 +31,7 @@
   const VIEW_W = 300;
   const VIEW_H = 100;
   const SVG_NS = "http://www.w3.org/2000/svg";
+  const CERT_WARN_DAYS = 14; // a certificate expiring sooner is highlighted
 
   const CHARTS = [
     { key: "rps", title: "requests/s", fmt: (v) => fmtRate(v) + " /s" },
@@ -233,7 +239,7 @@
         { "data-listener": l.name },
         h("td", { text: l.name }),
         h("td", { class: "mono", text: l.bind ?? "–" }),
-        h("td", { text: l.protocol ?? "http" }),
+        h("td", { text: (l.protocol ?? "http") + (l.tls ? " + TLS" : "") }),
         h("td", { text: l.pool ?? "–" }),
       ),
     );
@@ -253,6 +259,65 @@
       ),
     );
     renderTable("routes", rows, 5, "no routes: each listener sends everything to its default pool");
+  }
+
+  function fmtDate(unixSecs) {
+    unixSecs = num(unixSecs);
+    if (unixSecs === null) return "–";
+    const d = new Date(unixSecs * 1000);
+    return Number.isNaN(d.getTime()) ? "–" : d.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  }
+
+  function fmtDays(d) {
+    d = num(d);
+    if (d === null) return "–";
+    const a = Math.abs(d);
+    const n = a < 10 ? a.toFixed(1) : Math.floor(a).toLocaleString("en-US");
+    const text = `${n} days`;
+    return d < 0 ? `expired ${text} ago` : text;
+  }
+
+  function expiryOf(d) {
+    d = num(d);
+    if (d === null) return "ok";
+    if (d <= 0) return "expired";
+    return d < CERT_WARN_DAYS ? "warning" : "ok";
+  }
+
+  /** One row per certificate of each TLS listener; the panel is hidden when none has TLS. */
+  function renderCerts(listeners) {
+    const rows = [];
+    for (const l of listeners) {
+      const tls = l.tls;
+      if (!tls || !Array.isArray(tls.certificates)) continue;
+      for (const c of tls.certificates) {
+        const names = Array.isArray(c.names) ? c.names : [];
+        const expiry = expiryOf(c.days_left);
+        const chip =
+          expiry === "ok" ? null : h("span", { class: "state " + (expiry === "expired" ? "state-down" : "state-draining"), text: expiry === "expired" ? "expired" : "expires soon" });
+        rows.push(
+          h(
+            "tr",
+            {
+              class: expiry === "ok" ? null : "cert-" + expiry,
+              "data-cert-listener": l.name,
+              "data-cert": c.cert ?? "",
+              "data-names": names.join(","),
+              "data-days-left": num(c.days_left) ?? "",
+              "data-expiry": expiry,
+            },
+            h("td", { text: l.name }),
+            h("td", { class: names.length ? "mono" : "muted", title: c.cert ? `file: ${c.cert}` : null, text: names.length ? names.join(", ") : "no DNS names" }),
+            h("td", { text: c.default ? "yes" : "no" }),
+            h("td", { class: "mono", title: `not before ${fmtDate(c.not_before)}`, text: fmtDate(c.not_after) }),
+            h("td", { class: "num days-left" }, chip, chip ? " " : null, fmtDays(c.days_left)),
+          ),
+        );
+      }
+    }
+    const panel = document.getElementById("certs-panel");
+    panel.hidden = rows.length === 0;
+    renderTable("certs", rows, 5, "no TLS listeners");
   }
 
   // ---------- charts ----------
@@ -575,6 +640,7 @@
     renderHeader(data);
     renderOverview(pools);
     renderListeners(Array.isArray(data.listeners) ? data.listeners : []);
+    renderCerts(Array.isArray(data.listeners) ? data.listeners : []);
     renderRoutes(Array.isArray(data.routes) ? data.routes : []);
     renderPools(pools, now);
     updates++;

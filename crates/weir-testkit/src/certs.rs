@@ -20,6 +20,16 @@ pub struct Pair {
 }
 
 impl Pair {
+    fn of(cert: &rcgen::Certificate, key: &KeyPair) -> Pair {
+        Pair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            der: cert.der().to_vec(),
+            cert: PathBuf::new(),
+            key: PathBuf::new(),
+        }
+    }
+
     /// Writes `NAME.pem` and `NAME.key` in `dir` (the paths are kept in the pair).
     pub fn write(mut self, dir: &Path, name: &str) -> Pair {
         self.cert = dir.join(format!("{name}.pem"));
@@ -72,27 +82,14 @@ impl Ca {
     }
 
     pub fn leaf_valid(&self, names: &[&str], v: Validity) -> Pair {
-        let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-            .expect("params");
-        if let Some(cn) = names.first() {
-            p.distinguished_name.push(DnType::CommonName, *cn);
-        }
-        let now = time::OffsetDateTime::now_utc();
-        p.not_before = now + time::Duration::days(v.from_days);
-        p.not_after = now + time::Duration::days(v.to_days);
+        let mut p = params(names, v);
         p.extended_key_usages = vec![
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
         ];
         let key = KeyPair::generate().expect("key");
         let cert = p.signed_by(&key, &self.issuer).expect("signed leaf");
-        Pair {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-            der: cert.der().to_vec(),
-            cert: PathBuf::new(),
-            key: PathBuf::new(),
-        }
+        Pair::of(&cert, &key)
     }
 
     /// [`Ca::leaf`] written as `dir/FILE.pem` and `dir/FILE.key`: (cert, key).
@@ -111,21 +108,27 @@ impl Ca {
 
 /// A self-signed ECDSA P-256 pair for `names`, valid for `days` (for trying weir out).
 pub fn self_signed(names: &[&str], days: i64) -> Pair {
+    let p = params(
+        names,
+        Validity {
+            from_days: -1,
+            to_days: days,
+        },
+    );
+    let key = KeyPair::generate().expect("key");
+    let cert = p.self_signed(&key).expect("self-signed");
+    Pair::of(&cert, &key)
+}
+
+/// A leaf's parameters: `names` as subjectAltNames (IP addresses as IP SANs), `CN=names[0]`.
+fn params(names: &[&str], v: Validity) -> CertificateParams {
     let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
         .expect("params");
     if let Some(cn) = names.first() {
         p.distinguished_name.push(DnType::CommonName, *cn);
     }
     let now = time::OffsetDateTime::now_utc();
-    p.not_before = now - time::Duration::days(1);
-    p.not_after = now + time::Duration::days(days);
-    let key = KeyPair::generate().expect("key");
-    let cert = p.self_signed(&key).expect("self-signed");
-    Pair {
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-        der: cert.der().to_vec(),
-        cert: PathBuf::new(),
-        key: PathBuf::new(),
-    }
+    p.not_before = now + time::Duration::days(v.from_days);
+    p.not_after = now + time::Duration::days(v.to_days);
+    p
 }

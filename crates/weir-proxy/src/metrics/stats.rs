@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use weir_config::{Balance, HostMatch, Protocol};
+use weir_config::{Balance, ClientAuth, HostMatch, Protocol, TlsVersion};
 
 use crate::clock;
 use crate::metrics::counts::Counts;
@@ -15,6 +16,7 @@ use crate::metrics::GLOBAL;
 use crate::pool::PoolRt;
 use crate::router::TargetMetrics;
 use crate::snapshot::Snapshot;
+use crate::transport::tls::TlsServer;
 
 #[derive(Debug, Serialize)]
 pub struct Stats {
@@ -35,6 +37,69 @@ pub struct ListenerStats {
     pub requests_total: u64,
     /// Of those, the ones weir answered itself, by reason.
     pub errors: BTreeMap<&'static str, u64>,
+    /// TLS termination, when the listener has `[tls]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsStats>,
+}
+
+/// A TLS listener: its settings, the certificates served now (after any reload) and
+/// its handshakes. Paths only, never what the key files hold.
+#[derive(Debug, Serialize)]
+pub struct TlsStats {
+    pub min_version: &'static str,
+    pub client_auth: &'static str,
+    pub certificates: Vec<CertificateStats>,
+    /// Handshakes since start by result (`weir_tls_handshakes_total` summed over
+    /// versions).
+    pub handshakes: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CertificateStats {
+    /// The certificate file, as configured.
+    pub cert: String,
+    /// The leaf's DNS names (subjectAltName).
+    pub names: Vec<String>,
+    pub default: bool,
+    /// The leaf's validity, in seconds since the Unix epoch.
+    pub not_before: i64,
+    pub not_after: i64,
+    /// Days until `not_after`, to two decimals; negative once expired.
+    pub days_left: f64,
+}
+
+fn tls_stats(s: &TlsServer, now: i64) -> TlsStats {
+    let current = s.certs.current();
+    let certificates = current
+        .identities
+        .iter()
+        .zip(s.certs.sources())
+        .map(|(id, src)| CertificateStats {
+            cert: src.cert.display().to_string(),
+            names: id.names.clone(),
+            default: src.default,
+            not_before: id.not_before,
+            not_after: id.not_after,
+            days_left: ((id.not_after - now) as f64 / 864.0).round() / 100.0,
+        })
+        .collect();
+    let mut handshakes: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for (_, outcome, n) in s.metrics.handshakes() {
+        *handshakes.entry(outcome.as_str()).or_default() += n;
+    }
+    TlsStats {
+        min_version: match s.settings.min_version {
+            TlsVersion::V12 => "1.2",
+            TlsVersion::V13 => "1.3",
+        },
+        client_auth: match s.settings.client_auth {
+            ClientAuth::None => "none",
+            ClientAuth::Optional => "optional",
+            ClientAuth::Required => "required",
+        },
+        certificates,
+        handshakes,
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -199,6 +264,15 @@ pub fn stats(snap: &Snapshot) -> Stats {
             }
         }
     }
+    let tls: BTreeMap<&str, &TlsServer> = snap
+        .listeners
+        .iter()
+        .flatten()
+        .filter_map(|l| Some((&*l.name, l.tls.as_deref()?)))
+        .collect();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     let listeners = cfg
         .listeners
         .iter()
@@ -214,6 +288,7 @@ pub fn stats(snap: &Snapshot) -> Stats {
                 pool: l.pool.clone(),
                 requests_total: t.requests,
                 errors: t.errors,
+                tls: tls.get(name.as_str()).map(|s| tls_stats(s, now)),
             }
         })
         .collect();

@@ -40,5 +40,6 @@ mod timeouts;
 mod tls;
 mod tls_bad_input;
 mod tls_config;
+mod tls_stats;
 mod truncation;
 mod upstream_tls;

@@ -400,7 +400,8 @@ async fn certificates_reload_when_their_files_change() {
     let second = s.ca.leaf(&["shop.test"]);
     replace(&first.key, &second.key_pem);
     replace(&first.cert, &second.cert_pem);
-    wait_for_leaf(&cfg, listen, &second.der).await;
+    let took = wait_for_leaf(&cfg, listen, &second.der).await;
+    eprintln!("the new pair was served {took:?} after the files were replaced");
     assert!(
         wait_metric(
             w.admin,
