@@ -48,7 +48,8 @@ pub struct Listener {
     pub protocol: Protocol,
     /// Default pool when no route matches (http); the pool (tcp, required).
     pub pool: Option<String>,
-    /// Time allowed for a client to send a complete request head. Default 10 s. (http)
+    /// Time allowed for a client to send a complete request head (http), or its
+    /// ClientHello (tcp with `sni_routing`). Default 10 s.
     pub header_timeout: Duration,
     /// http: keep-alive idle time between requests, default 60 s.
     /// tcp: a session with no bytes either way for this long is closed, default 1 h.

@@ -306,6 +306,7 @@ fn is_token_byte(b: u8) -> bool {
 /// their listener.
 pub(crate) fn check(sink: &mut Sink<'_>, w: &crate::walk::Walked) {
     use crate::Protocol;
+    passthrough_pools(sink, w);
     for (name, at) in &w.routes {
         let r = &w.config.routes[name];
         let Some(l) = w.config.listeners.get(&r.listener) else {
@@ -377,6 +378,41 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &crate::walk::Walked) {
                     ),
                 );
             }
+        }
+    }
+}
+
+/// A pool with `tls` behind an `sni_routing` listener would wrap the client's TLS, passed
+/// through unopened, in a second TLS session: almost surely a mistake, so it warns (a
+/// backend could in principle expect TLS inside TLS).
+fn passthrough_pools(sink: &mut Sink<'_>, w: &crate::walk::Walked) {
+    let cfg = &w.config;
+    let has_tls = |pool: &str| cfg.pools.get(pool).is_some_and(|p| p.tls.is_some());
+    let mut uses: Vec<(Span, &str, &str)> = Vec::new();
+    for (name, at) in &w.listeners {
+        let l = &cfg.listeners[name];
+        if let (true, Some(span), Some(pool)) = (l.sni_routing, &at.pool, &l.pool) {
+            uses.push((span.clone(), pool, name));
+        }
+    }
+    for (name, at) in &w.routes {
+        let r = &cfg.routes[name];
+        let sni = cfg
+            .listeners
+            .get(&r.listener)
+            .is_some_and(|l| l.sni_routing);
+        if let (true, Some(span)) = (sni, &at.pool) {
+            uses.push((span.clone(), &r.pool, &r.listener));
+        }
+    }
+    for (span, pool, listener) in uses {
+        if has_tls(pool) {
+            sink.warn(
+                span,
+                format!(
+                    "pool `{pool}` has [pools.{pool}.tls], but listener `{listener}` passes its clients' TLS through unopened (sni_routing): the pool would wrap it in a second TLS session"
+                ),
+            );
         }
     }
 }

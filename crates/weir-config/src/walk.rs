@@ -425,8 +425,12 @@ pub(crate) fn listener(
         }
     }
     if protocol == Protocol::Tcp {
-        // Harmless but a sign of a copy-paste or a misunderstanding.
+        // Harmless but a sign of a copy-paste or a misunderstanding. With sni_routing,
+        // header_timeout bounds the wait for the ClientHello.
         for key in ["header_timeout", "max_header_bytes", "access_log"] {
+            if key == "header_timeout" && l.sni_routing {
+                continue;
+            }
             if let Some(span) = t.key_span(key) {
                 sink.warn(span, format!("{key} has no effect on a tcp listener"));
             }

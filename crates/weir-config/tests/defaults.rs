@@ -192,6 +192,23 @@ fn header_settings_on_tcp_listeners_warn() {
         .contains("no effect on a tcp listener"));
 }
 
+/// With sni_routing, header_timeout bounds the wait for the ClientHello: no warning; the
+/// other http-only settings still warn.
+#[test]
+fn header_timeout_on_an_sni_routing_listener_does_not_warn() {
+    let l = ok("[listeners.edge]\nbind = \"127.0.0.1:1\"\nprotocol = \"tcp\"\nsni_routing = true\nheader_timeout = \"1s\"\n");
+    assert!(l.warnings.is_empty(), "{:#?}", l.warnings);
+    assert_eq!(
+        l.config.listeners["edge"].header_timeout,
+        std::time::Duration::from_secs(1)
+    );
+    let l = ok("[listeners.edge]\nbind = \"127.0.0.1:1\"\nprotocol = \"tcp\"\nsni_routing = true\nmax_header_bytes = 8192\n");
+    assert_eq!(l.warnings.len(), 1, "{:#?}", l.warnings);
+    assert!(l.warnings[0]
+        .message
+        .contains("max_header_bytes has no effect on a tcp listener"));
+}
+
 #[test]
 fn summary_counts_resources() {
     let cfg = ok(&format!("{BASE}[routes.r]\nlistener = \"web\"\npool = \"app\"\n[pools.b]\nendpoints = [{{ addr = \"127.0.0.1:2\" }}, {{ addr = \"127.0.0.1:3\" }}]\n")).config;

@@ -202,6 +202,25 @@ fn sni_routing_rules() {
     );
 }
 
+/// A pool with tls behind SNI passthrough would wrap the client's TLS in a second session.
+#[test]
+fn a_tls_pool_behind_sni_passthrough_warns() {
+    let edge = "[listeners.edge]\nprotocol = \"tcp\"\nbind = \"127.0.0.1:9443\"\nsni_routing = true\npool = \"up\"\n";
+    let route = "[routes.r]\nlistener = \"edge\"\npool = \"up\"\nsni = \"a.example\"\n";
+    let pool = "[pools.up]\nendpoints = [{ addr = \"127.0.0.1:9\" }]\n[pools.up.tls]\nserver_name = \"a.example\"\n";
+    let l = ok(&format!("{BASE}{edge}{route}{pool}"));
+    assert_eq!(l.warnings.len(), 2, "{:#?}", l.warnings);
+    assert!(l
+        .warnings
+        .iter()
+        .all(|w| w.message.contains("would wrap it in a second TLS session")));
+    // Without the pool's tls table: nothing to say.
+    let plain = "[pools.up]\nendpoints = [{ addr = \"127.0.0.1:9\" }]\n";
+    assert!(ok(&format!("{BASE}{edge}{route}{plain}"))
+        .warnings
+        .is_empty());
+}
+
 #[test]
 fn redirect_and_hsts_warn_where_they_do_nothing() {
     let tls = "[listeners.web.tls]\ncertificates = [{ cert = \"a\", key = \"b\" }]\n";

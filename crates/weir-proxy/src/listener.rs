@@ -19,7 +19,9 @@ use weir_config::Protocol;
 use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::forward::ConnCtx;
 use crate::metrics::{Held, GLOBAL};
-use crate::tcp::session::serve as serve_tcp;
+use crate::race::race;
+use crate::tcp::session::{serve as serve_tcp, Client as TcpClient};
+use crate::tcp::sni::serve as serve_sni;
 use crate::transport::tls::{handshake, TlsServer};
 use crate::transport::{accept, defer_accept, listen, ClientStream, Listener};
 use crate::Shared;
@@ -166,7 +168,6 @@ async fn accept_loop(
                 });
             }
             Protocol::Tcp => {
-                let Some(pool) = l.pool.clone() else { continue };
                 let stream = match tokio::net::TcpStream::from_std(stream) {
                     Ok(s) => s,
                     Err(e) => {
@@ -174,16 +175,62 @@ async fn accept_loop(
                         continue;
                     }
                 };
-                // The listener's counters (a tcp listener's only target).
-                let Some(metrics) = l.routes.lookup(None, "/").map(|t| t.metrics.clone()) else {
+                if let Some(counts) = &l.passthrough {
+                    // SNI passthrough: the pool is known once the ClientHello is read.
+                    let accepted = crate::tcp::sni::Accepted {
+                        shared: shared.clone(),
+                        slot,
+                        listener: l.name.clone(),
+                        counts: counts.clone(),
+                        header_timeout: l.header_timeout,
+                        kill: kill.clone(),
+                    };
+                    let conn = Box::pin(serve_sni(stream, client, accepted));
+                    tracker.spawn(async move {
+                        conn.await;
+                        drop(open);
+                    });
+                    continue;
+                }
+                // The listener's pool and counters (a tcp listener's only target).
+                let Some(target) = l.routes.lookup(None, "/").cloned() else {
                     continue;
                 };
+                if let Some(server) = l.tls.clone() {
+                    // TLS terminated here: the handshake (bounded by handshake_timeout,
+                    // counted in weir_tls_handshakes_total), then plaintext to the pool.
+                    let (name, idle, kill) = (l.name.clone(), l.idle_timeout, kill.clone());
+                    let session = Box::pin(async move {
+                        // Raced with the kill too: a drain grace shorter than the
+                        // handshake timeout still ends it.
+                        let mut conn = None;
+                        race(
+                            async { conn = handshake(stream, &server).await },
+                            kill.cancelled(),
+                        )
+                        .await;
+                        let Some(conn) = conn else { return };
+                        serve_tcp(
+                            TcpClient::Tls(Box::new(conn)),
+                            client,
+                            name,
+                            target,
+                            idle,
+                            kill,
+                        )
+                        .await;
+                    });
+                    tracker.spawn(async move {
+                        session.await;
+                        drop(open);
+                    });
+                    continue;
+                }
                 let session = Box::pin(serve_tcp(
-                    stream,
+                    TcpClient::Plain(stream),
                     client,
                     l.name.clone(),
-                    pool,
-                    metrics,
+                    target,
                     l.idle_timeout,
                     kill.clone(),
                 ));

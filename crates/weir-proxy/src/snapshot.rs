@@ -13,6 +13,7 @@ use crate::endpoint::EndpointRt;
 use crate::health::checker::{self, Checker};
 use crate::metrics::counts::{Counts, Labels};
 use crate::metrics::hist::Histogram;
+use crate::metrics::sni::Passthrough;
 use crate::pool::{PoolRt, PoolShared};
 use crate::router::{RouteTable, Target, TargetMetrics};
 use crate::transport::tls::TlsServer;
@@ -42,6 +43,9 @@ pub struct ListenerSnap {
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_header_bytes: usize,
+    /// A tcp listener with `sni_routing`: its hello-stage counts (`routes` then holds
+    /// its `sni` routes, looked up like hosts).
+    pub passthrough: Option<Arc<Passthrough>>,
     /// TLS termination, when the listener has `[tls]`.
     pub tls: Option<Arc<TlsServer>>,
 }
@@ -60,6 +64,8 @@ pub struct Registry {
     /// each snapshot so that label sets leaving the config stop being reported.
     pub series: HashMap<Labels, Arc<Counts>>,
     pub durations: HashMap<Labels, Arc<Histogram>>,
+    /// SNI passthrough counts by listener, rebuilt like `series`.
+    pub passthrough: crate::metrics::sni::Series,
     /// TLS listeners' server sides by listener name, kept while their settings stay
     /// the same (certificates loaded once, watched, session tickets kept).
     pub listener_tls: HashMap<String, Arc<TlsServer>>,
@@ -243,6 +249,7 @@ impl Snapshot {
         let size = slots.values().copied().max().map_or(0, |m| m + 1);
         let mut listeners: Vec<Option<ListenerSnap>> = (0..size).map(|_| None).collect();
         let mut series = SeriesBuilder::new(&mut registry.series, &mut registry.durations);
+        let mut passthrough = crate::metrics::sni::Series::new();
         for (name, l) in &cfg.listeners {
             let lname: Arc<str> = name.as_str().into();
             let default = l.pool.as_deref().map(|p| {
@@ -271,9 +278,20 @@ impl Snapshot {
                         .as_deref()
                         .and_then(|v| http::HeaderValue::from_str(v).ok()),
                 };
-                routes.insert(r.host.as_ref(), &r.path_prefix, target);
+                // An SNI is looked up as a host is (exact, then the longest `*.` suffix).
+                let matcher = if l.sni_routing { &r.sni } else { &r.host };
+                routes.insert(matcher.as_ref(), &r.path_prefix, target);
             }
             let no_route = series.no_route(&lname);
+            let counts = l.sni_routing.then(|| {
+                let c = registry
+                    .passthrough
+                    .get(&lname)
+                    .cloned()
+                    .unwrap_or_default();
+                passthrough.insert(lname.clone(), c.clone());
+                c
+            });
             listeners[slots[name]] = Some(ListenerSnap {
                 access_log: l.access_log.as_ref().and_then(|d| logs.get(d).cloned()),
                 no_route,
@@ -284,10 +302,12 @@ impl Snapshot {
                 header_timeout: l.header_timeout,
                 idle_timeout: l.idle_timeout,
                 max_header_bytes: l.max_header_bytes,
+                passthrough: counts,
                 tls: listener_tls.get(name).cloned(),
             });
         }
         series.finish();
+        registry.passthrough = passthrough;
         registry.listener_tls = listener_tls;
         Snapshot {
             listeners,

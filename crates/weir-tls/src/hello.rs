@@ -18,20 +18,57 @@ pub enum Hello {
 
 /// What the `peeked` bytes (from the first byte of the connection) hold.
 pub fn peek(peeked: &[u8]) -> Hello {
-    let mut acceptor = Acceptor::default();
-    let mut rd = peeked;
-    while !rd.is_empty() {
-        match acceptor.read_tls(&mut rd) {
-            Ok(0) | Err(_) => return Hello::NotTls,
-            Ok(_) => {}
+    Peeker::new().feed(peeked)
+}
+
+/// The same reading, fed a connection's bytes as they arrive: each byte is parsed once
+/// (calling `peek` on the whole prefix after every read of a trickled hello would parse
+/// it again each time). rustls' `Acceptor` keeps the partial records and handshake
+/// message between calls.
+pub struct Peeker {
+    acceptor: Acceptor,
+    /// Set once the bytes were found not to be a hello; later bytes do not change it.
+    not_tls: bool,
+}
+
+impl Default for Peeker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Peeker {
+    pub fn new() -> Self {
+        Peeker {
+            acceptor: Acceptor::default(),
+            not_tls: false,
         }
     }
-    match acceptor.accept() {
-        Ok(Some(accepted)) => match accepted.client_hello().server_name() {
-            Some(name) => Hello::Sni(name.to_owned()),
-            None => Hello::NoSni,
-        },
-        Ok(None) => Hello::Incomplete,
-        Err(_) => Hello::NotTls,
+
+    /// Adds the bytes that followed those fed before; `Incomplete` asks for more.
+    /// After `Sni` or `NoSni` the hello has been read: feed nothing more.
+    pub fn feed(&mut self, mut more: &[u8]) -> Hello {
+        if self.not_tls {
+            return Hello::NotTls;
+        }
+        while !more.is_empty() {
+            match self.acceptor.read_tls(&mut more) {
+                Ok(0) | Err(_) => return self.not_tls(),
+                Ok(_) => {}
+            }
+        }
+        match self.acceptor.accept() {
+            Ok(Some(accepted)) => match accepted.client_hello().server_name() {
+                Some(name) => Hello::Sni(name.to_owned()),
+                None => Hello::NoSni,
+            },
+            Ok(None) => Hello::Incomplete,
+            Err(_) => self.not_tls(),
+        }
+    }
+
+    fn not_tls(&mut self) -> Hello {
+        self.not_tls = true;
+        Hello::NotTls
     }
 }

@@ -123,3 +123,22 @@ fn the_server_name_is_read_from_a_client_hello_without_decrypting() {
         Hello::NotTls
     );
 }
+
+/// Fed as it arrives (a byte at a time, as a slow client sends it), the hello reads the
+/// same as whole.
+#[test]
+fn a_client_hello_fed_in_pieces_reads_as_whole() {
+    let hello = client_hello(Some("pg.db.internal"));
+    let mut p = weir_tls::hello::Peeker::new();
+    for b in &hello[..hello.len() - 1] {
+        assert_eq!(p.feed(std::slice::from_ref(b)), Hello::Incomplete);
+    }
+    assert_eq!(
+        p.feed(&hello[hello.len() - 1..]),
+        Hello::Sni("pg.db.internal".into())
+    );
+    let mut p = weir_tls::hello::Peeker::new();
+    assert_eq!(p.feed(b"GET / HT"), Hello::NotTls);
+    // Once not TLS, always not TLS.
+    assert_eq!(p.feed(&hello), Hello::NotTls);
+}

@@ -10,6 +10,7 @@ pub mod hist;
 pub mod pool;
 pub mod recorder;
 pub mod render;
+pub mod sni;
 pub mod stats;
 pub mod tls;
 

@@ -1,13 +1,15 @@
 //! One TCP session: take a slot on an endpoint (queueing under `max_conn`
 //! like HTTP requests do), connect (the next endpoint on failure), then relay
 //! until both sides are done, the session idles out, or the drain grace of a
-//! removed listener or a shutdown ends it.
+//! removed listener or a shutdown ends it. A session of an SNI passthrough listener
+//! (`sni.rs`) first sends the upstream the ClientHello it already read.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
@@ -19,19 +21,39 @@ use crate::http::forward::ip_hash;
 use crate::pool::PoolRt;
 use crate::race::race;
 use crate::reason::Reason;
-use crate::router::TargetMetrics;
+use crate::router::Target;
+use crate::tcp::copy;
 use crate::tcp::relay::relay;
+use crate::tcp::sni::Passed;
+use crate::transport::tls::TlsConn;
 use crate::transport::UpstreamStream;
 
+/// A session's client side.
+pub enum Client {
+    /// A plain socket: relayed with splice.
+    Plain(TcpStream),
+    /// SNI passthrough: a plain socket whose ClientHello was read already; those bytes
+    /// go upstream first.
+    Passthrough(TcpStream, Passed),
+    /// TLS that weir terminated (a tcp listener with `[tls]`): plaintext is relayed, by
+    /// copying. Boxed: a rustls session is over a kilobyte.
+    Tls(Box<TlsConn>),
+}
+
 pub async fn serve(
-    client: TcpStream,
+    client: Client,
     peer: SocketAddr,
     listener: Arc<str>,
-    pool: Arc<PoolRt>,
-    metrics: TargetMetrics,
+    target: Target,
     idle_timeout: Duration,
     kill: CancellationToken,
 ) {
+    let Target {
+        route,
+        pool,
+        metrics,
+        ..
+    } = target;
     // One timer for the whole session: the connect timeout, then idle.
     let timer = tokio::time::sleep(pool.connect_timeout);
     tokio::pin!(timer);
@@ -41,9 +63,15 @@ pub async fn serve(
             metrics.no_endpoint.record_session(Some(reason));
             warn!(
                 listener = &*listener,
+                route = route.as_deref(),
                 pool = &*pool.name,
                 reason = reason.as_str(),
                 client = %peer,
+                sni = match &client {
+                    Client::Passthrough(_, hello) => hello.sni.as_deref(),
+                    Client::Tls(c) => c.info.sni.as_deref(),
+                    Client::Plain(_) => None,
+                },
                 "tcp session refused"
             );
             return;
@@ -52,18 +80,55 @@ pub async fn serve(
     let _upstream_open = crate::metrics::Held::new(&crate::metrics::GLOBAL.upstream_open);
     let cut = &slot.endpoint.cut;
     let session = async {
+        let mut upstream = upstream;
+        let mut timer = timer;
         let (sent, received) = (
             &slot.endpoint.metrics.bytes_in,
             &slot.endpoint.metrics.bytes_out,
         );
+        let client = match client {
+            Client::Tls(client) => {
+                // Decrypted here: copied, never spliced.
+                let (r, w) = client.into_split();
+                let client = tokio::io::join(r, w);
+                let r = copy::relay(client, upstream, idle_timeout, sent, received, timer).await;
+                if let Err(e) = r {
+                    debug!(listener = &*listener, "tcp session ended: {e}");
+                }
+                return;
+            }
+            Client::Plain(client) => client,
+            Client::Passthrough(client, hello) => {
+                // The client's bytes so far, before anything it sends next; bounded
+                // by the idle timeout like any write of the relay.
+                timer
+                    .as_mut()
+                    .reset(tokio::time::Instant::now() + idle_timeout);
+                let wrote = tokio::select! {
+                    biased;
+                    r = write_flushed(&mut upstream, &hello.bytes) => r,
+                    _ = timer.as_mut() => Err(std::io::ErrorKind::TimedOut.into()),
+                };
+                if let Err(e) = wrote {
+                    debug!(
+                        listener = &*listener,
+                        "tcp session ended sending the ClientHello: {e}"
+                    );
+                    return;
+                }
+                sent.fetch_add(
+                    hello.bytes.len() as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                client
+            }
+        };
         let r = match upstream {
             UpstreamStream::Plain(upstream) => {
                 relay(client, upstream, idle_timeout, sent, received, timer).await
             }
             // A TLS pool: bytes are encrypted here, so splice cannot move them.
-            upstream => {
-                crate::tcp::copy::relay(client, upstream, idle_timeout, sent, received, timer).await
-            }
+            upstream => copy::relay(client, upstream, idle_timeout, sent, received, timer).await,
         };
         if let Err(e) = r {
             debug!(listener = &*listener, "tcp session ended: {e}");
@@ -143,4 +208,10 @@ async fn connect_any(
         }
     }
     Err(Reason::ConnectFailed)
+}
+
+/// Writes all of `bytes` and flushes (a TLS upstream may hold a record until flushed).
+async fn write_flushed(upstream: &mut UpstreamStream, bytes: &[u8]) -> std::io::Result<()> {
+    upstream.write_all(bytes).await?;
+    upstream.flush().await
 }

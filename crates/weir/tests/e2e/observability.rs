@@ -33,7 +33,7 @@ fn ensure_prometheus_client() {
     });
 }
 
-async fn samples(w: &Weir) -> Vec<Value> {
+pub(crate) async fn samples(w: &Weir) -> Vec<Value> {
     ensure_prometheus_client();
     let r = client::get(w.admin, "/metrics").await.unwrap();
     assert_eq!(r.status, 200);
