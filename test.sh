@@ -26,6 +26,19 @@ if command -v rustup >/dev/null; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
 
+# Go programs the tests run (h2spec), pinned by tests/tools/go.mod and go.sum, built with
+# `go install` into a cache outside the repo; rebuilt when the pins change.
+TOOLS="${WEIR_TOOLS_DIR:-$HOME/.cache/weir-tools}"
+command -v go >/dev/null || PATH="$PATH:/usr/local/go/bin"
+pins=$(sha256sum tests/tools/go.sum | cut -d' ' -f1)
+if [ ! -x "$TOOLS/h2spec" ] || [ "$(cat "$TOOLS/pins" 2>/dev/null)" != "$pins" ]; then
+  echo "installing: h2spec (go install, pinned by tests/tools)"
+  mkdir -p "$TOOLS"
+  (cd tests/tools && GOBIN="$TOOLS" GOFLAGS=-mod=readonly go install github.com/summerwind/h2spec/cmd/h2spec)
+  echo "$pins" >"$TOOLS/pins"
+fi
+export WEIR_H2SPEC="$TOOLS/h2spec"
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"

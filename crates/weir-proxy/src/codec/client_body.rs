@@ -10,9 +10,18 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
 use crate::codec::h1::server;
+use crate::codec::h2;
 
 pub enum ClientBody {
     H1(server::ReqBody),
+    H2(h2::body::ReqBody),
+}
+
+impl From<h2::body::ReqBody> for ClientBody {
+    #[inline]
+    fn from(b: h2::body::ReqBody) -> Self {
+        ClientBody::H2(b)
+    }
 }
 
 impl From<server::ReqBody> for ClientBody {
@@ -27,6 +36,8 @@ impl From<server::ReqBody> for ClientBody {
 pub enum ClientBodyError {
     #[error(transparent)]
     H1(#[from] server::BodyError),
+    #[error("HTTP/2 stream: {0}")]
+    H2(#[from] ::h2::Error),
 }
 
 impl ClientBodyError {
@@ -34,6 +45,8 @@ impl ClientBodyError {
     pub fn is_malformed(&self) -> bool {
         match self {
             ClientBodyError::H1(e) => e.is_malformed(),
+            // A reset from the client is it going away; a protocol error, its mistake.
+            ClientBodyError::H2(e) => e.reason() == Some(::h2::Reason::PROTOCOL_ERROR),
         }
     }
 }
@@ -54,6 +67,12 @@ impl Body for ClientBody {
                 Poll::Ready(None) => Poll::Ready(None),
                 Poll::Pending => Poll::Pending,
             },
+            ClientBody::H2(b) => match Pin::new(b).poll_frame(cx) {
+                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ClientBodyError::H2(e)))),
+                Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
         }
     }
 
@@ -61,6 +80,7 @@ impl Body for ClientBody {
     fn is_end_stream(&self) -> bool {
         match self {
             ClientBody::H1(b) => b.is_end_stream(),
+            ClientBody::H2(b) => b.is_end_stream(),
         }
     }
 
@@ -68,6 +88,7 @@ impl Body for ClientBody {
     fn size_hint(&self) -> SizeHint {
         match self {
             ClientBody::H1(b) => b.size_hint(),
+            ClientBody::H2(b) => b.size_hint(),
         }
     }
 }

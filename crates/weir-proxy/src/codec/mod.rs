@@ -9,4 +9,5 @@
 
 pub mod client_body;
 pub mod h1;
+pub mod h2;
 pub mod send;

@@ -5,10 +5,11 @@
 
 use std::fmt::Display;
 use std::future::Future;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::BytesMut;
 use http::{Request, Response};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -16,6 +17,7 @@ use tracing::debug;
 
 use crate::codec::client_body::ClientBody;
 use crate::codec::h1::server::{self, DrainFlags, Handler};
+use crate::codec::h2;
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::forward::{handle, refused, ConnCtx};
@@ -52,6 +54,30 @@ impl Handler for Proxy {
     }
 }
 
+impl h2::server::Handler for Proxy {
+    type ReqBody = ClientBody;
+    type Body = ProxyBody;
+
+    fn call(
+        &self,
+        req: Request<ClientBody>,
+    ) -> impl Future<Output = Response<ProxyBody>> + Send + '_ {
+        handle(&self.0, req)
+    }
+
+    #[inline]
+    fn stream_opened(&self) {
+        self.0.state.on_read();
+    }
+
+    fn abuse(&self, why: h2::server::Abuse) {
+        crate::metrics::h2::abuse(why);
+    }
+}
+
+/// Streams an HTTP/2 client may have open at once.
+const H2_MAX_STREAMS: u32 = 128;
+
 pub async fn serve(
     stream: ClientStream,
     ctx: Arc<ConnCtx>,
@@ -64,7 +90,29 @@ pub async fn serve(
     let ctl = DrainFlags::default();
     // Boxed: the connection's future is kilobytes; here it is built once
     // in place, where every `async` layer above would copy it again.
-    let conn = Box::pin(server::run(stream, &proxy, &ctl, limits.max_header_bytes));
+    // HTTP/2 once the connection says so: ALPN `h2` on TLS, else the preface (h2c with
+    // prior knowledge) where an HTTP/1 request would start.
+    let h2_mode = AtomicBool::new(false);
+    let h2_limits = h2::server::Limits {
+        max_streams: H2_MAX_STREAMS,
+        max_header_list: u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX),
+    };
+    let alpn_h2 = stream
+        .tls()
+        .is_some_and(|t| t.alpn.as_deref() == Some(b"h2".as_slice()));
+    let conn = Box::pin(async {
+        let io = if alpn_h2 {
+            let (r, w) = stream.into_split();
+            h2::io::Joined::new(BytesMut::new(), r, w)
+        } else {
+            match server::run(stream, &proxy, &ctl, limits.max_header_bytes).await {
+                None => return,
+                Some(h) => h2::io::Joined::new(h.buffered, h.reader, h.writer),
+            }
+        };
+        h2_mode.store(true, Relaxed);
+        h2::server::run(io, &proxy, &ctl, &drain, h2_limits).await;
+    });
     let watch = async {
         let watchdog = tokio::time::sleep(ConnState::period(
             limits.header_timeout,
@@ -78,6 +126,11 @@ pub async fn serve(
             tokio::select! {
                 biased;
                 _ = drain.cancelled(), if !draining => {
+                    // HTTP/2 sends GOAWAY itself and ends when its streams have.
+                    if h2_mode.load(Relaxed) {
+                        draining = true;
+                        continue;
+                    }
                     // Idle connections close now; a request in flight
                     // finishes and its response carries `Connection: close`.
                     if !ctl.busy.load(Relaxed) {

@@ -6,6 +6,7 @@
 pub mod config_apply;
 pub mod counts;
 pub mod endpoint;
+pub mod h2;
 pub mod hist;
 pub mod pool;
 pub mod recorder;

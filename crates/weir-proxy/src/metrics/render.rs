@@ -329,6 +329,16 @@ impl Collector for Weir {
             &[(Labels::default(), &*crate::metrics::config_apply::APPLY)],
         )?;
         tls(&mut enc, &snap)?;
+        let goaways: Vec<(Labels, u64)> = crate::metrics::h2::goaways()
+            .into_iter()
+            .map(|(reason, n)| (vec![("reason", reason.to_string())], n))
+            .collect();
+        counter(
+            &mut enc,
+            "weir_http2_goaway",
+            "HTTP/2 connections weir closed with GOAWAY because the client abused the protocol, by reason (rapid_reset: more streams reset per second than allowed).",
+            &goaways,
+        )?;
         let dropped = crate::accesslog::DROPPED.load(Relaxed);
         counter(
             &mut enc,

@@ -20,6 +20,7 @@ mod draining;
 mod duplicates;
 mod ejection;
 mod health;
+mod http2;
 mod http_basic;
 mod http_body;
 mod http_errors;

@@ -108,7 +108,8 @@ async fn sni_picks_the_certificate_and_the_default_answers_the_rest() {
     // A real client: curl verifying against the CA.
     let (ok, out, err) = curl(&s.ca_path, "v2.api.test", listen, "/", &[]);
     assert!(ok, "{err}");
-    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    // ALPN: curl offers h2 first, and weir speaks it.
+    assert!(out.starts_with("HTTP/2 200"), "{out}");
     assert!(
         wait_metric(
             w.admin,
@@ -209,10 +210,13 @@ endpoints = [{{ addr = "{}" }}]
     assert!(line.contains("\"tls_version\":\"1.2\""), "{line}");
     assert!(line.contains("\"sni\":\"shop.test\""), "{line}");
 
-    // ALPN: http/1.1 is chosen over h2 (weir does not speak h2 yet); h2 alone is refused.
+    // ALPN: h2 when the client offers it, else http/1.1; a protocol weir does not speak is
+    // refused.
     let out = s_client(v12, &["-servername", "shop.test", "-alpn", "h2,http/1.1"]);
+    assert!(out.contains("ALPN protocol: h2"), "{out}");
+    let out = s_client(v12, &["-servername", "shop.test", "-alpn", "http/1.1"]);
     assert!(out.contains("ALPN protocol: http/1.1"), "{out}");
-    let out = s_client(v12, &["-servername", "shop.test", "-alpn", "h2"]);
+    let out = s_client(v12, &["-servername", "shop.test", "-alpn", "spdy/3"]);
     assert!(out.contains("no application protocol"), "{out}");
     assert_eq!(
         wait_metric(w.admin, "weir_tls_handshakes_total{listener=\"v12\",version=\"\",result=\"no_application_protocol\"}", 1.0).await,

@@ -108,10 +108,11 @@ impl TlsServer {
                 TlsVersion::V12 => MinVersion::V12,
                 TlsVersion::V13 => MinVersion::V13,
             },
-            // What weir speaks on an http listener; a tcp listener relays whatever the
-            // client speaks, so it offers nothing.
+            // What weir speaks on an http listener, HTTP/2 first (as browsers and gRPC
+            // clients prefer); a tcp listener relays whatever the client speaks, so it
+            // offers nothing.
             alpn: match protocol {
-                Protocol::Http => vec![b"http/1.1".to_vec()],
+                Protocol::Http => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
                 Protocol::Tcp => Vec::new(),
             },
             client_auth: match tls.client_auth {

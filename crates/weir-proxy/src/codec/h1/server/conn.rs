@@ -16,18 +16,19 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{Request, Response};
 use http_body::Body;
 use tokio::time::Sleep;
 use tracing::debug;
 
 use super::body::ReqBody;
+use super::error::ParseError;
 use super::parse::{self, Head};
 use super::reader::{Home, Reader};
 use super::respond::{self, Asked, Framing, Length};
 use super::write::Writer;
-use crate::transport::ClientStream;
+use crate::transport::{ClientReader, ClientStream, ClientWriter};
 
 /// What serves the requests of a connection.
 pub trait Handler: Sync {
@@ -70,8 +71,23 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// at most, and then the upstream exchange is cancelled as always.
 const WATCH_DELAY: Duration = Duration::from_millis(5);
 
-/// Serves the connection until it closes. Heads over `max_head` get 431.
-pub async fn run<H: Handler>(stream: ClientStream, handler: &H, ctl: &DrainFlags, max_head: usize)
+/// A connection whose first bytes are the HTTP/2 preface (prior knowledge, h2c): the
+/// stream and what was read of it, for the HTTP/2 server.
+pub struct Handover {
+    pub reader: ClientReader,
+    /// Bytes read and not consumed: the preface and whatever followed it.
+    pub buffered: BytesMut,
+    pub writer: ClientWriter,
+}
+
+/// Serves the connection until it closes. Heads over `max_head` get 431. A connection
+/// that opens with the HTTP/2 preface is handed back untouched (`Some`).
+pub async fn run<H: Handler>(
+    stream: ClientStream,
+    handler: &H,
+    ctl: &DrainFlags,
+    max_head: usize,
+) -> Option<Handover>
 where
     <H::Body as Body>::Error: Display,
 {
@@ -82,11 +98,22 @@ where
         home: None,
         peeked: false,
         watch_from: None,
+        first: true,
+        preface: false,
     };
     loop {
         let Some(head) = conn.next_head(handler, max_head).await else {
+            if conn.preface {
+                let (reader, buffered) = conn.reader.take()?.into_parts();
+                return Some(Handover {
+                    reader,
+                    buffered,
+                    writer: conn.w.into_io(),
+                });
+            }
             break;
         };
+        conn.first = false;
         ctl.busy.store(true, Relaxed);
         // Boxed for the request's life only: an exchange (the handler's
         // future in it) is most of a connection's state (6.6 KB of the
@@ -104,6 +131,7 @@ where
     if conn.reader.is_some() {
         conn.w.close();
     }
+    None
 }
 
 struct Conn {
@@ -117,6 +145,10 @@ struct Conn {
     /// While the socket is not in epoll: when watching for the client's
     /// EOF starts (see `client_gone`).
     watch_from: Option<Pin<Box<Sleep>>>,
+    /// No request has been read yet: an HTTP/2 preface is only one here.
+    first: bool,
+    /// The connection opened with the HTTP/2 preface.
+    preface: bool,
 }
 
 impl Conn {
@@ -148,6 +180,10 @@ impl Conn {
         .await;
         match parsed {
             Ok(head) => head,
+            Err(ParseError::Http2Preface) if self.first => {
+                self.preface = true;
+                None
+            }
             Err(e) => {
                 debug!("refused request: {e}");
                 if let Some(status) = e.status() {

@@ -35,6 +35,11 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
+    /// The stream and the bytes read from it and not yet consumed.
+    pub fn into_parts(self) -> (ClientReader, BytesMut) {
+        (self.io, self.buf)
+    }
+
     pub fn new(io: ClientReader) -> Self {
         Reader {
             io,

@@ -61,6 +61,11 @@ impl Writer {
         self.io.forget();
     }
 
+    /// The stream, once nothing waits to be written.
+    pub fn into_io(self) -> ClientWriter {
+        self.io
+    }
+
     pub fn is_empty(&self) -> bool {
         self.at == self.buf.len() && self.queue.is_empty()
     }

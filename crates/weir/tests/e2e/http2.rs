@@ -1,0 +1,297 @@
+//! HTTP/2 from clients (issue 18, first part): h2c with prior knowledge and h2 over TLS
+//! (ALPN) on the same http listeners as HTTP/1.1, each stream through the same pipeline to
+//! HTTP/1.1 backends; a drain's GOAWAY lets streams in flight finish; a rapid-reset client
+//! is sent GOAWAY and counted; h2spec's conformance cases. Clients: curl, the `h2` crate,
+//! h2spec (installed by test.sh).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::Request;
+use tokio::net::TcpStream;
+use weir_testkit::certs::Ca;
+use weir_testkit::HttpUpstream;
+
+use crate::common::{free_addr, Weir};
+use crate::tls_kit::{curl, metric, wait_metric};
+
+struct H2 {
+    w: Weir,
+    plain: SocketAddr,
+    tls: SocketAddr,
+    ca_path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    up: HttpUpstream,
+}
+
+async fn start() -> H2 {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("ca");
+    let ca_path = ca.write(dir.path(), "ca");
+    let pair = ca.leaf(&["shop.test"]).write(dir.path(), "shop");
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let (plain, tls) = (free_addr(), free_addr());
+    let cfg = format!(
+        r#"
+[global]
+drain_grace = "20s"
+[listeners.plain]
+bind = "{plain}"
+pool = "app"
+[listeners.tls]
+bind = "{tls}"
+pool = "app"
+[listeners.tls.tls]
+certificates = [{{ cert = "{}", key = "{}", default = true }}]
+[pools.app]
+endpoints = [{{ addr = "{}" }}]
+"#,
+        pair.cert.display(),
+        pair.key.display(),
+        up.addr()
+    );
+    let w = Weir::start(&cfg, &[plain, tls]);
+    H2 {
+        w,
+        plain,
+        tls,
+        ca_path,
+        _dir: dir,
+        up,
+    }
+}
+
+type Client = h2::client::SendRequest<Bytes>;
+
+async fn h2c(addr: SocketAddr) -> Client {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+}
+
+/// `GET path` on a new stream: (status, body).
+async fn get(client: &Client, addr: SocketAddr, path: &str) -> Result<(u16, Vec<u8>), h2::Error> {
+    let mut c = client.clone().ready().await?;
+    let req = Request::get(format!("http://{addr}{path}"))
+        .body(())
+        .unwrap();
+    let (resp, _) = c.send_request(req, true)?;
+    let resp = resp.await?;
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut out = Vec::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        out.extend_from_slice(&chunk);
+    }
+    Ok((status, out))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2c_and_h2_over_tls_reach_http1_backends() {
+    let s = start().await;
+    // curl with prior knowledge (h2c), and over TLS where ALPN picks h2.
+    let out = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "20",
+            "-D",
+            "-",
+            "--http2-prior-knowledge",
+        ])
+        .arg(format!("http://{}/headers", s.plain))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("HTTP/2 200"), "{text}");
+    assert!(
+        text.contains(r#""version":"HTTP/1.1""#),
+        "the backend speaks HTTP/1.1: {text}"
+    );
+    assert!(
+        text.contains(r#"["forwarded","for=127.0.0.1;proto=http"]"#),
+        "{text}"
+    );
+    let (ok, text, err) = curl(
+        &s.ca_path,
+        "shop.test",
+        s.tls,
+        "/echo",
+        &["--http2", "-d", "a body over h2"],
+    );
+    assert!(ok, "{err}");
+    assert!(text.starts_with("HTTP/2 200"), "{text}");
+    assert!(text.ends_with("a body over h2"), "{text}");
+    // HTTP/1.1 still works on the same listener.
+    let r = weir_testkit::client::get(s.plain, "/").await.unwrap();
+    assert_eq!(r.status, 200);
+
+    // Many streams at once on one connection, and a body larger than every window.
+    let client = h2c(s.plain).await;
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let c = client.clone();
+        let addr = s.plain;
+        tasks.push(tokio::spawn(async move {
+            get(&c, addr, &format!("/bytes/{}", 1000 + i))
+                .await
+                .unwrap()
+        }));
+    }
+    for (i, t) in tasks.into_iter().enumerate() {
+        let (status, body) = t.await.unwrap();
+        assert_eq!((status, body.len()), (200, 1000 + i));
+    }
+    let (status, body) = get(&client, s.plain, "/bytes/4194304").await.unwrap();
+    assert_eq!((status, body.len()), (200, 4 * 1024 * 1024));
+    assert_eq!(body, weir_testkit::pattern(4 * 1024 * 1024));
+    // Counted like any request.
+    assert!(
+        metric(
+            s.w.admin,
+            "weir_requests_total{listener=\"plain\",route=\"\",pool=\"app\""
+        )
+        .await
+            >= 0.0
+    );
+    drop(s.up);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_sends_goaway_and_the_streams_in_flight_finish() {
+    let mut s = start().await;
+    let client = h2c(s.plain).await;
+    let addr = s.plain;
+    let slow = {
+        let c = client.clone();
+        tokio::spawn(async move { get(&c, addr, "/?latency_ms=1500").await })
+    };
+    // The slow request is at the backend before weir is told to stop.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.up.in_flight() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the request never reached the backend"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    s.w.signal(libc::SIGTERM);
+    let (status, _) = slow.await.unwrap().expect("the stream in flight finishes");
+    assert_eq!(status, 200);
+    // After GOAWAY no new stream is taken on that connection.
+    assert!(get(&client, addr, "/").await.is_err());
+    assert_eq!(s.w.wait_exit(Duration::from_secs(30)).code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rapid_reset_client_is_sent_goaway_and_counted() {
+    let s = start().await;
+    let tcp = TcpStream::connect(s.plain).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    let conn = tokio::spawn(conn);
+    // Open streams and cancel each at once, far faster than any real client does.
+    let mut sent = 0;
+    for _ in 0..2000 {
+        let Ok(mut c) = client.clone().ready().await else {
+            break;
+        };
+        let req = Request::get(format!("http://{}/?latency_ms=200", s.plain))
+            .body(())
+            .unwrap();
+        let Ok((_, mut stream)) = c.send_request(req, true) else {
+            break;
+        };
+        stream.send_reset(h2::Reason::CANCEL);
+        sent += 1;
+    }
+    let ended = tokio::time::timeout(Duration::from_secs(20), conn)
+        .await
+        .expect("weir never closed the connection")
+        .unwrap();
+    // GOAWAY (ENHANCE_YOUR_CALM), or the close right after it if the client was still
+    // writing when it came.
+    let err = ended.expect_err("the connection ended with an error");
+    assert!(
+        err.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM) || err.is_io(),
+        "{err} after {sent} streams"
+    );
+    assert_eq!(
+        wait_metric(
+            s.w.admin,
+            "weir_http2_goaway_total{reason=\"rapid_reset\"}",
+            1.0
+        )
+        .await,
+        1.0
+    );
+    // Other clients are served.
+    let (status, _) = get(&h2c(s.plain).await, s.plain, "/").await.unwrap();
+    assert_eq!(status, 200);
+}
+
+/// h2spec's path: test.sh installs it under ~/.cache/weir-tools (or `WEIR_H2SPEC`).
+fn h2spec() -> std::path::PathBuf {
+    if let Ok(p) = std::env::var("WEIR_H2SPEC") {
+        return p.into();
+    }
+    let p =
+        std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/weir-tools/h2spec");
+    assert!(
+        p.exists(),
+        "h2spec is not installed at {}: run ./test.sh, which installs it",
+        p.display()
+    );
+    p
+}
+
+/// Runs h2spec: its report, and the titles of the failed cases (the lines h2spec lists
+/// under "Failures:", marked with ×).
+fn run_h2spec(addr: SocketAddr, tls: bool) -> (String, Vec<String>) {
+    let mut cmd = std::process::Command::new(h2spec());
+    cmd.args([
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &addr.port().to_string(),
+        "-o",
+        "10",
+    ]);
+    if tls {
+        cmd.args(["-t", "-k"]);
+    }
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let failed = text
+        .split("Failures:")
+        .nth(1)
+        .unwrap_or("")
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("× "))
+        .map(str::to_string)
+        .collect();
+    (text, failed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2spec_conformance() {
+    let s = start().await;
+    let (text, failed) = run_h2spec(s.tls, true);
+    assert!(text.contains("145 tests"), "{text}");
+    assert!(failed.is_empty(), "h2 over TLS: {failed:?}\n{text}");
+    // h2c shares its port with HTTP/1.1: the one case h2spec expects a bare close for, a
+    // garbage preface ("INVALID CONNECTION PREFACE", a valid HTTP/1 method and target),
+    // gets HTTP/1's 400, as any HTTP/1.1 server answers a bad request line.
+    let (text, failed) = run_h2spec(s.plain, false);
+    assert!(text.contains("145 tests"), "{text}");
+    assert_eq!(failed.len(), 1, "h2c: {failed:?}\n{text}");
+    assert!(
+        failed[0].contains("Sends invalid connection preface"),
+        "{failed:?}"
+    );
+}
