@@ -96,6 +96,7 @@ pub async fn serve(
     let h2_limits = h2::server::Limits {
         max_streams: H2_MAX_STREAMS,
         max_header_list: u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX),
+        stall: limits.idle_timeout,
     };
     let alpn_h2 = stream
         .tls()

@@ -295,3 +295,128 @@ async fn h2spec_conformance() {
         "{failed:?}"
     );
 }
+
+/// An HTTP/2 frame: 9-byte header and payload.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Writes `chunk` over and over for up to `total` bytes without reading; how much went
+/// out before weir stopped taking it (closed, or stopped reading: the write stalls).
+async fn flood(addr: SocketAddr, first: &[u8], chunk: &[u8], total: usize) -> usize {
+    use tokio::io::AsyncWriteExt;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(PREFACE).await.unwrap();
+    s.write_all(&frame(4, 0, 0, &[])).await.unwrap();
+    s.write_all(first).await.unwrap();
+    let mut sent = 0;
+    while sent < total {
+        match tokio::time::timeout(Duration::from_secs(2), s.write_all(chunk)).await {
+            Ok(Ok(())) => sent += chunk.len(),
+            // Closed by weir, or weir stopped reading (backpressure): either bounds it.
+            _ => break,
+        }
+    }
+    sent
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ping_and_continuation_floods_are_bounded() {
+    let s = start().await;
+    let pid = s.w.child.id();
+    let before = rss_kib(pid);
+    // PING flood: 64 MiB of PINGs from a client that never reads the PONGs. h2 keeps one
+    // PONG pending and stops reading until it is written, so weir's memory does not grow
+    // with the flood.
+    let ping = frame(6, 0, 0, &[7; 8]);
+    let pings: Vec<u8> = ping
+        .iter()
+        .copied()
+        .cycle()
+        .take(ping.len() * 4096)
+        .collect();
+    let addr = s.plain;
+    let flooded = tokio::spawn(async move { flood(addr, &[], &pings, 64 << 20).await });
+    // CONTINUATION flood: one HEADERS without END_HEADERS, then CONTINUATION frames of
+    // header fields, endlessly (CVE-2024-27316). Refused once past the header list limit.
+    let mut field = vec![0x00, 5];
+    field.extend_from_slice(b"x-pad");
+    field.extend_from_slice(&[0x7f, 0x81, 0x1f]); // length 255 as an HPACK integer (127 + 128)
+    field.extend_from_slice(&[b'a'; 255]);
+    let mut headers = vec![0x82, 0x86, 0x84]; // :method GET, :scheme http, :path /
+    headers.extend_from_slice(&[0x41, 9]);
+    headers.extend_from_slice(b"127.0.0.1"); // :authority
+    let first = frame(1, 0, 1, &headers);
+    let continuation = frame(9, 0, 1, &field);
+    let cont_sent = flood(s.plain, &first, &continuation, 64 << 20).await;
+    assert!(
+        cont_sent < 16 << 20,
+        "weir took {cont_sent} bytes of one header block"
+    );
+    let ping_sent = flooded.await.unwrap();
+    // While both were refused or stalled, others are served, and weir stayed small.
+    let (status, _) = get(&h2c(s.plain).await, s.plain, "/").await.unwrap();
+    assert_eq!(status, 200);
+    let grew = rss_kib(pid).saturating_sub(before);
+    eprintln!("CONTINUATION flood: {cont_sent} bytes taken; PING flood: {ping_sent}; weir grew {grew} KiB");
+    assert!(
+        grew < 64 * 1024,
+        "weir grew {grew} KiB (PING flood sent {ping_sent} bytes)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_stalled_by_a_zero_window_is_reset_after_the_idle_timeout() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let cfg = format!(
+        "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\nidle_timeout = \"2s\"\n[pools.app]\nendpoints = [{{ addr = \"{}\" }}]\n",
+        up.addr()
+    );
+    let _w = Weir::start(&cfg, &[listen]);
+    // A client that never opens its window: the response's head comes, its body cannot.
+    let tcp = TcpStream::connect(listen).await.unwrap();
+    let (client, conn) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut c = client.ready().await.unwrap();
+    let req = Request::get(format!("http://{listen}/bytes/100000"))
+        .body(())
+        .unwrap();
+    let (resp, _) = c.send_request(req, true).unwrap();
+    let resp = resp.await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let started = Instant::now();
+    let mut body = resp.into_body();
+    let err = tokio::time::timeout(Duration::from_secs(30), body.data())
+        .await
+        .expect("the stalled stream was never reset")
+        .expect("no data can come")
+        .expect_err("the stream is reset");
+    assert_eq!(err.reason(), Some(h2::Reason::CANCEL), "{err}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "reset before the stall time"
+    );
+    // The backend's connection went back or closed: the next request is served.
+    let (status, body) = get(&h2c(listen).await, listen, "/bytes/100").await.unwrap();
+    assert_eq!((status, body.len()), (200, 100));
+}

@@ -12,6 +12,7 @@ use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::task::Poll;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -58,6 +59,10 @@ pub struct Limits {
     pub max_streams: u32,
     /// Decoded size of one request's header list (SETTINGS_MAX_HEADER_LIST_SIZE).
     pub max_header_list: u32,
+    /// A response whose stream gets no flow-control window for this long is reset: a
+    /// client that stops reading (a zero window) must not hold its request's upstream
+    /// connection and endpoint slot for ever.
+    pub stall: Duration,
 }
 
 /// Per stream receive window: what one upload may have in flight to weir before the
@@ -110,7 +115,7 @@ pub async fn run<H: Handler>(
             accepted = conn.accept() => match accepted {
                 Some(Ok((req, respond))) => {
                     handler.stream_opened();
-                    streams.push(stream(handler, req, respond));
+                    streams.push(stream(handler, req, respond, limits.stall));
                 }
                 Some(Err(e)) => {
                     // h2 has answered it (RST_STREAM or GOAWAY); a connection error ends
@@ -182,6 +187,7 @@ async fn stream<H: Handler>(
     handler: &H,
     req: Request<h2::RecvStream>,
     mut respond: SendResponse<Bytes>,
+    stall: Duration,
 ) -> End
 where
     <H::Body as Body>::Error: Display,
@@ -228,11 +234,15 @@ where
     loop {
         match poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
             Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => {
-                    if send_data(&mut send, data).await.is_err() {
-                        return End::Reset;
+                Ok(data) => match send_data(&mut send, data, stall).await {
+                    Ok(()) => {}
+                    Err(Unsent::Stalled) => {
+                        debug!("HTTP/2 stream stalled (no window for {stall:?}): reset");
+                        send.send_reset(h2::Reason::CANCEL);
+                        return End::Done;
                     }
-                }
+                    Err(Unsent::Gone) => return End::Reset,
+                },
                 Err(frame) => {
                     if let Ok(trailers) = frame.into_trailers() {
                         let _ = send.send_trailers(trailers);
@@ -255,20 +265,33 @@ where
     }
 }
 
+/// Why a response's data did not go out.
+enum Unsent {
+    /// The stream or connection is gone (reset by the client, connection closed).
+    Gone,
+    /// No window came within the stall time.
+    Stalled,
+}
+
 /// Sends `data` as the stream's flow-control window allows.
-async fn send_data(send: &mut SendStream<Bytes>, mut data: Bytes) -> Result<(), h2::Error> {
+async fn send_data(
+    send: &mut SendStream<Bytes>,
+    mut data: Bytes,
+    stall: Duration,
+) -> Result<(), Unsent> {
     while !data.is_empty() {
         send.reserve_capacity(data.len());
-        let granted = match poll_fn(|cx| send.poll_capacity(cx)).await {
-            Some(Ok(n)) => n,
-            Some(Err(e)) => return Err(e),
-            None => return Err(h2::Error::from(h2::Reason::CANCEL)),
+        let granted = match tokio::time::timeout(stall, poll_fn(|cx| send.poll_capacity(cx))).await
+        {
+            Ok(Some(Ok(n))) => n,
+            Ok(Some(Err(_)) | None) => return Err(Unsent::Gone),
+            Err(_) => return Err(Unsent::Stalled),
         };
         if granted == 0 {
             continue;
         }
         let chunk = data.split_to(granted.min(data.len()));
-        send.send_data(chunk, false)?;
+        send.send_data(chunk, false).map_err(|_| Unsent::Gone)?;
     }
     Ok(())
 }
