@@ -73,6 +73,12 @@ impl Reader {
         }
     }
 
+    /// The read half and the bytes read past the last request head (after a
+    /// protocol switch: the new protocol's first bytes).
+    pub fn into_parts(self) -> (ClientReader, BytesMut) {
+        (self.io, self.buf)
+    }
+
     /// Whether waiting on the socket would cost no more system calls.
     pub fn registered(&self) -> bool {
         self.io.registered()

@@ -61,6 +61,12 @@ impl Writer {
         self.io.forget();
     }
 
+    /// The write half, once everything waiting was written (after a
+    /// protocol switch's head).
+    pub fn into_io(self) -> ClientWriter {
+        self.io
+    }
+
     pub fn is_empty(&self) -> bool {
         self.at == self.buf.len() && self.queue.is_empty()
     }
