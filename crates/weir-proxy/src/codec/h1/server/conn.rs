@@ -137,7 +137,9 @@ where
                     writer: w.into_io(),
                     read,
                 };
-                handler.switched(body, client).await;
+                // Boxed: inline, the relay's state would enlarge every
+                // connection's future, idle ones too.
+                Box::pin(handler.switched(body, client)).await;
                 return;
             }
         };
