@@ -13,6 +13,8 @@ pub const ADMIN_LISTEN: SocketAddr =
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// An upgraded HTTP connection (WebSocket) silent both ways this long is closed.
+pub const UPGRADE_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// A TLS handshake must finish this long after accept.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -163,6 +165,7 @@ impl crate::Listener {
                 crate::Protocol::Http => HTTP_IDLE_TIMEOUT,
                 crate::Protocol::Tcp => TCP_IDLE_TIMEOUT,
             },
+            upgrade_idle_timeout: UPGRADE_IDLE_TIMEOUT,
             max_header_bytes: MAX_HEADER_BYTES,
             access_log: None,
             tls: None,

@@ -54,6 +54,9 @@ pub struct Listener {
     /// http: keep-alive idle time between requests, default 60 s.
     /// tcp: a session with no bytes either way for this long is closed, default 1 h.
     pub idle_timeout: Duration,
+    /// http: an upgraded connection (WebSocket) with no bytes either way for this
+    /// long is closed. Default 1 h.
+    pub upgrade_idle_timeout: Duration,
     /// Largest accepted request head in bytes; larger gets 431. Default 64 KiB. (http)
     pub max_header_bytes: usize,
     /// Where to write one JSON line per request; `None` = no access log. (http)

@@ -34,6 +34,7 @@ const LISTENER_KEYS: &[&str] = &[
     "pool",
     "header_timeout",
     "idle_timeout",
+    "upgrade_idle_timeout",
     "max_header_bytes",
     "access_log",
     "tls",
@@ -386,6 +387,9 @@ pub(crate) fn listener(
     }
     if let Some(d) = t.duration(sink, "idle_timeout", true) {
         l.idle_timeout = d;
+    }
+    if let Some(d) = t.duration(sink, "upgrade_idle_timeout", true) {
+        l.upgrade_idle_timeout = d;
     }
     if let Some(n) = t.int(sink, "max_header_bytes", defaults::MAX_HEADER_BYTES_RANGE) {
         l.max_header_bytes = n;

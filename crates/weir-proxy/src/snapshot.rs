@@ -42,6 +42,8 @@ pub struct ListenerSnap {
     pub pool: Option<Arc<PoolRt>>,
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
+    /// An upgraded connection (WebSocket) silent both ways this long is closed.
+    pub upgrade_idle_timeout: Duration,
     pub max_header_bytes: usize,
     /// A tcp listener with `sni_routing`: its hello-stage counts (`routes` then holds
     /// its `sni` routes, looked up like hosts).
@@ -301,6 +303,7 @@ impl Snapshot {
                 pool,
                 header_timeout: l.header_timeout,
                 idle_timeout: l.idle_timeout,
+                upgrade_idle_timeout: l.upgrade_idle_timeout,
                 max_header_bytes: l.max_header_bytes,
                 passthrough: counts,
                 tls: listener_tls.get(name).cloned(),

@@ -17,6 +17,8 @@ mod listener;
 mod routes;
 mod tcp;
 pub mod tls;
+#[cfg(feature = "ws")]
+mod ws;
 
 pub use black_hole::BlackHole;
 pub use body::pattern;
@@ -24,3 +26,5 @@ pub use http::{HttpUpstream, HttpUpstreamBuilder, RequestRecord};
 pub use latency::{parse_duration, Latency};
 pub use tcp::TcpUpstream;
 pub use tls::TlsFront;
+#[cfg(feature = "ws")]
+pub use ws::WsUpstream;

@@ -22,7 +22,7 @@ use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::upstream::idle::Conn;
-use crate::upstream::RecvBody;
+use crate::upstream::{RecvBody, Upgraded};
 
 /// The upstream response body, whatever the protocol: it owns the session
 /// until the end.
@@ -116,6 +116,49 @@ impl ProxyBody {
             ProxyBody::Upstream { _busy, .. } | ProxyBody::Full { _busy, .. } => {
                 *_busy = Some(guard)
             }
+        }
+    }
+}
+
+/// What a relay of a switched connection needs from the 101's body.
+pub struct UpgradeParts {
+    pub upgraded: Upgraded,
+    pub pool: Arc<PoolRt>,
+    pub endpoint: Arc<EndpointRt>,
+}
+
+impl ProxyBody {
+    /// Whether this is a `101`'s body holding a switched upstream connection.
+    pub fn is_upgraded(&self) -> bool {
+        matches!(self, ProxyBody::Upstream { inner, ret: Some(_), .. } if inner.is_upgraded())
+    }
+
+    /// The switched upstream connection and where it goes. The body keeps
+    /// the slot, the busy guard and the recorder until it is dropped, at
+    /// the relay's end.
+    pub fn take_upgrade(&mut self) -> Option<UpgradeParts> {
+        let ProxyBody::Upstream { inner, ret, .. } = self else {
+            return None;
+        };
+        let upgraded = inner.take_upgraded()?;
+        let r = ret.take()?;
+        // The backend answered as asked: a success for passive health.
+        if r.success {
+            record_success(&r.endpoint);
+        }
+        Some(UpgradeParts {
+            upgraded,
+            pool: r.pool,
+            endpoint: r.endpoint,
+        })
+    }
+
+    /// The relay is over: `to_client` bytes went to the client (counted for
+    /// the endpoint and logged when the body is dropped next).
+    pub fn upgrade_ended(&mut self, to_client: u64) {
+        if let ProxyBody::Upstream { sent, ended, .. } = self {
+            *sent = to_client;
+            *ended = true;
         }
     }
 }

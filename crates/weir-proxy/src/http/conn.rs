@@ -16,11 +16,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::codec::client_body::ClientBody;
-use crate::codec::h1::server::{self, DrainFlags, Handler};
+use crate::codec::h1::server::{self, DrainFlags, Handler, Switched};
 use crate::codec::h2;
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::forward::{handle, refused, ConnCtx};
+use crate::http::upgrade;
 use crate::race::race;
 use crate::transport::ClientStream;
 
@@ -51,6 +52,14 @@ impl Handler for Proxy {
 
     fn refused(&self, status: u16, why: &dyn Display) {
         refused(&self.0, status, why);
+    }
+
+    fn switches(&self, body: &ProxyBody) -> bool {
+        body.is_upgraded()
+    }
+
+    fn switched(&self, body: ProxyBody, client: Switched) -> impl Future<Output = ()> + Send {
+        upgrade::relay(&self.0, body, client)
     }
 }
 

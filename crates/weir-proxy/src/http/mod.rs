@@ -12,3 +12,4 @@ pub mod forward;
 pub mod headers;
 pub mod sticky;
 pub mod tries;
+pub mod upgrade;

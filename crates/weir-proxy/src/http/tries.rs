@@ -16,8 +16,13 @@
 //! - the pool's retry budget has the last word; when retries run out, the
 //!   client gets the last real upstream answer.
 //!
-//! A failed try is one [`TryError`]; these rules read it (its `delivery`)
-//! and nothing else about how the try failed.
+//! A request asking for an upgrade (`http/upgrade.rs`; it alone still
+//! carries `Upgrade` here) goes on a fresh connection and is tried again
+//! only when that connection could not be opened: once written, the backend
+//! may have switched, and the switch cannot be replayed.
+//!
+//! A failed try is one [`TryError`]; these rules read it (its `delivery`,
+//! and for an upgrade its cause) and nothing else about how the try failed.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -29,7 +34,7 @@ use http::{Method, Response};
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
 use crate::codec::send::{HeadTimer, Payload};
-use crate::error::{Side, TryError};
+use crate::error::{Cause, Side, TryError};
 use crate::health::Loss;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
@@ -111,7 +116,8 @@ pub async fn run(a: Attempts<'_>) -> Ended {
     } = a;
     let policy = &pool.retry;
     pool.shared.budget.deposit(policy.budget_percent);
-    let idempotent = idempotent(&parts);
+    let upgrade = parts.headers.contains_key(http::header::UPGRADE);
+    let idempotent = idempotent(&parts) && !upgrade;
     let (replay, mut once) = match body {
         Prepared::Replayable(b) => (Some(b), None),
         Prepared::Once(b) => (None, Some(b)),
@@ -123,7 +129,9 @@ pub async fn run(a: Attempts<'_>) -> Ended {
     let mut last_answer: Option<(Response<ProxyBody>, usize)> = None;
     let mut last_failure: (TryError, Option<(Arc<str>, usize)>) =
         (TryError::no_slot(Reason::NoHealthyEndpoint), None);
-    let mut fresh_only = false;
+    // A pooled connection could be found dead only after the upgrade was
+    // written, which may not be retried.
+    let mut fresh_only = upgrade;
     loop {
         let granted = match capacity::acquire(pool, &key).await {
             Ok(g) => g,
@@ -210,6 +218,10 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                 }
                 retried_for = reason.as_str();
                 let retry = match error.not_delivered() {
+                    true if upgrade => {
+                        free = true;
+                        replay.is_some() && matches!(error.cause, Cause::Connect(_))
+                    }
                     // The application never saw it: any method may go again.
                     true => {
                         free = true;
@@ -310,7 +322,16 @@ async fn try_once(
     ep.metrics.recent.observe(took);
     let (mut parts, body) = resp.into_parts();
     let idle = idle_allowance(&parts.headers, pool.idle_timeout);
+    // A switch's `Upgrade` goes to the client with the 101; nothing else
+    // hop-by-hop does.
+    let switched = body
+        .is_upgraded()
+        .then(|| parts.headers.get(http::header::UPGRADE).cloned())
+        .flatten();
     strip_hop_by_hop(&mut parts.headers);
+    if let Some(u) = switched {
+        crate::http::upgrade::keep(&mut parts.headers, u);
+    }
     let retry_status = pool.retry.on_status.contains(&parts.status.as_u16());
     let success = !pool.health.eject_status.contains(&parts.status.as_u16());
     let ret = PoolReturn {

@@ -2,6 +2,7 @@
 //! the pool's other shared state (`pool.rs::PoolShared`).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicI64;
 use std::sync::Mutex;
 
 use crate::metrics::hist::Histogram;
@@ -12,6 +13,8 @@ pub struct PoolMetrics {
     pub queue_wait: Histogram,
     /// Retries by the reason of the try that failed (rare: a lock is fine).
     retries: Mutex<BTreeMap<&'static str, u64>>,
+    /// Connections switched to another protocol (WebSocket) and relayed now.
+    pub upgraded: AtomicI64,
 }
 
 impl PoolMetrics {

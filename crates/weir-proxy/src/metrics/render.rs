@@ -207,6 +207,21 @@ impl Collector for Weir {
             "Requests waiting for a slot.",
             &depth,
         )?;
+        let upgraded: Vec<(Labels, i64)> = pools
+            .iter()
+            .map(|p| {
+                (
+                    vec![("pool", p.name.to_string())],
+                    p.shared.metrics.upgraded.load(Relaxed),
+                )
+            })
+            .collect();
+        gauge(
+            &mut enc,
+            "weir_upgraded_connections",
+            "Upgraded connections (WebSocket) being relayed.",
+            &upgraded,
+        )?;
         let in_flight: Vec<(Labels, i64)> = pools
             .iter()
             .flat_map(|p| {

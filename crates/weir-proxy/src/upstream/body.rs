@@ -5,13 +5,21 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 
 use super::session::Session;
 use crate::codec::h1::client;
 use crate::error::ExchangeError;
+use crate::transport::UpstreamStream;
 use crate::upstream::upbody::UpBody;
+
+/// An upstream connection that switched protocols (`101`): its stream, and
+/// the new protocol's bytes that arrived with the response head.
+pub struct Upgraded {
+    pub stream: UpstreamStream,
+    pub rest: BytesMut,
+}
 
 pub enum RecvBody {
     H1(client::RecvBody<UpBody>),
@@ -30,6 +38,24 @@ impl RecvBody {
     pub fn take_reusable(&mut self) -> Option<Session> {
         match self {
             RecvBody::H1(b) => b.take_reusable().map(Session::H1),
+        }
+    }
+
+    /// Whether the response switched the connection to the protocol the
+    /// request asked for.
+    pub fn is_upgraded(&self) -> bool {
+        match self {
+            RecvBody::H1(b) => b.is_upgraded(),
+        }
+    }
+
+    /// The switched connection, for a relay.
+    pub fn take_upgraded(&mut self) -> Option<Upgraded> {
+        match self {
+            RecvBody::H1(b) => b.take_upgraded().map(|c| {
+                let (stream, rest) = c.into_stream();
+                Upgraded { stream, rest }
+            }),
         }
     }
 }

@@ -13,6 +13,6 @@ pub mod keep_alive;
 mod session;
 pub mod upbody;
 
-pub use body::RecvBody;
+pub use body::{RecvBody, Upgraded};
 pub use exchange::{exchange, Exchange, Exchanged};
 pub use session::{SendFailed, Session};

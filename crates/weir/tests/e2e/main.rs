@@ -45,3 +45,4 @@ mod tls_config;
 mod tls_stats;
 mod truncation;
 mod upstream_tls;
+mod websocket;

@@ -102,7 +102,8 @@ async fn proxy(
         ..
     } = routed;
 
-    rewrite::for_upstream(&mut req, ctx, host);
+    let upgrade = crate::http::upgrade::asked(&req);
+    rewrite::for_upstream(&mut req, ctx, host, upgrade);
     let key = keys::pick_key(&pool, &req, ctx.client);
     let w = Where {
         listener: &listener,

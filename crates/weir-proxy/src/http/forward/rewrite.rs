@@ -10,13 +10,23 @@ use http::{Request, Uri, Version};
 use super::ctx::ConnCtx;
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
 
-pub fn for_upstream<B>(req: &mut Request<B>, ctx: &ConnCtx, host: Option<HeaderValue>) {
+/// `upgrade`: the protocols the client asked to switch to (`http/upgrade.rs`),
+/// kept for the upstream hop.
+pub fn for_upstream<B>(
+    req: &mut Request<B>,
+    ctx: &ConnCtx,
+    host: Option<HeaderValue>,
+    upgrade: Option<HeaderValue>,
+) {
     if req.uri().authority().is_some() {
         let pq = req.uri().path_and_query().map_or("/", |p| p.as_str());
         *req.uri_mut() = Uri::try_from(pq).unwrap_or_else(|_| Uri::from_static("/"));
     }
     let h = req.headers_mut();
     strip_hop_by_hop(h);
+    if let Some(u) = upgrade {
+        crate::http::upgrade::keep(h, u);
+    }
     // weir answers `Expect: 100-continue` itself (the server codec sends
     // 100 when the body is first read, i.e. once the upstream is connected).
     h.remove(header::EXPECT);

@@ -44,6 +44,12 @@ impl Connection {
         }
     }
 
+    /// The stream and the bytes read past the last response head: after a
+    /// `101`, the start of the new protocol's byte stream.
+    pub fn into_stream(self) -> (UpstreamStream, BytesMut) {
+        (self.io, self.rbuf)
+    }
+
     /// Whether the connection can no longer carry a request: the backend
     /// closed it, reset it, or sent bytes nobody asked for. Never blocks;
     /// costs a system call only when the socket was reported readable.

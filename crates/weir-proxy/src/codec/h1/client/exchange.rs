@@ -110,7 +110,7 @@ where
     // Writes seen by the last poll; None before the first.
     let mut writes = None;
     let head = poll_fn(|cx| {
-        match poll_head(&mut conn, &mut sending, &mut answered, cx, &parts.method) {
+        match poll_head(&mut conn, &mut sending, &mut answered, cx, parts) {
             Poll::Pending => {
                 let now_writes = sending.writer.writes();
                 if writes.is_some_and(|w| w != now_writes) {
@@ -130,6 +130,7 @@ where
                 parts,
                 decoder,
                 keep_alive,
+                upgraded,
             } = head;
             // Usually the whole request is out by now; the rare rest (an
             // early answer, a full-duplex backend) is boxed, to keep the
@@ -146,6 +147,9 @@ where
                 decoder,
                 keep_alive,
                 reusable: false,
+                // Only once the request is all out: a switch is bytes of the new
+                // protocol from here on, with no request body left to send.
+                upgraded: upgraded && sent,
             };
             if body.decoder.is_done() {
                 body.finish();
@@ -207,7 +211,7 @@ fn poll_head<B>(
     sending: &mut Sending<B>,
     answered: &mut bool,
     cx: &mut Context<'_>,
-    method: &http::Method,
+    parts: &Parts,
 ) -> Poll<Result<Head, Error>>
 where
     B: Body<Data = Bytes> + Unpin,
@@ -216,7 +220,8 @@ where
     loop {
         sending.drive(conn, cx)?;
         if !conn.rbuf.is_empty() {
-            if let Some(head) = parse::parse(&mut conn.rbuf, method)? {
+            let upgrade = parts.headers.get(http::header::UPGRADE);
+            if let Some(head) = parse::parse_for(&mut conn.rbuf, &parts.method, upgrade)? {
                 return Poll::Ready(Ok(head));
             }
         }
@@ -246,6 +251,9 @@ pub struct RecvBody<B> {
     decoder: Decoder,
     keep_alive: bool,
     reusable: bool,
+    /// The backend switched protocols (`101`): the connection is kept for
+    /// whoever relays it (`take_upgraded`), never reused for HTTP.
+    upgraded: bool,
 }
 
 impl<B> RecvBody<B>
@@ -260,6 +268,21 @@ where
             return None;
         }
         self.reusable = false;
+        self.conn.take()
+    }
+
+    /// Whether the backend switched to the protocol the request asked for.
+    pub fn is_upgraded(&self) -> bool {
+        self.upgraded && self.conn.is_some()
+    }
+
+    /// The connection after a `101`, with the new protocol's bytes that came
+    /// after the head.
+    pub fn take_upgraded(&mut self) -> Option<Connection> {
+        if !self.upgraded {
+            return None;
+        }
+        self.upgraded = false;
         self.conn.take()
     }
 
@@ -284,7 +307,7 @@ where
             && self.sent
             && self.sending.is_none()
             && self.conn.as_ref().is_some_and(|c| c.rbuf.is_empty());
-        if !self.reusable {
+        if !self.reusable && !self.upgraded {
             self.conn = None;
             self.sending = None;
         }

@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 use crate::codec::h1::common::spans::{offset, Spans};
 
 use bytes::{Bytes, BytesMut};
-use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, UPGRADE};
 use http::response::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version};
 
@@ -21,27 +21,81 @@ pub(super) struct Head {
     pub decoder: Decoder,
     /// The backend will keep the connection open after this response.
     pub keep_alive: bool,
+    /// A `101` to the upgrade the request asked for: the connection now
+    /// speaks that protocol, and its bytes after the head are not HTTP.
+    pub upgraded: bool,
 }
 
 /// Parses a response head from the front of `buf`, skipping interim (1xx)
 /// responses. `Ok(None)`: more bytes are needed.
+#[cfg(test)]
 pub(super) fn parse(buf: &mut BytesMut, method: &Method) -> Result<Option<Head>, Error> {
+    parse_for(buf, method, None)
+}
+
+/// As `parse`, for a request that carried `upgrade` (its `Upgrade` field):
+/// a `101` switching to one of those protocols is accepted, any other 101
+/// is refused (nobody asked for it, and its bytes could not be read as HTTP).
+pub(super) fn parse_for(
+    buf: &mut BytesMut,
+    method: &Method,
+    upgrade: Option<&HeaderValue>,
+) -> Result<Option<Head>, Error> {
     loop {
-        let Some(head) = parse_one(buf)? else {
+        let Some(mut head) = parse_one(buf)? else {
             return Ok(None);
         };
         let status = head.parts.status.as_u16();
         match status {
             101 => {
-                return Err(Error::Protocol(
-                    "101 Switching Protocols: upgrades are not supported",
-                ))
+                let to = head.parts.headers.get(UPGRADE);
+                return match (upgrade, to) {
+                    (Some(asked), Some(to)) if offered(asked.as_bytes(), to.as_bytes()) => {
+                        Ok(Some(Head {
+                            parts: head.parts,
+                            decoder: Decoder::Done,
+                            keep_alive: false,
+                            upgraded: true,
+                        }))
+                    }
+                    (Some(_), _) => Err(Error::Protocol(
+                        "101 Switching Protocols to a protocol the request did not offer",
+                    )),
+                    (None, _) => Err(Error::Protocol(
+                        "101 Switching Protocols to a request that asked for no upgrade",
+                    )),
+                };
             }
             100..=199 => continue,
             _ => {}
         }
+        if upgrade.is_some() {
+            // The backend declined the upgrade; it may still read what
+            // follows as the other protocol, so the connection is not reused.
+            head.keep_alive = false;
+        }
         return framing(head, method).map(Some);
     }
+}
+
+/// Whether every protocol of the response's `Upgrade` (`to`) was among the
+/// request's (`asked`), by name (RFC 9110 §7.8: the server lists the ones it
+/// switches to, in order, from those the client offered).
+fn offered(asked: &[u8], to: &[u8]) -> bool {
+    let name = |t: &[u8]| -> Vec<u8> {
+        let t = trim(t);
+        let n = t.split(|&b| b == b'/').next().unwrap_or(t);
+        n.to_ascii_lowercase()
+    };
+    let asked: Vec<Vec<u8>> = asked.split(|&b| b == b',').map(name).collect();
+    let mut any = false;
+    for t in to.split(|&b| b == b',').map(name) {
+        if t.is_empty() || !asked.contains(&t) {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 struct Parsed {
@@ -181,6 +235,7 @@ fn framing(head: Parsed, method: &Method) -> Result<Head, Error> {
         parts,
         decoder,
         keep_alive,
+        upgraded: false,
     })
 }
 
@@ -300,5 +355,41 @@ mod tests {
             parse(&mut unfinished, &Method::GET),
             Err(Error::HeadTooLarge)
         ));
+    }
+
+    /// A 101 is accepted only for the upgrade the request offered; the bytes
+    /// after its head stay in the buffer (they are the new protocol's).
+    #[test]
+    fn a_101_only_to_the_upgrade_asked_for() {
+        let ws = HeaderValue::from_static("websocket");
+        let ok = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\nConnection: Upgrade\r\n\r\n\x01\x02hi";
+        let mut buf = BytesMut::from(ok);
+        let h = parse_for(&mut buf, &Method::GET, Some(&ws))
+            .unwrap()
+            .unwrap();
+        assert!(h.upgraded && !h.keep_alive && h.decoder.is_done());
+        assert_eq!(&buf[..], b"\x01\x02hi");
+        for (resp, asked) in [
+            (ok, None),
+            (
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
+                Some(&ws),
+            ),
+            ("HTTP/1.1 101 Switching Protocols\r\n\r\n", Some(&ws)),
+        ] {
+            let mut buf = BytesMut::from(resp);
+            assert!(
+                parse_for(&mut buf, &Method::GET, asked).is_err(),
+                "{resp:?}"
+            );
+        }
+        // Declined: an ordinary answer, and the connection is not reused.
+        let mut buf = BytesMut::from("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+        let h = parse_for(&mut buf, &Method::GET, Some(&ws))
+            .unwrap()
+            .unwrap();
+        assert!(!h.upgraded && !h.keep_alive);
+        assert!(offered(b"foo/2, websocket", b"WebSocket"));
+        assert!(!offered(b"websocket", b"websocket, h2c"));
     }
 }

@@ -49,6 +49,36 @@ pub trait Handler: Sync {
     /// Bytes of a request head arrived (for the client timeouts).
     #[inline]
     fn head_bytes(&self) {}
+
+    /// Whether a `101` response with this body switches the connection to
+    /// the protocol the request asked for (the handler made the switch
+    /// upstream). Then, after the head, the connection goes to `switched`.
+    fn switches(&self, _body: &Self::Body) -> bool {
+        false
+    }
+
+    /// Carries a switched connection until it ends: `body` is the 101's,
+    /// `client` the connection's stream with the bytes already read.
+    fn switched(&self, _body: Self::Body, _client: Switched) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// A client connection after `101 Switching Protocols`: no longer HTTP.
+pub struct Switched {
+    pub reader: ClientReader,
+    pub writer: ClientWriter,
+    /// What the client sent after the request head (the new protocol's
+    /// first bytes); they go before anything read from `reader`.
+    pub read: BytesMut,
+}
+
+/// What follows an exchange.
+enum After<B> {
+    Next,
+    Close,
+    /// The response switched protocols; its body carries the switch.
+    Switch(B),
 }
 
 /// The drain state a connection shares with the task that runs it.
@@ -119,7 +149,25 @@ where
         // future in it) is most of a connection's state (6.6 KB of the
         // proxy's, measured); inline, it would stay allocated while the
         // connection idles between requests.
-        let keep = Box::pin(conn.exchange(handler, head, ctl)).await;
+        let keep = match Box::pin(conn.exchange(handler, head, ctl)).await {
+            After::Next => true,
+            After::Close => false,
+            After::Switch(body) => {
+                // Still busy: a drain lets the switched connection run until
+                // its grace is over, as it does a request in flight.
+                let Conn { reader, w, .. } = conn;
+                let (reader, read) = reader.map(Reader::into_parts)?;
+                let client = Switched {
+                    reader,
+                    writer: w.into_io(),
+                    read,
+                };
+                // Boxed: inline, the relay's state would enlarge every
+                // connection's future, idle ones too.
+                Box::pin(handler.switched(body, client)).await;
+                return None;
+            }
+        };
         ctl.busy.store(false, Relaxed);
         if !keep || ctl.draining.load(Relaxed) {
             break;
@@ -197,8 +245,13 @@ impl Conn {
     }
 
     /// One request and its response; whether the connection can carry
-    /// another.
-    async fn exchange<H: Handler>(&mut self, handler: &H, head: Head, ctl: &DrainFlags) -> bool
+    /// another, or switches protocols.
+    async fn exchange<H: Handler>(
+        &mut self,
+        handler: &H,
+        head: Head,
+        ctl: &DrainFlags,
+    ) -> After<H::Body>
     where
         <H::Body as Body>::Error: Display,
     {
@@ -210,7 +263,7 @@ impl Conn {
             ReqBody::empty()
         } else {
             let Some(mut r) = self.reader.take() else {
-                return false;
+                return After::Close;
             };
             let remaining = head.body.remaining();
             r.body = head.body;
@@ -221,7 +274,7 @@ impl Conn {
         let mut call = pin!(handler.call(Request::from_parts(head.parts, body.into())));
         let Some(resp) = poll_fn(|cx| self.wait(call.as_mut(), cx)).await else {
             debug!("client went away before the response");
-            return false;
+            return After::Close;
         };
         if let Some(home) = &self.home {
             // Too late for `100 Continue` once the answer is known.
@@ -230,6 +283,9 @@ impl Conn {
 
         let (parts, body) = resp.into_parts();
         self.reclaim();
+        if parts.status == http::StatusCode::SWITCHING_PROTOCOLS && handler.switches(&body) {
+            return self.switch(parts, body, asked).await;
+        }
         if ctl.draining.load(Relaxed) || self.reader.as_ref().is_some_and(|r| r.broken) {
             keep_alive = false;
         }
@@ -248,18 +304,50 @@ impl Conn {
         let mut body = (framing != Framing::Nothing).then_some(body);
         let mut sent = 0;
         if !poll_fn(|cx| self.send_body(&mut body, framing, &mut sent, cx)).await {
-            return false;
+            return After::Close;
         }
         if poll_fn(|cx| self.w.poll_flush(cx)).await.is_err() || !keep_alive {
-            return false;
+            return After::Close;
         }
         self.reclaim();
-        match self.reader.as_mut() {
+        let keep = match self.reader.as_mut() {
             Some(r) if r.broken => false,
             Some(r) if !r.body.is_done() => poll_fn(|cx| drain(r, cx)).await,
             Some(_) => true,
             // The body outlived its response somewhere: nothing to read with.
             None => false,
+        };
+        match keep {
+            true => After::Next,
+            false => After::Close,
+        }
+    }
+
+    /// Writes the `101` head; the connection then belongs to the new
+    /// protocol. It cannot switch while a request body still reads from
+    /// the stream (the pipeline only asks for upgrades without one).
+    async fn switch<B>(&mut self, parts: http::response::Parts, body: B, asked: Asked) -> After<B> {
+        if !self
+            .reader
+            .as_ref()
+            .is_some_and(|r| r.body.is_done() && !r.broken)
+        {
+            debug!("no switch with a request body unread");
+            return After::Close;
+        }
+        // Kept alive as far as the head says: no `Connection: close` beside
+        // the backend's `Connection: upgrade`.
+        let mut keep_alive = true;
+        respond::head(
+            &mut self.w.buf,
+            &parts,
+            Length::None,
+            asked,
+            &mut keep_alive,
+        );
+        match poll_fn(|cx| self.w.poll_flush(cx)).await {
+            Ok(()) => After::Switch(body),
+            Err(_) => After::Close,
         }
     }
 

@@ -32,7 +32,7 @@ pub mod fuzz;
 mod tests;
 
 pub use body::ReqBody;
-pub use conn::{run, DrainFlags, Handler, Handover};
+pub use conn::{run, DrainFlags, Handler, Handover, Switched};
 pub use error::{BodyError, ParseError};
 
 /// The most header fields a request may carry (hyper's limit too): more

@@ -35,11 +35,6 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    /// The stream and the bytes read from it and not yet consumed.
-    pub fn into_parts(self) -> (ClientReader, BytesMut) {
-        (self.io, self.buf)
-    }
-
     pub fn new(io: ClientReader) -> Self {
         Reader {
             io,
@@ -76,6 +71,13 @@ impl Reader {
             self.buf = BytesMut::new();
             self.read_size = READ_CHUNK;
         }
+    }
+
+    /// The read half and the bytes read past the last request head (after a
+    /// protocol switch: the new protocol's first bytes; at an HTTP/2 preface, the
+    /// preface and what followed).
+    pub fn into_parts(self) -> (ClientReader, BytesMut) {
+        (self.io, self.buf)
     }
 
     /// Whether waiting on the socket would cost no more system calls.

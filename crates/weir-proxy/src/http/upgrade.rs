@@ -1,0 +1,150 @@
+//! HTTP/1.1 Upgrade (WebSocket and any other protocol) through the proxy.
+//!
+//! A request asks for one with `Connection: upgrade` and `Upgrade` (GET,
+//! HTTP/1.1, no body): those two fields then go upstream (`rewrite.rs`),
+//! the request is sent once on a fresh connection (`tries.rs`: only a
+//! failed connect tries another endpoint), and a `101` to a protocol it
+//! offered comes back with the upstream stream inside the response body
+//! (`RecvBody::take_upgraded`). The server codec writes the 101 head and
+//! hands over the client's stream (`Handler::switched`); from then on weir
+//! only relays bytes (`tcp/copy.rs`): it never reads the new protocol.
+//!
+//! The relay holds the endpoint slot and the request's recorder until it
+//! ends (one access log line, status 101), is counted in
+//! `weir_upgraded_connections{pool}`, idles out after the listener's
+//! `upgrade_idle_timeout`, and is tied to its endpoint, not to the
+//! snapshot: a reload that keeps the endpoint leaves it alone; removing the
+//! endpoint cuts it after the drain grace (`EndpointRt::cut`), and a drain
+//! of the listener or weir's stop cuts it through the connection's kill
+//! (`http/conn.rs`: the connection stays busy while it relays).
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Version};
+use http_body::Body;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tracing::debug;
+
+use crate::codec::h1::common::fields::has_token;
+use crate::codec::h1::server::Switched;
+use crate::http::body::ProxyBody;
+use crate::http::forward::ConnCtx;
+use crate::metrics::pool::PoolMetrics;
+use crate::metrics::{Held, GLOBAL};
+use crate::race::race;
+use crate::tcp::copy;
+
+/// When the listener is gone from the snapshot by the time of the switch.
+const FALLBACK_IDLE: Duration = weir_config::defaults::UPGRADE_IDLE_TIMEOUT;
+
+/// The protocols the request offers, if it asks to switch and may: GET,
+/// HTTP/1.1, `Connection: upgrade`, `Upgrade`, and no body (bytes after the
+/// head must be the new protocol's, never a body weir would have to frame).
+pub fn asked<B: Body>(req: &Request<B>) -> Option<HeaderValue> {
+    if req.method() != Method::GET || req.version() != Version::HTTP_11 {
+        return None;
+    }
+    let h = req.headers();
+    let upgrade = h.get(header::UPGRADE)?;
+    let wants = h
+        .get_all(header::CONNECTION)
+        .iter()
+        .any(|v| has_token(v.as_bytes(), "upgrade"));
+    let bodiless = !h.contains_key(header::CONTENT_LENGTH)
+        && !h.contains_key(header::TRANSFER_ENCODING)
+        && req.body().is_end_stream();
+    (wants && bodiless).then(|| upgrade.clone())
+}
+
+/// Puts the upgrade back after the hop-by-hop fields were removed: it is
+/// the one connection-level exchange the upstream hop must see.
+pub fn keep(h: &mut HeaderMap, upgrade: HeaderValue) {
+    h.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    h.insert(header::UPGRADE, upgrade);
+}
+
+/// Counts an upgraded connection for its pool while it lives.
+struct Upgraded(Arc<PoolMetrics>);
+
+impl Upgraded {
+    fn new(m: Arc<PoolMetrics>) -> Self {
+        m.upgraded.fetch_add(1, Relaxed);
+        Upgraded(m)
+    }
+}
+
+impl Drop for Upgraded {
+    fn drop(&mut self) {
+        self.0.upgraded.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Relays a switched connection until both sides are done, it idles out,
+/// or its endpoint is cut.
+pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Switched) {
+    let Some(up) = body.take_upgrade() else {
+        return;
+    };
+    let idle = ctx
+        .shared
+        .snapshot
+        .load()
+        .listeners
+        .get(ctx.slot)
+        .and_then(|l| l.as_ref())
+        .map_or(FALLBACK_IDLE, |l| l.upgrade_idle_timeout);
+    let _count = Upgraded::new(up.pool.shared.metrics.clone());
+    let _open = Held::new(&GLOBAL.upstream_open);
+    let cut = up.endpoint.cut.clone();
+    let (sent, received) = (AtomicU64::new(0), AtomicU64::new(0));
+    let Switched {
+        reader,
+        mut writer,
+        read,
+    } = client;
+    let mut upstream = up.upgraded.stream;
+    let rest = up.upgraded.rest;
+    let work = async {
+        // Bytes each side sent right behind the handshake come first.
+        let early = async {
+            write_flushed(&mut upstream, &read).await?;
+            write_flushed(&mut writer, &rest).await
+        };
+        match tokio::time::timeout(idle, early).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return debug!("upgraded connection ended: {e}"),
+            Err(_) => return debug!("upgraded connection idled out"),
+        }
+        sent.fetch_add(read.len() as u64, Relaxed);
+        received.fetch_add(rest.len() as u64, Relaxed);
+        let timer = tokio::time::sleep(idle);
+        tokio::pin!(timer);
+        let client = tokio::io::join(reader, writer);
+        if let Err(e) = copy::relay(client, upstream, idle, &sent, &received, timer).await {
+            debug!("upgraded connection ended: {e}");
+        }
+    };
+    let cut = async {
+        cut.cancelled().await;
+        debug!("upgraded connection cut: its endpoint was removed and the drain grace is over");
+    };
+    race(work, cut).await;
+    up.endpoint
+        .metrics
+        .bytes_in
+        .fetch_add(sent.load(Relaxed), Relaxed);
+    // The access log's bytes are those sent to the client, as for any answer.
+    body.upgrade_ended(received.load(Relaxed));
+}
+
+async fn write_flushed<W: AsyncWrite + Unpin>(w: &mut W, b: &BytesMut) -> std::io::Result<()> {
+    if !b.is_empty() {
+        w.write_all(b).await?;
+        w.flush().await?;
+    }
+    Ok(())
+}
