@@ -121,7 +121,9 @@ pub async fn serve(
             }
         };
         h2_mode.store(true, Relaxed);
-        h2::server::run(io, &proxy, &ctl, &drain, h2_limits).await;
+        // Boxed: inline, HTTP/2's state would enlarge every connection's future, idle
+        // HTTP/1.1 ones too.
+        Box::pin(h2::server::run(io, &proxy, &ctl, &drain, h2_limits)).await;
     });
     let watch = async {
         let watchdog = tokio::time::sleep(ConnState::period(
