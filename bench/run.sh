@@ -5,9 +5,10 @@
 #       scenarios: http-small http-large http-conn tcp-stream tcp-conn (= group "perf")
 #                  capacity resilience-flap resilience-idle resilience-rolling
 #                  https-small https-conn https-resume (= group "tls")
-#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls
+#                  h2-small (= group "h2")
+#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls, h2
 #
-# Installs wrk, haproxy, nginx (+ stream module) from Debian when missing, builds
+# Installs wrk, h2load (nghttp2-client), haproxy, nginx (+ stream module) from Debian when missing, builds
 # weir in release mode, then runs bench/lib/bench.py. See bench/README.md for the
 # environment knobs (BENCH_QUICK=1, BENCH_ROUNDS, BENCH_SECONDS, BENCH_PROXIES, ...).
 set -euo pipefail
@@ -20,6 +21,7 @@ log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 # ---------------------------------------------------------------- 1. tools
 need=()
 command -v wrk >/dev/null || need+=(wrk)
+command -v h2load >/dev/null || need+=(nghttp2-client)   # h2-small's HTTP/2 load
 command -v haproxy >/dev/null || need+=(haproxy)
 if ! command -v nginx >/dev/null; then
     need+=(nginx)

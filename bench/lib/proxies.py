@@ -24,6 +24,8 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 # weir's balance names -> HAProxy's / nginx's directive (None = nginx default)
 HAPROXY_BALANCE = {"round_robin": "roundrobin", "least_conn": "leastconn", "random": "random"}
 NGINX_BALANCE = {"round_robin": None, "least_conn": "least_conn;", "random": "random;"}
+# weir serves h2c (prior knowledge) on any http listener: no config of its own
+WEIR_TEMPLATE = {"h2c": "http"}
 
 
 def render(template: str, out: Path, **values) -> Path:
@@ -155,7 +157,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         servers = "\n".join(
             f'  {{ addr = "{u.addr}"{(", " + u.opts["weir"]) if u.opts.get("weir") else ""} }},'
             for u in upstreams)
-        cfg = render(f"weir-{protocol}.toml", cfg_dir / f"{name}.toml", ADMIN=f"{HOST}:{ctx.admin_port}",
+        cfg = render(f"weir-{WEIR_TEMPLATE.get(protocol, protocol)}.toml", cfg_dir / f"{name}.toml", ADMIN=f"{HOST}:{ctx.admin_port}",
                      LISTEN=listen, SERVERS=servers, BALANCE=balance, POOL_EXTRA=pool_extra, **tls)
         ensure_port_free(HOST, ctx.admin_port)
         argv = [exe, "run", "-c", cfg, "--threads", v.threads]
@@ -173,7 +175,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         if v.threads != 1:
             text = cfg.read_text().replace("nbthread 1", f"nbthread {v.threads}")
             cfg.write_text(text)
-        if protocol in ("http", "https") and peer_defer():
+        if protocol in ("http", "https", "h2c") and peer_defer():
             cfg.write_text(cfg.read_text().replace(f"bind {listen}", f"bind {listen} defer-accept"))
         p = PROCS.start(name, ["haproxy", "-db", "-f", cfg], logs / f"{name}.log", cpus=PIN.for_proxy(v.threads))
     elif v.kind == "nginx":
@@ -191,7 +193,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         if v.threads != 1:
             text = cfg.read_text().replace("worker_processes 1;", f"worker_processes {v.threads};")
             cfg.write_text(text)
-        if protocol in ("http", "https") and peer_defer():
+        if protocol in ("http", "https", "h2c") and peer_defer():
             cfg.write_text(cfg.read_text().replace("backlog=4096;", "backlog=4096 deferred;"))
         p = PROCS.start(name, ["nginx", "-p", f"{ctx.run}/", "-e", ctx.run / f"{name}.error.log",
                                "-c", cfg, "-g", "daemon off;"], logs / f"{name}.log",
@@ -253,6 +255,7 @@ def versions(ctx: Ctx) -> dict:
         "haproxy": first_line(["haproxy", "-v"]),
         "nginx": first_line(["nginx", "-v"]),
         "wrk": first_line(["wrk", "-v"]),
+        "h2load": first_line(["h2load", "--version"]),
     }
     try:
         rev = subprocess.run(["git", "-C", ctx.root, "rev-parse", "--short", "HEAD"], capture_output=True,

@@ -46,7 +46,9 @@ def render_markdown(results: dict, scenarios: dict) -> str:
         f"Machine: {m['cpus']} cores ({m['cpu_model']}), Linux {m['kernel']}, shared and noisy "
         f"(load average {m['loadavg_start']} at start): compare within one run, not across runs. "
         f"CPUs: {m.get('pinning', 'not pinned')}.",
-        f"weir {v.get('weir', '?')} · {v.get('haproxy', '?')} · {v.get('nginx', '?')} · {v.get('wrk', '?')}.",
+        f"weir {v.get('weir', '?')} · {v.get('haproxy', '?')} · {v.get('nginx', '?')} · {v.get('wrk', '?')}"
+        + (f" · {v['h2load']}" if v.get("h2load") and any(n.startswith("h2") for n in results["scenarios"]) else "")
+        + ".",
         (f"Medians of {o['rounds']} round(s) × {o['seconds']} s per proxy"
          + (f" ({', '.join(own)}: rounds and durations in their sections)" if own else "")
          if len(own) < len(results["scenarios"]) else "Rounds and durations in each section")

@@ -411,6 +411,128 @@ class HttpsResume(HttpsConns):
 
 
 # --------------------------------------------------------------------------
+# HTTP/2 from clients (issue 18): h2load, cleartext h2 with prior knowledge (h2c);
+# the upstreams stay HTTP/1.1 as in http-small
+
+
+_H2_TIME = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def _h2_ms(v: str) -> float:
+    m = re.fullmatch(r"([0-9.]+)(us|ms|s)", v)
+    if not m:
+        raise BenchError(f"h2load: unexpected time {v!r}")
+    return float(m.group(1)) * _H2_TIME[m.group(2)]
+
+
+def parse_h2load(out: str) -> dict:
+    """h2load's summary: protocol, counts, status classes, data bytes, and the
+    "time for request" min/max/mean/sd (it gives no percentiles)."""
+    r: dict = {}
+    m = re.search(r"^Application protocol: (\S+)", out, re.M)
+    r["protocol"] = m.group(1) if m else None
+    m = re.search(r"^finished in ([0-9.]+)(us|ms|s),", out, re.M)
+    if not m:
+        raise BenchError(f"h2load: no summary: {out.strip()[-200:]!r}")
+    r["seconds"] = _h2_ms(m.group(1) + m.group(2)) / 1000
+    m = re.search(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                  r"(\d+) errored, (\d+) timeout", out, re.M)
+    if not m:
+        raise BenchError(f"h2load: no requests line: {out.strip()[-200:]!r}")
+    for k, g in zip(("total", "started", "done", "succeeded", "failed", "errored", "timeout"), m.groups()):
+        r[k] = int(g)
+    m = re.search(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out, re.M)
+    r["status"] = dict(zip(("2xx", "3xx", "4xx", "5xx"), map(int, m.groups()))) if m else {}
+    m = re.search(r"\((\d+)\) data", out)
+    r["data_bytes"] = int(m.group(1)) if m else None
+    m = re.search(r"^time for request:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)", out, re.M)
+    if m:
+        r.update(zip(("min_ms", "max_ms", "mean_ms", "sd_ms"), map(_h2_ms, m.groups())))
+    return r
+
+
+def run_h2load(url: str, args: list, timeout: float) -> dict:
+    argv = ["h2load"] + [str(a) for a in args] + [url]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise BenchError("h2load not found (apt-get install nghttp2-client)") from None
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"h2load did not finish within {timeout:.0f}s") from None
+    r = parse_h2load(p.stdout)
+    if r["protocol"] != "h2c":
+        raise BenchError(f"h2load negotiated {r['protocol']!r}, not h2c: {(p.stderr or p.stdout).strip()[-200:]}")
+    return r
+
+
+class H2Scenario(HttpScenario):
+    """The proxies serve HTTP/2 from clients in cleartext with prior knowledge (h2c:
+    the connection opens with the HTTP/2 preface; weir on its ordinary http listener,
+    HAProxy `bind ... proto h2`, nginx `listen ... http2`), HTTP/1.1 with keep-alive
+    to the same two nginx upstreams as http-small. Load: h2load, CONNS connections
+    × STREAMS concurrent streams each."""
+    protocol, scheme = "h2c", "http"
+    goal = (0.8, ("haproxy", "nginx"), False)
+    goal_issue = 18
+    streams = 10
+
+    def variants(self):
+        return [Variant("weir", "weir", 1), Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
+
+    @property
+    def columns(self):
+        return ([Column("req/s", "rps"), Column("mean ms", "mean_ms", "{:.2f}"),
+                 Column("sd ms", "sd_ms", "{:.2f}"), Column("max ms", "max_ms", "{:.1f}")]
+                + cpu_columns(self) + [Column("errors", "errors", "{:.0f}", ratio=False)])
+
+    def h2load_args(self, conns: int, streams: int) -> list:
+        return ["-c", conns, "-m", streams, "-t", max(1, min(self.opts["wrk_threads"], conns))]
+
+    def check(self, ctx):
+        # both upstreams, twice, on one h2c connection: 4 × 200 and 4 × body_len bytes of data
+        url = f"{self.scheme}://{HOST}:{ctx.proxy_port}{self.path}"
+        r = run_h2load(url, ["-n", 4, "-c", 1, "-m", 1], 30)
+        if r["succeeded"] != 4 or r["status"].get("2xx") != 4 or r["data_bytes"] != 4 * self.body_len:
+            raise BenchError(f"h2c GET {self.path} through the proxy: {r['succeeded']} of 4 succeeded, "
+                             f"status {r['status']}, {r['data_bytes']} data bytes (want {4 * self.body_len})")
+
+    def load(self, ctx, seconds, warmup=False):
+        url = f"{self.scheme}://{HOST}:{ctx.proxy_port}{self.path}"
+        r = run_h2load(url, self.h2load_args(self.conns, self.streams) + ["-D", seconds], seconds + 30)
+        if r["succeeded"] == 0:
+            raise BenchError(f"no request succeeded ({r['failed']} failed, {r['errored']} errored)")
+        return {"units": r["succeeded"], "rps": r["succeeded"] / r["seconds"], "mean_ms": r.get("mean_ms"),
+                "sd_ms": r.get("sd_ms"), "max_ms": r.get("max_ms"), "errors": r["failed"] + r["timeout"],
+                "raw": r}
+
+    def notes(self, res):
+        # what h2load saw, so the table proves h2c and counts the failures
+        seen: dict = {}
+        for m in res.get("rounds", []):
+            raw = m.get("raw", {})
+            c, protos = seen.setdefault(m["proxy"], (Counter(), Counter()))
+            c.update({k: raw.get(k, 0) for k in ("succeeded", "failed", "errored", "timeout")})
+            protos[str(raw.get("protocol"))] += 1
+        if not seen:
+            return []
+        parts = [f"{p}: " + ", ".join(f"{k} {v}" for k, v in c.items()) + " ("
+                 + ", ".join(f"{n} run(s) {proto}" for proto, n in sorted(protos.items())) + ")"
+                 for p, (c, protos) in seen.items()]
+        return ["h2load in the measured runs, summed over rounds: " + "; ".join(parts)
+                + ". Latency columns: h2load's \"time for request\" (mean, sd, max); it gives no percentiles."]
+
+
+class H2Small(H2Scenario):
+    name, title = "h2-small", "h2-small"
+
+    def describe(self):
+        return (f"{self.title}: {self.body_len} B responses, `GET {self.path}`, h2load "
+                f"-c {self.conns} -m {self.streams} -t {max(1, min(self.opts['wrk_threads'], self.conns))}: "
+                f"{self.conns} h2c connections (prior knowledge) × {self.streams} concurrent streams; "
+                f"the proxies speak HTTP/1.1 with keep-alive to the two nginx upstreams")
+
+
+# --------------------------------------------------------------------------
 # TCP via weir-bench
 
 
@@ -1153,11 +1275,12 @@ class IdleTcp(IdleMemory):
 
 SCENARIOS = {c.name: c for c in (HttpSmall, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
                                  ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, HttpsSmall, HttpsConn,
-                                 HttpsResume)}
+                                 HttpsResume, H2Small)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
     "resilience": ["resilience-flap", "resilience-idle", "resilience-rolling"],
     "memory": ["idle-http", "idle-tcp"],
     "tls": ["https-small", "https-conn", "https-resume"],
+    "h2": ["h2-small"],  # grpc-unary to come (issue 18)
 }
