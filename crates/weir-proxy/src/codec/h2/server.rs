@@ -111,7 +111,18 @@ pub async fn run<H: Handler>(
     let mut draining = false;
     let mut resets = Resets::default();
     loop {
+        // Streams first: every stream that can finish queues its frames before the
+        // connection is polled again, so one write carries many streams' answers (polled
+        // the other way round, h2 wrote and flushed after each one).
         tokio::select! {
+            biased;
+            Some(end) = streams.next(), if !streams.is_empty() => {
+                if end == End::Reset && resets.add() {
+                    debug!("HTTP/2: rapid reset, sending GOAWAY");
+                    handler.abuse(Abuse::RapidReset);
+                    conn.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
+                }
+            }
             accepted = conn.accept() => match accepted {
                 Some(Ok((req, respond))) => {
                     handler.stream_opened();
@@ -132,13 +143,6 @@ pub async fn run<H: Handler>(
                 }
                 None => break,
             },
-            Some(end) = streams.next(), if !streams.is_empty() => {
-                if end == End::Reset && resets.add() {
-                    debug!("HTTP/2: rapid reset, sending GOAWAY");
-                    handler.abuse(Abuse::RapidReset);
-                    conn.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
-                }
-            }
             _ = drain.cancelled(), if !draining => {
                 conn.graceful_shutdown();
                 draining = true;
