@@ -241,3 +241,50 @@ async fn declined_upgrades_and_unsolicited_101s_are_ordinary_http() {
         assert!(!got.to_ascii_lowercase().contains("upgrade:"), "{got}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn over_tls_and_closed_by_the_upgrade_idle_timeout() {
+    let up = WsUpstream::echo().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = weir_testkit::certs::Ca::new("ca");
+    let pair = ca.leaf(&["ws.test"]).write(dir.path(), "ws");
+    let listen = free_addr();
+    let extra = format!(
+        "upgrade_idle_timeout = \"1s\"\n[listeners.web.tls]\ncertificates = [{{ cert = \"{}\", key = \"{}\", default = true }}]",
+        pair.cert.display(),
+        pair.key.display()
+    );
+    let w = Weir::start(&cfg(listen, up.addr(), &extra), &[listen]);
+    // HTTP/1.1 by ALPN: an Upgrade is HTTP/1.1's.
+    let tls = crate::tls_kit::client(&ca.pem, &["http/1.1"], None);
+    let h = crate::tls_kit::connect(&tls, listen, Some("ws.test"))
+        .await
+        .unwrap();
+    assert_eq!(h.alpn().as_deref(), Some("http/1.1"));
+    let (mut ws, resp) = tokio_tungstenite::client_async("wss://ws.test/ws", h.stream)
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 101);
+    wait_gauge(w.admin, 1.0).await;
+    ws.send(Message::text("over tls")).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(20), ws.next())
+        .await
+        .expect("no echo")
+        .expect("stream ended")
+        .expect("websocket error");
+    assert_eq!(got, Message::text("over tls"));
+    // Then silence: weir closes it after upgrade_idle_timeout.
+    let quiet = Instant::now();
+    let end = tokio::time::timeout(Duration::from_secs(20), ws.next())
+        .await
+        .expect("the idle socket was never closed");
+    assert!(
+        !matches!(end, Some(Ok(Message::Text(_) | Message::Binary(_)))),
+        "{end:?}"
+    );
+    assert!(
+        quiet.elapsed() >= Duration::from_millis(900),
+        "closed before the idle timeout"
+    );
+    wait_gauge(w.admin, 0.0).await;
+}
