@@ -61,18 +61,12 @@ impl Body for ClientBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, ClientBodyError>>> {
         match self.get_mut() {
-            ClientBody::H1(b) => match Pin::new(b).poll_frame(cx) {
-                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ClientBodyError::H1(e)))),
-                Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
-                Poll::Ready(None) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
-            },
-            ClientBody::H2(b) => match Pin::new(b).poll_frame(cx) {
-                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ClientBodyError::H2(e)))),
-                Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
-                Poll::Ready(None) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
-            },
+            ClientBody::H1(b) => Pin::new(b)
+                .poll_frame(cx)
+                .map(|f| f.map(|r| r.map_err(ClientBodyError::H1))),
+            ClientBody::H2(b) => Pin::new(b)
+                .poll_frame(cx)
+                .map(|f| f.map(|r| r.map_err(ClientBodyError::H2))),
         }
     }
 

@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 
+use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use crate::codec::h1::common::fields::trim;
@@ -146,17 +147,29 @@ pub fn add_forwarded(
             o.insert(joined.unwrap_or_else(|| client.clone()));
         }
     }
-    // RFC 7239: an IPv6 address is bracketed and quoted, `for="[2001:db8::1]"`.
-    let ip = client.to_str().unwrap_or("unknown");
-    let element = match ip.contains(':') {
-        true => format!("for=\"[{ip}]\";proto={proto}"),
-        false => format!("for={ip};proto={proto}"),
-    };
-    let value = match h.get(header::FORWARDED).and_then(|v| v.to_str().ok()) {
-        Some(prev) => format!("{prev}, {element}"),
-        None => element,
-    };
-    if let Ok(v) = HeaderValue::from_str(&value) {
+    // RFC 7239: an IPv6 address is bracketed and quoted, `for="[2001:db8::1]"`. Built in
+    // one buffer: this runs for every request.
+    let ip = client.as_bytes();
+    let prev = h.get(header::FORWARDED).map(HeaderValue::as_bytes);
+    let mut v = BytesMut::with_capacity(prev.map_or(0, |p| p.len() + 2) + ip.len() + 20);
+    if let Some(prev) = prev {
+        v.extend_from_slice(prev);
+        v.extend_from_slice(b", ");
+    }
+    match ip.contains(&b':') {
+        true => {
+            v.extend_from_slice(b"for=\"[");
+            v.extend_from_slice(ip);
+            v.extend_from_slice(b"]\"");
+        }
+        false => {
+            v.extend_from_slice(b"for=");
+            v.extend_from_slice(ip);
+        }
+    }
+    v.extend_from_slice(b";proto=");
+    v.extend_from_slice(proto.as_bytes());
+    if let Ok(v) = HeaderValue::from_maybe_shared(v.freeze()) {
         h.insert(header::FORWARDED, v);
     }
     h.insert(X_FORWARDED_PROTO.clone(), HeaderValue::from_static(proto));

@@ -78,6 +78,15 @@ fn shipped_examples_are_valid() {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
+    // A name that is neither a DNS name nor an address is refused, and nothing is written.
+    let bad = Command::new(WEIR)
+        .args(["cert", "not a name!", "--out", "bad"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a DNS name"));
+    assert!(!cwd.path().join("bad").exists());
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap() {
         let p = std::fs::canonicalize(e.unwrap().path()).unwrap();

@@ -400,6 +400,18 @@ async fn certificates_reload_when_their_files_change() {
         first.der
     );
 
+    // The served certificate's expiry is exported (a leaf is valid for a year from now).
+    let expiry = metric(
+        w.admin,
+        "weir_tls_certificate_expiry_timestamp_seconds{listener=\"web\",name=\"shop.test\"}",
+    )
+    .await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(expiry > now + 300.0 * 86400.0, "{expiry}");
+
     // Rename-replace of both files: the new pair is served.
     let second = s.ca.leaf(&["shop.test"]);
     replace(&first.key, &second.key_pem);
@@ -521,6 +533,12 @@ listener = "plain"
 host = "shop.test"
 pool = "app"
 https_redirect = true
+[routes.to_port]
+listener = "plain"
+host = "port.test"
+pool = "app"
+https_redirect = true
+https_port = 8443
 [routes.secure]
 listener = "tls"
 host = "shop.test"
@@ -541,6 +559,13 @@ endpoints = [{{ addr = "{}" }}]
     .await;
     assert!(r.starts_with("HTTP/1.1 308"), "{r}");
     assert!(r.contains("location: https://shop.test/cart?id=7"), "{r}");
+    let r = crate::common::raw_exchange(
+        plain,
+        b"GET / HTTP/1.1\r\nHost: port.test\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(r.contains("location: https://port.test:8443/\r\n"), "{r}");
     assert_eq!(up.requests(), 0, "a redirected request reached the backend");
     // Other hosts on the plain listener are not redirected.
     let r = weir_testkit::client::get(plain, "/").await.unwrap();
