@@ -4,6 +4,13 @@
 
 use rustls::server::Acceptor;
 
+/// A fatal `unrecognized_name` (112) alert in a plaintext record (content type 21, version
+/// 3.3, length 2; RFC 8446 §6, RFC 6066 §3), for refusing a ClientHello by its server name
+/// when no rustls session exists to send it from (passthrough) or rustls would send another
+/// alert (`access_denied`, termination). Record framing, not cryptography: before any key
+/// is agreed, an alert is these seven bytes.
+pub const UNRECOGNIZED_NAME_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70];
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Hello {
     /// A complete ClientHello naming this server (lowercase, as rustls gives it).

@@ -35,13 +35,6 @@ pub const MAX_HELLO: usize = 16 * 1024;
 /// that stops halfway holds no more than this beyond what it sent.
 const READ_STEP: usize = 2048;
 
-/// A fatal `unrecognized_name` (112) alert in a plaintext record (content type 21,
-/// version 3.3, length 2), RFC 8446 §6 and §5.1. weir owns no TLS session on a
-/// connection it passes through, so there is no library state to send it from; these
-/// seven bytes are record framing, not cryptography, and any client reads them as the
-/// refusal of its hello.
-const UNRECOGNIZED_NAME: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70];
-
 /// The hello read off the client, replayed to the upstream before the relay starts.
 pub struct Passed {
     pub bytes: Vec<u8>,
@@ -150,7 +143,9 @@ pub async fn serve(mut client: TcpStream, peer: SocketAddr, a: Accepted) {
         );
         // Bounded like the read: a client that reads nothing cannot hold the task.
         let _ = tokio::time::timeout_at(deadline, async {
-            client.write_all(&UNRECOGNIZED_NAME).await?;
+            client
+                .write_all(&weir_tls::hello::UNRECOGNIZED_NAME_ALERT)
+                .await?;
             client.shutdown().await
         })
         .await;

@@ -25,11 +25,6 @@ use crate::transport::tls_info::TlsInfo;
 /// A TLS record's first byte for a handshake message.
 const HANDSHAKE_RECORD: u8 = 0x16;
 
-/// A fatal `unrecognized_name` alert as a plaintext TLS record (type 21, TLS 1.2 record
-/// version, length 2, level fatal, description 112). Framing, not cryptography: before
-/// any key is agreed, an alert is these seven bytes.
-const UNRECOGNIZED_NAME: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70];
-
 const PLAIN_HTTP_BODY: &str =
     "400 Bad Request: this port speaks HTTPS, and a plain HTTP request was sent\n";
 
@@ -124,7 +119,9 @@ async fn run(mut sock: TcpStream, server: &TlsServer) -> Result<(TlsConn, Versio
         .pick(sni.as_deref())
         .is_none()
     {
-        let _ = sock.write_all(&UNRECOGNIZED_NAME).await;
+        let _ = sock
+            .write_all(&weir_tls::hello::UNRECOGNIZED_NAME_ALERT)
+            .await;
         return Err(failed(
             Outcome::NoCertificateForSni,
             format!(
