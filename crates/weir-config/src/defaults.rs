@@ -79,6 +79,9 @@ pub const PERCENT_RANGE: std::ops::RangeInclusive<i64> = 0..=100;
 pub const FAILURE_STATUS_RANGE: std::ops::RangeInclusive<i64> = 500..=599;
 pub const RETRY_BUFFER_RANGE: std::ops::RangeInclusive<i64> = 0..=16 * 1024 * 1024;
 pub const RETRY_BUDGET_MIN_PER_SEC_RANGE: std::ops::RangeInclusive<i64> = 0..=1000;
+/// `max_streams_per_conn`: streams open at once on one HTTP/2 upstream connection.
+pub const MAX_STREAMS_PER_CONN: u32 = 100;
+pub const MAX_STREAMS_PER_CONN_RANGE: std::ops::RangeInclusive<i64> = 1..=1000;
 /// `max_requests_per_conn`; 0 = no cap.
 pub const MAX_REQUESTS_PER_CONN_RANGE: std::ops::RangeInclusive<i64> = 0..=1_000_000;
 
@@ -94,6 +97,7 @@ impl Default for crate::Health {
             fall: FALL,
             host: None,
             expect_body: None,
+            service: String::new(),
             initial: crate::InitialState::Healthy,
             eject_after: EJECT_AFTER,
             eject_status: Vec::new(),
@@ -149,6 +153,8 @@ impl Default for crate::Pool {
             max_conn_age: None,
             max_requests_per_conn: 0,
             tls: None,
+            protocol: crate::UpstreamProtocol::Http1,
+            max_streams_per_conn: MAX_STREAMS_PER_CONN,
         }
     }
 }

@@ -247,6 +247,29 @@ pub struct Pool {
     pub max_requests_per_conn: u32,
     /// `[pools.NAME.tls]`: connect to endpoints over TLS.
     pub tls: Option<PoolTls>,
+    /// What weir speaks to the endpoints of an http pool. Default HTTP/1.1.
+    pub protocol: UpstreamProtocol,
+    /// HTTP/2 pools: streams open at once on one upstream connection (fewer if the
+    /// endpoint allows fewer); beyond, another connection is opened. Default 100.
+    pub max_streams_per_conn: u32,
+}
+
+/// `[pools.NAME] protocol`: the HTTP version weir speaks to an http pool's endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UpstreamProtocol {
+    /// `http1`: HTTP/1.1, one request per connection at a time (the default).
+    Http1,
+    /// `h2c`: HTTP/2 in cleartext with prior knowledge (gRPC servers without TLS).
+    H2c,
+    /// `h2`: HTTP/2 over TLS (ALPN `h2`); needs `[pools.NAME.tls]`.
+    H2,
+}
+
+impl UpstreamProtocol {
+    /// Whether weir speaks HTTP/2 to the endpoints.
+    pub fn is_h2(self) -> bool {
+        self != UpstreamProtocol::Http1
+    }
 }
 
 /// The request property that `balance = "hash"` hashes.
@@ -283,6 +306,8 @@ pub enum HealthCheck {
     None,
     Tcp,
     Http,
+    /// `grpc.health.v1.Health/Check` over HTTP/2 (the pool's `protocol`).
+    Grpc,
 }
 
 /// `[pools.NAME.health]`.
@@ -306,6 +331,8 @@ pub struct Health {
     pub host: Option<String>,
     /// A substring the http check's response body must contain; `None` = any body.
     pub expect_body: Option<String>,
+    /// The service a grpc check asks about; "" (the default) is the server as a whole.
+    pub service: String,
     /// An endpoint's state before its first check. Default healthy.
     pub initial: InitialState,
     /// Consecutive passive failures (refused or reset connections, and

@@ -15,7 +15,7 @@ use crate::tls::{ListenerTlsAt, PoolTlsAt};
 use crate::{defaults, host, tls};
 use crate::{
     AccessLog, Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck,
-    InitialState, Listener, NoHealthy, Pool, Protocol, Retry, Route,
+    InitialState, Listener, NoHealthy, Pool, Protocol, Retry, Route, UpstreamProtocol,
 };
 
 const ROOT_KEYS: &[&str] = &[
@@ -66,6 +66,8 @@ const POOL_KEYS: &[&str] = &[
     "slow_start",
     "max_conn_age",
     "max_requests_per_conn",
+    "protocol",
+    "max_streams_per_conn",
     "connect_timeout",
     "response_timeout",
     "request_timeout",
@@ -85,6 +87,7 @@ const HEALTH_KEYS: &[&str] = &[
     "fall",
     "host",
     "expect_body",
+    "service",
     "initial",
     "eject_after",
     "eject_status",
@@ -126,6 +129,12 @@ const CHECKS: &[(&str, HealthCheck)] = &[
     ("none", HealthCheck::None),
     ("tcp", HealthCheck::Tcp),
     ("http", HealthCheck::Http),
+    ("grpc", HealthCheck::Grpc),
+];
+const UPSTREAM_PROTOCOLS: &[(&str, UpstreamProtocol)] = &[
+    ("http1", UpstreamProtocol::Http1),
+    ("h2c", UpstreamProtocol::H2c),
+    ("h2", UpstreamProtocol::H2),
 ];
 const INITIAL_STATES: &[(&str, InitialState)] = &[
     ("healthy", InitialState::Healthy),
@@ -186,6 +195,8 @@ pub(crate) struct PoolAt {
     pub health_timeout: Option<Span>,
     /// The `health` key, when the table exists.
     pub health: Option<Span>,
+    /// The health table's `check` value.
+    pub health_check: Option<Span>,
     pub per_try_timeout: Option<Span>,
     /// `response_timeout` is absent or valid, so rules comparing with it apply.
     pub response_timeout_ok: bool,
@@ -597,6 +608,7 @@ pub(crate) fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool
         health_interval: None,
         health_timeout: None,
         health: None,
+        health_check: None,
         per_try_timeout: None,
         response_timeout_ok: true,
         tls: PoolTlsAt::default(),
@@ -677,7 +689,53 @@ pub(crate) fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool
             p.tls = Some(tls::pool(sink, name, &tt, &mut at.tls));
         }
     }
+    upstream_protocol(sink, name, t, &mut p, &at);
     (p, at)
+}
+
+/// `protocol` and `max_streams_per_conn`, checked against the pool's `tls` and its
+/// health check (parsed before).
+fn upstream_protocol(
+    sink: &mut Sink<'_>,
+    name: &str,
+    t: &Fields<'_, '_>,
+    p: &mut Pool,
+    at: &PoolAt,
+) {
+    if let Some(v) = t.choice(sink, "protocol", UPSTREAM_PROTOCOLS) {
+        p.protocol = v;
+        let span = t.get("protocol").map(|v| v.span()).unwrap_or_default();
+        match (v, p.tls.is_some()) {
+            (UpstreamProtocol::H2, false) => sink.error(
+                span,
+                format!("protocol = \"h2\" is HTTP/2 over TLS: add [pools.{name}.tls], or use \"h2c\" for cleartext HTTP/2"),
+            ),
+            (UpstreamProtocol::H2c, true) => sink.error(
+                span,
+                format!("protocol = \"h2c\" is cleartext HTTP/2, but [pools.{name}.tls] connects over TLS: use \"h2\""),
+            ),
+            _ => {}
+        }
+    }
+    if let Some(n) = t.int(
+        sink,
+        "max_streams_per_conn",
+        defaults::MAX_STREAMS_PER_CONN_RANGE,
+    ) {
+        p.max_streams_per_conn = n;
+        if !p.protocol.is_h2() {
+            if let Some(span) = t.key_span("max_streams_per_conn") {
+                sink.warn(span, "max_streams_per_conn has no effect unless protocol is \"h2c\" or \"h2\" (HTTP/1.1 carries one request per connection)");
+            }
+        }
+    }
+    if p.health.check == HealthCheck::Grpc && !p.protocol.is_h2() {
+        let span = at.health_check.clone().unwrap_or_default();
+        sink.error(
+            span,
+            format!("check = \"grpc\" speaks HTTP/2: set protocol = \"h2c\" (or \"h2\" with TLS) on pool {name}"),
+        );
+    }
 }
 
 /// Whether a listener table says `sni_routing = true` (then `pool` is optional).
@@ -821,6 +879,7 @@ fn health(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Health {
     let mut http_keys: Vec<&'static str> = Vec::new();
     if let Some(c) = t.choice(sink, "check", CHECKS) {
         h.check = c;
+        at.health_check = t.get("check").map(|v| v.span());
     }
     if let Some(v) = t.get("path") {
         if let Some(p) = read::string(sink, v) {
@@ -877,6 +936,21 @@ fn health(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Health {
             None => {}
         }
     }
+    let mut grpc_keys: Vec<&'static str> = Vec::new();
+    if let Some(v) = t.get("service") {
+        if let Some(s) = read::string(sink, v) {
+            match s.bytes().all(|b| b.is_ascii_graphic()) {
+                true => {
+                    h.service = s.to_string();
+                    grpc_keys.push("service");
+                }
+                false => sink.error(
+                    v.span(),
+                    format!("invalid service {s:?}: a gRPC service name (e.g. \"package.Service\") has no spaces or control characters"),
+                ),
+            }
+        }
+    }
     if let Some(s) = t.choice(sink, "initial", INITIAL_STATES) {
         h.initial = s;
     }
@@ -895,30 +969,44 @@ fn health(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Health {
     if let Some(p) = t.choice(sink, "no_healthy", NO_HEALTHY) {
         h.no_healthy = p;
     }
-    http_only_keys(sink, t, h.check, &http_keys);
+    http_only_keys(sink, t, h.check, &http_keys, &grpc_keys);
     h
 }
 
-/// `path`, `expect_status`, `host` and `expect_body` do nothing for a tcp
-/// check or without checks: say so, unless the value or `check` is wrong
-/// (that error is the news).
-fn http_only_keys(sink: &mut Sink<'_>, t: &Fields<'_, '_>, check: HealthCheck, keys: &[&str]) {
+/// `path`, `expect_status`, `host` and `expect_body` do nothing but for an http
+/// check (`host` also for grpc: the `:authority`), `service` but for a grpc one: say
+/// so, unless the value or `check` is wrong (that error is the news).
+fn http_only_keys(
+    sink: &mut Sink<'_>,
+    t: &Fields<'_, '_>,
+    check: HealthCheck,
+    http: &[&str],
+    grpc: &[&str],
+) {
     let written = match t.get("check").map(|v| v.get_ref().as_str()) {
         None => "none",
         Some(Some(s)) if CHECKS.iter().any(|(n, _)| *n == s) => s,
         Some(_) => return,
     };
-    if check == HealthCheck::Http {
-        return;
-    }
-    for key in keys {
+    let idle = |key: &&&str| match check {
+        HealthCheck::Http => false,
+        HealthCheck::Grpc => **key != "host",
+        _ => true,
+    };
+    let unused = http.iter().filter(idle).map(|k| (k, "http"));
+    let unused = unused.chain(
+        grpc.iter()
+            .filter(|_| check != HealthCheck::Grpc)
+            .map(|k| (k, "grpc")),
+    );
+    for (key, needs) in unused {
         let Some(span) = t.key_span(key) else {
             continue;
         };
         sink.warn(
             span,
             format!(
-                "{key} has no effect unless check = \"http\" (this pool has check = \"{written}\")"
+                "{key} has no effect unless check = \"{needs}\" (this pool has check = \"{written}\")"
             ),
         );
     }

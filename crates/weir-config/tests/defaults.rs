@@ -60,6 +60,7 @@ pool = "app"
             fall: 2,
             host: None,
             expect_body: None,
+            service: String::new(),
             initial: InitialState::Healthy,
             eject_after: 5,
             eject_status: vec![],
@@ -80,6 +81,10 @@ pool = "app"
         }
     );
     assert_eq!((p.max_conn_age, p.max_requests_per_conn), (None, 0));
+    assert_eq!(
+        (p.protocol, p.max_streams_per_conn),
+        (UpstreamProtocol::Http1, 100)
+    );
 }
 
 #[test]

@@ -119,12 +119,14 @@ impl fmt::Display for TryError {
 #[derive(Debug)]
 pub enum ExchangeError {
     H1(client::Error),
+    H2(crate::codec::h2::exchange::Error),
 }
 
 impl fmt::Display for ExchangeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExchangeError::H1(e) => e.fmt(f),
+            ExchangeError::H2(e) => e.fmt(f),
         }
     }
 }

@@ -58,6 +58,9 @@ pub struct PoolRt {
     pub retry: weir_config::Retry,
     pub max_conn_age: Option<Duration>,
     pub max_requests_per_conn: u32,
+    /// What weir speaks to the endpoints, and HTTP/2's streams per connection.
+    pub protocol: weir_config::UpstreamProtocol,
+    pub max_streams_per_conn: u32,
     /// TLS to the endpoints (`[pools.NAME.tls]`), built when the tls table
     /// changes (`Proxy::prepare`) and kept across snapshots otherwise.
     pub tls: Option<Arc<UpstreamTls>>,
@@ -95,6 +98,8 @@ impl PoolRt {
             retry: cfg.retry.clone(),
             max_conn_age: cfg.max_conn_age,
             max_requests_per_conn: cfg.max_requests_per_conn,
+            protocol: cfg.protocol,
+            max_streams_per_conn: cfg.max_streams_per_conn,
             tls,
             shared,
         }

@@ -152,7 +152,7 @@ impl<'a> SeriesBuilder<'a> {
     }
 }
 
-/// Starts, restarts (its settings or the pool's TLS changed) or stops the
+/// Starts, restarts (its settings, the pool's TLS or protocol changed) or stops the
 /// endpoint's checker; the endpoint's health state itself is kept either way.
 pub(crate) fn sync_checker(
     checkers: &mut HashMap<(Arc<str>, SocketAddr), Checker>,
@@ -171,14 +171,20 @@ pub(crate) fn sync_checker(
     let tls_id = tls.map_or(0, |t| t.id);
     if checkers
         .get(key)
-        .is_some_and(|c| c.cfg == pool.health && c.tls == tls_id)
+        .is_some_and(|c| c.cfg == pool.health && c.tls == tls_id && c.protocol == pool.protocol)
     {
         return;
     }
     let slow_start = !pool.slow_start.is_zero();
     checkers.insert(
         key.clone(),
-        checker::start(ep.clone(), pool.health.clone(), slow_start, tls.cloned()),
+        checker::start(
+            ep.clone(),
+            pool.health.clone(),
+            slow_start,
+            tls.cloned(),
+            pool.protocol,
+        ),
     );
 }
 

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
@@ -125,6 +125,14 @@ async fn serve_conn(
         inner: stream,
         track,
     });
+    if shared.h2c {
+        let conn = http2::Builder::new(TokioExecutor::new()).serve_connection(io, svc);
+        tokio::select! {
+            _ = conn => {}
+            Ok(()) = drain.changed() => {}
+        }
+        return;
+    }
     let mut conn = http1::Builder::new().serve_connection(io, svc);
 
     enum End {

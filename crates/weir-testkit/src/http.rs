@@ -37,6 +37,7 @@ pub(crate) struct Shared {
     pub(crate) x_upstream: HeaderValue,
     pub(crate) keep_alive: Option<HeaderValue>,
     pub(crate) latency: Latency,
+    pub(crate) h2c: bool,
     pub(crate) slots: Option<Arc<tokio::sync::Semaphore>>,
     pub(crate) idle_close: Option<Duration>,
     pub(crate) record_log: bool,
@@ -110,6 +111,7 @@ impl HttpUpstream {
             keep_alive_secs: None,
             body_size: None,
             record_log: true,
+            h2c: false,
         }
     }
 
@@ -230,9 +232,17 @@ pub struct HttpUpstreamBuilder {
     keep_alive_secs: Option<u64>,
     body_size: Option<usize>,
     record_log: bool,
+    h2c: bool,
 }
 
 impl HttpUpstreamBuilder {
+    /// Serve cleartext HTTP/2 with prior knowledge (h2c) instead of HTTP/1.1: every
+    /// route but `/close`, with `conn_id` per connection as before. No idle closer.
+    pub fn h2c(mut self) -> Self {
+        self.h2c = true;
+        self
+    }
+
     /// Default 127.0.0.1:0.
     pub fn addr(mut self, a: SocketAddr) -> Self {
         self.addr = a;
@@ -292,6 +302,7 @@ impl HttpUpstreamBuilder {
                 .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
             idle_close: self.idle_close,
             record_log: self.record_log,
+            h2c: self.h2c,
             healthy: AtomicBool::new(true),
             requests: AtomicU64::new(0),
             health_checks: AtomicU64::new(0),

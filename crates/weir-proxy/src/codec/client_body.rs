@@ -14,12 +14,12 @@ use crate::codec::h2;
 
 pub enum ClientBody {
     H1(server::ReqBody),
-    H2(h2::body::ReqBody),
+    H2(h2::body::StreamBody),
 }
 
-impl From<h2::body::ReqBody> for ClientBody {
+impl From<h2::body::StreamBody> for ClientBody {
     #[inline]
-    fn from(b: h2::body::ReqBody) -> Self {
+    fn from(b: h2::body::StreamBody) -> Self {
         ClientBody::H2(b)
     }
 }

@@ -2,22 +2,26 @@
 //! (±10% jitter, so a fleet of weirs does not probe in lockstep), each probe
 //! bounded by `timeout`; rise/fall consecutive results flip the state. An
 //! http check is a GET on a fresh connection, sent with weir's own upstream
-//! client (the one proxied requests use), so there is one HTTP client.
+//! client (the one proxied requests use, in the pool's protocol), so there is
+//! one HTTP client; a grpc check is `grpc.health.v1.Health/Check` (`grpc.rs`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::request::Parts;
+use http::uri::Scheme;
 use http::{Request, Response};
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
-use weir_config::{Health, HealthCheck};
+use weir_config::{Health, HealthCheck, UpstreamProtocol};
 
 use crate::codec::h1::client as h1;
+use crate::codec::h2::{client as h2c, exchange as h2x};
+use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
-use crate::transport::{UpstreamStream, UpstreamTls};
+use crate::transport::{Alpn, UpstreamStream, UpstreamTls};
 
 /// Largest health response body read when looking for `expect_body`.
 const MAX_BODY: usize = 64 * 1024;
@@ -28,6 +32,8 @@ pub struct Checker {
     pub cfg: Health,
     /// The pool's `UpstreamTls::id` it checks with (0: plain).
     pub tls: u64,
+    /// The pool's protocol, which http and grpc checks speak.
+    pub protocol: UpstreamProtocol,
     task: JoinHandle<()>,
 }
 
@@ -37,27 +43,39 @@ impl Drop for Checker {
     }
 }
 
+/// What a probe connects with: the pool's TLS and protocol.
+#[derive(Clone)]
+struct Via {
+    tls: Option<Arc<UpstreamTls>>,
+    protocol: UpstreamProtocol,
+}
+
 pub fn start(
     ep: Arc<EndpointRt>,
     cfg: Health,
     slow_start: bool,
     tls: Option<Arc<UpstreamTls>>,
+    protocol: UpstreamProtocol,
 ) -> Checker {
     let id = tls.as_ref().map_or(0, |t| t.id);
-    let task = tokio::spawn(run(ep, cfg.clone(), slow_start, tls));
-    Checker { cfg, tls: id, task }
+    let task = tokio::spawn(run(ep, cfg.clone(), slow_start, Via { tls, protocol }));
+    Checker {
+        cfg,
+        tls: id,
+        protocol,
+        task,
+    }
 }
 
 fn jittered(d: Duration) -> Duration {
     d.mul_f64(0.9 + fastrand::f64() * 0.2)
 }
 
-async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool, tls: Option<Arc<UpstreamTls>>) {
+async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool, via: Via) {
     // The first probe comes soon, so a new endpoint's state is known early.
     tokio::time::sleep(jittered(cfg.interval.min(Duration::from_millis(100)))).await;
     loop {
-        let result = match tokio::time::timeout(cfg.timeout, probe(&ep, &cfg, tls.as_deref())).await
-        {
+        let result = match tokio::time::timeout(cfg.timeout, probe(&ep, &cfg, &via)).await {
             Ok(r) => r,
             Err(_) => Err(format!("no answer within {:?}", cfg.timeout)),
         };
@@ -85,30 +103,42 @@ async fn run(ep: Arc<EndpointRt>, cfg: Health, slow_start: bool, tls: Option<Arc
     }
 }
 
-async fn probe(ep: &EndpointRt, cfg: &Health, tls: Option<&UpstreamTls>) -> Result<(), String> {
+async fn probe(ep: &EndpointRt, cfg: &Health, via: &Via) -> Result<(), String> {
     // Through the transport a pool's requests use, so a TLS pool is checked over TLS too
     // (a tcp check then passes once the handshake completes).
-    let stream = UpstreamStream::connect(ep.addr, cfg.timeout, tls)
+    let tls = via.tls.as_deref();
+    let alpn = match cfg.check {
+        HealthCheck::Tcp | HealthCheck::None => Alpn::Tcp,
+        _ => Alpn::of(via.protocol),
+    };
+    let stream = UpstreamStream::connect(ep.addr, cfg.timeout, tls, alpn)
         .await
         .map_err(|e| {
             // Closes seen just before were an outage, not an idle timeout.
             ep.idle.discard();
             e.to_string()
         })?;
-    if cfg.check != HealthCheck::Http {
-        return Ok(());
-    }
     let host = cfg.host.clone().unwrap_or_else(|| ep.addr_str.to_string());
-    let (parts, ()) = Request::get(cfg.path.as_str())
-        .header(http::header::HOST, host)
-        .header(http::header::USER_AGENT, "weir-health-check")
-        .header(http::header::CONNECTION, "close")
-        .body(())
-        .map_err(|e| e.to_string())?
-        .into_parts();
     // `run` bounds the whole probe by `timeout`; the client's own deadline
     // only has to come later, so that the reason logged stays "no answer".
-    let resp = get(stream, &parts, Instant::now() + cfg.timeout * 2).await?;
+    let deadline = Instant::now() + cfg.timeout * 2;
+    match cfg.check {
+        HealthCheck::Http => {}
+        HealthCheck::Grpc => {
+            let (parts, body) = super::grpc::request(&host, &cfg.service)?;
+            let resp = exchange(stream, via, &parts, body, deadline).await?;
+            return super::grpc::verdict(resp, &cfg.service).await;
+        }
+        HealthCheck::Tcp | HealthCheck::None => return Ok(()),
+    }
+    let mut get = Request::get(cfg.path.as_str())
+        .header(http::header::HOST, host)
+        .header(http::header::USER_AGENT, "weir-health-check");
+    if !via.protocol.is_h2() {
+        get = get.header(http::header::CONNECTION, "close");
+    }
+    let (parts, ()) = get.body(()).map_err(|e| e.to_string())?.into_parts();
+    let resp = exchange(stream, via, &parts, Bytes::new(), deadline).await?;
     let status = resp.status().as_u16();
     let (lo, hi) = cfg.expect_status;
     if !(lo..=hi).contains(&status) {
@@ -127,22 +157,44 @@ async fn probe(ep: &EndpointRt, cfg: &Health, tls: Option<&UpstreamTls>) -> Resu
     Ok(())
 }
 
-/// The response to a bodiless request on `stream`, through weir's upstream
-/// HTTP/1.1 client: the one place the checker uses it.
-async fn get(
+/// A probe's response body, from either of weir's upstream clients.
+pub(super) type ProbeBody = http_body_util::combinators::BoxBody<Bytes, String>;
+
+/// The response to a probe's request on `stream` (a fresh connection), through weir's
+/// upstream client for the pool's protocol: the one place the checker uses them.
+async fn exchange(
     stream: UpstreamStream,
+    via: &Via,
     parts: &Parts,
+    body: Bytes,
     deadline: Instant,
-) -> Result<Response<impl http_body::Body<Data = Bytes, Error = h1::Error>>, String> {
-    let conn = h1::Connection::new(stream);
-    h1::send(
-        conn,
+) -> Result<Response<ProbeBody>, String> {
+    let payload = Payload::<Full<Bytes>>::Bytes(body);
+    if !via.protocol.is_h2() {
+        let conn = h1::Connection::new(stream);
+        let resp = h1::send(conn, parts, payload, deadline)
+            .await
+            .map_err(|e| e.error.to_string())?;
+        return Ok(resp.map(|b| b.map_err(|e| e.to_string()).boxed()));
+    }
+    let tls = via.tls.as_ref().map_or(0, |t| t.id);
+    let scheme = match tls {
+        0 => Scheme::HTTP,
+        _ => Scheme::HTTPS,
+    };
+    let s = h2c::handshake(stream, 1, tls, Duration::ZERO)
+        .await
+        .map_err(|e| format!("HTTP/2: {e}"))?;
+    let resp = h2x::send_into::<_, h2x::RecvBody<Full<Bytes>>>(
+        s,
         parts,
-        h1::Payload::<Empty<Bytes>>::Bytes(Bytes::new()),
-        deadline,
+        payload,
+        HeadTimer::from(deadline),
+        &scheme,
     )
     .await
-    .map_err(|e| e.error.to_string())
+    .map_err(|e| e.error.to_string())?;
+    Ok(resp.map(|b| b.map_err(|e| e.to_string()).boxed()))
 }
 
 #[cfg(test)]
@@ -169,7 +221,11 @@ mod tests {
             String::from_utf8(req).unwrap()
         });
         let ep = EndpointRt::new("p".into(), addr, false, true);
-        let result = tokio::time::timeout(cfg.timeout, probe(&ep, &cfg, None))
+        let via = Via {
+            tls: None,
+            protocol: UpstreamProtocol::Http1,
+        };
+        let result = tokio::time::timeout(cfg.timeout, probe(&ep, &cfg, &via))
             .await
             .unwrap_or_else(|_| Err("timeout".into()));
         (result, backend.await.unwrap())

@@ -5,6 +5,7 @@
 
 pub mod checker;
 mod filter;
+mod grpc;
 mod passive;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};

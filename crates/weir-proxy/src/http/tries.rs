@@ -303,6 +303,11 @@ async fn try_once(
         tls: pool.tls.as_deref(),
         request_timeout: pool.request_timeout,
         fresh_only,
+        protocol: pool.protocol,
+        max_streams: pool.max_streams_per_conn,
+        idle_timeout: pool.idle_timeout,
+        max_age: pool.max_conn_age,
+        max_uses: pool.max_requests_per_conn,
     };
     let Exchanged {
         resp,

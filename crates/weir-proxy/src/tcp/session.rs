@@ -179,7 +179,7 @@ async fn connect_any(
             ep.addr,
             pool.connect_timeout,
             tls,
-            weir_config::Protocol::Tcp,
+            crate::transport::Alpn::Tcp,
             timer.as_mut(),
         );
         match connected.await {

@@ -31,8 +31,19 @@ pub enum ConnectError {
     },
     #[error("TLS handshake with {addr} not done within the connect timeout ({timeout:?})")]
     HandshakeTimeout { addr: SocketAddr, timeout: Duration },
-    #[error("{addr} chose the protocol {chosen:?} by ALPN; weir speaks http/1.1 to endpoints (list only \"http/1.1\" in the pool's tls alpn)")]
-    Alpn { addr: SocketAddr, chosen: String },
+    #[error("{addr} chose the protocol {chosen:?} by ALPN; this pool speaks {} to its endpoints (list only \"{}\" in the pool's tls alpn, or set its protocol)", speaks.as_str(), speaks.as_str())]
+    Alpn {
+        addr: SocketAddr,
+        chosen: String,
+        speaks: super::upstream_tls::Alpn,
+    },
+    /// HTTP/2 could not start on the connection.
+    #[error("HTTP/2 with {addr}: {source}")]
+    H2 {
+        addr: SocketAddr,
+        #[source]
+        source: h2::Error,
+    },
 }
 
 pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {

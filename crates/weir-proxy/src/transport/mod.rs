@@ -24,4 +24,6 @@ pub use client::{ClientReader, ClientStream, ClientWriter};
 pub use connect::{connect, connect_until, ConnectError};
 pub use tls_info::TlsInfo;
 pub use upstream::UpstreamStream;
-pub use upstream_tls::{handshake_refused, BuildError, HandshakeError, TlsStream, UpstreamTls};
+pub use upstream_tls::{
+    handshake_refused, Alpn, BuildError, HandshakeError, TlsStream, UpstreamTls,
+};

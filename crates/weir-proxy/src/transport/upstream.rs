@@ -15,11 +15,9 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
-use weir_config::Protocol;
-
 use super::connect::{connect_until, ConnectError};
 use super::tls_info::TlsInfo;
-use super::upstream_tls::{TlsStream, UpstreamTls};
+use super::upstream_tls::{Alpn, TlsStream, UpstreamTls};
 
 pub enum UpstreamStream {
     Plain(TcpStream),
@@ -27,32 +25,33 @@ pub enum UpstreamStream {
 }
 
 impl UpstreamStream {
-    /// Opens a connection to `addr` for HTTP, over TLS when the pool has `tls`; `timeout`
-    /// covers the TCP connect and the handshake.
+    /// Opens a connection to `addr`, over TLS when the pool has `tls` (offering `alpn`);
+    /// `timeout` covers the TCP connect and the handshake.
     pub async fn connect(
         addr: SocketAddr,
         timeout: std::time::Duration,
         tls: Option<&UpstreamTls>,
+        alpn: Alpn,
     ) -> Result<Self, ConnectError> {
         let timer = tokio::time::sleep(timeout);
         tokio::pin!(timer);
-        Self::connect_until(addr, timeout, tls, Protocol::Http, timer).await
+        Self::connect_until(addr, timeout, tls, alpn, timer).await
     }
 
-    /// As [`UpstreamStream::connect`], for `protocol`'s ALPN, bounded by `timer` (set to
-    /// fire `timeout` from now; a TCP session keeps it as its idle timer).
+    /// As [`UpstreamStream::connect`], bounded by `timer` (set to fire `timeout` from
+    /// now; a TCP session keeps it as its idle timer).
     pub async fn connect_until(
         addr: SocketAddr,
         timeout: std::time::Duration,
         tls: Option<&UpstreamTls>,
-        protocol: Protocol,
+        alpn: Alpn,
         mut timer: Pin<&mut tokio::time::Sleep>,
     ) -> Result<Self, ConnectError> {
         let tcp = connect_until(addr, timeout, timer.as_mut()).await?;
         match tls {
             None => Ok(UpstreamStream::Plain(tcp)),
             Some(tls) => tls
-                .handshake(protocol, addr, tcp, timeout, timer)
+                .handshake(alpn, addr, tcp, timeout, timer)
                 .await
                 .map(UpstreamStream::Tls),
         }

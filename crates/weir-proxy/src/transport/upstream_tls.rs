@@ -16,7 +16,7 @@ use rustls::{CertificateError, ClientConfig};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 use tokio_rustls::TlsConnector;
-use weir_config::{PoolTls, Protocol, TlsVersion};
+use weir_config::{PoolTls, TlsVersion};
 use weir_tls::{ClientSettings, MinVersion, SettingsError, Trust};
 
 use super::connect::ConnectError;
@@ -32,9 +32,11 @@ pub struct UpstreamTls {
     pub id: u64,
     /// What it was built from, to see whether a new config changes it.
     pub settings: PoolTls,
-    /// HTTP pools offer `http/1.1` unless `alpn` says otherwise; a tcp listener's
-    /// sessions offer only what `alpn` lists. Both share one session store.
+    /// HTTP/1.1 pools offer `http/1.1` unless `alpn` says otherwise, HTTP/2 pools `h2`;
+    /// a tcp listener's sessions offer only what `alpn` lists. All share one session
+    /// store.
     http: TlsConnector,
+    h2: TlsConnector,
     tcp: TlsConnector,
     /// `None`: each endpoint's IP address (verified as an IP SAN).
     server_name: Option<ServerName<'static>>,
@@ -46,6 +48,35 @@ impl fmt::Debug for UpstreamTls {
             .field("id", &self.id)
             .field("settings", &self.settings)
             .finish()
+    }
+}
+
+/// What a connection to an endpoint will carry, for the protocols offered by ALPN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alpn {
+    /// An HTTP/1.1 pool: `http/1.1` (or the pool's `alpn` list).
+    Http1,
+    /// An HTTP/2 pool (`protocol = "h2"`): `h2` (or the pool's `alpn` list).
+    H2,
+    /// A tcp listener's session: only the pool's `alpn` list, if any.
+    Tcp,
+}
+
+impl Alpn {
+    /// The ALPN for an http pool speaking `p`.
+    pub fn of(p: weir_config::UpstreamProtocol) -> Alpn {
+        match p.is_h2() {
+            true => Alpn::H2,
+            false => Alpn::Http1,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Alpn::Http1 => "http/1.1",
+            Alpn::H2 => "h2",
+            Alpn::Tcp => "tcp",
+        }
     }
 }
 
@@ -76,15 +107,17 @@ impl UpstreamTls {
             },
         };
         let http = weir_tls::client::client_config(&client).map_err(|e| BuildError(why(e)))?;
-        let tcp = match settings.alpn {
+        // A clone shares the session store: one pool, one set of sessions.
+        let offering = |alpn: Vec<Vec<u8>>| match settings.alpn {
             Some(_) => http.clone(),
             None => {
-                // A clone shares the session store: one pool, one set of sessions.
                 let mut c = ClientConfig::clone(&http);
-                c.alpn_protocols = Vec::new();
+                c.alpn_protocols = alpn;
                 Arc::new(c)
             }
         };
+        let tcp = offering(Vec::new());
+        let h2 = offering(vec![b"h2".to_vec()]);
         let server_name = match &settings.server_name {
             Some(n) => Some(
                 ServerName::try_from(n.clone())
@@ -96,6 +129,7 @@ impl UpstreamTls {
             id: NEXT_ID.fetch_add(1, Relaxed),
             settings: settings.clone(),
             http: TlsConnector::from(http),
+            h2: TlsConnector::from(h2),
             tcp: TlsConnector::from(tcp),
             server_name,
         })
@@ -113,15 +147,16 @@ impl UpstreamTls {
     /// timeout: it covers the TCP connect and the handshake together).
     pub async fn handshake(
         &self,
-        protocol: Protocol,
+        alpn: Alpn,
         addr: SocketAddr,
         tcp: TcpStream,
         timeout: Duration,
         timer: Pin<&mut Sleep>,
     ) -> Result<TlsStream, ConnectError> {
-        let connector = match protocol {
-            Protocol::Http => &self.http,
-            Protocol::Tcp => &self.tcp,
+        let connector = match alpn {
+            Alpn::Http1 => &self.http,
+            Alpn::H2 => &self.h2,
+            Alpn::Tcp => &self.tcp,
         };
         let name = self.name_for(addr.ip());
         let shown = name.to_str().into_owned();
@@ -135,19 +170,22 @@ impl UpstreamTls {
             })?,
             _ = timer => return Err(ConnectError::HandshakeTimeout { addr, timeout }),
         };
-        // weir speaks HTTP/1.1 to endpoints: a pool's `alpn` may offer more, but an
-        // endpoint that picks another protocol would not understand it.
-        if protocol == Protocol::Http {
-            if let Some(p) = stream.get_ref().1.alpn_protocol() {
-                if p != b"http/1.1" {
-                    return Err(ConnectError::Alpn {
-                        addr,
-                        chosen: String::from_utf8_lossy(p).into_owned(),
-                    });
-                }
-            }
+        // A pool's `alpn` may offer more than the protocol it speaks, but an endpoint that
+        // picks another would not understand it. None picked: the endpoint does not do
+        // ALPN, and is taken to speak the pool's protocol.
+        let speaks: &[u8] = match alpn {
+            Alpn::Http1 => b"http/1.1",
+            Alpn::H2 => b"h2",
+            Alpn::Tcp => return Ok(stream),
+        };
+        match stream.get_ref().1.alpn_protocol() {
+            Some(p) if p != speaks => Err(ConnectError::Alpn {
+                addr,
+                chosen: String::from_utf8_lossy(p).into_owned(),
+                speaks: alpn,
+            }),
+            _ => Ok(stream),
         }
-        Ok(stream)
     }
 }
 
@@ -281,7 +319,7 @@ mod tests {
         let t = Duration::from_secs(5);
         let good =
             UpstreamTls::build(&settings(Some(ca_file.clone()), Some("api.internal"))).unwrap();
-        let s = UpstreamStream::connect(front.addr(), t, Some(&good))
+        let s = UpstreamStream::connect(front.addr(), t, Some(&good), Alpn::Http1)
             .await
             .unwrap();
         assert!(matches!(s, UpstreamStream::Tls(_)));
@@ -289,7 +327,7 @@ mod tests {
 
         let wrong = UpstreamTls::build(&settings(Some(ca_file), Some("other.internal"))).unwrap();
         assert_ne!(wrong.id, good.id);
-        match UpstreamStream::connect(front.addr(), t, Some(&wrong)).await {
+        match UpstreamStream::connect(front.addr(), t, Some(&wrong), Alpn::Http1).await {
             Err(e @ ConnectError::Tls { .. }) => {
                 let text = e.to_string();
                 assert!(text.contains("(as other.internal)"), "{text}");
@@ -314,7 +352,7 @@ mod tests {
         offer.alpn = Some(vec!["h2".into(), "http/1.1".into()]);
         let tls = UpstreamTls::build(&offer).unwrap();
         let t = Duration::from_secs(5);
-        match UpstreamStream::connect(front.addr(), t, Some(&tls)).await {
+        match UpstreamStream::connect(front.addr(), t, Some(&tls), Alpn::Http1).await {
             Err(ConnectError::Alpn { chosen, .. }) => assert_eq!(chosen, "h2"),
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("connected to an endpoint that chose h2"),
@@ -343,7 +381,7 @@ mod tests {
         let ca = Ca::new("ca").write(&dir, "ca");
         let tls = UpstreamTls::build(&settings(Some(ca), Some("x.internal"))).unwrap();
         // Long enough for any loopback connect: what runs out is the handshake's time.
-        match UpstreamStream::connect(addr, Duration::from_secs(1), Some(&tls)).await {
+        match UpstreamStream::connect(addr, Duration::from_secs(1), Some(&tls), Alpn::Http1).await {
             Err(ConnectError::HandshakeTimeout { .. }) => {}
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("a handshake nobody answered completed"),

@@ -10,6 +10,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::session::Session;
 use crate::codec::h1::client;
+use crate::codec::h2::exchange as h2x;
 use crate::error::ExchangeError;
 use crate::transport::UpstreamStream;
 use crate::upstream::upbody::UpBody;
@@ -23,6 +24,8 @@ pub struct Upgraded {
 
 pub enum RecvBody {
     H1(client::RecvBody<UpBody>),
+    /// It holds its stream's claim on the shared connection: nothing to give back.
+    H2(h2x::RecvBody<UpBody>),
 }
 
 impl From<client::RecvBody<UpBody>> for RecvBody {
@@ -32,12 +35,22 @@ impl From<client::RecvBody<UpBody>> for RecvBody {
     }
 }
 
+impl From<h2x::RecvBody<UpBody>> for RecvBody {
+    #[inline]
+    fn from(b: h2x::RecvBody<UpBody>) -> Self {
+        RecvBody::H2(b)
+    }
+}
+
 impl RecvBody {
     /// The session, if the exchange ended cleanly and it can carry another
     /// request.
     pub fn take_reusable(&mut self) -> Option<Session> {
         match self {
             RecvBody::H1(b) => b.take_reusable().map(Session::H1),
+            // The stream's claim ends when the body is dropped; the connection stays
+            // shared in the idle store.
+            RecvBody::H2(_) => None,
         }
     }
 
@@ -46,6 +59,7 @@ impl RecvBody {
     pub fn is_upgraded(&self) -> bool {
         match self {
             RecvBody::H1(b) => b.is_upgraded(),
+            RecvBody::H2(_) => false,
         }
     }
 
@@ -56,6 +70,7 @@ impl RecvBody {
                 let (stream, rest) = c.into_stream();
                 Upgraded { stream, rest }
             }),
+            RecvBody::H2(_) => None,
         }
     }
 }
@@ -76,6 +91,12 @@ impl Body for RecvBody {
                 Poll::Ready(None) => Poll::Ready(None),
                 Poll::Pending => Poll::Pending,
             },
+            RecvBody::H2(b) => match Pin::new(b).poll_frame(cx) {
+                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ExchangeError::H2(e)))),
+                Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
         }
     }
 
@@ -83,6 +104,7 @@ impl Body for RecvBody {
     fn is_end_stream(&self) -> bool {
         match self {
             RecvBody::H1(b) => b.is_end_stream(),
+            RecvBody::H2(b) => b.is_end_stream(),
         }
     }
 
@@ -90,6 +112,7 @@ impl Body for RecvBody {
     fn size_hint(&self) -> SizeHint {
         match self {
             RecvBody::H1(b) => b.size_hint(),
+            RecvBody::H2(b) => b.size_hint(),
         }
     }
 }

@@ -13,7 +13,7 @@ use http::Response;
 
 use super::body::RecvBody;
 use super::idle::Conn;
-use super::session::{SendFailed, Session};
+use super::session::{Dial, SendFailed, Session};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, TryError};
@@ -31,6 +31,12 @@ pub struct Exchange<'a> {
     pub request_timeout: Duration,
     /// Open a new session rather than reuse one (a retry).
     pub fresh_only: bool,
+    /// What the pool speaks, and its HTTP/2 and reuse settings.
+    pub protocol: weir_config::UpstreamProtocol,
+    pub max_streams: u32,
+    pub idle_timeout: Duration,
+    pub max_age: Option<Duration>,
+    pub max_uses: u32,
 }
 
 /// The response head, and the session's life so far (the body owns it).
@@ -57,24 +63,39 @@ pub async fn exchange(
     let mut fresh_only = x.fresh_only;
     let tls_id = x.tls.map_or(0, |t| t.id);
     loop {
-        let pooled = if fresh_only {
-            None
-        } else {
-            // Only the first pass checks out: `started` is still now.
-            ep.idle.checkout(started, tls_id)
+        // Only the first pass checks out: `started` is still now.
+        let (pooled, idle_for) = match (fresh_only, x.protocol.is_h2()) {
+            (true, _) => (None, None),
+            // A stream on a shared connection: it was not idle, there is nothing to learn.
+            (false, true) => {
+                let c = ep.idle.claim(tls_id, started, x.max_age, x.max_uses);
+                (c, None)
+            }
+            (false, false) => match ep.idle.checkout(started, tls_id) {
+                Some(c) => (Some(c.conn), Some(c.idle_for)),
+                None => (None, None),
+            },
         };
         let reused = pooled.is_some();
-        let idle_for = pooled.as_ref().map(|c| c.idle_for);
         let (mut conn, sent_at) = match pooled {
-            Some(c) => (c.conn, started),
+            Some(c) => (c, started),
             None => {
                 let opening = Instant::now();
                 let left = timer
                     .cap
                     .map_or(x.connect_timeout, |c| c.saturating_duration_since(opening));
                 let timeout = x.connect_timeout.min(left.max(Duration::from_millis(1)));
-                match Session::open(ep.addr, timeout, x.tls).await {
+                let dial = Dial {
+                    addr: ep.addr,
+                    timeout,
+                    tls: x.tls,
+                    protocol: x.protocol,
+                    max_streams: x.max_streams,
+                    idle_timeout: x.idle_timeout,
+                };
+                match Session::open(dial).await {
                     Ok(session) => {
+                        ep.idle.share(&session);
                         let now = Instant::now();
                         *connect_took = now - opening;
                         (

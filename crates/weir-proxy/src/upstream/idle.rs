@@ -9,10 +9,11 @@
 //! connection, and drop everything when an endpoint drains.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::clock;
+use crate::codec::h2::client::Shared;
 use crate::upstream::Session;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.
@@ -44,6 +45,9 @@ pub struct IdleConns {
     /// Oldest first; checkout takes the newest (LIFO keeps few connections warm
     /// and lets the rest expire).
     conns: Mutex<Vec<Idle>>,
+    /// HTTP/2 connections, busy or not: each carries many streams at once, so it stays
+    /// here while in use and [`IdleConns::claim`] hands out streams on it. Oldest first.
+    shared: Mutex<Vec<Arc<Shared>>>,
     /// Shortest idle time after which this backend was seen closing a pooled
     /// connection (ms, 0 = never seen), and when that was last confirmed.
     learned_ms: AtomicU64,
@@ -87,6 +91,53 @@ impl IdleConns {
             if closed {
                 self.learn(now.saturating_duration_since(c.since));
             }
+        }
+    }
+
+    /// A stream on a shared HTTP/2 connection made with the pool's TLS settings `tls`
+    /// that has room for one, the newest first (as `checkout`: traffic gathers on few
+    /// connections and the rest idle out). Connections that ended, are older than
+    /// `max_age` or carried `max_uses` streams are let go: their streams run on, and
+    /// each closes with its last.
+    pub fn claim(
+        &self,
+        tls: u64,
+        now: Instant,
+        max_age: Option<Duration>,
+        max_uses: u32,
+    ) -> Option<Conn> {
+        let mut shared = self.shared.lock().unwrap();
+        let mut i = shared.len();
+        while i > 0 {
+            i -= 1;
+            let c = &shared[i];
+            let spent = c.is_dead()
+                || max_age.is_some_and(|m| now.saturating_duration_since(c.born) >= m)
+                || (max_uses > 0 && c.uses() >= max_uses);
+            if spent {
+                shared.remove(i);
+                continue;
+            }
+            if c.tls != tls {
+                continue;
+            }
+            if let Some(stream) = c.claim() {
+                return Some(Conn {
+                    born: c.born,
+                    // The exchange counts this one.
+                    uses: c.uses() - 1,
+                    tls,
+                    session: Session::H2(stream),
+                });
+            }
+        }
+        None
+    }
+
+    /// Keeps a new HTTP/2 session's connection for other requests' streams.
+    pub fn share(&self, session: &Session) {
+        if let Session::H2(s) = session {
+            self.shared.lock().unwrap().push(s.conn.clone());
         }
     }
 
@@ -164,16 +215,24 @@ impl IdleConns {
     pub fn prune(&self, now: Instant) {
         let mut conns = self.conns.lock().unwrap();
         conns.retain(|c| c.expires > now && !c.conn.session.is_closed());
+        drop(conns);
+        let now_ms = clock::now_ms();
+        let mut shared = self.shared.lock().unwrap();
+        shared.retain(|c| !c.is_dead() && !c.idle_expired(now_ms));
     }
 
     pub fn clear(&self) {
-        // Dropping the connections closes their sockets.
+        // Dropping the connections closes their sockets (a shared one once its last
+        // stream ends).
         let drained = std::mem::take(&mut *self.conns.lock().unwrap());
+        drop(drained);
+        let drained = std::mem::take(&mut *self.shared.lock().unwrap());
         drop(drained);
     }
 
+    /// Idle HTTP/1 connections, and shared HTTP/2 ones.
     pub fn len(&self) -> usize {
-        self.conns.lock().unwrap().len()
+        self.conns.lock().unwrap().len() + self.shared.lock().unwrap().len()
     }
 
     pub fn is_empty(&self) -> bool {

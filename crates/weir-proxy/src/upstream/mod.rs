@@ -8,6 +8,7 @@
 mod body;
 mod exchange;
 mod h1;
+mod h2;
 pub mod idle;
 pub mod keep_alive;
 mod session;
@@ -15,4 +16,4 @@ pub mod upbody;
 
 pub use body::{RecvBody, Upgraded};
 pub use exchange::{exchange, Exchange, Exchanged};
-pub use session::{SendFailed, Session};
+pub use session::{Dial, SendFailed, Session};

@@ -19,19 +19,37 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use http::request::Parts;
+use http::uri::Scheme;
 use http::Response;
+use weir_config::UpstreamProtocol;
 
 use super::body::RecvBody;
-use super::h1;
+use super::{h1, h2};
 use crate::codec::h1::client::{self, Connection};
+use crate::codec::h2::{client as h2c, exchange as h2x};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
-use crate::transport::{ConnectError, UpstreamStream, UpstreamTls};
+use crate::transport::{Alpn, ConnectError, UpstreamStream, UpstreamTls};
 use crate::upstream::upbody::UpBody;
 
 /// One upstream connection (or stream) able to carry a request.
 pub enum Session {
     H1(Connection),
+    /// A stream on an HTTP/2 connection the endpoint's idle store shares.
+    H2(h2c::Stream),
+}
+
+/// How to open a session to an endpoint: the pool's settings.
+#[derive(Clone, Copy)]
+pub struct Dial<'a> {
+    pub addr: SocketAddr,
+    /// Covers the TCP connect and any TLS handshake.
+    pub timeout: Duration,
+    pub tls: Option<&'a UpstreamTls>,
+    pub protocol: UpstreamProtocol,
+    /// HTTP/2: the pool's `max_streams_per_conn` and `idle_timeout`.
+    pub max_streams: u32,
+    pub idle_timeout: Duration,
 }
 
 /// A send that failed: what the tries need to know, and, when not a byte
@@ -45,15 +63,23 @@ pub struct SendFailed {
 }
 
 impl Session {
-    /// Opens a session to `addr` within `timeout`, over TLS when the pool has
-    /// `tls`. Where a pool's protocol will choose the codec.
-    pub async fn open(
-        addr: SocketAddr,
-        timeout: Duration,
-        tls: Option<&UpstreamTls>,
-    ) -> Result<Session, ConnectError> {
-        let stream = UpstreamStream::connect(addr, timeout, tls).await?;
-        Ok(Session::H1(Connection::new(stream)))
+    /// Opens a session as `d` says: the pool's protocol chooses the codec. An HTTP/2
+    /// session is the first stream of a new connection, which the caller shares
+    /// (`IdleConns::share`).
+    pub async fn open(d: Dial<'_>) -> Result<Session, ConnectError> {
+        let stream =
+            UpstreamStream::connect(d.addr, d.timeout, d.tls, Alpn::of(d.protocol)).await?;
+        if !d.protocol.is_h2() {
+            return Ok(Session::H1(Connection::new(stream)));
+        }
+        let tls = d.tls.map_or(0, |t| t.id);
+        h2c::handshake(stream, d.max_streams, tls, d.idle_timeout)
+            .await
+            .map(Session::H2)
+            .map_err(|e| ConnectError::H2 {
+                addr: d.addr,
+                source: e,
+            })
     }
 
     /// Whether the session can no longer carry a request (the backend
@@ -61,6 +87,7 @@ impl Session {
     pub fn is_closed(&self) -> bool {
         match self {
             Session::H1(c) => c.is_closed(),
+            Session::H2(s) => s.conn.is_dead(),
         }
     }
 
@@ -77,6 +104,15 @@ impl Session {
             Session::H1(c) => client::send_into(c, parts, payload, timer)
                 .await
                 .map_err(|e| h1::failed(e, timer.limit, reused)),
+            Session::H2(s) => {
+                let scheme = match s.conn.tls {
+                    0 => Scheme::HTTP,
+                    _ => Scheme::HTTPS,
+                };
+                h2x::send_into(s, parts, payload, timer, &scheme)
+                    .await
+                    .map_err(|e| h2::failed(e, timer.limit, reused))
+            }
         }
     }
 }

@@ -44,5 +44,6 @@ mod tls_bad_input;
 mod tls_config;
 mod tls_stats;
 mod truncation;
+mod upstream_h2;
 mod upstream_tls;
 mod websocket;

@@ -1,5 +1,6 @@
-//! An HTTP/2 stream's request body: DATA frames as they come (each returned to the
-//! stream's flow-control window once taken, so the client may send more), then trailers.
+//! An HTTP/2 stream's received body (a request's on the server side, a response's on the
+//! client side): DATA frames as they come (each returned to the stream's flow-control
+//! window once taken, so the peer may send more), then trailers.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -8,7 +9,7 @@ use bytes::Bytes;
 use h2::RecvStream;
 use http_body::{Body, Frame, SizeHint};
 
-pub struct ReqBody {
+pub struct StreamBody {
     recv: RecvStream,
     /// DATA is over; trailers (if any) are next.
     data_done: bool,
@@ -16,9 +17,9 @@ pub struct ReqBody {
     length: Option<u64>,
 }
 
-impl ReqBody {
-    pub fn new(recv: RecvStream, length: Option<u64>) -> ReqBody {
-        ReqBody {
+impl StreamBody {
+    pub fn new(recv: RecvStream, length: Option<u64>) -> StreamBody {
+        StreamBody {
             recv,
             data_done: false,
             length,
@@ -26,7 +27,7 @@ impl ReqBody {
     }
 }
 
-impl Body for ReqBody {
+impl Body for StreamBody {
     type Data = Bytes;
     type Error = h2::Error;
 

@@ -23,13 +23,13 @@ use http_body::Body;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use super::body::ReqBody;
+use super::body::StreamBody;
 use super::io::Joined;
 use crate::codec::h1::server::DrainFlags;
 
 /// The proxy as this server sees it.
 pub trait Handler: Sync {
-    type ReqBody: From<ReqBody>;
+    type ReqBody: From<StreamBody>;
     type Body: Body<Data = Bytes> + Unpin + Send;
     fn call(
         &self,
@@ -202,7 +202,7 @@ where
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
-    let req = Request::from_parts(parts, ReqBody::new(recv, length).into());
+    let req = Request::from_parts(parts, StreamBody::new(recv, length).into());
     let resp = {
         let mut call = pin!(handler.call(req));
         poll_fn(|cx| {

@@ -1,0 +1,60 @@
+//! The HTTP/2 session's failures (`codec::h2::exchange`) told as a [`TryError`].
+
+use std::time::Duration;
+
+use super::session::SendFailed;
+use crate::codec::client_body::ClientBodyError;
+use crate::codec::h2::exchange::{Error, SendError};
+use crate::error::{Cause, Delivery, ExchangeError, Side, TryError};
+use crate::reason::Reason;
+use crate::upstream::upbody::UpBody;
+
+/// `limit`: the try's wait for the head, for a timeout's log line.
+#[cold]
+pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> SendFailed {
+    let SendError { error, unsent } = e;
+    // Unprocessed by the endpoint's word (REFUSED_STREAM, beyond a GOAWAY's last stream),
+    // or never sent: any method may go again. Anything else on an opened stream may have
+    // been acted on.
+    let delivery = match unsent.is_some() || error.refused_unprocessed() {
+        true => Delivery::NotDelivered,
+        false => Delivery::MaybeDelivered,
+    };
+    let (reason, side, delivery) = match &error {
+        Error::Timeout => (
+            Reason::UpstreamTimeout,
+            Side::Upstream,
+            Delivery::MaybeDelivered,
+        ),
+        Error::Body(b) => {
+            let malformed = b
+                .downcast_ref::<ClientBodyError>()
+                .is_some_and(ClientBodyError::is_malformed);
+            let reason = match malformed {
+                true => Reason::BadRequest,
+                false => Reason::ClientClosed,
+            };
+            (reason, Side::Client, delivery)
+        }
+        Error::Request(_) => (Reason::BadRequest, Side::Client, Delivery::NotDelivered),
+        Error::H2(_) => (Reason::UpstreamReset, Side::Upstream, delivery),
+    };
+    let cause = match error {
+        Error::Timeout => Cause::Timeout {
+            limit,
+            request_timeout: None,
+        },
+        e => Cause::Exchange(ExchangeError::H2(e)),
+    };
+    SendFailed {
+        error: TryError {
+            reason,
+            side,
+            delivery,
+            reused,
+            cause,
+        },
+        answered: false,
+        unsent,
+    }
+}

@@ -1,0 +1,285 @@
+//! HTTP/2 to upstreams (issue 18): a pool's `protocol = "h2c"` (cleartext, prior
+//! knowledge) or `"h2"` (over TLS, ALPN h2). HTTP/1.1 and HTTP/2 clients alike reach such
+//! pools; streams share connections up to `max_streams_per_conn`; health checks speak the
+//! pool's protocol; a stream the backend refuses unprocessed (REFUSED_STREAM) is retried
+//! whatever its method. Backends: the testkit's hyper server in h2c mode, a TLS front with
+//! ALPN h2, and a bare `h2` server that refuses streams.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Request;
+use tokio::net::{TcpListener, TcpStream};
+use weir_testkit::certs::Ca;
+use weir_testkit::tls::{server_config, TlsFront};
+use weir_testkit::{HttpUpstream, Latency};
+
+use crate::common::{free_addr, one_pool, Weir};
+use crate::tls_kit::metric;
+
+fn curl(args: &[&str], url: &str) -> String {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "20", "-D", "-"])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("curl runs");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http1_and_h2_clients_reach_an_h2c_pool() {
+    let up = HttpUpstream::builder("a").h2c().spawn().await.unwrap();
+    let listen = free_addr();
+    let eps = format!("endpoints = [{{ addr = \"{}\" }}]", up.addr());
+    let _w = Weir::start(&one_pool(listen, &eps, "protocol = \"h2c\""), &[listen]);
+
+    // HTTP/1.1 in, HTTP/2 out: the Host becomes :authority, the backend sees HTTP/2.
+    let text = curl(
+        &[
+            "-H",
+            "Host: shop.test",
+            "-H",
+            "Connection: keep-alive, x-drop",
+        ],
+        &format!("http://{listen}/headers?q=1"),
+    );
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains(r#""version":"HTTP/2.0""#), "{text}");
+    assert!(
+        text.contains(r#""uri":"http://shop.test/headers?q=1""#),
+        "{text}"
+    );
+    assert!(
+        !text.contains(r#"["connection""#) && !text.contains(r#"["host""#),
+        "no HTTP/1 connection fields on HTTP/2, Host is :authority: {text}"
+    );
+    assert!(
+        text.contains(r#"["forwarded","for=127.0.0.1;proto=http"]"#),
+        "{text}"
+    );
+
+    // A 1 MiB upload and its echo, both ways through the stream's flow control.
+    let body = "x".repeat(1 << 20);
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "20", "--data-binary", "@-"])
+        .arg(format!("http://{listen}/echo"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(body.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(out.stdout.len(), body.len());
+    assert!(out.stdout == body.as_bytes());
+
+    // HTTP/2 in (h2c prior knowledge), HTTP/2 out.
+    let text = curl(
+        &["--http2-prior-knowledge"],
+        &format!("http://{listen}/headers"),
+    );
+    assert!(text.starts_with("HTTP/2 200"), "{text}");
+    assert!(text.contains(r#""version":"HTTP/2.0""#), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_share_connections_up_to_max_streams_per_conn() {
+    let up = HttpUpstream::builder("a")
+        .h2c()
+        .latency(Latency::Fixed(Duration::from_millis(300)))
+        .spawn()
+        .await
+        .unwrap();
+    let listen = free_addr();
+    let eps = format!("endpoints = [{{ addr = \"{}\" }}]", up.addr());
+    let extra = "protocol = \"h2c\"\nmax_streams_per_conn = 4\nidle_timeout = \"60s\"";
+    let _w = Weir::start(&one_pool(listen, &eps, extra), &[listen]);
+
+    // One after another: one connection carries them all.
+    for _ in 0..10 {
+        let r = weir_testkit::client::get(listen, "/").await.unwrap();
+        assert_eq!(r.status, 200);
+    }
+    assert_eq!(
+        up.connections(),
+        1,
+        "sequential requests share one connection"
+    );
+
+    // 16 at once, each held 300 ms by the backend: at most 4 streams on a connection,
+    // so at least 4 connections, and all 16 in flight together at the backend.
+    let calls: Vec<_> = (0..16)
+        .map(|_| tokio::spawn(weir_testkit::client::get(listen, "/")))
+        .collect();
+    for c in calls {
+        assert_eq!(c.await.unwrap().unwrap().status, 200);
+    }
+    assert!(
+        up.connections() >= 4,
+        "{} connections for 16 streams at 4 per connection",
+        up.connections()
+    );
+    assert_eq!(up.max_in_flight(), 16);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2_pool_speaks_http2_over_tls_and_is_health_checked_over_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("ca");
+    let ca_file = ca.write(dir.path(), "ca");
+    let (cert, key) = ca.leaf_files(dir.path(), "api", &["api.internal"]);
+    let up = HttpUpstream::builder("a").h2c().spawn().await.unwrap();
+    let mut cfg = rustls::ServerConfig::clone(&server_config(&cert, &key, None).unwrap());
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let front = TlsFront::spawn(up.addr(), Arc::new(cfg)).unwrap();
+    let listen = free_addr();
+    let eps = format!("endpoints = [{{ addr = \"{}\" }}]", front.addr());
+    let extra = format!(
+        "protocol = \"h2\"\nhealth = {{ check = \"http\", interval = \"300ms\", timeout = \"250ms\" }}\n\
+         [pools.app.tls]\nca = \"{}\"\nserver_name = \"api.internal\"",
+        ca_file.display()
+    );
+    let _w = Weir::start(&one_pool(listen, &eps, &extra), &[listen]);
+    let text = curl(&[], &format!("http://{listen}/headers"));
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains(r#""version":"HTTP/2.0""#), "{text}");
+    assert!(
+        text.contains(r#""uri":"https://"#),
+        ":scheme is https: {text}"
+    );
+    // The checks went over the same TLS and HTTP/2.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while up.health_checks() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up.health_checks() >= 2, "{} checks", up.health_checks());
+    let checks: Vec<_> = up
+        .log()
+        .into_iter()
+        .filter(|r| r.path == "/healthz")
+        .collect();
+    assert!(checks.iter().all(|r| r.version == http::Version::HTTP_2));
+}
+
+/// A bare HTTP/2 server that refuses the first stream it gets with REFUSED_STREAM (as a
+/// server at its limit may) and answers the others 200.
+async fn refusing_server() -> (SocketAddr, Arc<AtomicU64>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let answered = Arc::new(AtomicU64::new(0));
+    let counted = answered.clone();
+    let refused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = l.accept().await.unwrap();
+            tokio::spawn(serve_refusing(tcp, counted.clone(), refused.clone()));
+        }
+    });
+    (addr, answered)
+}
+
+async fn serve_refusing(
+    tcp: TcpStream,
+    answered: Arc<AtomicU64>,
+    refused: Arc<std::sync::atomic::AtomicBool>,
+) {
+    let Ok(mut conn) = h2::server::handshake(tcp).await else {
+        return;
+    };
+    while let Some(Ok((req, mut respond))) = conn.accept().await {
+        if !refused.swap(true, Relaxed) {
+            respond.send_reset(h2::Reason::REFUSED_STREAM);
+            continue;
+        }
+        let counted = answered.clone();
+        tokio::spawn(async move {
+            let mut body = req.into_body();
+            while let Some(Ok(d)) = body.data().await {
+                let _ = body.flow_control().release_capacity(d.len());
+            }
+            counted.fetch_add(1, Relaxed);
+            let resp = http::Response::builder().status(200).body(()).unwrap();
+            let mut send = respond.send_response(resp, false).unwrap();
+            let _ = send.send_data(Bytes::from_static(b"done\n"), true);
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_stream_is_retried_even_for_a_post() {
+    let (addr, answered) = refusing_server().await;
+    let listen = free_addr();
+    let eps = format!("endpoints = [{{ addr = \"{addr}\" }}]");
+    let w = Weir::start(&one_pool(listen, &eps, "protocol = \"h2c\""), &[listen]);
+    let req = Request::post(format!("http://{listen}/orders"))
+        .body(http_body_util::Full::new(Bytes::from_static(
+            b"{\"qty\":1}",
+        )))
+        .unwrap();
+    let mut conn = weir_testkit::client::HttpConn::connect(listen)
+        .await
+        .unwrap();
+    let r = conn.send(req).await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), "done\n");
+    // Answered once: the refused try never reached the application.
+    assert_eq!(answered.load(Relaxed), 1);
+    let admin = w.admin;
+    let retried = metric(
+        admin,
+        "weir_retries_total{pool=\"app\",reason=\"upstream_reset\"}",
+    )
+    .await;
+    assert_eq!(retried, 1.0);
+}
+
+#[test]
+fn weir_check_names_protocol_mistakes_at_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.toml");
+    let cases = [
+        (
+            "[pools.app]\nendpoints = [{ addr = \"127.0.0.1:9\" }]\nprotocol = \"h2\"\n",
+            "weir.toml:3:12",
+            "is HTTP/2 over TLS: add [pools.app.tls]",
+        ),
+        (
+            "[pools.app]\nendpoints = [{ addr = \"127.0.0.1:9\" }]\nprotocol = \"http2\"\n",
+            "weir.toml:3:12",
+            "invalid protocol \"http2\"",
+        ),
+        (
+            "[pools.app]\nendpoints = [{ addr = \"127.0.0.1:9\" }]\nhealth = { check = \"grpc\" }\n",
+            "weir.toml:3:20",
+            "check = \"grpc\" speaks HTTP/2: set protocol = \"h2c\"",
+        ),
+    ];
+    for (toml, at, says) in cases {
+        std::fs::write(
+            &path,
+            format!("[listeners.web]\nbind = \"127.0.0.1:0\"\npool = \"app\"\n{toml}"),
+        )
+        .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+            .arg("check")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success(), "{text}");
+        let at = at.replace("weir.toml:3:", "weir.toml:6:");
+        assert!(text.contains(&at), "{at} in {text}");
+        assert!(text.contains(says), "{says} in {text}");
+    }
+}
