@@ -95,6 +95,11 @@ impl ProxyBody {
     // body is ~360 bytes and each builder moved the whole response twice
     // (~130 instructions per request each, callgrind).
 
+    /// Whether weir made this answer itself (an error, a redirect), not an upstream.
+    pub fn is_generated(&self) -> bool {
+        matches!(self, ProxyBody::Full { .. })
+    }
+
     /// Counts and times the request when the response is done.
     pub fn set_recorder(&mut self, rec: Recorder) {
         match self {

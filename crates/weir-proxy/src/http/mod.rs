@@ -9,6 +9,7 @@ pub mod conn;
 pub mod conn_state;
 pub mod error;
 pub mod forward;
+pub mod grpc;
 pub mod headers;
 pub mod sticky;
 pub mod tries;

@@ -66,6 +66,9 @@ pub struct Attempts<'a> {
     pub key: PickKey,
     pub parts: Parts,
     pub body: Prepared,
+    /// The call's own deadline (a gRPC call's `grpc-timeout`): it caps the pool's
+    /// `request_timeout`.
+    pub deadline: Option<Instant>,
 }
 
 /// How the tries ended: a response to send, or an error to generate;
@@ -113,6 +116,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         mut key,
         parts,
         body,
+        deadline,
     } = a;
     let policy = &pool.retry;
     pool.shared.budget.deposit(policy.budget_percent);
@@ -148,7 +152,10 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         // Clock reads cost ~27 ns each here and a request once made ten of
         // them: a reused connection's exchange reads it twice (start, answer).
         let started = Instant::now();
-        let until = *total.get_or_insert(started + pool.request_timeout);
+        let until = *total.get_or_insert_with(|| {
+            let t = started + pool.request_timeout;
+            deadline.map_or(t, |d| d.min(t))
+        });
         let ep = granted.slot.endpoint.clone();
         let index = granted.slot.index;
         info.queued += granted.queued;
@@ -170,7 +177,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             Payload::Stream(_) => HeadTimer {
                 started,
                 limit: limit.min(pool.request_timeout),
-                cap: None,
+                cap: deadline,
             },
         };
         let outcome = try_once(

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
+use futures_util::FutureExt;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 
@@ -61,8 +62,14 @@ impl Prepared {
     }
 }
 
-/// Reads up to `limit` bytes of the body to decide whether it can be replayed.
-pub async fn prepare(mut body: ClientBody, limit: usize) -> Result<Prepared, ClientBodyError> {
+/// Reads up to `limit` bytes of the body to decide whether it can be replayed. Without
+/// `wait`, only what has already arrived is read: a streaming call's client may send its
+/// body's rest only after answers came back (gRPC), and waiting for it would deadlock.
+pub async fn prepare(
+    mut body: ClientBody,
+    limit: usize,
+    wait: bool,
+) -> Result<Prepared, ClientBodyError> {
     if body.is_end_stream() {
         return Ok(Prepared::Replayable(Bytes::new()));
     }
@@ -73,7 +80,25 @@ pub async fn prepare(mut body: ClientBody, limit: usize) -> Result<Prepared, Cli
     }
     let mut buf = BytesMut::new();
     let whole = body.size_hint().exact();
-    while let Some(frame) = body.frame().await {
+    loop {
+        let frame = match wait {
+            true => body.frame().await,
+            false => match body.frame().now_or_never() {
+                Some(f) => f,
+                // The rest is still on its way: stream it, once.
+                None => {
+                    return Ok(Prepared::Once(match buf.is_empty() {
+                        true => UpBody::Stream(body, None),
+                        false => UpBody::Chain {
+                            head: Some(buf.freeze()),
+                            rest: body,
+                            count: None,
+                        },
+                    }))
+                }
+            },
+        };
+        let Some(frame) = frame else { break };
         // Trailers are dropped: they are rare on requests, and hop-by-hop
         // framing is ours to choose.
         if let Ok(data) = frame?.into_data() {

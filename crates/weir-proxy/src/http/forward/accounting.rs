@@ -38,6 +38,11 @@ impl Accounting {
         self.counted = Some((counts, m.duration.clone(), reason));
     }
 
+    /// The reason the request is counted under, when weir made the answer.
+    pub fn reason(&self) -> Option<Reason> {
+        self.counted.as_ref().and_then(|c| c.2)
+    }
+
     /// Starts the access log entry, if the listener keeps one.
     pub fn start_entry<B>(&mut self, l: &ListenerSnap, ctx: &ConnCtx, req: &Request<B>) {
         let Some(sink) = l.access_log.clone() else {

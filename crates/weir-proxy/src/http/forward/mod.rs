@@ -13,7 +13,11 @@
 //!    overflow, the log line); then the route's response filters;
 //!
 //! and throughout, `accounting.rs`: the labels the request is counted
-//! under and its access log entry, handed to the response body.
+//! under and its access log entry, handed to the response body. A gRPC
+//! call (`http/grpc.rs`) differs in three places: its `grpc-timeout` caps
+//! the tries, its body is not waited for to make it replayable (a
+//! streaming call's client may wait for answers first), and weir's own
+//! answers to it are said the gRPC way.
 //!
 //! Filters slot in at steps 3 and 7: `Routed` would carry the route's
 //! chain (resolved when the snapshot is built, so a route without filters
@@ -40,6 +44,7 @@ use http::{Request, Response};
 use crate::codec::client_body::ClientBody;
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
+use crate::http::grpc;
 use crate::http::tries::{self, Attempts, Ended};
 use crate::reason::Reason;
 use crate::upstream::upbody::prepare;
@@ -56,7 +61,11 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBo
     let start = Instant::now();
     let busy = ctx.state.begin_request();
     let mut acct = Accounting::default();
+    let grpc = grpc::is_grpc(req.headers());
     let mut resp = forward(ctx, req, start, &mut acct).await;
+    if grpc && resp.body().is_generated() {
+        grpc::own_answer(&mut resp, acct.reason());
+    }
     acct.attach(&mut resp, start);
     resp.body_mut().set_busy(busy);
     resp
@@ -111,8 +120,14 @@ async fn proxy(
         pool: &pool.name,
         endpoint: None,
     };
+    // A gRPC call's deadline, from its arrival.
+    let grpc = grpc::is_grpc(req.headers());
+    let deadline = grpc
+        .then(|| grpc::timeout(req.headers()))
+        .flatten()
+        .map(|t| start + t);
     let (parts, body) = req.into_parts();
-    let body = match prepare(body, pool.retry.buffer).await {
+    let body = match prepare(body, pool.retry.buffer, !grpc).await {
         Ok(b) => b,
         Err(e) => {
             // A body that breaks its framing (a bad chunk size) is the
@@ -131,6 +146,7 @@ async fn proxy(
         key,
         parts,
         body,
+        deadline,
     })
     .await;
     match ended {

@@ -1,0 +1,172 @@
+//! What the pipeline knows of gRPC (github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md):
+//! which requests are gRPC calls, the deadline a call carries (`grpc-timeout`), and how
+//! weir's own answers are said to a gRPC client: HTTP 200 with `grpc-status` and
+//! `grpc-message` in a trailers-only response, since gRPC clients read the status from
+//! there and take any other HTTP status as a broken transport.
+
+use std::time::Duration;
+
+use http::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{Response, StatusCode};
+
+use crate::http::body::ProxyBody;
+use crate::reason::Reason;
+
+/// Whether the request is a gRPC call (`application/grpc`, `application/grpc+proto`, ...;
+/// gRPC-Web's `application/grpc-web*` is another protocol and is not).
+pub fn is_grpc(headers: &HeaderMap) -> bool {
+    let Some(ct) = headers.get(CONTENT_TYPE) else {
+        return false;
+    };
+    let ct = ct.as_bytes();
+    let Some(rest) = ct.strip_prefix(b"application/grpc") else {
+        return false;
+    };
+    matches!(rest.first(), None | Some(b'+' | b';'))
+}
+
+/// The call's `grpc-timeout` (1 to 8 digits and a unit: H, M, S, m, u, n); `None` when
+/// absent or malformed (the call then has no deadline of its own, as gRPC servers treat it).
+pub fn timeout(headers: &HeaderMap) -> Option<Duration> {
+    let v = headers.get("grpc-timeout")?.as_bytes();
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(match unit {
+        b"H" => Duration::from_secs(n.checked_mul(3600)?),
+        b"M" => Duration::from_secs(n.checked_mul(60)?),
+        b"S" => Duration::from_secs(n),
+        b"m" => Duration::from_millis(n),
+        b"u" => Duration::from_micros(n),
+        b"n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// gRPC status codes weir answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Code {
+    Cancelled = 1,
+    Unknown = 2,
+    DeadlineExceeded = 4,
+    PermissionDenied = 7,
+    ResourceExhausted = 8,
+    Unimplemented = 12,
+    Internal = 13,
+    Unavailable = 14,
+    Unauthenticated = 16,
+}
+
+/// The status a gRPC client gets for weir's answer `status` with `reason`: by the reason
+/// where it says more than the HTTP status, else gRPC's own mapping of HTTP statuses.
+pub fn code(status: u16, reason: Option<Reason>) -> Code {
+    match reason {
+        Some(Reason::RouteNotFound) => return Code::Unimplemented,
+        Some(Reason::QueueFull | Reason::QueueTimeout) => return Code::ResourceExhausted,
+        Some(Reason::NoHealthyEndpoint | Reason::ConnectFailed | Reason::UpstreamReset) => {
+            return Code::Unavailable
+        }
+        Some(Reason::UpstreamTimeout) => return Code::DeadlineExceeded,
+        Some(Reason::ClientClosed) => return Code::Cancelled,
+        _ => {}
+    }
+    match status {
+        400 => Code::Internal,
+        401 => Code::Unauthenticated,
+        403 => Code::PermissionDenied,
+        404 => Code::Unimplemented,
+        // A 429 is overload to gRPC too: the call may go elsewhere.
+        429 | 502 | 503 => Code::Unavailable,
+        504 => Code::DeadlineExceeded,
+        _ => Code::Unknown,
+    }
+}
+
+/// Turns weir's own answer into a trailers-only gRPC response: status 200, the gRPC code
+/// and the answer's reason as `grpc-message`; `x-weir-reason` and the rest of its head
+/// stay. The access log and metrics keep the reason.
+pub fn own_answer(resp: &mut Response<ProxyBody>, reason: Option<Reason>) {
+    let code = code(resp.status().as_u16(), reason) as u16;
+    let message = reason.map_or_else(
+        || resp.status().canonical_reason().unwrap_or("error"),
+        Reason::as_str,
+    );
+    *resp.status_mut() = StatusCode::OK;
+    *resp.body_mut() = ProxyBody::full(bytes::Bytes::new());
+    let h = resp.headers_mut();
+    h.remove(CONTENT_LENGTH);
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    h.insert("grpc-status", HeaderValue::from(code));
+    // Reasons are plain ASCII words: no percent-encoding needed.
+    h.insert("grpc-message", HeaderValue::from_static(message));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(name: &'static str, v: &'static str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(name, HeaderValue::from_static(v));
+        h
+    }
+
+    #[test]
+    fn grpc_content_types() {
+        for ct in [
+            "application/grpc",
+            "application/grpc+proto",
+            "application/grpc;charset=utf-8",
+        ] {
+            assert!(is_grpc(&with("content-type", ct)), "{ct}");
+        }
+        for ct in [
+            "application/grpc-web",
+            "application/json",
+            "application/grpcx",
+        ] {
+            assert!(!is_grpc(&with("content-type", ct)), "{ct}");
+        }
+        assert!(!is_grpc(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn grpc_timeouts() {
+        let t = |v| timeout(&with("grpc-timeout", v));
+        assert_eq!(t("100m"), Some(Duration::from_millis(100)));
+        assert_eq!(t("2S"), Some(Duration::from_secs(2)));
+        assert_eq!(t("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(t("5M"), Some(Duration::from_secs(300)));
+        assert_eq!(t("99999999n"), Some(Duration::from_nanos(99_999_999)));
+        assert_eq!(t("250u"), Some(Duration::from_micros(250)));
+        for bad in ["", "m", "100", "123456789m", "10x", "-1S", "1.5S"] {
+            assert_eq!(t(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn codes_by_reason_then_status() {
+        assert_eq!(code(404, Some(Reason::RouteNotFound)), Code::Unimplemented);
+        assert_eq!(code(503, Some(Reason::QueueFull)), Code::ResourceExhausted);
+        assert_eq!(
+            code(503, Some(Reason::NoHealthyEndpoint)),
+            Code::Unavailable
+        );
+        assert_eq!(code(502, Some(Reason::ConnectFailed)), Code::Unavailable);
+        assert_eq!(
+            code(504, Some(Reason::UpstreamTimeout)),
+            Code::DeadlineExceeded
+        );
+        // After retries the status tells what the last try was.
+        assert_eq!(
+            code(504, Some(Reason::RetriesExhausted)),
+            Code::DeadlineExceeded
+        );
+        assert_eq!(code(502, Some(Reason::RetriesExhausted)), Code::Unavailable);
+        assert_eq!(code(400, Some(Reason::BadRequest)), Code::Internal);
+        assert_eq!(code(308, Some(Reason::HttpsRedirect)), Code::Unknown);
+    }
+}
