@@ -126,11 +126,14 @@ async fn serve_conn(
         track,
     });
     if shared.h2c {
+        // A graceful shutdown sends GOAWAY: streams in progress finish, no new ones start.
         let conn = http2::Builder::new(TokioExecutor::new()).serve_connection(io, svc);
+        let mut conn = std::pin::pin!(conn);
         tokio::select! {
-            _ = conn => {}
-            Ok(()) = drain.changed() => {}
+            _ = conn.as_mut() => return,
+            Ok(()) = drain.changed() => conn.as_mut().graceful_shutdown(),
         }
+        let _ = conn.await;
         return;
     }
     let mut conn = http1::Builder::new().serve_connection(io, svc);

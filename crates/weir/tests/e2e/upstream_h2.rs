@@ -283,3 +283,58 @@ fn weir_check_names_protocol_mistakes_at_their_line() {
         assert!(text.contains(says), "{says} in {text}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_going_away_lets_its_streams_finish_and_new_ones_go_elsewhere() {
+    let slow = Latency::Fixed(Duration::from_millis(1000));
+    let a = HttpUpstream::builder("a")
+        .h2c()
+        .latency(slow)
+        .spawn()
+        .await
+        .unwrap();
+    let b = HttpUpstream::builder("b")
+        .h2c()
+        .latency(slow)
+        .spawn()
+        .await
+        .unwrap();
+    let listen = free_addr();
+    let eps = format!(
+        "endpoints = [{{ addr = \"{}\" }}, {{ addr = \"{}\" }}]",
+        a.addr(),
+        b.addr()
+    );
+    let _w = Weir::start(&one_pool(listen, &eps, "protocol = \"h2c\""), &[listen]);
+    // The first request is held by whichever backend got it.
+    let first = tokio::spawn(weir_testkit::client::get(listen, "/"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while a.in_flight() + b.in_flight() == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (busy, other) = match a.in_flight() {
+        1 => (a, b),
+        _ => (b, a),
+    };
+    assert_eq!(busy.in_flight(), 1);
+    let (busy_name, other_name) = (format!("{}\n", busy.name()), format!("{}\n", other.name()));
+    // It restarts gracefully: GOAWAY on its connection, the stream in progress finishes.
+    let going = tokio::spawn(async move {
+        busy.shutdown_gracefully().await;
+        busy
+    });
+    let r = first.await.unwrap().unwrap();
+    assert_eq!((r.status.as_u16(), r.text()), (200, busy_name));
+    let _gone = going.await.unwrap();
+    // New requests, POSTs included, find the other one (the first refuses connections).
+    for _ in 0..2 {
+        let req = Request::post(format!("http://{listen}/"))
+            .body(http_body_util::Full::new(Bytes::from_static(b"x")))
+            .unwrap();
+        let mut conn = weir_testkit::client::HttpConn::connect(listen)
+            .await
+            .unwrap();
+        let r = conn.send(req).await.unwrap();
+        assert_eq!((r.status.as_u16(), r.text()), (200, other_name.clone()));
+    }
+}
