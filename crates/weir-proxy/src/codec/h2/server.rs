@@ -238,8 +238,11 @@ where
     loop {
         match poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
             Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => match send_data(&mut send, data, stall).await {
-                    Ok(()) => {}
+                // The body's last DATA frame carries END_STREAM when the body knows it is
+                // done (a Content-Length met): no empty frame after it.
+                Ok(data) => match send_data(&mut send, data, stall, body.is_end_stream()).await {
+                    Ok(true) => return End::Done,
+                    Ok(false) => {}
                     Err(Unsent::Stalled) => {
                         debug!("HTTP/2 stream stalled (no window for {stall:?}): reset");
                         send.send_reset(h2::Reason::CANCEL);
@@ -277,12 +280,20 @@ enum Unsent {
     Stalled,
 }
 
-/// Sends `data` as the stream's flow-control window allows.
+/// Sends `data` as the stream's flow-control window allows, the last of it with
+/// END_STREAM when `end`; whether the stream ended.
 async fn send_data(
     send: &mut SendStream<Bytes>,
     mut data: Bytes,
     stall: Duration,
-) -> Result<(), Unsent> {
+    end: bool,
+) -> Result<bool, Unsent> {
+    if data.is_empty() {
+        if end {
+            send.send_data(data, true).map_err(|_| Unsent::Gone)?;
+        }
+        return Ok(end);
+    }
     while !data.is_empty() {
         send.reserve_capacity(data.len());
         let granted = match tokio::time::timeout(stall, poll_fn(|cx| send.poll_capacity(cx))).await
@@ -295,9 +306,10 @@ async fn send_data(
             continue;
         }
         let chunk = data.split_to(granted.min(data.len()));
-        send.send_data(chunk, false).map_err(|_| Unsent::Gone)?;
+        let last = end && data.is_empty();
+        send.send_data(chunk, last).map_err(|_| Unsent::Gone)?;
     }
-    Ok(())
+    Ok(end)
 }
 
 /// Fields that describe an HTTP/1 connection, which HTTP/2 forbids in a message
