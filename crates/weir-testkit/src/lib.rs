@@ -11,6 +11,8 @@ mod body;
 pub mod certs;
 pub mod client;
 mod conn;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 mod http;
 mod latency;
 mod listener;
