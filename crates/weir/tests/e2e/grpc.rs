@@ -1,0 +1,260 @@
+//! gRPC through weir (issue 18), with real gRPC on both sides: tonic clients and the
+//! testkit's tonic Echo server. Unary and the three kinds of streaming calls, their
+//! trailers and statuses; a deadline weir enforces itself; weir's own errors as gRPC
+//! statuses; the grpc health check; gRPC over TLS on both hops.
+
+use std::time::{Duration, Instant};
+
+use weir_testkit::certs::Ca;
+use weir_testkit::grpc::tonic::{Code, Request};
+use weir_testkit::grpc::{
+    grpc_client, grpc_client_raw, grpc_client_tls, EchoRequest, GrpcUpstream,
+};
+
+use crate::common::{free_addr, one_pool, Weir};
+
+fn msg(message: &str) -> EchoRequest {
+    EchoRequest {
+        message: message.into(),
+        ..Default::default()
+    }
+}
+
+/// weir on a fresh port in front of `ups` (`protocol = "h2c"`), with `extra` pool keys.
+fn front(ups: &[&GrpcUpstream], extra: &str) -> (Weir, std::net::SocketAddr) {
+    let listen = free_addr();
+    let eps: Vec<String> = ups
+        .iter()
+        .map(|u| format!("{{ addr = \"{}\" }}", u.addr()))
+        .collect();
+    let eps = format!("endpoints = [{}]", eps.join(", "));
+    let cfg = one_pool(listen, &eps, &format!("protocol = \"h2c\"\n{extra}"));
+    (Weir::start(&cfg, &[listen]), listen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unary_and_streaming_calls_with_trailers_and_statuses() {
+    let up = GrpcUpstream::spawn("a").await.unwrap();
+    let (_w, listen) = front(&[&up], "");
+    let mut c = grpc_client(listen).await.unwrap();
+
+    // Unary, with a trailer set by the server.
+    let mut req = msg("hi");
+    req.set_trailer = "t1".into();
+    let resp = c.unary(req).await.unwrap();
+    let reply = resp.get_ref();
+    assert_eq!((reply.message.as_str(), reply.server.as_str()), ("hi", "a"));
+    assert_eq!(
+        reply.authority,
+        listen.to_string(),
+        ":authority passes through"
+    );
+    // Unary with a 1 MiB answer: flow control on both hops.
+    let mut big = msg("big");
+    big.reply_bytes = 1 << 20;
+    let reply = c.unary(big).await.unwrap().into_inner();
+    assert!(
+        reply.padding.len() >= (1 << 20) - 64,
+        "{}",
+        reply.padding.len()
+    );
+
+    // The server's status and message reach the client as it sent them.
+    let mut req = msg("no");
+    req.status_code = Code::NotFound as i32;
+    let status = c.unary(req).await.unwrap_err();
+    assert_eq!((status.code(), status.message()), (Code::NotFound, "asked"));
+
+    // Server streaming: five replies, in order.
+    let mut req = msg("s");
+    req.count = 5;
+    let mut stream = c.server_stream(req).await.unwrap().into_inner();
+    let mut got = Vec::new();
+    while let Some(r) = stream.message().await.unwrap() {
+        got.push(r.message);
+    }
+    assert_eq!(got, ["s 0", "s 1", "s 2", "s 3", "s 4"]);
+
+    // Client streaming: three messages, one answer.
+    let reqs = tokio_stream_of(vec![msg("x"), msg("y"), msg("z")]);
+    let reply = c.client_stream(reqs).await.unwrap().into_inner();
+    assert_eq!((reply.message.as_str(), reply.count), ("x,y,z", 3));
+
+    // Bidirectional, interactive: each message is sent only after the answer to the
+    // previous one came back through weir (a proxy that waited for the request's end
+    // would hang here).
+    let (tx, rx) = tokio::sync::mpsc::channel::<EchoRequest>(1);
+    let outbound =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
+    tx.send(msg("ping 0")).await.unwrap();
+    let mut inbound = c.bidi(Request::new(outbound)).await.unwrap().into_inner();
+    for i in 0..3u64 {
+        let r = tokio::time::timeout(Duration::from_secs(20), inbound.message())
+            .await
+            .expect("an answer before the next message")
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.message, format!("ping {i}"));
+        if i < 2 {
+            tx.send(msg(&format!("ping {}", i + 1))).await.unwrap();
+        }
+    }
+    drop(tx);
+    assert!(inbound.message().await.unwrap().is_none());
+    // The trailers of a streaming call too.
+    let mut req = msg("t");
+    req.count = 1;
+    req.set_trailer = "t2".into();
+    let mut stream = c.server_stream(req).await.unwrap().into_inner();
+    while stream.message().await.unwrap().is_some() {}
+    let trailers = stream.trailers().await.unwrap().expect("trailers");
+    assert_eq!(trailers.get("x-echo-trailer").unwrap(), "t2");
+}
+
+fn tokio_stream_of(v: Vec<EchoRequest>) -> impl futures_util::Stream<Item = EchoRequest> {
+    futures_util::stream::iter(v)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_weir_enforces_and_weirs_own_errors_as_grpc_statuses() {
+    let up = GrpcUpstream::spawn("a").await.unwrap();
+    let (_w, listen) = front(&[&up], "");
+    // A client that sends grpc-timeout but does not enforce it: the status is weir's.
+    let mut raw = grpc_client_raw(listen).unwrap();
+    let mut req = Request::new(EchoRequest {
+        delay_ms: 5_000,
+        ..msg("slow")
+    });
+    req.set_timeout(Duration::from_millis(500));
+    let started = Instant::now();
+    let status = raw.unary(req).await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(status.message(), "upstream_timeout");
+    assert!(
+        took >= Duration::from_millis(500) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    // The server saw the deadline (less the time weir spent).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while up.log().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let seen = up.log()[0].headers["grpc-timeout"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(seen.ends_with('m') || seen.ends_with('u'), "{seen}");
+
+    // No route for the service: UNIMPLEMENTED, as a server without the method says. A
+    // route to a pool whose endpoint refuses connections: UNAVAILABLE.
+    for (prefix, code, message) in [
+        ("/other.Service/", Code::Unimplemented, "route_not_found"),
+        ("/weir.test.Echo/", Code::Unavailable, "retries_exhausted"),
+    ] {
+        let listen = free_addr();
+        let cfg = format!(
+            r#"
+[listeners.web]
+bind = "{listen}"
+[routes.r]
+listener = "web"
+path_prefix = "{prefix}"
+pool = "gone"
+[pools.gone]
+protocol = "h2c"
+endpoints = [{{ addr = "{}" }}]
+"#,
+            free_addr()
+        );
+        let _w = Weir::start(&cfg, &[listen]);
+        let mut c = grpc_client(listen).await.unwrap();
+        let status = c.unary(msg("x")).await.unwrap_err();
+        assert_eq!(
+            (status.code(), status.message()),
+            (code, message),
+            "{prefix}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grpc_health_check_takes_a_not_serving_server_out() {
+    let a = GrpcUpstream::spawn("a").await.unwrap();
+    let b = GrpcUpstream::spawn("b").await.unwrap();
+    let health = "health = { check = \"grpc\", service = \"weir.test.Echo\", interval = \"200ms\", timeout = \"150ms\", rise = 1, fall = 1 }";
+    a.set_serving("weir.test.Echo", true).await;
+    b.set_serving("weir.test.Echo", true).await;
+    let (w, listen) = front(&[&a, &b], health);
+    // Both checked, both healthy: calls go to both.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (a.health_checks() == 0 || b.health_checks() == 0) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(a.health_checks() > 0 && b.health_checks() > 0);
+    let mut c = grpc_client(listen).await.unwrap();
+    // b says it no longer serves the service: weir logs it down and sends all to a.
+    let from = w.log_lines();
+    b.set_serving("weir.test.Echo", false).await;
+    w.wait_log(from, "endpoint is unhealthy", Duration::from_secs(20));
+    let text = w.log_text();
+    assert!(
+        text.contains("weir.test.Echo") && text.contains("is NOT_SERVING"),
+        "{text}"
+    );
+    for _ in 0..10 {
+        let r = c.unary(msg("x")).await.unwrap().into_inner();
+        assert_eq!(r.server, "a");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_over_tls_on_both_hops() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("ca");
+    let ca_file = ca.write(dir.path(), "ca");
+    let ca_pem = std::fs::read_to_string(&ca_file).unwrap();
+    let (cert, key) = ca.leaf_files(dir.path(), "backend", &["grpc.internal"]);
+    let front_pair = ca.leaf(&["api.test"]).write(dir.path(), "front");
+    let up = GrpcUpstream::spawn_tls("a", &cert, &key).await.unwrap();
+    let listen = free_addr();
+    let cfg = format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+pool = "app"
+[listeners.web.tls]
+certificates = [{{ cert = "{}", key = "{}", default = true }}]
+[pools.app]
+protocol = "h2"
+endpoints = [{{ addr = "{}" }}]
+health = {{ check = "grpc", interval = "300ms", timeout = "250ms" }}
+[pools.app.tls]
+ca = "{}"
+server_name = "grpc.internal"
+"#,
+        front_pair.cert.display(),
+        front_pair.key.display(),
+        up.addr(),
+        ca_file.display()
+    );
+    let _w = Weir::start(&cfg, &[listen]);
+    // By address, verifying the name the listener's certificate holds.
+    let mut c = grpc_client_tls(format!("https://{listen}"), &ca_pem, "api.test")
+        .await
+        .unwrap();
+    let mut req = msg("secure");
+    req.count = 3;
+    let mut stream = c.server_stream(req).await.unwrap().into_inner();
+    let mut n = 0;
+    while let Some(r) = stream.message().await.unwrap() {
+        assert_eq!(r.server, "a");
+        n += 1;
+    }
+    assert_eq!(n, 3);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while up.health_checks() == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(up.health_checks() > 0, "health checked over TLS and HTTP/2");
+}
