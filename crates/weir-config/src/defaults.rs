@@ -115,6 +115,7 @@ impl Default for crate::Retry {
             buffer: RETRY_BUFFER,
             per_try_timeout: None,
             on_status: Vec::new(),
+            on_grpc_status: Vec::new(),
             budget_percent: RETRY_BUDGET_PERCENT,
             budget_min_per_sec: RETRY_BUDGET_MIN_PER_SEC,
         }

@@ -378,6 +378,9 @@ pub struct Retry {
     pub per_try_timeout: Option<Duration>,
     /// Upstream statuses retried (idempotent requests only). Default none.
     pub on_status: Vec<u16>,
+    /// gRPC statuses retried when a server answers a call with one and nothing else
+    /// (a trailers-only answer), for idempotent calls only. Default none.
+    pub on_grpc_status: Vec<u16>,
     /// Retries may add at most this percentage of the requests. Default 20.
     pub budget_percent: u32,
     /// ...but this many retries per second are always allowed. Default 3.

@@ -100,6 +100,7 @@ const RETRY_KEYS: &[&str] = &[
     "buffer",
     "per_try_timeout",
     "on_status",
+    "on_grpc_status",
     "budget_percent",
     "budget_min_per_sec",
 ];
@@ -1015,6 +1016,40 @@ fn http_only_keys(
 /// `eject_status` / `on_status`: an array of distinct 5xx codes. `None` after
 /// any error, so the default stays.
 fn status_list(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Option<Vec<u16>> {
+    code_list(sink, t, key, &HTTP_FAILURES)
+}
+
+/// What a list of codes may hold, and how its messages name them.
+struct Codes {
+    range: std::ops::RangeInclusive<i64>,
+    /// "server errors", for "may only list server errors (500-599)".
+    what: &'static str,
+    /// "a status code", for "expected a status code (an integer from ...)".
+    one: &'static str,
+    example: &'static str,
+}
+
+const HTTP_FAILURES: Codes = Codes {
+    range: defaults::FAILURE_STATUS_RANGE,
+    what: "server errors",
+    one: "a status code",
+    example: "[502, 503]",
+};
+
+/// gRPC status codes other than OK (1 CANCELLED .. 16 UNAUTHENTICATED).
+const GRPC_FAILURES: Codes = Codes {
+    range: 1..=16,
+    what: "gRPC error codes",
+    one: "a gRPC status code",
+    example: "[14] (UNAVAILABLE)",
+};
+
+fn code_list(
+    sink: &mut Sink<'_>,
+    t: &Fields<'_, '_>,
+    key: &str,
+    codes: &Codes,
+) -> Option<Vec<u16>> {
     let v = t.get(key)?;
     let DeValue::Array(items) = v.get_ref() else {
         let hint = match read::integer_value(v.get_ref()) {
@@ -1024,13 +1059,14 @@ fn status_list(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Option<Vec
         sink.error(
             v.span(),
             format!(
-                "{key} must be an array of status codes like [502, 503], found {}{hint}",
+                "{key} must be an array of codes like {}, found {}{hint}",
+                codes.example,
                 read::a_type(v.get_ref())
             ),
         );
         return None;
     };
-    let range = defaults::FAILURE_STATUS_RANGE;
+    let range = codes.range.clone();
     let mut out: Vec<u16> = Vec::new();
     let mut ok = true;
     for item in items.iter() {
@@ -1041,7 +1077,8 @@ fn status_list(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Option<Vec
                 sink.error(
                     item.span(),
                     format!(
-                        "{key} may only list server errors ({}-{}), found {}",
+                        "{key} may only list {} ({}-{}), found {}",
+                        codes.what,
                         range.start(),
                         range.end(),
                         i.as_str()
@@ -1054,7 +1091,8 @@ fn status_list(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Option<Vec
                 sink.error(
                     item.span(),
                     format!(
-                        "expected a status code (an integer from {} to {}), found {}",
+                        "expected {} (an integer from {} to {}), found {}",
+                        codes.one,
                         range.start(),
                         range.end(),
                         read::a_type(other)
@@ -1068,7 +1106,8 @@ fn status_list(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Option<Vec
             sink.error(
                 item.span(),
                 format!(
-                    "{key} may only list server errors ({}-{}), found {n}",
+                    "{key} may only list {} ({}-{}), found {n}",
+                    codes.what,
                     range.start(),
                     range.end()
                 ),
@@ -1136,6 +1175,9 @@ fn retry(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Retry {
     }
     if let Some(list) = status_list(sink, t, "on_status") {
         r.on_status = list;
+    }
+    if let Some(list) = code_list(sink, t, "on_grpc_status", &GRPC_FAILURES) {
+        r.on_grpc_status = list;
     }
     if let Some(n) = t.int(sink, "budget_percent", defaults::PERCENT_RANGE) {
         r.budget_percent = n;

@@ -45,6 +45,15 @@ pub fn timeout(headers: &HeaderMap) -> Option<Duration> {
     })
 }
 
+/// The status of a trailers-only gRPC answer (`grpc-status` in the head: a server that
+/// failed the call before any message), if `headers` are one.
+pub fn head_status(headers: &HeaderMap) -> Option<u16> {
+    if !is_grpc(headers) {
+        return None;
+    }
+    headers.get("grpc-status")?.to_str().ok()?.parse().ok()
+}
+
 /// gRPC status codes weir answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]

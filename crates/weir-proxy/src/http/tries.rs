@@ -9,8 +9,9 @@
 //! - a timeout, a clean close after the request was written (the backend
 //!   may have acted on it and died before answering), any failure after a
 //!   response byte arrived (a malformed head too), or an answer listed in
-//!   `on_status` is retried only for idempotent methods or requests
-//!   carrying `Idempotency-Key`;
+//!   `on_status` (or a trailers-only gRPC status in `on_grpc_status`) is
+//!   retried only for idempotent methods or requests carrying
+//!   `Idempotency-Key`;
 //! - nothing is retried once response bytes went to the client (tries end
 //!   before the response is handed back), nor a body too large to replay;
 //! - the pool's retry budget has the last word; when retries run out, the
@@ -344,7 +345,10 @@ async fn try_once(
     if let Some(u) = switched {
         crate::http::upgrade::keep(&mut parts.headers, u);
     }
-    let retry_status = pool.retry.on_status.contains(&parts.status.as_u16());
+    let retry_status = pool.retry.on_status.contains(&parts.status.as_u16())
+        || (!pool.retry.on_grpc_status.is_empty()
+            && crate::http::grpc::head_status(&parts.headers)
+                .is_some_and(|c| pool.retry.on_grpc_status.contains(&c)));
     let success = !pool.health.eject_status.contains(&parts.status.as_u16());
     let ret = PoolReturn {
         success,

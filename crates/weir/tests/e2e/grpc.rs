@@ -258,3 +258,27 @@ server_name = "grpc.internal"
     }
     assert!(up.health_checks() > 0, "health checked over TLS and HTTP/2");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_grpc_status_retries_idempotent_calls_only() {
+    let a = GrpcUpstream::spawn("a").await.unwrap();
+    let b = GrpcUpstream::spawn("b").await.unwrap();
+    let (_w, listen) = front(&[&a, &b], "retry = { on_grpc_status = [14], attempts = 1 }");
+    let mut c = grpc_client(listen).await.unwrap();
+    let unavailable = || EchoRequest {
+        status_code: Code::Unavailable as i32,
+        ..msg("x")
+    };
+    // Marked idempotent: the UNAVAILABLE answer is retried on the other server, and
+    // its answer (UNAVAILABLE too) is what the client gets.
+    let mut req = Request::new(unavailable());
+    req.metadata_mut()
+        .insert("idempotency-key", "k1".parse().unwrap());
+    let status = c.unary(req).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable);
+    assert_eq!(a.calls() + b.calls(), 2, "tried on both");
+    // Not marked: a POST the server may have acted on is not sent again.
+    let status = c.unary(unavailable()).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable);
+    assert_eq!(a.calls() + b.calls(), 3, "tried once");
+}

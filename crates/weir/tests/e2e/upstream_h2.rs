@@ -263,6 +263,11 @@ fn weir_check_names_protocol_mistakes_at_their_line() {
             "weir.toml:3:20",
             "check = \"grpc\" speaks HTTP/2: set protocol = \"h2c\"",
         ),
+        (
+            "[pools.app]\nendpoints = [{ addr = \"127.0.0.1:9\" }]\nretry = { on_grpc_status = [0] }\n",
+            "weir.toml:3:29",
+            "on_grpc_status may only list gRPC error codes (1-16), found 0",
+        ),
     ];
     for (toml, at, says) in cases {
         std::fs::write(
