@@ -76,6 +76,7 @@ pool = "app"
             buffer: 65536,
             per_try_timeout: None,
             on_status: vec![],
+            on_grpc_status: vec![],
             budget_percent: 20,
             budget_min_per_sec: 3,
         }
