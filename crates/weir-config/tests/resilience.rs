@@ -154,6 +154,7 @@ budget_min_per_sec = 5
             buffer: 1048576,
             per_try_timeout: Some(Duration::from_secs(2)),
             on_status: vec![503],
+            on_grpc_status: vec![],
             budget_percent: 10,
             budget_min_per_sec: 5,
         }
