@@ -1026,6 +1026,7 @@ struct Codes {
     what: &'static str,
     /// "a status code", for "expected a status code (an integer from ...)".
     one: &'static str,
+    /// "status codes like [502, 503]", for "must be an array of ...".
     example: &'static str,
 }
 
@@ -1033,7 +1034,7 @@ const HTTP_FAILURES: Codes = Codes {
     range: defaults::FAILURE_STATUS_RANGE,
     what: "server errors",
     one: "a status code",
-    example: "[502, 503]",
+    example: "status codes like [502, 503]",
 };
 
 /// gRPC status codes other than OK (1 CANCELLED .. 16 UNAUTHENTICATED).
@@ -1041,7 +1042,7 @@ const GRPC_FAILURES: Codes = Codes {
     range: 1..=16,
     what: "gRPC error codes",
     one: "a gRPC status code",
-    example: "[14] (UNAVAILABLE)",
+    example: "gRPC status codes like [14] (UNAVAILABLE)",
 };
 
 fn code_list(
@@ -1059,7 +1060,7 @@ fn code_list(
         sink.error(
             v.span(),
             format!(
-                "{key} must be an array of codes like {}, found {}{hint}",
+                "{key} must be an array of {}, found {}{hint}",
                 codes.example,
                 read::a_type(v.get_ref())
             ),
