@@ -343,3 +343,27 @@ async fn a_backend_going_away_lets_its_streams_finish_and_new_ones_go_elsewhere(
         assert_eq!((r.status.as_u16(), r.text()), (200, other_name.clone()));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_conn_caps_streams_and_the_rest_queue() {
+    let up = HttpUpstream::builder("a")
+        .h2c()
+        .latency(Latency::Fixed(Duration::from_millis(200)))
+        .spawn()
+        .await
+        .unwrap();
+    let listen = free_addr();
+    let eps = format!("endpoints = [{{ addr = \"{}\" }}]", up.addr());
+    let extra = "protocol = \"h2c\"\nmax_conn = 2\nmax_queue = 20\nqueue_timeout = \"30s\"";
+    let _w = Weir::start(&one_pool(listen, &eps, extra), &[listen]);
+    // Eight at once: two streams at the backend at a time, however many would fit on
+    // one HTTP/2 connection; the others wait in weir's queue and all are answered.
+    let calls: Vec<_> = (0..8)
+        .map(|_| tokio::spawn(weir_testkit::client::get(listen, "/")))
+        .collect();
+    for c in calls {
+        assert_eq!(c.await.unwrap().unwrap().status, 200);
+    }
+    assert_eq!(up.max_in_flight(), 2);
+    assert_eq!(up.requests(), 8);
+}
