@@ -86,6 +86,8 @@ impl h2::server::Handler for Proxy {
 
 /// Streams an HTTP/2 client may have open at once.
 const H2_MAX_STREAMS: u32 = 128;
+/// How long an idle HTTP/2 connection's GOAWAY may take to go out before the close.
+const H2_GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
 pub async fn serve(
     stream: ClientStream,
@@ -102,6 +104,7 @@ pub async fn serve(
     // HTTP/2 once the connection says so: ALPN `h2` on TLS, else the preface (h2c with
     // prior knowledge) where an HTTP/1 request would start.
     let h2_mode = AtomicBool::new(false);
+    let idle = CancellationToken::new();
     let h2_limits = h2::server::Limits {
         max_streams: H2_MAX_STREAMS,
         max_header_list: u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX),
@@ -123,7 +126,7 @@ pub async fn serve(
         h2_mode.store(true, Relaxed);
         // Boxed: inline, HTTP/2's state would enlarge every connection's future, idle
         // HTTP/1.1 ones too.
-        Box::pin(h2::server::run(io, &proxy, &ctl, &drain, h2_limits)).await;
+        Box::pin(h2::server::run(io, &proxy, &ctl, &drain, &idle, h2_limits)).await;
     });
     let watch = async {
         let watchdog = tokio::time::sleep(ConnState::period(
@@ -156,6 +159,13 @@ pub async fn serve(
                     match state.verdict(limits.header_timeout, limits.idle_timeout) {
                         Verdict::Expired => {
                             debug!("client connection timed out");
+                            if !h2_mode.load(Relaxed) {
+                                return;
+                            }
+                            // HTTP/2 says GOAWAY first, and ends once it went out; a
+                            // client that never reads it does not hold the socket.
+                            idle.cancel();
+                            tokio::time::sleep(H2_GOAWAY_GRACE).await;
                             return;
                         }
                         Verdict::CheckAt(t) => watchdog.as_mut().reset(Instant::from_std(t)),

@@ -13,7 +13,9 @@
 //!   retried only for idempotent methods or requests carrying
 //!   `Idempotency-Key`;
 //! - nothing is retried once response bytes went to the client (tries end
-//!   before the response is handed back), nor a body too large to replay;
+//!   before the response is handed back), nor a body too large to replay
+//!   once a byte of it went out (one given back unsent, after a refused
+//!   connect, goes to the next try);
 //! - the pool's retry budget has the last word; when retries run out, the
 //!   client gets the last real upstream answer.
 //!
@@ -181,10 +183,23 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                 cap: deadline,
             },
         };
+        let mut unsent = None;
         let outcome = try_once(
-            pool, granted, &parts, body, fresh_only, timer, key.sticky, &mut info,
+            pool,
+            granted,
+            &parts,
+            body,
+            fresh_only,
+            timer,
+            key.sticky,
+            &mut info,
+            &mut unsent,
         )
         .await;
+        // A streamed body not a byte of which went out can go to the next try.
+        if let Some(Payload::Stream(b)) = unsent {
+            once = Some(b);
+        }
         let mut free = false;
         let retried_for;
         let retry = match outcome {
@@ -225,15 +240,17 @@ pub async fn run(a: Attempts<'_>) -> Ended {
                     ep.metrics.error(reason);
                 }
                 retried_for = reason.as_str();
+                // A body to send again: the replay copy, or the streamed one given back.
+                let resendable = replay.is_some() || once.is_some();
                 let retry = match error.not_delivered() {
                     true if upgrade => {
                         free = true;
-                        replay.is_some() && matches!(error.cause, Cause::Connect(_))
+                        resendable && matches!(error.cause, Cause::Connect(_))
                     }
                     // The application never saw it: any method may go again.
                     true => {
                         free = true;
-                        replay.is_some()
+                        resendable
                     }
                     false => idempotent && replay.is_some(),
                 };
@@ -302,6 +319,7 @@ async fn try_once(
     timer: HeadTimer,
     sticky_from: Option<u64>,
     info: &mut TryInfo,
+    unsent: &mut Option<Payload<UpBody>>,
 ) -> Result<Answer, TryError> {
     let ep = granted.slot.endpoint.clone();
     let x = Exchange {
@@ -322,7 +340,7 @@ async fn try_once(
         born,
         uses,
         sent_at,
-    } = exchange(x, body, timer, &mut info.connect).await?;
+    } = exchange(x, body, timer, &mut info.connect, unsent).await?;
     let answered = Instant::now();
     info.first_byte = Some(answered);
     let took = answered.saturating_duration_since(sent_at);

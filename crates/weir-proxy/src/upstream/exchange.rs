@@ -50,12 +50,15 @@ pub struct Exchanged {
 }
 
 /// `connect_took` is set to the time spent opening a session, if one was
-/// opened (for the access log, failed or not).
+/// opened (for the access log, failed or not); `unsent` gets the payload back
+/// when the try failed before a byte of it went out (a streamed body can then
+/// go to another try, as a replayable one would).
 pub async fn exchange(
     x: Exchange<'_>,
     body: Payload<UpBody>,
     timer: HeadTimer,
     connect_took: &mut Duration,
+    unsent: &mut Option<Payload<UpBody>>,
 ) -> Result<Exchanged, TryError> {
     let ep = x.endpoint;
     let started = timer.started;
@@ -110,6 +113,7 @@ pub async fn exchange(
                     }
                     Err(e) => {
                         ep.idle.discard();
+                        *unsent = Some(body);
                         return Err(TryError::connect(e));
                     }
                 }
@@ -140,7 +144,7 @@ pub async fn exchange(
             }
             Err(SendFailed {
                 mut error,
-                unsent,
+                unsent: back,
                 answered,
             }) => {
                 if let Cause::Timeout {
@@ -160,13 +164,16 @@ pub async fn exchange(
                         ep.idle.learn(age);
                     }
                 }
-                match unsent {
+                match back {
                     // Not a byte went out: the session was already dead.
                     Some(back) if reused && !fresh_only => {
                         body = back;
                         fresh_only = true;
                     }
-                    _ => return Err(error),
+                    back => {
+                        *unsent = back;
+                        return Err(error);
+                    }
                 }
             }
         }

@@ -420,3 +420,28 @@ async fn a_stream_stalled_by_a_zero_window_is_reset_after_the_idle_timeout() {
     let (status, body) = get(&h2c(listen).await, listen, "/bytes/100").await.unwrap();
     assert_eq!((status, body.len()), (200, 100));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_connection_is_sent_goaway_before_it_is_closed() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let cfg = format!(
+        "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\nidle_timeout = \"1s\"\n[pools.app]\nendpoints = [{{ addr = \"{}\" }}]\n",
+        up.addr()
+    );
+    let _w = crate::common::Weir::start(&cfg, &[listen]);
+    let tcp = TcpStream::connect(listen).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    let conn = tokio::spawn(conn);
+    let (status, _) = get(&client, listen, "/").await.unwrap();
+    assert_eq!(status, 200);
+    // Idle past idle_timeout: GOAWAY (NO_ERROR), then the close. h2 ends the connection
+    // cleanly only after a GOAWAY; a bare close would be an unexpected EOF.
+    let ended = tokio::time::timeout(Duration::from_secs(20), conn)
+        .await
+        .expect("weir closed the idle connection")
+        .unwrap();
+    assert!(ended.is_ok(), "{ended:?}");
+    // And the client learnt not to use it.
+    assert!(client.clone().ready().await.is_err());
+}

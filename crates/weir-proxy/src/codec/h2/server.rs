@@ -83,11 +83,15 @@ const MAX_ERROR_RESETS: usize = 1024;
 
 /// Serves the connection until the client closes it, an error ends it, or a drain's GOAWAY
 /// has let every stream finish.
+/// `idle` is cancelled when the connection has been idle too long: GOAWAY (NO_ERROR, the
+/// last stream id) goes out before the close, so a client whose new stream crossed it
+/// knows the stream was not processed and may send it again.
 pub async fn run<H: Handler>(
     io: Joined,
     handler: &H,
     ctl: &DrainFlags,
     drain: &CancellationToken,
+    idle: &CancellationToken,
     limits: Limits,
 ) where
     <H::Body as Body>::Error: Display,
@@ -109,6 +113,7 @@ pub async fn run<H: Handler>(
     };
     let mut streams = FuturesUnordered::new();
     let mut draining = false;
+    let mut closing = false;
     let mut resets = Resets::default();
     loop {
         // Streams first: every stream that can finish queues its frames before the
@@ -146,6 +151,10 @@ pub async fn run<H: Handler>(
             _ = drain.cancelled(), if !draining => {
                 conn.graceful_shutdown();
                 draining = true;
+            }
+            _ = idle.cancelled(), if !closing => {
+                conn.abrupt_shutdown(h2::Reason::NO_ERROR);
+                closing = true;
             }
         }
         ctl.busy.store(!streams.is_empty(), Relaxed);
