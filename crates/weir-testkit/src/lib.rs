@@ -5,6 +5,8 @@
 //! backend: latency, a worker-pool concurrency cap, stale keep-alive closes, flapping
 //! (`stop`/`start`), streaming bodies, close-delimited bodies, hanging requests. `tls`
 //! puts a TLS front (rustls) before any of them, with certificates made per test.
+//! With the `grpc` feature, [`grpc`] is a real gRPC backend (tonic: an Echo service with
+//! every kind of stream, and the standard health service) and its clients.
 
 mod black_hole;
 mod body;
