@@ -5,11 +5,12 @@
 #       scenarios: http-small http-large http-conn tcp-stream tcp-conn (= group "perf")
 #                  capacity resilience-flap resilience-idle resilience-rolling
 #                  https-small https-conn https-resume (= group "tls")
-#                  h2-small (= group "h2")
+#                  h2-small grpc-unary (= group "h2")
 #       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls, h2
 #
 # Installs wrk, h2load (nghttp2-client), haproxy, nginx (+ stream module) from Debian when missing, builds
-# weir in release mode, then runs bench/lib/bench.py. See bench/README.md for the
+# weir in release mode (for grpc-unary also ghz, with Go, and the testkit's grpc-upstream), then runs
+# bench/lib/bench.py. See bench/README.md for the
 # environment knobs (BENCH_QUICK=1, BENCH_ROUNDS, BENCH_SECONDS, BENCH_PROXIES, ...).
 set -euo pipefail
 
@@ -98,6 +99,39 @@ if [ $awslc = 1 ] && [ "${BENCH_SKIP_BUILD:-0}" = 0 ] && [ -z "${BENCH_WEIR_BUIL
         err=$(grep -E '^error' "$BENCH_OUT_DIR/build.log" | tail -1 || true)
         export BENCH_WEIR_AWSLC_ERROR="cargo build --features aws-lc-rs failed: ${err:-see build.log} (see build.log)"
         log "$BENCH_WEIR_AWSLC_ERROR"
+    fi
+fi
+
+# gRPC (grpc-unary): ghz, pinned by bench/tools/go.mod and go.sum, built with `go install`
+# into a cache outside the repo (rebuilt when the pins change), and the testkit's
+# grpc-upstream (its `grpc` feature: a build of its own, so weir's features stay as they are).
+grpc=0
+for a in "${@:-all}"; do
+    case $a in all|h2|grpc-*) grpc=1 ;; esac
+done
+if [ $grpc = 1 ]; then
+    TOOLS=${WEIR_TOOLS_DIR:-$HOME/.cache/weir-tools}
+    export BENCH_GHZ=${BENCH_GHZ:-$TOOLS/ghz}
+    pins=$(sha256sum bench/tools/go.sum | cut -d' ' -f1)
+    if [ "$BENCH_GHZ" = "$TOOLS/ghz" ] && { [ ! -x "$BENCH_GHZ" ] || [ "$(cat "$TOOLS/ghz.pins" 2>/dev/null)" != "$pins" ]; }; then
+        command -v go >/dev/null || PATH="$PATH:/usr/local/go/bin"
+        log "installing ghz (go install, pinned by bench/tools) into $TOOLS"
+        mkdir -p "$TOOLS"
+        if (cd bench/tools && GOBIN="$TOOLS" GOFLAGS=-mod=readonly go install github.com/bojand/ghz/cmd/ghz) \
+            >>"$BENCH_OUT_DIR/build.log" 2>&1; then
+            echo "$pins" >"$TOOLS/ghz.pins"
+        else
+            log "ghz did not install (needs Go; see build.log): grpc-unary will fail"
+        fi
+    fi
+    if [ "${BENCH_SKIP_BUILD:-0}" = 0 ]; then
+        log "building grpc-upstream (cargo build --release -p weir-testkit --features grpc --bin grpc-upstream)"
+        if ! cargo build --release -p weir-testkit --features grpc --bin grpc-upstream \
+            >>"$BENCH_OUT_DIR/build.log" 2>&1; then
+            err=$(grep -E '^error' "$BENCH_OUT_DIR/build.log" | tail -1 || true)
+            export BENCH_GRPC_BUILD_ERROR="cargo build of grpc-upstream failed: ${err:-see build.log} (see build.log)"
+            log "$BENCH_GRPC_BUILD_ERROR"
+        fi
     fi
 fi
 

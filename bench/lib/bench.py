@@ -6,7 +6,7 @@ usage: bench.py [scenario|group ...]      (default: all)
 
 Groups: all (every scenario, the default), perf (http-small, http-large, http-conn,
 tcp-stream, tcp-conn), resilience (resilience-flap, resilience-idle, resilience-rolling),
-tls (https-small, https-conn, https-resume).
+tls (https-small, https-conn, https-resume), h2 (h2-small, grpc-unary).
 
 Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
 BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),

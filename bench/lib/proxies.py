@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
+import ghz
 from harness import PIN, PROCS, BenchError, Proc, ensure_port_free, wait_port
 
 HOST = "127.0.0.1"
@@ -175,7 +176,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         if v.threads != 1:
             text = cfg.read_text().replace("nbthread 1", f"nbthread {v.threads}")
             cfg.write_text(text)
-        if protocol in ("http", "https", "h2c") and peer_defer():
+        if protocol in ("http", "https", "h2c", "grpc") and peer_defer():
             cfg.write_text(cfg.read_text().replace(f"bind {listen}", f"bind {listen} defer-accept"))
         p = PROCS.start(name, ["haproxy", "-db", "-f", cfg], logs / f"{name}.log", cpus=PIN.for_proxy(v.threads))
     elif v.kind == "nginx":
@@ -193,7 +194,7 @@ def start_proxy(ctx: Ctx, v: Variant, protocol: str, upstreams: list[Upstream], 
         if v.threads != 1:
             text = cfg.read_text().replace("worker_processes 1;", f"worker_processes {v.threads};")
             cfg.write_text(text)
-        if protocol in ("http", "https", "h2c") and peer_defer():
+        if protocol in ("http", "https", "h2c", "grpc") and peer_defer():
             cfg.write_text(cfg.read_text().replace("backlog=4096;", "backlog=4096 deferred;"))
         p = PROCS.start(name, ["nginx", "-p", f"{ctx.run}/", "-e", ctx.run / f"{name}.error.log",
                                "-c", cfg, "-g", "daemon off;"], logs / f"{name}.log",
@@ -244,6 +245,21 @@ def start_fake_upstream(ctx: Ctx, i: int, args: list[str]) -> Upstream:
     return Upstream(port, proc=p)
 
 
+def start_grpc_upstream(ctx: Ctx, i: int) -> Upstream:
+    """weir-testkit's grpc-upstream (the Echo service over h2c, one runtime thread),
+    named u{i}: each reply names the backend that answered. HAProxy needs `proto h2`
+    on its server line to speak h2c to it."""
+    port = ctx.upstream_port(i)
+    ensure_port_free(HOST, port)
+    exe = ctx.bin("grpc-upstream")
+    if not exe.exists():
+        raise BenchError(os.environ.get("BENCH_GRPC_BUILD_ERROR") or f"{exe} not found (build failed?)")
+    p = PROCS.start(f"upstream{i}-grpc", [exe, "--listen", f"{HOST}:{port}", "--name", f"u{i}", "--threads", "1"],
+                    ctx.out / "logs" / f"upstream{i}-grpc.log")
+    wait_port(p, HOST, port)
+    return Upstream(port, opts={"haproxy": "proto h2"}, proc=p)
+
+
 def versions(ctx: Ctx) -> dict:
     def first_line(argv):
         try:
@@ -256,6 +272,7 @@ def versions(ctx: Ctx) -> dict:
         "nginx": first_line(["nginx", "-v"]),
         "wrk": first_line(["wrk", "-v"]),
         "h2load": first_line(["h2load", "--version"]),
+        "ghz": ghz.version(),
     }
     try:
         rev = subprocess.run(["git", "-C", ctx.root, "rev-parse", "--short", "HEAD"], capture_output=True,

@@ -48,6 +48,7 @@ def render_markdown(results: dict, scenarios: dict) -> str:
         f"CPUs: {m.get('pinning', 'not pinned')}.",
         f"weir {v.get('weir', '?')} · {v.get('haproxy', '?')} · {v.get('nginx', '?')} · {v.get('wrk', '?')}"
         + (f" · {v['h2load']}" if v.get("h2load") and any(n.startswith("h2") for n in results["scenarios"]) else "")
+        + (f" · {v['ghz']}" if v.get("ghz") and any(n.startswith("grpc") for n in results["scenarios"]) else "")
         + ".",
         (f"Medians of {o['rounds']} round(s) × {o['seconds']} s per proxy"
          + (f" ({', '.join(own)}: rounds and durations in their sections)" if own else "")

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import BenchError, Proc, port_open, process_tree
+import ghz
 from proxies import (HOST, Ctx, Upstream, Variant, start_bench_upstream, start_fake_upstream,
-                     start_nginx_upstream, start_proxy)
+                     start_grpc_upstream, start_nginx_upstream, start_proxy)
 
 LIB = Path(__file__).resolve().parent
 WRK_LUA = LIB.parent / "configs" / "wrk-report.lua"
@@ -530,6 +531,109 @@ class H2Small(H2Scenario):
                 f"-c {self.conns} -m {self.streams} -t {max(1, min(self.opts['wrk_threads'], self.conns))}: "
                 f"{self.conns} h2c connections (prior knowledge) × {self.streams} concurrent streams; "
                 f"the proxies speak HTTP/1.1 with keep-alive to the two nginx upstreams")
+
+
+# --------------------------------------------------------------------------
+# gRPC (issue 18): ghz unary calls over h2c, h2c to two grpc-upstream backends
+
+
+class GrpcUnary(Scenario):
+    """gRPC end to end over HTTP/2: ghz calls `weir.test.Echo/Unary` with a small
+    message over CONNS h2c connections × STREAMS calls in flight each; the proxies
+    relay to two grpc-upstream backends (weir-testkit) over h2c: weir with
+    `protocol = "h2c"` on its pool, HAProxy `server ... proto h2`, nginx `grpc_pass`.
+    The check proves a relay, not just a 200: four calls, each echoed, and both
+    backends named in the replies."""
+    name, title, protocol = "grpc-unary", "grpc-unary", "grpc"
+    unit = "call"
+    cpu_unit = "µs/call"
+    goal = (0.8, ("haproxy", "nginx"), False)
+    goal_issue = 18
+    conns, streams = 50, 10
+    call = "weir.test.Echo/Unary"
+    data = {"message": "hi"}
+
+    def variants(self):
+        return [Variant("weir", "weir", 1), Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
+
+    @property
+    def columns(self):
+        return ([Column("calls/s", "rps"), Column("p50 ms", "p50_ms", "{:.2f}"), Column("p90 ms", "p90_ms", "{:.2f}"),
+                 Column("p99 ms", "p99_ms", "{:.2f}")]
+                + cpu_columns(self) + [Column("errors", "errors", "{:.0f}", ratio=False)])
+
+    def describe(self):
+        return (f"{self.title}: ghz, `{self.call}` with {json.dumps(self.data)}, {self.conns} h2c connections "
+                f"(prior knowledge) × {self.streams} calls in flight each; the proxies speak h2c to two "
+                f"grpc-upstream backends")
+
+    def start_upstreams(self, ctx):
+        return [start_grpc_upstream(ctx, i) for i in (1, 2)]
+
+    def start(self, ctx, v, upstreams, tag):
+        try:
+            return super().start(ctx, v, upstreams, tag)
+        except BenchError as e:
+            if v.is_weir:  # most likely the pool's `protocol = "h2c"` (see configs/weir-grpc.toml)
+                why = str(e)
+                why = why[why.find("error: "):] if "error: " in why else why  # the config error, not the path
+                raise BenchError(f'weir with [pools.app] protocol = "h2c" did not start: {why}') from None
+            raise
+
+    def target(self, ctx) -> str:
+        return f"{HOST}:{ctx.proxy_port}"
+
+    def check(self, ctx):
+        debug = ctx.out / "raw" / "grpc-check-debug.log"
+        debug.unlink(missing_ok=True)
+        r = ghz.summary(ghz.run(self.target(ctx), self.call, self.data,
+                                ["-n", 4, "-c", 1, "--connections", 1], 60, debug))
+        got = ghz.replies(debug)
+        servers = sorted({g.get("server", "?") for g in got})
+        if r["ok"] != 4 or len(got) != 4 or any(g.get("message") != self.data["message"] for g in got) \
+                or servers != ["u1", "u2"]:
+            kinds = "; ".join(f"{k} ×{n}" for k, n in list(r["error_kinds"].items())[:3])
+            raise BenchError(f"4 unary calls through the proxy: {r['ok']} OK, status codes {r['codes']}, "
+                             f"replies from {servers or 'no backend'} (want u1 and u2)"
+                             + (f"; errors: {kinds}" if kinds else ""))
+
+    def load(self, ctx, seconds, warmup=False):
+        # --duration-stop wait: calls in flight at the end finish and count, so the
+        # proxy's CPU is divided by every call it relayed, and none becomes an error.
+        r = ghz.summary(ghz.run(self.target(ctx), self.call, self.data,
+                                ["-z", f"{seconds}s", "--duration-stop", "wait", "--connections", self.conns,
+                                 "-c", self.conns * self.streams, "--timeout", "10s"], seconds + 60))
+        if r["ok"] == 0:
+            raise BenchError(f"no call succeeded ({r['errors']} failed: {r['error_kinds'] or r['codes']})")
+        return {"units": r["ok"], "rps": r["ok"] / r["seconds"], "p50_ms": r["p50_ms"], "p90_ms": r["p90_ms"],
+                "p99_ms": r["p99_ms"], "errors": r["errors"], "raw": r}
+
+    def notes(self, res):
+        lines = []
+        seen: dict = {}
+        for m in res.get("rounds", []):
+            raw = m.get("raw", {})
+            codes, kinds = seen.setdefault(m["proxy"], (Counter(), Counter()))
+            codes.update(raw.get("codes", {}))
+            kinds.update(raw.get("error_kinds", {}))
+        if seen:
+            parts = []
+            for p, (codes, kinds) in seen.items():
+                part = f"{p}: " + ", ".join(f"{k} {v}" for k, v in sorted(codes.items()))
+                if kinds:
+                    part += " (" + "; ".join(f"{k[:80]} ×{v}" for k, v in kinds.most_common(2)) + ")"
+                parts.append(part)
+            lines.append("ghz status codes in the measured runs, summed over rounds: " + "; ".join(parts)
+                         + ". Latency: ghz's percentiles of every call, errors included.")
+        med = res.get("medians", {})
+        peers = [p for p in ("haproxy", "nginx") if med.get(p, {}).get("cpu_total")]
+        if peers and med.get("weir", {}).get("cpu_total"):
+            best = min(peers, key=lambda p: med[p]["cpu_total"])
+            w, b = med["weir"], med[best]
+            user = f"{w['cpu_user'] / b['cpu_user']:.2f}" if w.get("cpu_user") and b.get("cpu_user") else "–"
+            lines.append(f"weir ÷ the better peer ({best}): CPU/call total {w['cpu_total'] / b['cpu_total']:.2f}, "
+                         f"user {user}.")
+        return lines
 
 
 # --------------------------------------------------------------------------
@@ -1275,12 +1379,12 @@ class IdleTcp(IdleMemory):
 
 SCENARIOS = {c.name: c for c in (HttpSmall, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
                                  ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, HttpsSmall, HttpsConn,
-                                 HttpsResume, H2Small)}
+                                 HttpsResume, H2Small, GrpcUnary)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
     "resilience": ["resilience-flap", "resilience-idle", "resilience-rolling"],
     "memory": ["idle-http", "idle-tcp"],
     "tls": ["https-small", "https-conn", "https-resume"],
-    "h2": ["h2-small"],  # grpc-unary to come (issue 18)
+    "h2": ["h2-small", "grpc-unary"],
 }
