@@ -61,6 +61,10 @@ async fn run(a: Args) -> std::io::Result<()> {
         _ = int.recv() => {}
     }
     // Whoever reads stdout may be gone by now: no panic on a closed pipe.
-    let _ = writeln!(std::io::stdout(), "stopping after {} calls", up.calls());
+    let (calls, conns) = (up.calls(), up.connections());
+    let _ = writeln!(
+        std::io::stdout(),
+        "stopping after {calls} calls on {conns} connections"
+    );
     Ok(())
 }
