@@ -574,10 +574,11 @@ class GrpcUnary(Scenario):
         try:
             return super().start(ctx, v, upstreams, tag)
         except BenchError as e:
-            if v.is_weir:  # most likely the pool's `protocol = "h2c"` (see configs/weir-grpc.toml)
+            if v.is_weir:  # say which config, then weir's own error (not its log prefix and path)
                 why = str(e)
-                why = why[why.find("error: "):] if "error: " in why else why  # the config error, not the path
-                raise BenchError(f'weir with [pools.app] protocol = "h2c" did not start: {why}') from None
+                why = why[why.find("error: "):] if "error: " in why else why
+                raise BenchError(f'weir with configs/weir-grpc.toml (pool protocol = "h2c") did not start: '
+                                 f'{why}') from None
             raise
 
     def target(self, ctx) -> str:
