@@ -125,7 +125,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
     pool.shared.budget.deposit(policy.budget_percent);
     let upgrade = parts.headers.contains_key(http::header::UPGRADE);
     let idempotent = idempotent(&parts) && !upgrade;
-    let (replay, mut once) = match body {
+    let (mut replay, mut once) = match body {
         Prepared::Replayable(b) => (Some(b), None),
         Prepared::Once(b) => (None, Some(b)),
     };
@@ -162,6 +162,8 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         let ep = granted.slot.endpoint.clone();
         let index = granted.slot.index;
         info.queued += granted.queued;
+        // A body streamed without waiting keeps a copy while it is small (`Tee`).
+        let tee = once.as_ref().and_then(UpBody::tee);
         let body = match (&replay, once.take()) {
             (Some(b), _) => {
                 ep.metrics.bytes_in.fetch_add(b.len() as u64, Relaxed);
@@ -196,9 +198,12 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             &mut unsent,
         )
         .await;
-        // A streamed body not a byte of which went out can go to the next try.
+        // A streamed body not a byte of which went out can go to the next try; one
+        // whose copy has it whole is replayable from now on.
         if let Some(Payload::Stream(b)) = unsent {
             once = Some(b);
+        } else if let Some(whole) = tee.and_then(|t| t.replay()) {
+            replay = Some(whole);
         }
         let mut free = false;
         let retried_for;
