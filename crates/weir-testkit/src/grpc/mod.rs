@@ -2,7 +2,7 @@
 //! the `weir.test.Echo` service (unary, server, client and bidi streams, on tonic)
 //! and the standard `grpc.health.v1.Health` service, over h2c or h2 with TLS.
 //!
-//! ```ignore
+//! ```text
 //! let up = GrpcUpstream::spawn("a").await?;
 //! let mut c = grpc_client(up.addr()).await?;
 //! let mut req = tonic::Request::new(EchoRequest { message: "hi".into(), ..Default::default() });
