@@ -94,12 +94,21 @@ where
     };
     let (response, mut out) = match stream.send.send_request(req, empty) {
         Ok(x) => x,
-        Err(e) => {
-            // Nothing went out: the connection is closing (GOAWAY) or gone.
+        // Nothing went out: the connection is closing (GOAWAY) or gone.
+        Err(e) if e.is_go_away() || e.is_io() || e.reason().is_some() => {
             stream.conn.retire();
             return Err(SendError {
                 error: e.into(),
                 unsent: Some(payload),
+            });
+        }
+        // h2 refused the request itself (a field HTTP/2 does not allow): no connection
+        // would take it.
+        Err(e) => {
+            tracing::debug!("HTTP/2 request refused by h2: {e}");
+            return Err(SendError {
+                error: Error::Request("a field HTTP/2 does not allow"),
+                unsent: None,
             });
         }
     };
