@@ -28,7 +28,10 @@ pub enum PoolCommand {
         /// Requests (or TCP sessions) in flight per endpoint; 0 = no limit.
         #[arg(long, value_name = "N")]
         max_conn: Option<u64>,
-        /// Active health check: tcp | http | none.
+        /// What weir speaks to the endpoints: http1 | h2c | h2 (h2 needs the pool's tls).
+        #[arg(long, value_name = "P")]
+        protocol: Option<String>,
+        /// Active health check: tcp | http | grpc | none.
         #[arg(long, value_name = "CHECK")]
         health: Option<String>,
         /// Health check interval (`1s`).
@@ -71,6 +74,7 @@ pub fn run(client: &Client, cmd: PoolCommand) -> Result<(), CtlError> {
             endpoints,
             balance,
             max_conn,
+            protocol,
             health,
             interval,
             timeout,
@@ -82,6 +86,9 @@ pub fn run(client: &Client, cmd: PoolCommand) -> Result<(), CtlError> {
             }
             if let Some(n) = max_conn {
                 spec.insert("max_conn".into(), json!(n));
+            }
+            if let Some(p) = protocol {
+                spec.insert("protocol".into(), json!(p));
             }
             let mut h = Map::new();
             for (k, v) in [

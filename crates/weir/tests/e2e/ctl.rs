@@ -685,3 +685,75 @@ async fn certificates_from_a_file_and_from_pem_files_never_show_their_key() {
         .unwrap();
     assert_eq!(h.leaf(), shop.der);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_pool_made_with_ctl_serves_calls_and_a_bad_protocol_names_its_field() {
+    let up = weir_testkit::grpc::GrpcUpstream::spawn("g").await.unwrap();
+    let s = Store::start();
+    let ep = up.addr().to_string();
+    let (code, _, err) = s.ctl(&[
+        "pool",
+        "create",
+        "grpc",
+        "--endpoint",
+        &ep,
+        "--protocol",
+        "http2",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("protocol") && err.contains("http2"), "{err}");
+    s.ok(&[
+        "pool",
+        "create",
+        "grpc",
+        "--endpoint",
+        &ep,
+        "--protocol",
+        "h2c",
+        "--health",
+        "grpc",
+        "--interval",
+        "300ms",
+        "--timeout",
+        "250ms",
+    ]);
+    let listen = free_addr();
+    s.ok(&[
+        "listener",
+        "create",
+        "web",
+        "--bind",
+        &listen.to_string(),
+        "--pool",
+        "grpc",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let reply = loop {
+        let call = async {
+            let mut c = weir_testkit::grpc::grpc_client(listen).await.ok()?;
+            let req = weir_testkit::grpc::EchoRequest {
+                message: "via ctl".into(),
+                ..Default::default()
+            };
+            c.unary(req).await.ok()
+        };
+        match call.await {
+            Some(r) => break r.into_inner(),
+            None if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            None => panic!("no answer through the listener made with ctl"),
+        }
+    };
+    assert_eq!(
+        (reply.message.as_str(), reply.server.as_str()),
+        ("via ctl", "g")
+    );
+    let pools = s.json(&["get", "pools"]);
+    assert_eq!(pools[0]["spec"]["protocol"], "h2c", "{pools}");
+    assert_eq!(pools[0]["spec"]["health"]["check"], "grpc", "{pools}");
+    while up.health_checks() == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(up.health_checks() > 0);
+}
