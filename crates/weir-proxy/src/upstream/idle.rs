@@ -230,9 +230,12 @@ impl IdleConns {
         drop(drained);
     }
 
-    /// Idle HTTP/1 connections, and shared HTTP/2 ones.
+    /// Idle connections: HTTP/1 ones kept, and HTTP/2 ones without a stream.
     pub fn len(&self) -> usize {
-        self.conns.lock().unwrap().len() + self.shared.lock().unwrap().len()
+        let shared = self.shared.lock().unwrap();
+        let h2 = shared.iter().filter(|c| c.is_idle()).count();
+        drop(shared);
+        self.conns.lock().unwrap().len() + h2
     }
 
     pub fn is_empty(&self) -> bool {

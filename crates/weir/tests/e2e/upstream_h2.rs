@@ -18,7 +18,7 @@ use weir_testkit::tls::{server_config, TlsFront};
 use weir_testkit::{HttpUpstream, Latency};
 
 use crate::common::{free_addr, one_pool, Weir};
-use crate::tls_kit::metric;
+use crate::tls_kit::{metric, wait_metric};
 
 fn curl(args: &[&str], url: &str) -> String {
     let out = std::process::Command::new("curl")
@@ -103,7 +103,7 @@ async fn streams_share_connections_up_to_max_streams_per_conn() {
     let listen = free_addr();
     let eps = format!("endpoints = [{{ addr = \"{}\" }}]", up.addr());
     let extra = "protocol = \"h2c\"\nmax_streams_per_conn = 4\nidle_timeout = \"60s\"";
-    let _w = Weir::start(&one_pool(listen, &eps, extra), &[listen]);
+    let w = Weir::start(&one_pool(listen, &eps, extra), &[listen]);
 
     // One after another: one connection carries them all.
     for _ in 0..10 {
@@ -115,6 +115,11 @@ async fn streams_share_connections_up_to_max_streams_per_conn() {
         1,
         "sequential requests share one connection"
     );
+    // It counts as an open upstream connection, and as idle once its streams ended (the
+    // last one ends as its response body is dropped: wait for that).
+    let upstream = |state: &str| format!("weir_connections{{side=\"upstream\",state=\"{state}\"}}");
+    assert_eq!(metric(w.admin, &upstream("open")).await, 1.0);
+    assert_eq!(wait_metric(w.admin, &upstream("idle"), 1.0).await, 1.0);
 
     // 16 at once, each held 300 ms by the backend: at most 4 streams on a connection,
     // so at least 4 connections, and all 16 in flight together at the backend.

@@ -17,6 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
 use crate::clock;
+use crate::metrics::{Held, GLOBAL};
 
 /// Per stream receive window: what one response may have in flight to weir before the
 /// client it goes to takes it.
@@ -89,7 +90,10 @@ where
         .await?;
     let dead = Arc::new(AtomicBool::new(false));
     let ended = dead.clone();
+    // Counted as an open upstream connection while its task runs.
+    let open = Held::new(&GLOBAL.upstream_open);
     tokio::spawn(async move {
+        let _open = open;
         if let Err(e) = conn.await {
             debug!("upstream HTTP/2 connection ended: {e}");
         }
@@ -141,6 +145,11 @@ impl Shared {
     /// Streams opened on it so far.
     pub fn uses(&self) -> u32 {
         self.uses.load(Relaxed)
+    }
+
+    /// Whether no stream is open on it.
+    pub fn is_idle(&self) -> bool {
+        self.active.load(Relaxed) == 0
     }
 
     /// Whether it has had no stream for longer than its idle timeout at `now_ms`.
