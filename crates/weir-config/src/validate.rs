@@ -69,6 +69,13 @@ fn tcp_pools(sink: &mut Sink<'_>, w: &Walked) {
                 format!("{why} (tcp supports round_robin, least_conn, random, p2c, and hash on client_ip)"),
             );
         }
+        // A tcp listener relays bytes: the pool's HTTP version is not its to choose.
+        if p.protocol.is_h2() {
+            sink.warn(
+                span.clone(),
+                format!("pool `{pool}` has an HTTP protocol (h2c/h2), which a tcp listener does not use: it relays the bytes as they come"),
+            );
+        }
     }
 }
 
