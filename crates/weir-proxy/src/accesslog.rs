@@ -34,6 +34,8 @@ pub struct Entry {
     pub listener: Arc<str>,
     pub client: SocketAddr,
     pub method: String,
+    /// The client's HTTP version: `"HTTP/1.1"`, `"HTTP/2"`, `"HTTP/1.0"`.
+    pub protocol: &'static str,
     pub host: String,
     pub path: String,
     pub status: u16,
@@ -52,6 +54,10 @@ pub struct Entry {
     pub tls_version: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sni: Option<Arc<str>>,
+    /// A gRPC call's status, from the answer's head (trailers-only, weir's own answers
+    /// included) or its trailers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc_status: Option<u16>,
 }
 
 impl Entry {
@@ -63,6 +69,7 @@ impl Entry {
             listener,
             client,
             method: String::new(),
+            protocol: "",
             host: String::new(),
             path: String::new(),
             status: 0,
@@ -78,6 +85,7 @@ impl Entry {
             reason: None,
             tls_version: None,
             sni: None,
+            grpc_status: None,
         }
     }
 

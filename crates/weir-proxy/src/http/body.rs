@@ -201,9 +201,15 @@ impl Body for ProxyBody {
                         // free now, not only once the client has the last byte.
                         release(slot, *sent);
                     }
-                    Poll::Ready(Some(Ok(f))) => {
-                        *sent += f.data_ref().map_or(0, |d| d.len() as u64);
-                    }
+                    Poll::Ready(Some(Ok(f))) => match f.data_ref() {
+                        Some(d) => *sent += d.len() as u64,
+                        // A gRPC call's status comes in its trailers.
+                        None => {
+                            if let (Some(r), Some(t)) = (_rec.as_mut(), f.trailers_ref()) {
+                                r.grpc_status(t);
+                            }
+                        }
+                    },
                     Poll::Ready(Some(Err(_))) => cut_short(ret, _rec),
                     Poll::Pending => {}
                 }

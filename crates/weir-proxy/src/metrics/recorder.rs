@@ -24,6 +24,18 @@ pub struct Recorder {
     pub end: Option<Instant>,
 }
 
+impl Recorder {
+    /// Notes the `grpc-status` of trailers for the access log.
+    pub fn grpc_status(&mut self, trailers: &http::HeaderMap) {
+        if let Some((_, e)) = self.access.as_mut() {
+            let status = trailers.get("grpc-status").and_then(|v| v.to_str().ok());
+            if let Some(n) = status.and_then(|v| v.parse().ok()) {
+                e.grpc_status = Some(n);
+            }
+        }
+    }
+}
+
 impl Drop for Recorder {
     fn drop(&mut self) {
         let total = self

@@ -89,6 +89,11 @@ attempts = 0
     assert_eq!(entries.len(), 4, "{entries:#?}");
     let ok = &entries[0];
     assert_eq!(ok["method"], "GET");
+    assert_eq!(ok["protocol"], "HTTP/1.1");
+    assert!(
+        ok.get("grpc_status").is_none(),
+        "only gRPC calls have one: {ok}"
+    );
     assert_eq!(ok["host"], "ok.test");
     assert_eq!(ok["path"], "/hello?x=1");
     assert_eq!(ok["status"], 200);

@@ -166,12 +166,18 @@ endpoints = [{{ addr = "{dead}" }}]
         line.contains("code=\"200\",reason=\"upstream_timeout\"} 1"),
         "{line}"
     );
-    for reason in ["route_not_found", "retries_exhausted", "upstream_timeout"] {
+    for (reason, code) in [
+        ("route_not_found", 12),
+        ("retries_exhausted", 14),
+        ("upstream_timeout", 4),
+    ] {
         let line = text
             .lines()
             .find(|l| l.contains(reason))
             .unwrap_or_else(|| panic!("{reason} in {text}"));
         assert!(line.contains("\"status\":200"), "{line}");
+        assert!(line.contains(&format!("\"grpc_status\":{code}")), "{line}");
+        assert!(line.contains("\"protocol\":\"HTTP/2\""), "{line}");
     }
 }
 
@@ -202,10 +208,12 @@ async fn trailers_pass_from_an_h2_backend_to_an_h2_client() {
         }
     });
     let listen = free_addr();
-    let cfg = crate::common::one_pool(
-        listen,
-        &format!("endpoints = [{{ addr = \"{backend}\" }}]"),
-        "protocol = \"h2c\"",
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let cfg = format!(
+        "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\naccess_log = \"{}\"\n\
+         [pools.app]\nprotocol = \"h2c\"\nendpoints = [{{ addr = \"{backend}\" }}]\n",
+        log.display()
     );
     let _w = Weir::start(&cfg, &[listen]);
     let a = call(listen, "/any.Svc/Call", &[]).await;
@@ -214,4 +222,12 @@ async fn trailers_pass_from_an_h2_backend_to_an_h2_client() {
     let t = a.trailers.expect("trailers");
     assert_eq!(t["grpc-status"], "0");
     assert_eq!(t["x-trailer"], "kept");
+    // The call's status, from the trailers, in its access log line.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut text = String::new();
+    while text.is_empty() && Instant::now() < deadline {
+        text = std::fs::read_to_string(&log).unwrap_or_default();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(text.contains("\"grpc_status\":0"), "{text}");
 }

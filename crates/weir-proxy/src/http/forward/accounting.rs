@@ -61,6 +61,11 @@ impl Accounting {
             entry.sni = tls.sni.clone();
         }
         entry.method = req.method().to_string();
+        entry.protocol = match req.version() {
+            http::Version::HTTP_2 => "HTTP/2",
+            http::Version::HTTP_10 => "HTTP/1.0",
+            _ => "HTTP/1.1",
+        };
         entry.host = host;
         entry.path = req
             .uri()
@@ -104,6 +109,7 @@ impl Accounting {
         let access = self.log.map(|(sink, mut entry)| {
             entry.status = status;
             entry.reason = reason.map(Reason::as_str);
+            entry.grpc_status = crate::http::grpc::head_status(resp.headers());
             (sink, entry)
         });
         let rec = Recorder {
