@@ -7,7 +7,9 @@
 //! offered comes back with the upstream stream inside the response body
 //! (`RecvBody::take_upgraded`). The server codec writes the 101 head and
 //! hands over the client's stream (`Handler::switched`); from then on weir
-//! only relays bytes (`tcp/copy.rs`): it never reads the new protocol.
+//! only relays bytes: it never reads the new protocol. Plain on both sides,
+//! with the TCP proxy's relay (`tcp/relay.rs`: small reads copied, bulk
+//! spliced, zero-copy); through TLS on either side, with `tcp/copy.rs`.
 //!
 //! The relay holds the endpoint slot and the request's recorder until it
 //! ends (one access log line, status 101), is counted in
@@ -36,7 +38,8 @@ use crate::http::forward::ConnCtx;
 use crate::metrics::pool::PoolMetrics;
 use crate::metrics::{Held, GLOBAL};
 use crate::race::race;
-use crate::tcp::copy;
+use crate::tcp::{copy, relay};
+use crate::transport::{ClientStream, UpstreamStream};
 
 /// When the listener is gone from the snapshot by the time of the switch.
 const FALLBACK_IDLE: Duration = weir_config::defaults::UPGRADE_IDLE_TIMEOUT;
@@ -123,8 +126,24 @@ pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Switched) {
         received.fetch_add(rest.len() as u64, Relaxed);
         let timer = tokio::time::sleep(idle);
         tokio::pin!(timer);
-        let client = tokio::io::join(reader, writer);
-        if let Err(e) = copy::relay(client, upstream, idle, &sent, &received, timer).await {
+        // Plain on both sides: the TCP relay's own path, which splices bulk transfers
+        // (zero-copy); through TLS, the generic copy.
+        let relayed = match upstream {
+            UpstreamStream::Plain(up) => match ClientStream::reunite_plain(reader, writer) {
+                Ok(Ok(client)) => relay::relay(client, up, idle, &sent, &received, timer).await,
+                Ok(Err(e)) => Err(e),
+                Err((reader, writer)) => {
+                    let client = tokio::io::join(reader, writer);
+                    let up = UpstreamStream::Plain(up);
+                    copy::relay(client, up, idle, &sent, &received, timer).await
+                }
+            },
+            up => {
+                let client = tokio::io::join(reader, writer);
+                copy::relay(client, up, idle, &sent, &received, timer).await
+            }
+        };
+        if let Err(e) = relayed {
             debug!("upgraded connection ended: {e}");
         }
     };

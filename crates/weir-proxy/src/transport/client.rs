@@ -56,6 +56,23 @@ impl ClientStream {
         }
     }
 
+    /// A plain connection's halves as tokio's `TcpStream` again (for splice), or the
+    /// halves back when they are TLS. The inner error: the socket could not join the
+    /// runtime (it is closed with it).
+    #[allow(clippy::type_complexity)]
+    pub fn reunite_plain(
+        r: ClientReader,
+        w: ClientWriter,
+    ) -> Result<io::Result<tokio::net::TcpStream>, (ClientReader, ClientWriter)> {
+        match (r, w) {
+            (ClientReader::Plain(r), ClientWriter::Plain(w)) => match lazy::reunite(r, w) {
+                Ok(sock) => Ok(tokio::net::TcpStream::from_std(sock)),
+                Err((r, w)) => Err((ClientReader::Plain(r), ClientWriter::Plain(w))),
+            },
+            (r, w) => Err((r, w)),
+        }
+    }
+
     /// The TLS session's details; `None` on a plain connection.
     pub fn tls(&self) -> Option<&TlsInfo> {
         match self {

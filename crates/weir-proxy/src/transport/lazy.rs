@@ -235,6 +235,34 @@ impl WriteHalf {
     }
 }
 
+/// The socket back from its two halves (they must be one socket's), out of the runtime's
+/// epoll set: for a relay that wants tokio's own `TcpStream` (splice).
+pub fn reunite(r: ReadHalf, mut w: WriteHalf) -> Result<TcpStream, (ReadHalf, WriteHalf)> {
+    if !Arc::ptr_eq(&r.inner, &w.inner) {
+        return Err((r, w));
+    }
+    w.shut_on_drop = false;
+    drop(w);
+    match Arc::try_unwrap(r.inner) {
+        Ok(inner) => {
+            let Inner { reg, sock } = inner;
+            // Deregistered while the fd is open (the registration borrows it).
+            drop(reg);
+            Ok(sock)
+        }
+        // Unreachable: the halves hold the only references.
+        Err(inner) => Err((
+            ReadHalf {
+                inner: inner.clone(),
+            },
+            WriteHalf {
+                inner,
+                shut_on_drop: true,
+            },
+        )),
+    }
+}
+
 impl Drop for WriteHalf {
     fn drop(&mut self) {
         if self.shut_on_drop {
@@ -320,6 +348,32 @@ mod tests {
         let mut echo = [0u8; 19];
         c.read_exact(&mut echo).await.unwrap();
         assert_eq!(&echo, b"HTTP/1.1 200 OK\r\n\r\n");
+    }
+
+    /// Halves that waited (registered) reunite into a tokio stream that works, and
+    /// halves of two sockets do not reunite.
+    #[tokio::test]
+    async fn halves_reunite_into_one_tokio_stream() {
+        let (s, mut c) = pair().await;
+        let (mut r, w) = s.into_split();
+        // Nothing was sent: the read must wait, so the socket registers.
+        let mut buf = [0u8; 8];
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(10), r.read(&mut buf));
+        assert!(waited.await.is_err());
+        assert!(registered(&r));
+        let mut t = tokio::net::TcpStream::from_std(reunite(r, w).ok().unwrap()).unwrap();
+        t.write_all(b"back").await.unwrap();
+        let mut buf = [0u8; 4];
+        c.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"back");
+        c.write_all(b"more").await.unwrap();
+        t.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"more");
+
+        let ((a, _ca), (b, _cb)) = (pair().await, pair().await);
+        let (ar, _aw) = a.into_split();
+        let (_br, bw) = b.into_split();
+        assert!(reunite(ar, bw).is_err());
     }
 
     /// A write that finds the send buffer full waits for room, and every
