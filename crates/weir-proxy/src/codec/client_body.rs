@@ -1,7 +1,6 @@
 //! The request body as the pipeline sees it, whatever the client's
-//! protocol: each codec's server body is one variant (HTTP/2's stream
-//! would be another), so the pipeline (`forward`, `upbody`, the tries)
-//! never names a codec.
+//! protocol: each codec's server body is one variant, so the pipeline
+//! (`forward`, `upbody`, the tries) never names a codec.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,9 +11,13 @@ use http_body::{Body, Frame, SizeHint};
 use crate::codec::h1::server;
 use crate::codec::h2;
 
+#[derive(Default)]
 pub enum ClientBody {
     H1(server::ReqBody),
     H2(h2::body::StreamBody),
+    /// No body: an HTTP/2 extended CONNECT's request, whose stream is the tunnel.
+    #[default]
+    Empty,
 }
 
 impl From<h2::body::StreamBody> for ClientBody {
@@ -67,6 +70,7 @@ impl Body for ClientBody {
             ClientBody::H2(b) => Pin::new(b)
                 .poll_frame(cx)
                 .map(|f| f.map(|r| r.map_err(ClientBodyError::H2))),
+            ClientBody::Empty => Poll::Ready(None),
         }
     }
 
@@ -75,6 +79,7 @@ impl Body for ClientBody {
         match self {
             ClientBody::H1(b) => b.is_end_stream(),
             ClientBody::H2(b) => b.is_end_stream(),
+            ClientBody::Empty => true,
         }
     }
 
@@ -83,6 +88,7 @@ impl Body for ClientBody {
         match self {
             ClientBody::H1(b) => b.size_hint(),
             ClientBody::H2(b) => b.size_hint(),
+            ClientBody::Empty => SizeHint::with_exact(0),
         }
     }
 }

@@ -59,7 +59,7 @@ impl Handler for Proxy {
     }
 
     fn switched(&self, body: ProxyBody, client: Switched) -> impl Future<Output = ()> + Send {
-        upgrade::relay(&self.0, body, client)
+        upgrade::relay(&self.0, body, upgrade::Client::H1(client))
     }
 }
 
@@ -81,6 +81,18 @@ impl h2::server::Handler for Proxy {
 
     fn abuse(&self, why: h2::server::Abuse) {
         crate::metrics::h2::abuse(why);
+    }
+
+    fn is_switched(&self, body: &ProxyBody) -> bool {
+        body.is_upgraded()
+    }
+
+    fn tunnel(
+        &self,
+        body: ProxyBody,
+        io: h2::tunnel::Tunnel,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        upgrade::relay(&self.0, body, upgrade::Client::H2(io))
     }
 }
 

@@ -33,6 +33,7 @@ use tracing::debug;
 
 use crate::codec::h1::common::fields::has_token;
 use crate::codec::h1::server::Switched;
+use crate::codec::h2::tunnel::Tunnel;
 use crate::http::body::ProxyBody;
 use crate::http::forward::ConnCtx;
 use crate::metrics::pool::PoolMetrics;
@@ -86,9 +87,16 @@ impl Drop for Upgraded {
     }
 }
 
+/// The client side of a switch: an HTTP/1.1 connection's stream (with what it sent
+/// behind the request head), or an HTTP/2 extended CONNECT's stream (RFC 8441).
+pub enum Client {
+    H1(Switched),
+    H2(Tunnel),
+}
+
 /// Relays a switched connection until both sides are done, it idles out,
 /// or its endpoint is cut.
-pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Switched) {
+pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Client) {
     let Some(up) = body.take_upgrade() else {
         return;
     };
@@ -104,43 +112,65 @@ pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Switched) {
     let _open = Held::new(&GLOBAL.upstream_open);
     let cut = up.endpoint.cut.clone();
     let (sent, received) = (AtomicU64::new(0), AtomicU64::new(0));
-    let Switched {
-        reader,
-        mut writer,
-        read,
-    } = client;
     let mut upstream = up.upgraded.stream;
     let rest = up.upgraded.rest;
     let work = async {
         // Bytes each side sent right behind the handshake come first.
         let early = async {
-            write_flushed(&mut upstream, &read).await?;
-            write_flushed(&mut writer, &rest).await
+            match &client {
+                Client::H1(c) => write_flushed(&mut upstream, &c.read).await,
+                Client::H2(_) => Ok(()),
+            }
         };
-        match tokio::time::timeout(idle, early).await {
-            Ok(Ok(())) => {}
+        let read = match tokio::time::timeout(idle, early).await {
+            Ok(Ok(())) => match &client {
+                Client::H1(c) => c.read.len(),
+                Client::H2(_) => 0,
+            },
             Ok(Err(e)) => return debug!("upgraded connection ended: {e}"),
             Err(_) => return debug!("upgraded connection idled out"),
-        }
-        sent.fetch_add(read.len() as u64, Relaxed);
-        received.fetch_add(rest.len() as u64, Relaxed);
+        };
+        sent.fetch_add(read as u64, Relaxed);
         let timer = tokio::time::sleep(idle);
         tokio::pin!(timer);
-        // Plain on both sides: the TCP relay's own path, which splices bulk transfers
-        // (zero-copy); through TLS, the generic copy.
-        let relayed = match upstream {
-            UpstreamStream::Plain(up) => match ClientStream::reunite_plain(reader, writer) {
-                Ok(Ok(client)) => relay::relay(client, up, idle, &sent, &received, timer).await,
-                Ok(Err(e)) => Err(e),
-                Err((reader, writer)) => {
-                    let client = tokio::io::join(reader, writer);
-                    let up = UpstreamStream::Plain(up);
-                    copy::relay(client, up, idle, &sent, &received, timer).await
+        let relayed = match client {
+            Client::H1(Switched {
+                reader, mut writer, ..
+            }) => {
+                match tokio::time::timeout(idle, write_flushed(&mut writer, &rest)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return debug!("upgraded connection ended: {e}"),
+                    Err(_) => return debug!("upgraded connection idled out"),
                 }
-            },
-            up => {
-                let client = tokio::io::join(reader, writer);
-                copy::relay(client, up, idle, &sent, &received, timer).await
+                received.fetch_add(rest.len() as u64, Relaxed);
+                // Plain on both sides: the TCP relay's own path, which splices bulk
+                // transfers (zero-copy); through TLS, the generic copy.
+                match upstream {
+                    UpstreamStream::Plain(up) => {
+                        match ClientStream::reunite_plain(reader, writer) {
+                            Ok(Ok(c)) => relay::relay(c, up, idle, &sent, &received, timer).await,
+                            Ok(Err(e)) => Err(e),
+                            Err((reader, writer)) => {
+                                let c = tokio::io::join(reader, writer);
+                                let up = UpstreamStream::Plain(up);
+                                copy::relay(c, up, idle, &sent, &received, timer).await
+                            }
+                        }
+                    }
+                    up => {
+                        let c = tokio::io::join(reader, writer);
+                        copy::relay(c, up, idle, &sent, &received, timer).await
+                    }
+                }
+            }
+            Client::H2(mut tunnel) => {
+                match tokio::time::timeout(idle, write_flushed(&mut tunnel, &rest)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return debug!("upgraded connection ended: {e}"),
+                    Err(_) => return debug!("upgraded connection idled out"),
+                }
+                received.fetch_add(rest.len() as u64, Relaxed);
+                copy::relay(tunnel, upstream, idle, &sent, &received, timer).await
             }
         };
         if let Err(e) = relayed {

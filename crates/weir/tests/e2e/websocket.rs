@@ -288,3 +288,69 @@ async fn over_tls_and_closed_by_the_upgrade_idle_timeout() {
     );
     wait_gauge(w.admin, 0.0).await;
 }
+
+/// WebSocket over HTTP/2 (RFC 8441): an h2c client's extended CONNECT reaches the
+/// HTTP/1.1 WebSocket backend as an upgrade; the stream is the socket, both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn websocket_over_http2_extended_connect() {
+    let up = WsUpstream::echo().await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(&cfg(listen, up.addr(), ""), &[listen]);
+    let tcp = TcpStream::connect(listen).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut client = client.ready().await.unwrap();
+    // The server's SETTINGS say whether it takes extended CONNECT; wait for them.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !client.is_extended_connect_protocol_enabled() {
+        assert!(
+            Instant::now() < deadline,
+            "weir never enabled extended CONNECT"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        client = client.ready().await.unwrap();
+    }
+    let mut req = http::Request::builder()
+        .method(http::Method::CONNECT)
+        .uri(format!("http://{listen}/ws"))
+        .header("sec-websocket-version", "13")
+        .body(())
+        .unwrap();
+    req.extensions_mut()
+        .insert(h2::ext::Protocol::from_static("websocket"));
+    let (resp, send) = client.send_request(req, false).unwrap();
+    let resp = resp.await.unwrap();
+    assert_eq!(resp.status(), 200, "{:?}", resp.headers());
+    let io = weir_proxy::codec::h2::tunnel::Tunnel::new(resp.into_body(), send);
+    let mut ws = WebSocketStream::from_raw_socket(
+        io,
+        tokio_tungstenite::tungstenite::protocol::Role::Client,
+        None,
+    )
+    .await;
+    wait_gauge(w.admin, 1.0).await;
+    ws.send(Message::text("over h2")).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(20), ws.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, Message::text("over h2"));
+    // 1 MiB each way, through both flow-control windows.
+    let big = vec![7u8; 1 << 20];
+    ws.send(Message::binary(big.clone())).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(20), ws.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.into_data().len(), big.len());
+    // Closing: the handshake's frames, then the client drops its stream (RST_STREAM),
+    // which ends the relay and frees the upstream socket.
+    ws.close(None).await.unwrap();
+    while let Some(Ok(_)) = ws.next().await {}
+    drop(ws);
+    wait_gauge(w.admin, 0.0).await;
+}

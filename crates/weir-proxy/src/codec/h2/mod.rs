@@ -6,10 +6,14 @@
 //! (and the bytes the HTTP/1 codec read before it saw the preface) into what `h2` drives.
 //! Client side (h2c and h2 pools): `client.rs` is one upstream connection shared by
 //! streams, `exchange.rs` one request on a stream. `body.rs` is a stream's received body,
-//! either side's.
+//! either side's. WebSocket over HTTP/2 (RFC 8441): `websocket.rs` makes an extended
+//! CONNECT into the HTTP/1.1 upgrade the pipeline proxies, `tunnel.rs` is the stream as
+//! the bytes the relay moves.
 
 pub mod body;
 pub mod client;
 pub mod exchange;
 pub mod io;
 pub mod server;
+pub mod tunnel;
+pub mod websocket;

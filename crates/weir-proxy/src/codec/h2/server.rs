@@ -18,18 +18,22 @@ use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::SendResponse;
 use h2::SendStream;
-use http::{header, HeaderMap, Request, Response, Version};
+use http::{header, HeaderMap, Request, Response, StatusCode, Version};
 use http_body::Body;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::body::StreamBody;
 use super::io::Joined;
+use super::tunnel::Tunnel;
+use super::websocket;
 use crate::codec::h1::server::DrainFlags;
 
 /// The proxy as this server sees it.
 pub trait Handler: Sync {
-    type ReqBody: From<StreamBody>;
+    /// A stream's body, or none (`Default`) for an extended CONNECT, whose stream is
+    /// the tunnel.
+    type ReqBody: From<StreamBody> + Default;
     type Body: Body<Data = Bytes> + Unpin + Send;
     fn call(
         &self,
@@ -42,6 +46,18 @@ pub trait Handler: Sync {
 
     /// The connection was closed with GOAWAY for abusing the protocol.
     fn abuse(&self, _why: Abuse) {}
+
+    /// Whether `body` is a `101`'s, holding an upstream connection that switched
+    /// protocols (for an extended CONNECT made into an HTTP/1.1 upgrade).
+    fn is_switched(&self, _body: &Self::Body) -> bool {
+        false
+    }
+
+    /// Relays the tunnel of an extended CONNECT whose upgrade `body` carries, until
+    /// either side ends it.
+    fn tunnel(&self, _body: Self::Body, _io: Tunnel) -> impl Future<Output = ()> + Send + '_ {
+        async {}
+    }
 }
 
 /// Why a client was sent GOAWAY.
@@ -103,7 +119,9 @@ pub async fn run<H: Handler>(
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .max_pending_accept_reset_streams(MAX_PENDING_RESETS)
-        .max_local_error_reset_streams(Some(MAX_ERROR_RESETS));
+        .max_local_error_reset_streams(Some(MAX_ERROR_RESETS))
+        // WebSocket over HTTP/2 (RFC 8441): SETTINGS_ENABLE_CONNECT_PROTOCOL.
+        .enable_connect_protocol();
     let mut conn = match builder.handshake::<_, Bytes>(io).await {
         Ok(c) => c,
         Err(e) => {
@@ -205,13 +223,24 @@ async fn stream<H: Handler>(
 where
     <H::Body as Body>::Error: Display,
 {
-    let (parts, recv) = req.into_parts();
-    let length = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
-    let req = Request::from_parts(parts, StreamBody::new(recv, length).into());
+    let (mut parts, recv) = req.into_parts();
+    // A WebSocket's extended CONNECT goes through the pipeline as the HTTP/1.1 upgrade
+    // it stands for; its stream is kept for the tunnel.
+    let (req, tunnel) = match websocket::as_upgrade(&mut parts) {
+        true => (
+            Request::from_parts(parts, H::ReqBody::default()),
+            Some(recv),
+        ),
+        false => {
+            let length = parts
+                .headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok());
+            let body = StreamBody::new(recv, length).into();
+            (Request::from_parts(parts, body), None)
+        }
+    };
     let resp = {
         let mut call = pin!(handler.call(req));
         poll_fn(|cx| {
@@ -230,6 +259,20 @@ where
         debug!("HTTP/2 stream reset by the client before its response");
         return End::Reset;
     };
+    if let Some(recv) = tunnel {
+        if resp.status() == StatusCode::SWITCHING_PROTOCOLS && handler.is_switched(resp.body()) {
+            let (head, body) = resp.into_parts();
+            let send = match respond.send_response(websocket::accepted(&head.headers), false) {
+                Ok(s) => s,
+                Err(e) => {
+                    debug!("HTTP/2 tunnel not opened: {e}");
+                    return End::Reset;
+                }
+            };
+            handler.tunnel(body, Tunnel::new(recv, send)).await;
+            return End::Done;
+        }
+    }
     let (mut head, mut body) = resp.into_parts();
     head.version = Version::HTTP_2;
     strip_connection_fields(&mut head.headers);
