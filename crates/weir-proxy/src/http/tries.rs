@@ -199,10 +199,14 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         )
         .await;
         // A streamed body not a byte of which went out can go to the next try; one
-        // whose copy has it whole is replayable from now on.
+        // whose copy has it whole is replayable, should a retry need it.
+        let may_retry = match &outcome {
+            Ok(Answer(_, _, retry_status)) => *retry_status,
+            Err(_) => true,
+        };
         if let Some(Payload::Stream(b)) = unsent {
             once = Some(b);
-        } else if let Some(whole) = tee.and_then(|t| t.replay()) {
+        } else if let Some(whole) = tee.filter(|_| may_retry).and_then(|t| t.replay()) {
             replay = Some(whole);
         }
         let mut free = false;
