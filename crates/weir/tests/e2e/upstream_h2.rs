@@ -372,3 +372,62 @@ async fn max_conn_caps_streams_and_the_rest_queue() {
     assert_eq!(up.max_in_flight(), 2);
     assert_eq!(up.requests(), 8);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_requests_per_conn_retires_a_shared_connection() {
+    let up = HttpUpstream::builder("a").h2c().spawn().await.unwrap();
+    let listen = free_addr();
+    let eps = format!("endpoints = [{{ addr = \"{}\" }}]", up.addr());
+    let extra = "protocol = \"h2c\"\nmax_requests_per_conn = 3";
+    let _w = Weir::start(&one_pool(listen, &eps, extra), &[listen]);
+    for _ in 0..9 {
+        let r = weir_testkit::client::get(listen, "/").await.unwrap();
+        assert_eq!(r.status, 200);
+    }
+    // Three streams each: the log's connection numbers say which carried what.
+    let conns: Vec<u64> = up.log().iter().map(|r| r.conn_id).collect();
+    assert_eq!(conns, [0, 0, 0, 1, 1, 1, 2, 2, 2], "{conns:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_endpoints_streams_finish_on_its_shared_connection() {
+    let slow = Latency::Fixed(Duration::from_millis(1500));
+    let a = HttpUpstream::builder("a")
+        .h2c()
+        .latency(slow)
+        .spawn()
+        .await
+        .unwrap();
+    let b = HttpUpstream::builder("b").h2c().spawn().await.unwrap();
+    let listen = free_addr();
+    let cfg = |eps: &str| {
+        format!(
+            "[global]\ndrain_grace = \"20s\"\n{}",
+            one_pool(listen, eps, "protocol = \"h2c\"")
+        )
+    };
+    let w = Weir::start(
+        &cfg(&format!("endpoints = [{{ addr = \"{}\" }}]", a.addr())),
+        &[listen],
+    );
+    // Three streams in flight on a's connection.
+    let calls: Vec<_> = (0..3)
+        .map(|_| tokio::spawn(weir_testkit::client::get(listen, "/")))
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while a.in_flight() < 3 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(a.in_flight(), 3);
+    // a is replaced by b: its streams finish (drain), new requests go to b.
+    w.reload(&cfg(&format!(
+        "endpoints = [{{ addr = \"{}\" }}]",
+        b.addr()
+    )));
+    let r = weir_testkit::client::get(listen, "/").await.unwrap();
+    assert_eq!(r.text(), "b\n");
+    for c in calls {
+        let r = c.await.unwrap().unwrap();
+        assert_eq!((r.status.as_u16(), r.text()), (200, "a\n".to_string()));
+    }
+}
