@@ -182,7 +182,7 @@ endpoints = [{{ addr = "{}" }}]
 async fn the_grpc_health_check_takes_a_not_serving_server_out() {
     let a = GrpcUpstream::spawn("a").await.unwrap();
     let b = GrpcUpstream::spawn("b").await.unwrap();
-    let health = "health = { check = \"grpc\", service = \"weir.test.Echo\", interval = \"200ms\", timeout = \"150ms\", rise = 1, fall = 1 }";
+    let health = "health = { check = \"grpc\", service = \"weir.test.Echo\", interval = \"1s\", timeout = \"900ms\", rise = 1, fall = 1 }";
     a.set_serving("weir.test.Echo", true).await;
     b.set_serving("weir.test.Echo", true).await;
     let (w, listen) = front(&[&a, &b], health);
