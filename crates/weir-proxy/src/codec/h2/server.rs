@@ -5,7 +5,10 @@
 //! defends against rapid reset (streams reset before weir accepted them are bounded,
 //! CVE-2023-44487) and CONTINUATION floods (CVE-2024-27316). A drain sends GOAWAY with the
 //! last stream id; streams in flight finish. A stream the client resets while its request
-//! is in flight cancels the request, as a client closing an HTTP/1 connection does.
+//! is in flight cancels the request, as a client closing an HTTP/1 connection does. An
+//! idle connection gets GOAWAY before its close. A WebSocket extended CONNECT (RFC 8441)
+//! goes through the handler as an HTTP/1.1 upgrade (`websocket.rs`) and, once switched,
+//! its stream is the tunnel the handler relays (`tunnel.rs`).
 
 use std::fmt::Display;
 use std::future::{poll_fn, Future};
@@ -99,6 +102,7 @@ const MAX_ERROR_RESETS: usize = 1024;
 
 /// Serves the connection until the client closes it, an error ends it, or a drain's GOAWAY
 /// has let every stream finish.
+///
 /// `idle` is cancelled when the connection has been idle too long: GOAWAY (NO_ERROR, the
 /// last stream id) goes out before the close, so a client whose new stream crossed it
 /// knows the stream was not processed and may send it again.
