@@ -1,5 +1,6 @@
 //! Log output: human-readable lines on stderr, filtered by `RUST_LOG`
-//! (default `info`).
+//! (default `info`). Release builds stop at `debug`: trace-level events are compiled
+//! out (the workspace's `tracing` dependency, for HTTP/2's CPU).
 
 use tracing_subscriber::EnvFilter;
 
