@@ -76,7 +76,13 @@ pub struct Granted {
 /// Takes a slot on an endpoint of `pool`, waiting in the queue if needed.
 /// Errors: `NoHealthyEndpoint` (no endpoint at all), `QueueFull`,
 /// `QueueTimeout`.
-pub async fn acquire<P: Pool>(pool: &Arc<P>, key: &PickKey) -> Result<Granted, Reason> {
+/// `deadline`: the request's own (a gRPC call's `grpc-timeout`), which cuts a queue
+/// wait short of the pool's `queue_timeout` (the answer is then `queue_timeout` too).
+pub async fn acquire<P: Pool>(
+    pool: &Arc<P>,
+    key: &PickKey,
+    deadline: Option<Instant>,
+) -> Result<Granted, Reason> {
     let limits = pool.limits();
     if !limits.limited() {
         let filter = pool.health_filter(key);
@@ -102,7 +108,10 @@ pub async fn acquire<P: Pool>(pool: &Arc<P>, key: &PickKey) -> Result<Granted, R
     };
     // Dropping the ticket (client gone, timeout) leaves the queue at once.
     let mut ticket = rx;
-    match tokio::time::timeout(limits.queue_timeout, &mut ticket.rx).await {
+    let wait = deadline.map_or(limits.queue_timeout, |d| {
+        limits.queue_timeout.min(d.saturating_duration_since(start))
+    });
+    match tokio::time::timeout(wait, &mut ticket.rx).await {
         Ok(Ok(slot)) => {
             ticket.done();
             let queued = start.elapsed();

@@ -140,7 +140,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
     // written, which may not be retried.
     let mut fresh_only = upgrade;
     loop {
-        let granted = match capacity::acquire(pool, &key).await {
+        let granted = match capacity::acquire(pool, &key, deadline).await {
             Ok(g) => g,
             Err(reason) if tries == 0 => {
                 return Ended::Failed {

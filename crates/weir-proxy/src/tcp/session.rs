@@ -167,7 +167,7 @@ async fn connect_any(
         if (0..pool.endpoints.len()).all(|i| key.avoids(i)) {
             break;
         }
-        let granted = capacity::acquire(pool, &key).await?;
+        let granted = capacity::acquire(pool, &key, None).await?;
         let ep = granted.slot.endpoint.clone();
         let started = std::time::Instant::now();
         timer

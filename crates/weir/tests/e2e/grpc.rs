@@ -282,3 +282,43 @@ async fn on_grpc_status_retries_idempotent_calls_only() {
     assert_eq!(status.code(), Code::Unavailable);
     assert_eq!(a.calls() + b.calls(), 3, "tried once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calls_deadline_also_caps_its_wait_in_the_queue() {
+    let up = GrpcUpstream::spawn("a").await.unwrap();
+    let (_w, listen) = front(
+        &[&up],
+        "max_conn = 1\nmax_queue = 10\nqueue_timeout = \"30s\"",
+    );
+    // One call holds the only slot for 5 s.
+    let mut holder = grpc_client(listen).await.unwrap();
+    let held = tokio::spawn(async move {
+        holder
+            .unary(EchoRequest {
+                delay_ms: 5_000,
+                ..msg("hold")
+            })
+            .await
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while up.calls() == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(up.calls(), 1);
+    // The next waits in the queue, but only until its own deadline (500 ms), not the
+    // pool's 30 s: RESOURCE_EXHAUSTED from weir, and the call never reached the server.
+    let mut raw = grpc_client_raw(listen).unwrap();
+    let mut req = Request::new(msg("queued"));
+    req.set_timeout(Duration::from_millis(500));
+    let started = Instant::now();
+    let status = raw.unary(req).await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(
+        (status.code(), status.message()),
+        (Code::ResourceExhausted, "queue_timeout")
+    );
+    // Well before the pool's 30 s (and the holder's 5 s).
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    assert_eq!(up.calls(), 1);
+    held.abort();
+}
