@@ -55,6 +55,8 @@ pub(crate) struct PoolTlsAt {
     pub ca: Option<Span>,
     pub cert: Option<Span>,
     pub key: Option<Span>,
+    /// The `alpn` value, when it is a list.
+    pub alpn: Option<Span>,
 }
 
 pub(crate) fn listener(
@@ -261,6 +263,7 @@ pub(crate) fn pool(
                 }
             }
             tls.alpn = Some(list);
+            at.alpn = Some(v.span());
         }
     }
     if let Some(v) = t.choice(sink, "min_version", VERSIONS) {

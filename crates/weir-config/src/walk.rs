@@ -730,6 +730,17 @@ fn upstream_protocol(
             }
         }
     }
+    // An h2 pool whose `alpn` list leaves out `h2`: an endpoint that picks from the list
+    // fails every connect. (An http1 pool's list may serve tcp listeners: not judged.)
+    let offered = p.tls.as_ref().and_then(|t| t.alpn.as_ref());
+    if let (true, Some(list), Some(span)) = (p.protocol.is_h2(), offered, at.tls.alpn.clone()) {
+        if !list.iter().any(|a| a == "h2") {
+            sink.warn(
+                span,
+                "this pool speaks HTTP/2 (protocol = \"h2\") but its tls alpn does not offer \"h2\": an endpoint that picks one of these fails every connect",
+            );
+        }
+    }
     if p.health.check == HealthCheck::Grpc && !p.protocol.is_h2() {
         let span = at.health_check.clone().unwrap_or_default();
         sink.error(

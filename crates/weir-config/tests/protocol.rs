@@ -42,6 +42,21 @@ fn protocols_and_streams_per_connection() {
         "server_name = \"a.internal\"",
     ]);
     assert_eq!(ok(&tls).config.pools["app"].protocol, UpstreamProtocol::H2);
+    // An h2 pool's alpn list must offer h2.
+    let w = warnings(&with(&[
+        "protocol = \"h2\"",
+        "[pools.app.tls]",
+        "alpn = [\"http/1.1\"]",
+    ]));
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert_eq!((w[0].0, w[0].1), (8, 8));
+    assert!(w[0].2.contains("does not offer \"h2\""), "{w:#?}");
+    let w = warnings(&with(&[
+        "protocol = \"h2\"",
+        "[pools.app.tls]",
+        "alpn = [\"h2\", \"http/1.1\"]",
+    ]));
+    assert!(w.is_empty(), "{w:#?}");
     one_error(
         &with(&["protocol = \"http2\""]),
         6,
