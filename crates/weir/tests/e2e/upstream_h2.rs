@@ -427,3 +427,42 @@ async fn a_removed_endpoints_streams_finish_on_its_shared_connection() {
         assert_eq!((r.status.as_u16(), r.text()), (200, "a\n".to_string()));
     }
 }
+
+#[test]
+fn weir_check_warns_of_protocol_settings_that_do_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.toml");
+    std::fs::write(
+        &path,
+        "[listeners.db]\nbind = \"127.0.0.1:0\"\nprotocol = \"tcp\"\npool = \"app\"\n\
+         [pools.app]\nendpoints = [{ addr = \"127.0.0.1:9\" }]\nprotocol = \"h2\"\n\
+         [pools.app.tls]\nalpn = [\"http/1.1\"]\n\
+         [pools.web]\nendpoints = [{ addr = \"127.0.0.1:9\" }]\nmax_streams_per_conn = 8\n\
+         health = { check = \"http\", service = \"x\" }\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+        .arg("check")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    // Warnings only: the file is accepted.
+    assert!(out.status.success(), "{text}");
+    for (at, says) in [
+        ("weir.toml:4:8", "a tcp listener does not use"),
+        ("weir.toml:9:8", "does not offer \"h2\""),
+        ("weir.toml:12:1", "max_streams_per_conn has no effect"),
+        (
+            "weir.toml:13:29",
+            "service has no effect unless check = \"grpc\"",
+        ),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(at))
+            .unwrap_or_else(|| panic!("{at} in {text}"));
+        assert!(line.contains("warning") && line.contains(says), "{line}");
+    }
+}

@@ -62,7 +62,7 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBo
     let busy = ctx.state.begin_request();
     let mut acct = Accounting::default();
     let grpc = grpc::is_grpc(req.headers());
-    let mut resp = forward(ctx, req, start, &mut acct).await;
+    let mut resp = forward(ctx, req, start, grpc, &mut acct).await;
     if grpc && resp.body().is_generated() {
         grpc::own_answer(&mut resp, acct.reason());
     }
@@ -75,6 +75,7 @@ async fn forward(
     ctx: &ConnCtx,
     req: Request<ClientBody>,
     start: Instant,
+    grpc: bool,
     acct: &mut Accounting,
 ) -> Response<ProxyBody> {
     let routed = match route::route(ctx, &req, acct) {
@@ -87,7 +88,7 @@ async fn forward(
     }
     // HSTS only means something over TLS (browsers ignore it on plain HTTP).
     let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());
-    let mut resp = proxy(ctx, req, routed, start, acct).await;
+    let mut resp = proxy(ctx, req, routed, start, grpc, acct).await;
     if let Some(v) = hsts {
         resp.headers_mut()
             .insert(http::header::STRICT_TRANSPORT_SECURITY, v);
@@ -100,6 +101,7 @@ async fn proxy(
     mut req: Request<ClientBody>,
     routed: Routed,
     start: Instant,
+    grpc: bool,
     acct: &mut Accounting,
 ) -> Response<ProxyBody> {
     let Routed {
@@ -121,7 +123,6 @@ async fn proxy(
         endpoint: None,
     };
     // A gRPC call's deadline, from its arrival.
-    let grpc = grpc::is_grpc(req.headers());
     let deadline = grpc
         .then(|| grpc::timeout(req.headers()))
         .flatten()
