@@ -455,7 +455,7 @@ fn weir_check_warns_of_protocol_settings_that_do_nothing() {
         ("weir.toml:9:8", "does not offer \"h2\""),
         ("weir.toml:12:1", "max_streams_per_conn has no effect"),
         (
-            "weir.toml:13:29",
+            "weir.toml:13:28",
             "service has no effect unless check = \"grpc\"",
         ),
     ] {
