@@ -191,6 +191,7 @@ impl Default for crate::Config {
             routes: Default::default(),
             pools: Default::default(),
             certificates: Default::default(),
+            filters: Default::default(),
         }
     }
 }

@@ -56,10 +56,11 @@ pub(crate) fn parse(raw: &str) -> Result<HostMatch, String> {
 
 /// A value weir can send as a Host header: a host name, an IPv4 address or a
 /// bracketed IPv6 address, optionally followed by `:PORT`. Kept as written.
-pub(crate) fn header_value(raw: &str) -> Result<(), String> {
-    let bad = |why: String| Err(format!("invalid health host \"{raw}\": {why}"));
+/// `what` names the key in messages ("health host").
+pub(crate) fn header_value(raw: &str, what: &str) -> Result<(), String> {
+    let bad = |why: String| Err(format!("invalid {what} \"{raw}\": {why}"));
     if raw.is_empty() {
-        return Err("health host is empty; omit `host` to send the endpoint's address".into());
+        return Err(format!("{what} is empty"));
     }
     if let Some(c) = raw
         .chars()
@@ -154,7 +155,7 @@ mod tests {
             "localhost",
             "a_b-c",
         ] {
-            assert_eq!(header_value(s), Ok(()), "{s:?}");
+            assert_eq!(header_value(s, "health host"), Ok(()), "{s:?}");
         }
         for (s, why) in [
             ("", "empty"),
@@ -173,7 +174,7 @@ mod tests {
             ("a..b", "empty label"),
             ("a*.b", "`*` is not allowed"),
         ] {
-            let err = header_value(s).unwrap_err();
+            let err = header_value(s, "health host").unwrap_err();
             assert!(err.contains(why), "{s:?}: {err}");
         }
     }

@@ -12,6 +12,7 @@ pub mod model;
 mod addr;
 mod certificate;
 mod duration;
+pub mod filter;
 mod host;
 mod input;
 mod json;
@@ -25,6 +26,7 @@ mod validate;
 mod walk;
 
 pub use addr::is_loopback;
+pub use filter::Filter;
 pub use input::{read_source, read_token, TokenError, MAX_CONFIG_BYTES, MAX_TOKEN_BYTES};
 pub use model::*;
 pub use resources::{FieldProblem, ResourceChange, ResourceKind, Resources};

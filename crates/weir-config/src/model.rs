@@ -17,6 +17,8 @@ pub struct Config {
     pub pools: BTreeMap<String, Pool>,
     /// `[certificates.NAME]`: certificates in the config itself, attached to TLS listeners.
     pub certificates: BTreeMap<String, CertificateResource>,
+    /// `[filters.NAME]`: steps that routes chain by name (`filters = [...]`).
+    pub filters: BTreeMap<String, crate::filter::Filter>,
 }
 
 /// `[global]`: process-wide settings.
@@ -180,6 +182,9 @@ pub struct Route {
     /// `Strict-Transport-Security` value added to responses, e.g.
     /// `max-age=31536000`. (http)
     pub hsts: Option<String>,
+    /// The filters a request through this route passes, in order (names of `[filters.NAME]`);
+    /// their response phases run in the reverse order. (http)
+    pub filters: Vec<String>,
 }
 
 /// A route's host pattern, lower-cased, without port.

@@ -68,6 +68,16 @@ impl<'s> Sink<'s> {
         self.push(Severity::Error, span, msg.into());
     }
 
+    /// How many errors were reported so far (a reader compares before and after).
+    pub(crate) fn errors(&self) -> usize {
+        self.syntax.len()
+            + self
+                .found
+                .iter()
+                .filter(|f| f.severity == Severity::Error)
+                .count()
+    }
+
     pub(crate) fn warn(&mut self, span: Span, msg: impl Into<String>) {
         self.push(Severity::Warning, span, msg.into());
     }
@@ -408,4 +418,48 @@ pub(crate) fn addr_value(sink: &mut Sink<'_>, v: &Val<'_>, usage: addr::Use) -> 
             None
         }
     }
+}
+
+/// The number of items, if `v` is an array.
+pub(crate) fn array_len(v: &Val<'_>) -> Option<usize> {
+    match v.get_ref() {
+        DeValue::Array(a) => Some(a.len()),
+        _ => None,
+    }
+}
+
+/// A size in bytes: an integer, or a string with a unit (`"512KiB"`, `"10MiB"`, `"1GB"`;
+/// `k`, `m`, `g` alone are binary, as nginx reads them).
+pub(crate) fn size(v: &Val<'_>) -> Result<u64, String> {
+    if let Some(n) = integer_value(v.get_ref()) {
+        return u64::try_from(n).map_err(|_| format!("{n} is negative"));
+    }
+    let DeValue::String(s) = v.get_ref() else {
+        return Err(format!(
+            "expected a size like \"10MiB\" or an integer, found {}",
+            a_type(v.get_ref())
+        ));
+    };
+    let s = s.trim();
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size like \"10MiB\""))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "k" | "K" => 1 << 10,
+        "MiB" | "m" | "M" => 1 << 20,
+        "GiB" | "g" | "G" => 1 << 30,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        u => {
+            return Err(format!(
+                "unknown unit {u:?} (use B, KiB, MiB, GiB, KB, MB or GB)"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }

@@ -28,6 +28,8 @@ pub enum ResourceKind {
     /// Named `POOL/ADDR`.
     Endpoint,
     Certificate,
+    /// `[filters.NAME]`: a step routes chain by name.
+    Filter,
 }
 
 /// One resource written (`Some(spec)`) or deleted (`None`).
@@ -64,6 +66,7 @@ enum Saved {
     Pool(Option<Box<(Pool, PoolAt)>>),
     Endpoint(Option<Endpoint>),
     Certificate(Option<Box<(CertificateResource, CertificateAt)>>),
+    Filter(Option<(Option<crate::Filter>, crate::filter::FilterAt)>),
 }
 
 impl Resources {
@@ -177,6 +180,7 @@ impl Resources {
             ResourceKind::Route => ("routes", "route"),
             ResourceKind::Pool => ("pools", "pool"),
             ResourceKind::Certificate => ("certificates", "certificate"),
+            ResourceKind::Filter => ("filters", "filter"),
             ResourceKind::Endpoint => {
                 let (pool, addr) = pool_of(name);
                 let path = format!("pools/{pool}/endpoints/{addr}");
@@ -232,6 +236,13 @@ impl Resources {
                 w.config.certificates.insert(name.to_owned(), c);
                 w.certificates.insert(name.to_owned(), at);
             }
+            ResourceKind::Filter => {
+                let (f, at) = crate::filter::read(sink, name, &t);
+                if let Some(f) = f {
+                    w.config.filters.insert(name.to_owned(), f);
+                }
+                w.filters.insert(name.to_owned(), at);
+            }
             ResourceKind::Endpoint => unreachable!("read above"),
         }
     }
@@ -267,6 +278,10 @@ impl Resources {
                     .zip(w.certificates.remove(name))
                     .map(Box::new),
             ),
+            ResourceKind::Filter => {
+                let f = w.config.filters.remove(name);
+                Saved::Filter(w.filters.remove(name).map(|at| (f, at)))
+            }
         }
     }
 
@@ -291,6 +306,12 @@ impl Resources {
                 let (c, at) = *b;
                 w.config.certificates.insert(name.clone(), c);
                 w.certificates.insert(name, at);
+            }
+            Saved::Filter(Some((f, at))) => {
+                if let Some(f) = f {
+                    w.config.filters.insert(name.clone(), f);
+                }
+                w.filters.insert(name, at);
             }
             Saved::Endpoint(Some(e)) => {
                 let (pool, addr) = pool_of(&name);

@@ -17,6 +17,7 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     tcp_pools(sink, w);
     crate::tls::check(sink, w);
     crate::certificate::check(sink, w);
+    crate::filter::check(sink, w);
 }
 
 /// A tcp listener knows no requests: no headers, cookies or paths, and no
@@ -83,7 +84,7 @@ fn tcp_pools(sink: &mut Sink<'_>, w: &Walked) {
 const LISTED_NAMES: usize = 10;
 
 /// "no pool named `ap`, did you mean `app`?" with some existing names as fallback.
-fn missing(kind: &str, plural: &str, name: &str, existing: Vec<&str>) -> String {
+pub(crate) fn missing(kind: &str, plural: &str, name: &str, existing: Vec<&str>) -> String {
     let hint = match suggest::closest(name, existing.iter().copied()) {
         Some(s) => format!(", did you mean `{s}`?"),
         None if existing.is_empty() => format!(" (no {plural} are defined)"),

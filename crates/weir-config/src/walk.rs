@@ -10,6 +10,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::addr::Use;
 use crate::certificate::{self, CertificateAt};
+use crate::filter::FilterAt;
 use crate::read::{self, Fields, Sink, Span};
 use crate::tls::{ListenerTlsAt, PoolTlsAt};
 use crate::{defaults, host, tls};
@@ -25,6 +26,7 @@ const ROOT_KEYS: &[&str] = &[
     "routes",
     "pools",
     "certificates",
+    "filters",
 ];
 const GLOBAL_KEYS: &[&str] = &["drain_grace"];
 const ADMIN_KEYS: &[&str] = &["listen", "token_file"];
@@ -49,6 +51,7 @@ const ROUTE_KEYS: &[&str] = &[
     "https_redirect",
     "https_port",
     "hsts",
+    "filters",
 ];
 const POOL_KEYS: &[&str] = &[
     "balance",
@@ -162,6 +165,9 @@ pub(crate) struct Walked {
     pub routes: BTreeMap<String, RouteAt>,
     pub pools: BTreeMap<String, PoolAt>,
     pub certificates: BTreeMap<String, CertificateAt>,
+    /// Every filter written, read or not, so a route naming one that does not read is not
+    /// also told it does not exist.
+    pub filters: BTreeMap<String, FilterAt>,
 }
 
 #[derive(Clone)]
@@ -185,6 +191,8 @@ pub(crate) struct RouteAt {
     /// `https_redirect = true`, `hsts`.
     pub https_redirect: Option<Span>,
     pub hsts: Option<Span>,
+    /// Each name in `filters`, in order.
+    pub filters: Vec<Span>,
     /// host and path_prefix both valid (or defaulted), so duplicates can be judged.
     pub matcher_ok: bool,
 }
@@ -214,6 +222,7 @@ pub(crate) fn empty() -> Walked {
         routes: BTreeMap::new(),
         pools: BTreeMap::new(),
         certificates: BTreeMap::new(),
+        filters: BTreeMap::new(),
     }
 }
 
@@ -253,6 +262,13 @@ pub(crate) fn document(sink: &mut Sink<'_>, doc: &DeTable<'_>, root_span: Span) 
         let (c, at) = certificate::read(sink, name, &t, now, certificate::Dates::Refuse);
         w.config.certificates.insert(name.to_string(), c);
         w.certificates.insert(name.to_string(), at);
+    }
+    for (name, _, t) in resources(sink, &root, "filters", "filter") {
+        let (f, at) = crate::filter::read(sink, name, &t);
+        if let Some(f) = f {
+            w.config.filters.insert(name.to_string(), f);
+        }
+        w.filters.insert(name.to_string(), at);
     }
     w
 }
@@ -472,6 +488,7 @@ pub(crate) fn route(
         https_redirect: false,
         https_port: 443,
         hsts: None,
+        filters: Vec::new(),
     };
     let mut at = RouteAt {
         name: name_span,
@@ -481,6 +498,7 @@ pub(crate) fn route(
         sni: None,
         https_redirect: None,
         hsts: None,
+        filters: Vec::new(),
         matcher_ok: true,
     };
 
@@ -561,6 +579,16 @@ pub(crate) fn route(
             }
         }
     }
+    if let Some(v) = t.get("filters") {
+        if let Some(items) = read::array(sink, v) {
+            for item in items.iter() {
+                if let Some(s) = read::string(sink, item) {
+                    r.filters.push(s.to_string());
+                    at.filters.push(item.span());
+                }
+            }
+        }
+    }
     (r, at)
 }
 
@@ -588,7 +616,7 @@ fn check_hsts(s: &str) -> Result<(), String> {
 }
 
 /// A path as written in a request target: absolute, no query, no fragment.
-fn check_path(p: &str) -> Result<(), String> {
+pub(crate) fn check_path(p: &str) -> Result<(), String> {
     if !p.starts_with('/') {
         return Err(format!("it must start with `/`, as in \"/{}\"", p));
     }
@@ -929,7 +957,11 @@ fn health(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Health {
     }
     if let Some(v) = t.get("host") {
         if let Some(s) = read::string(sink, v) {
-            match host::header_value(s) {
+            let checked = host::header_value(s, "health host").map_err(|e| match s.is_empty() {
+                true => format!("{e}; omit `host` to send the endpoint's address"),
+                false => e,
+            });
+            match checked {
                 Ok(()) => {
                     h.host = Some(s.to_string());
                     http_keys.push("host");

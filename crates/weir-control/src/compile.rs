@@ -146,6 +146,7 @@ fn kind_of(k: Kind) -> ResourceKind {
         Kind::Pool => ResourceKind::Pool,
         Kind::Endpoint => ResourceKind::Endpoint,
         Kind::Certificate => ResourceKind::Certificate,
+        Kind::Filter => ResourceKind::Filter,
     }
 }
 

@@ -390,6 +390,7 @@ fn apply_error_field(config: &Config, e: ApplyError) -> FieldError {
             .map(|(n, _)| format!("listeners/{n}/access_log")),
         ApplyError::Tls(t) => Some(format!("listeners/{}/tls", t.listener())),
         ApplyError::PoolTls { pool, .. } => Some(format!("pools/{pool}/tls")),
+        ApplyError::Filter(f) => Some(format!("filters/{}", f.name)),
         ApplyError::Start(_) => None,
     };
     FieldError {

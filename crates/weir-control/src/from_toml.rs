@@ -24,7 +24,7 @@ pub enum FromTomlError {
     Endpoint { pool: String, reason: String },
 }
 
-/// The listeners, routes, pools, endpoints and certificates of `source`. `[admin]` and `[global]` are
+/// The listeners, routes, pools, endpoints, certificates and filters of `source`. `[admin]` and `[global]` are
 /// process settings, not resources, and are left out.
 pub fn specs(source: &str) -> Result<Specs, FromTomlError> {
     let doc: toml::Table = source.parse()?;
@@ -34,6 +34,7 @@ pub fn specs(source: &str) -> Result<Specs, FromTomlError> {
         ("routes", Kind::Route),
         ("pools", Kind::Pool),
         ("certificates", Kind::Certificate),
+        ("filters", Kind::Filter),
     ] {
         let Some(tables) = doc.get(section) else {
             continue;

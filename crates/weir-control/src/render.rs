@@ -73,6 +73,7 @@ pub fn render(state: &State, preamble: &str) -> Rendered {
         (Kind::Route, "routes"),
         (Kind::Pool, "pools"),
         (Kind::Certificate, "certificates"),
+        (Kind::Filter, "filters"),
     ] {
         for (name, v) in state.of_kind(kind) {
             let path = format!("{section}/{name}");

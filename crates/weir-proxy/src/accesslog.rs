@@ -58,6 +58,9 @@ pub struct Entry {
     /// included) or its trailers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grpc_status: Option<u16>,
+    /// The request id, on routes whose headers filter keeps one (`request_id`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl Entry {
@@ -86,6 +89,7 @@ impl Entry {
             tls_version: None,
             sni: None,
             grpc_status: None,
+            request_id: None,
         }
     }
 

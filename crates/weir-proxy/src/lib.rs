@@ -12,6 +12,7 @@ pub mod clock;
 pub mod codec;
 pub mod endpoint;
 pub mod error;
+pub mod filter;
 pub mod health;
 pub mod http;
 pub mod listener;
@@ -75,6 +76,9 @@ pub struct Prepared {
     listener_tls: HashMap<String, Arc<TlsServer>>,
     /// Every pool's TLS settings: kept where its tls table is unchanged, else built.
     tls: HashMap<Arc<str>, Arc<transport::UpstreamTls>>,
+    /// Every route filter, by name: kept where its settings are unchanged (with whatever
+    /// state it holds), else built.
+    filters: HashMap<String, Arc<filter::Filter>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +103,9 @@ pub enum ApplyError {
         #[source]
         source: transport::BuildError,
     },
+    /// A route filter that cannot be built: the change is refused.
+    #[error(transparent)]
+    Filter(#[from] filter::BuildError),
 }
 
 impl Proxy {
@@ -199,11 +206,20 @@ impl Proxy {
             };
             tls.insert(name, built);
         }
+        let mut filters = HashMap::new();
+        for (name, f) in &cfg.filters {
+            let built = match installed.registry.filters.get(name) {
+                Some((settings, built)) if settings == f => built.clone(),
+                _ => Arc::new(filter::Filter::build(name, f)?),
+            };
+            filters.insert(name.clone(), built);
+        }
         Ok(Prepared {
             fresh,
             logs,
             listener_tls,
             tls,
+            filters,
         })
     }
 
@@ -214,6 +230,7 @@ impl Proxy {
             logs,
             listener_tls,
             tls,
+            filters,
         } = prepared;
         let mut installed = self.installed.lock().unwrap();
         let mut slots: HashMap<String, usize> = HashMap::new();
@@ -246,6 +263,7 @@ impl Proxy {
             &logs,
             listener_tls,
             tls,
+            filters,
         ));
         self.shared.snapshot.store(snapshot.clone());
         snapshot.install_queues();

@@ -18,6 +18,12 @@ pub enum Reason {
     BadRequest,
     /// Not a failure: a route with `https_redirect` answered a plain-HTTP request.
     HttpsRedirect,
+    /// Not a failure: a route's redirect filter answered.
+    Redirected,
+    /// A route's ip_allow / ip_deny filter refused the client.
+    Forbidden,
+    /// The request body is larger than the route's body_limit.
+    BodyTooLarge,
 }
 
 impl Reason {
@@ -34,6 +40,9 @@ impl Reason {
             Reason::ClientClosed => "client_closed",
             Reason::BadRequest => "bad_request",
             Reason::HttpsRedirect => "https_redirect",
+            Reason::Redirected => "redirected",
+            Reason::Forbidden => "forbidden",
+            Reason::BodyTooLarge => "body_too_large",
         }
     }
 
@@ -49,6 +58,10 @@ impl Reason {
             Reason::BadRequest => 400,
             // Permanent, and unlike 301 the method and body stay as they were.
             Reason::HttpsRedirect => 308,
+            // The filter's own status replaces it (`error_response_as`).
+            Reason::Redirected => 302,
+            Reason::Forbidden => 403,
+            Reason::BodyTooLarge => 413,
         }
     }
 }

@@ -23,6 +23,8 @@ pub struct Target {
     pub https_port: u16,
     /// `hsts`: the `Strict-Transport-Security` value for answers over TLS.
     pub hsts: Option<http::HeaderValue>,
+    /// The route's filters (empty for none, and for a listener's default pool).
+    pub filters: crate::filter::Chain,
 }
 
 impl Target {
@@ -189,6 +191,7 @@ mod tests {
             https_redirect: false,
             https_port: 443,
             hsts: None,
+            filters: Default::default(),
         }
     }
 
@@ -223,6 +226,7 @@ mod tests {
             https_redirect: false,
             https_port: 443,
             hsts: None,
+            filters: Default::default(),
         }));
         t.insert(Some(&HostMatch::Exact("a.com".into())), "/api", target("a"));
         let hit = t.lookup(Some("a.com"), "/other").unwrap();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use weir_config::{Config, HealthCheck, InitialState, Protocol};
 
 use crate::endpoint::EndpointRt;
+use crate::filter::Chain;
 use crate::health::checker::{self, Checker};
 use crate::metrics::counts::{Counts, Labels};
 use crate::metrics::hist::Histogram;
@@ -71,6 +72,8 @@ pub struct Registry {
     /// TLS listeners' server sides by listener name, kept while their settings stay
     /// the same (certificates loaded once, watched, session tickets kept).
     pub listener_tls: HashMap<String, Arc<TlsServer>>,
+    /// Each route filter as configured and as built, so an unchanged one is kept.
+    pub filters: HashMap<String, (weir_config::Filter, Arc<crate::filter::Filter>)>,
     /// Each TLS pool's settings, by pool name: kept while its tls table is unchanged.
     pub tls: HashMap<Arc<str>, Arc<UpstreamTls>>,
 }
@@ -199,6 +202,7 @@ impl Snapshot {
         logs: &HashMap<weir_config::AccessLog, crate::accesslog::Sink>,
         listener_tls: HashMap<String, Arc<TlsServer>>,
         tls: HashMap<Arc<str>, Arc<UpstreamTls>>,
+        filters: HashMap<String, Arc<crate::filter::Filter>>,
     ) -> Self {
         let mut pools = HashMap::new();
         let mut next: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>> = HashMap::new();
@@ -269,6 +273,7 @@ impl Snapshot {
                     https_redirect: false,
                     https_port: 443,
                     hsts: None,
+                    filters: Chain::default(),
                 }
             });
             let pool = default.as_ref().map(|t| t.pool.clone());
@@ -285,6 +290,7 @@ impl Snapshot {
                         .hsts
                         .as_deref()
                         .and_then(|v| http::HeaderValue::from_str(v).ok()),
+                    filters: Chain::of(&r.filters, &filters),
                 };
                 // An SNI is looked up as a host is (exact, then the longest `*.` suffix).
                 let matcher = if l.sni_routing { &r.sni } else { &r.host };
@@ -318,6 +324,11 @@ impl Snapshot {
         series.finish();
         registry.passthrough = passthrough;
         registry.listener_tls = listener_tls;
+        registry.filters = cfg
+            .filters
+            .iter()
+            .filter_map(|(n, f)| Some((n.clone(), (f.clone(), filters.get(n)?.clone()))))
+            .collect();
         Snapshot {
             listeners,
             pools,

@@ -11,15 +11,18 @@ pub enum Kind {
     Endpoint,
     /// A certificate and key (PEM) attached to a TLS listener.
     Certificate,
+    /// A named route filter (`[filters.NAME]`).
+    Filter,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Listener,
         Kind::Route,
         Kind::Pool,
         Kind::Endpoint,
         Kind::Certificate,
+        Kind::Filter,
     ];
 
     /// The name stored on disk. Spelled out rather than a discriminant so that reordering the
@@ -31,6 +34,7 @@ impl Kind {
             Kind::Pool => "pool",
             Kind::Endpoint => "endpoint",
             Kind::Certificate => "certificate",
+            Kind::Filter => "filter",
         }
     }
 
@@ -58,6 +62,7 @@ pub fn resource_path(kind: Kind, name: &str) -> String {
         Kind::Route => format!("routes/{name}"),
         Kind::Pool => format!("pools/{name}"),
         Kind::Certificate => format!("certificates/{name}"),
+        Kind::Filter => format!("filters/{name}"),
         Kind::Endpoint => {
             let (pool, addr) = name.split_once('/').unwrap_or((name, ""));
             format!("pools/{pool}/endpoints/{addr}")

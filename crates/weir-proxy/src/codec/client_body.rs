@@ -10,6 +10,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use crate::codec::h1::server;
 use crate::codec::h2;
+use crate::reason::Reason;
 
 #[derive(Default)]
 pub enum ClientBody {
@@ -18,6 +19,26 @@ pub enum ClientBody {
     /// No body: an HTTP/2 extended CONNECT's request, whose stream is the tunnel.
     #[default]
     Empty,
+    /// A body a route's `body_limit` counts as it streams (one without a length that fits).
+    Limited(Box<Limited>),
+}
+
+/// A body and how many more bytes it may carry.
+pub struct Limited {
+    inner: ClientBody,
+    left: u64,
+    limit: u64,
+}
+
+impl ClientBody {
+    /// This body, failing with `TooLarge` once it carries more than `limit` bytes.
+    pub fn limited(self, limit: u64) -> ClientBody {
+        ClientBody::Limited(Box::new(Limited {
+            inner: self,
+            left: limit,
+            limit,
+        }))
+    }
 }
 
 impl From<h2::body::StreamBody> for ClientBody {
@@ -41,6 +62,8 @@ pub enum ClientBodyError {
     H1(#[from] server::BodyError),
     #[error("HTTP/2 stream: {0}")]
     H2(#[from] ::h2::Error),
+    #[error("the request body is larger than the route's body_limit of {0} bytes")]
+    TooLarge(u64),
 }
 
 impl ClientBodyError {
@@ -50,6 +73,17 @@ impl ClientBodyError {
             ClientBodyError::H1(e) => e.is_malformed(),
             // A reset from the client is it going away; a protocol error, its mistake.
             ClientBodyError::H2(e) => e.reason() == Some(::h2::Reason::PROTOCOL_ERROR),
+            ClientBodyError::TooLarge(_) => false,
+        }
+    }
+
+    /// Why the request fails for this: the client sent something invalid (400), more than
+    /// the route takes (413), or went away.
+    pub fn reason(&self) -> Reason {
+        match self {
+            ClientBodyError::TooLarge(_) => Reason::BodyTooLarge,
+            e if e.is_malformed() => Reason::BadRequest,
+            _ => Reason::ClientClosed,
         }
     }
 }
@@ -71,6 +105,17 @@ impl Body for ClientBody {
                 .poll_frame(cx)
                 .map(|f| f.map(|r| r.map_err(ClientBodyError::H2))),
             ClientBody::Empty => Poll::Ready(None),
+            ClientBody::Limited(l) => {
+                let polled = Pin::new(&mut l.inner).poll_frame(cx);
+                if let Poll::Ready(Some(Ok(f))) = &polled {
+                    let n = f.data_ref().map_or(0, |d| d.len() as u64);
+                    match l.left.checked_sub(n) {
+                        Some(left) => l.left = left,
+                        None => return Poll::Ready(Some(Err(ClientBodyError::TooLarge(l.limit)))),
+                    }
+                }
+                polled
+            }
         }
     }
 
@@ -80,6 +125,7 @@ impl Body for ClientBody {
             ClientBody::H1(b) => b.is_end_stream(),
             ClientBody::H2(b) => b.is_end_stream(),
             ClientBody::Empty => true,
+            ClientBody::Limited(l) => l.inner.is_end_stream(),
         }
     }
 
@@ -89,6 +135,7 @@ impl Body for ClientBody {
             ClientBody::H1(b) => b.size_hint(),
             ClientBody::H2(b) => b.size_hint(),
             ClientBody::Empty => SizeHint::with_exact(0),
+            ClientBody::Limited(l) => l.inner.size_hint(),
         }
     }
 }

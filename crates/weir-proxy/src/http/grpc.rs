@@ -80,6 +80,8 @@ pub fn code(status: u16, reason: Option<Reason>) -> Code {
         }
         Some(Reason::UpstreamTimeout) => return Code::DeadlineExceeded,
         Some(Reason::ClientClosed) => return Code::Cancelled,
+        // A message larger than the server takes, in gRPC's own words.
+        Some(Reason::BodyTooLarge) => return Code::ResourceExhausted,
         _ => {}
     }
     match status {

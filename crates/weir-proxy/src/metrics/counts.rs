@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::reason::Reason;
 
 /// Every reason, in a fixed order (indexes into `by_reason`).
-pub const REASONS: [Reason; 11] = [
+pub const REASONS: [Reason; 14] = [
     Reason::RouteNotFound,
     Reason::QueueFull,
     Reason::QueueTimeout,
@@ -19,6 +19,9 @@ pub const REASONS: [Reason; 11] = [
     Reason::ClientClosed,
     Reason::BadRequest,
     Reason::HttpsRedirect,
+    Reason::Redirected,
+    Reason::Forbidden,
+    Reason::BodyTooLarge,
 ];
 
 pub fn reason_index(r: Reason) -> usize {
@@ -26,7 +29,9 @@ pub fn reason_index(r: Reason) -> usize {
 }
 
 /// Status codes weir's own errors use; a reason's count is kept per code.
-const GENERATED: [u16; 11] = [308, 400, 404, 414, 429, 431, 499, 501, 502, 503, 504];
+const GENERATED: [u16; 17] = [
+    301, 302, 303, 307, 308, 400, 403, 404, 413, 414, 429, 431, 499, 501, 502, 503, 504,
+];
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Labels {

@@ -72,17 +72,13 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
 }
 
 fn client_reason(error: &Error) -> Reason {
-    let malformed = match error {
+    match error {
         Error::Body(e) => e
             .downcast_ref::<ClientBodyError>()
-            .is_some_and(ClientBodyError::is_malformed),
+            .map_or(Reason::ClientClosed, ClientBodyError::reason),
         // More than the Content-Length it announced.
-        Error::BodyLength(how) => *how == "exceeds",
-        _ => false,
-    };
-    match malformed {
-        true => Reason::BadRequest,
-        false => Reason::ClientClosed,
+        Error::BodyLength("exceeds") => Reason::BadRequest,
+        _ => Reason::ClientClosed,
     }
 }
 

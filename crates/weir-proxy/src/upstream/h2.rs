@@ -27,13 +27,9 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
             Delivery::MaybeDelivered,
         ),
         Error::Body(b) => {
-            let malformed = b
+            let reason = b
                 .downcast_ref::<ClientBodyError>()
-                .is_some_and(ClientBodyError::is_malformed);
-            let reason = match malformed {
-                true => Reason::BadRequest,
-                false => Reason::ClientClosed,
-            };
+                .map_or(Reason::ClientClosed, ClientBodyError::reason);
             (reason, Side::Client, delivery)
         }
         Error::Request(_) => (Reason::BadRequest, Side::Client, Delivery::NotDelivered),

@@ -77,17 +77,19 @@ impl Change {
 /// Endpoints with a lease (`ttl` in their spec) belong to the services that registered them:
 /// they are never changed or deleted; `skipped` names those the file also defines.
 pub fn plan(desired: &Specs, current: &Current) -> (Vec<Change>, Vec<String>) {
-    const DELETE_ORDER: [Kind; 5] = [
+    const DELETE_ORDER: [Kind; 6] = [
         Kind::Certificate,
         Kind::Route,
+        Kind::Filter,
         Kind::Listener,
         Kind::Endpoint,
         Kind::Pool,
     ];
-    const PUT_ORDER: [Kind; 5] = [
+    const PUT_ORDER: [Kind; 6] = [
         Kind::Pool,
         Kind::Endpoint,
         Kind::Listener,
+        Kind::Filter,
         Kind::Route,
         Kind::Certificate,
     ];
@@ -215,11 +217,16 @@ fn fetch(client: &Client) -> Result<Current, ApiError> {
         (Kind::Route, "routes"),
         (Kind::Pool, "pools"),
         (Kind::Certificate, "certificates"),
+        (Kind::Filter, "filters"),
     ] {
         let list = match client.list(p) {
             Ok(l) => l,
-            // A weir from before certificate resources.
-            Err(e) if kind == Kind::Certificate && e.status() == Some(404) => continue,
+            // A weir from before certificate or filter resources.
+            Err(e)
+                if matches!(kind, Kind::Certificate | Kind::Filter) && e.status() == Some(404) =>
+            {
+                continue
+            }
             Err(e) => return Err(e),
         };
         for it in list.items {

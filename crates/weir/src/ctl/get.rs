@@ -25,6 +25,7 @@ pub enum What {
     Pools,
     Endpoints,
     Certificates,
+    Filters,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -50,6 +51,7 @@ pub fn get(client: &Client, args: GetArgs) -> Result<(), CtlError> {
         What::Routes => plain(client, "routes")?,
         What::Pools => plain(client, "pools")?,
         What::Certificates => plain(client, "certificates")?,
+        What::Filters => plain(client, "filters")?,
         What::Endpoints => endpoints(client, args.pool.as_deref())?,
     };
     let out = match args.output {
@@ -125,8 +127,16 @@ fn render(what: What, rows: &[Row]) -> String {
             &["bind", "protocol", "pool"],
         ),
         What::Routes => (
-            &["NAME", "VERSION", "LISTENER", "HOST", "PATH_PREFIX", "POOL"],
-            &["listener", "host", "path_prefix", "pool"],
+            &[
+                "NAME",
+                "VERSION",
+                "LISTENER",
+                "HOST",
+                "PATH_PREFIX",
+                "POOL",
+                "FILTERS",
+            ],
+            &["listener", "host", "path_prefix", "pool", "filters"],
         ),
         What::Pools => (
             &["NAME", "VERSION", "BALANCE", "MAX_CONN", "HEALTH"],
@@ -141,6 +151,7 @@ fn render(what: What, rows: &[Row]) -> String {
             &["NAME", "VERSION", "LISTENER", "DEFAULT"],
             &["listener", "default"],
         ),
+        What::Filters => (&["NAME", "VERSION", "KIND"], &["kind"]),
     };
     let body: Vec<Vec<String>> = rows
         .iter()

@@ -99,6 +99,13 @@ impl Accounting {
         }
     }
 
+    /// The request's id (a headers filter's `request_id`), for the access log.
+    pub fn request_id(&mut self, id: &http::HeaderValue) {
+        if let Some((_, e)) = self.log.as_mut() {
+            e.request_id = id.to_str().ok().map(str::to_owned);
+        }
+    }
+
     /// Hands the counts and the entry to the response body, under the
     /// status the client gets.
     pub fn attach(self, resp: &mut Response<ProxyBody>, start: Instant) {

@@ -22,6 +22,10 @@ pub struct ConnCtx {
     /// Where the verified client certificate's subject goes upstream (any value
     /// the client sent under that name is removed).
     pub identity_header: Option<HeaderName>,
+    /// Whether the peer is a proxy the listener trusts (its `trusted_proxies`), whose
+    /// forwarded fields and request ids are believed. No listener has the list yet, so
+    /// none is.
+    pub trusted_peer: bool,
 }
 
 impl ConnCtx {
@@ -34,6 +38,7 @@ impl ConnCtx {
             state: ConnState::new(),
             tls: None,
             identity_header: None,
+            trusted_peer: false,
         }
     }
 

@@ -3,14 +3,16 @@
 //!
 //! 1. `host.rs`: the request's host (400 `bad_request` without exactly one);
 //! 2. `route.rs`: the route and pool, from the snapshot (404 without one);
-//! 3. the route's request filters, once routes have them (issue 26);
+//! 3. the route's request filters (`crate::filter`), which may change the request
+//!    or answer it themselves;
 //! 4. `rewrite.rs`: the request as the upstream hop gets it;
 //! 5. `keys.rs`: what the balancer needs (hash, sticky cookie; the answer's
 //!    sticky cookie is set by the tries, `http/sticky.rs`);
 //! 6. the body made replayable if small (`upstream/upbody.rs`), then the tries
 //!    (`http/tries.rs`: capacity, balance, upstream sessions, retries);
 //! 7. the response, or `fail.rs` (weir's error answer, `Retry-After` on
-//!    overflow, the log line); then the route's response filters;
+//!    overflow, the log line); then the response phases of the filters whose
+//!    request phase ran, in reverse order;
 //!
 //! and throughout, `accounting.rs`: the labels the request is counted
 //! under and its access log entry, handed to the response body. A gRPC
@@ -19,12 +21,12 @@
 //! streaming call's client may wait for answers first), and weir's own
 //! answers to it are said the gRPC way.
 //!
-//! Filters slot in at steps 3 and 7: `Routed` would carry the route's
-//! chain (resolved when the snapshot is built, so a route without filters
-//! pays one empty-slice check), a request-phase filter may change the
-//! request or answer itself (counted like any answer weir makes, with its
-//! reason), and a response-phase filter sees the response before it is
-//! handed to the server codec.
+//! Filters are steps 3 and 7: `Routed` carries the route's chain (built
+//! with the snapshot, so a route without filters pays one emptiness check
+//! and takes the path it always took, `proxy`); a request-phase filter may
+//! change the request or answer itself (counted like any answer weir makes,
+//! with its reason), and a response-phase filter sees the response before
+//! it is handed to the server codec (`filtered`).
 
 mod accounting;
 mod ctx;
@@ -42,6 +44,7 @@ use std::time::Instant;
 use http::{Request, Response};
 
 use crate::codec::client_body::ClientBody;
+use crate::filter;
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::http::grpc;
@@ -88,10 +91,43 @@ async fn forward(
     }
     // HSTS only means something over TLS (browsers ignore it on plain HTTP).
     let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());
-    let mut resp = proxy(ctx, req, routed, start, grpc, acct).await;
+    let mut resp = match routed.filters.is_empty() {
+        true => proxy(ctx, req, routed, start, grpc, acct).await,
+        false => filtered(ctx, req, routed, start, grpc, acct).await,
+    };
     if let Some(v) = hsts {
         resp.headers_mut()
             .insert(http::header::STRICT_TRANSPORT_SECURITY, v);
+    }
+    resp
+}
+
+/// A request through a route with filters: their request phases, then the upstream (unless
+/// one answered), then their response phases.
+async fn filtered(
+    ctx: &ConnCtx,
+    mut req: Request<ClientBody>,
+    mut routed: Routed,
+    start: Instant,
+    grpc: bool,
+    acct: &mut Accounting,
+) -> Response<ProxyBody> {
+    let chain = routed.filters.clone();
+    let mut cx = filter::Cx::new(ctx, &req, routed.host.clone());
+    let mut resp = match filter::request(&chain, &mut cx, &mut req).await {
+        Some((resp, reason)) => {
+            acct.routed(routed.route.as_deref(), &routed.pool);
+            acct.count_as(&routed.metrics, None, Some(reason));
+            resp
+        }
+        None => {
+            routed.host = cx.upstream_host.take();
+            proxy(ctx, req, routed, start, grpc, acct).await
+        }
+    };
+    filter::response(&chain, &mut cx, &mut resp);
+    if let Some(id) = &cx.request_id {
+        acct.request_id(id);
     }
     resp
 }
@@ -133,10 +169,7 @@ async fn proxy(
         Err(e) => {
             // A body that breaks its framing (a bad chunk size) is the
             // client's mistake: 400; one that stops short, a client gone.
-            let reason = match e.is_malformed() {
-                true => Reason::BadRequest,
-                false => Reason::ClientClosed,
-            };
+            let reason = e.reason();
             acct.count_as(&metrics, None, Some(reason));
             return fail(reason, &w, &format!("reading the request body: {e}"));
         }

@@ -10,6 +10,7 @@ use super::accounting::Accounting;
 use super::ctx::ConnCtx;
 use super::fail::{log, Where};
 use super::host::request_host;
+use crate::filter::Chain;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 use crate::router::TargetMetrics;
@@ -25,6 +26,7 @@ pub struct Routed {
     pub https_redirect: bool,
     pub https_port: u16,
     pub hsts: Option<HeaderValue>,
+    pub filters: Chain,
 }
 
 /// Routes the request, or says why not (400 without a valid host, 404
@@ -51,6 +53,7 @@ pub fn route<B>(ctx: &ConnCtx, req: &Request<B>, acct: &mut Accounting) -> Resul
             https_redirect: t.https_redirect,
             https_port: t.https_port,
             hsts: t.hsts.clone(),
+            filters: t.filters.clone(),
             host: host_hdr,
         }),
         None => {

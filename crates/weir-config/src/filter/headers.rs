@@ -1,0 +1,135 @@
+//! `kind = "headers"`: request and response fields set, added and removed, values from
+//! templates; and the request id.
+
+use super::template::{self, Template};
+use crate::read::{self, Fields, Sink, Val};
+
+const KEYS: &[&str] = &[
+    "request_set",
+    "request_add",
+    "request_remove",
+    "response_set",
+    "response_add",
+    "response_remove",
+    "request_id",
+];
+
+/// Fields that frame the message or the connection: a filter changing them would make a
+/// request or answer that reads two ways (or breaks the connection), so they are refused.
+const FRAMING: &[&str] = &[
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+];
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HeaderRules {
+    pub request: HeaderOps,
+    pub response: HeaderOps,
+    /// The field carrying the request id (e.g. `X-Request-Id`): the client's value is kept
+    /// when it comes through a trusted proxy, otherwise a new id is made; it goes upstream,
+    /// back to the client, and into the access log.
+    pub request_id: Option<String>,
+}
+
+/// One direction's changes, applied in this order: remove, set, add.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HeaderOps {
+    /// Lower-cased names.
+    pub remove: Vec<String>,
+    /// Replace any values of the name.
+    pub set: Vec<(String, Template)>,
+    /// Appended to the values already there.
+    pub add: Vec<(String, Template)>,
+}
+
+impl HeaderOps {
+    pub fn is_empty(&self) -> bool {
+        self.remove.is_empty() && self.set.is_empty() && self.add.is_empty()
+    }
+}
+
+pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> HeaderRules {
+    t.check_keys(sink, &super::keys(KEYS));
+    let mut h = HeaderRules::default();
+    for (dir, ops) in [("request", &mut h.request), ("response", &mut h.response)] {
+        if let Some(v) = t.get(&format!("{dir}_remove")) {
+            for (name, span) in super::strings(sink, v) {
+                if let Some(n) = field_name(sink, &name, span) {
+                    ops.remove.push(n);
+                }
+            }
+        }
+        ops.set = values(sink, t, &format!("{dir}_set"));
+        ops.add = values(sink, t, &format!("{dir}_add"));
+    }
+    if let Some(v) = t.get("request_id") {
+        if let Some(s) = read::string(sink, v) {
+            h.request_id = field_name(sink, s, v.span());
+        }
+    }
+    if h.request.is_empty() && h.response.is_empty() && h.request_id.is_none() {
+        sink.error(
+            t.span.clone(),
+            format!(
+                "this headers filter changes nothing; give it one of: {}",
+                KEYS.join(", ")
+            ),
+        );
+    }
+    h
+}
+
+/// `{ "X-Name" = "value", ... }`.
+fn values(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Vec<(String, Template)> {
+    let Some(v) = t.get(key) else {
+        return Vec::new();
+    };
+    let Some(table) = read::table(sink, v) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, span, val) in table.entries() {
+        let n = field_name(sink, name, span);
+        let tpl = template_value(sink, val);
+        if let (Some(n), Some(tpl)) = (n, tpl) {
+            out.push((n, tpl));
+        }
+    }
+    out
+}
+
+fn template_value(sink: &mut Sink<'_>, v: &Val<'_>) -> Option<Template> {
+    let s = read::string(sink, v)?;
+    match template::parse(s) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            sink.error(v.span(), format!("invalid header value {s:?}: {e}"));
+            None
+        }
+    }
+}
+
+/// A field name weir may change, lower-cased.
+fn field_name(sink: &mut Sink<'_>, name: &str, span: crate::read::Span) -> Option<String> {
+    let lower = name.to_ascii_lowercase();
+    if http::HeaderName::from_bytes(lower.as_bytes()).is_err() {
+        sink.error(span, format!("{name:?} is not a valid header name"));
+        return None;
+    }
+    if FRAMING.contains(&lower.as_str()) {
+        let why = match lower.as_str() {
+            "host" => "use a rewrite filter's `host` to change the Host sent upstream",
+            _ => "it frames the message or the connection, which weir owns",
+        };
+        sink.error(span, format!("a filter may not change `{name}`: {why}"));
+        return None;
+    }
+    Some(lower)
+}

@@ -1,0 +1,178 @@
+//! `[filters.NAME]`: the named, reusable steps of a route's chain (`filters = [...]` on a
+//! route). Each kind is a file here with its model and its reader; `read` dispatches on
+//! `kind`, `check` holds the rules that span tables (chains name filters that exist, once).
+
+mod body_limit;
+mod headers;
+mod ip;
+mod redirect;
+mod regex;
+mod rewrite;
+mod template;
+
+use crate::read::{self, Fields, Sink, Span};
+use crate::walk::Walked;
+
+pub use body_limit::BodyLimit;
+pub use headers::{HeaderOps, HeaderRules};
+pub use ip::IpList;
+pub use redirect::{Redirect, RedirectScheme};
+pub use regex::PathRegex;
+pub use rewrite::Rewrite;
+pub use template::{Piece, Template, Var};
+
+/// One named filter: its kind and settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// Request and response headers set, added, removed; the request id.
+    Headers(HeaderRules),
+    /// The path (prefix stripped or added, replaced, regex) and host sent upstream.
+    Rewrite(Rewrite),
+    /// An answer pointing elsewhere (scheme, host, port, path), with a 3xx status.
+    Redirect(Redirect),
+    /// Only these client addresses pass; others get 403.
+    IpAllow(IpList),
+    /// These client addresses get 403; others pass.
+    IpDeny(IpList),
+    /// The largest request body the route takes (413 past it).
+    BodyLimit(BodyLimit),
+}
+
+/// `kind` as written, for each kind.
+pub const KINDS: &[&str] = &[
+    "headers",
+    "rewrite",
+    "redirect",
+    "ip_allow",
+    "ip_deny",
+    "body_limit",
+];
+
+impl Filter {
+    /// The `kind` the config names it by.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Filter::Headers(_) => "headers",
+            Filter::Rewrite(_) => "rewrite",
+            Filter::Redirect(_) => "redirect",
+            Filter::IpAllow(_) => "ip_allow",
+            Filter::IpDeny(_) => "ip_deny",
+            Filter::BodyLimit(_) => "body_limit",
+        }
+    }
+}
+
+/// Where a filter was written, for rules that span tables.
+#[derive(Clone)]
+pub(crate) struct FilterAt {
+    /// The `kind` value, when valid.
+    pub kind: Option<Span>,
+}
+
+/// Reads `[filters.NAME]`. A filter whose `kind` is missing or unknown, or whose settings do
+/// not read, is reported and has no model (a route naming it fails on that alone).
+pub(crate) fn read(
+    sink: &mut Sink<'_>,
+    name: &str,
+    t: &Fields<'_, '_>,
+) -> (Option<Filter>, FilterAt) {
+    let mut at = FilterAt { kind: None };
+    let f = read_kind(sink, name, t, &mut at);
+    (f, at)
+}
+
+fn read_kind(
+    sink: &mut Sink<'_>,
+    name: &str,
+    t: &Fields<'_, '_>,
+    at: &mut FilterAt,
+) -> Option<Filter> {
+    let what = format!("filter `{name}`");
+    // Without a known kind there is no knowing which keys belong: only `kind` is reported.
+    let v = t.require(sink, "kind", &what, "\"headers\"")?;
+    let kind = read::string(sink, v)?;
+    let before = sink.errors();
+    let f = match kind {
+        "headers" => Filter::Headers(headers::read(sink, t)),
+        "rewrite" => Filter::Rewrite(rewrite::read(sink, t)),
+        "redirect" => Filter::Redirect(redirect::read(sink, t)),
+        "ip_allow" => Filter::IpAllow(ip::read(sink, t)),
+        "ip_deny" => Filter::IpDeny(ip::read(sink, t)),
+        "body_limit" => Filter::BodyLimit(body_limit::read(sink, t, &what)),
+        other => {
+            let hint = crate::suggest::did_you_mean(other, KINDS.iter().copied());
+            sink.error(
+                v.span(),
+                format!(
+                    "unknown filter kind \"{other}\"{hint} (expected one of: {})",
+                    KINDS.join(", ")
+                ),
+            );
+            return None;
+        }
+    };
+    at.kind = Some(v.span());
+    (sink.errors() == before).then_some(f)
+}
+
+/// Every key a kind takes, `kind` included.
+fn keys<'a>(own: &[&'a str]) -> Vec<&'a str> {
+    let mut k = vec!["kind"];
+    k.extend_from_slice(own);
+    k
+}
+
+/// An array of strings, each with its span; anything else is reported.
+fn strings(sink: &mut Sink<'_>, v: &read::Val<'_>) -> Vec<(String, Span)> {
+    let Some(a) = read::array(sink, v) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for item in a.iter() {
+        if let Some(s) = read::string(sink, item) {
+            out.push((s.to_string(), item.span()));
+        }
+    }
+    out
+}
+
+/// A route's chain names filters that exist, each once, and only on http listeners.
+pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
+    let cfg = &w.config;
+    for (name, at) in &w.routes {
+        let r = &cfg.routes[name];
+        let tcp = cfg
+            .listeners
+            .get(&r.listener)
+            .is_some_and(|l| l.protocol == crate::Protocol::Tcp);
+        for (i, (f, span)) in r.filters.iter().zip(&at.filters).enumerate() {
+            if tcp {
+                sink.error(
+                    span.clone(),
+                    format!(
+                        "route `{name}` is on tcp listener `{}`: filters apply to http routes only",
+                        r.listener
+                    ),
+                );
+                continue;
+            }
+            if r.filters[..i].contains(f) {
+                sink.error(
+                    span.clone(),
+                    format!(
+                        "filter `{f}` is already in this chain; a filter runs once per request"
+                    ),
+                );
+                continue;
+            }
+            // A filter that is written but does not read is reported where it is.
+            if !w.filters.contains_key(f) {
+                let existing: Vec<&str> = w.filters.keys().map(String::as_str).collect();
+                sink.error(
+                    span.clone(),
+                    crate::validate::missing("filter", "filters", f, existing),
+                );
+            }
+        }
+    }
+}

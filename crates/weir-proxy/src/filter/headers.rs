@@ -1,0 +1,109 @@
+//! `kind = "headers"`: request fields changed before the request goes upstream, response
+//! fields before the answer goes to the client; and the request id.
+
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response};
+
+use super::template::Value;
+use super::{Cx, Verdict};
+use crate::codec::client_body::ClientBody;
+use crate::http::body::ProxyBody;
+
+/// The longest request id kept from a client.
+const MAX_ID: usize = 200;
+
+#[derive(Debug)]
+pub struct Headers {
+    request: Ops,
+    response: Ops,
+    request_id: Option<HeaderName>,
+}
+
+#[derive(Debug, Default)]
+struct Ops {
+    remove: Vec<HeaderName>,
+    set: Vec<(HeaderName, Value)>,
+    add: Vec<(HeaderName, Value)>,
+}
+
+impl Ops {
+    fn build(o: &weir_config::filter::HeaderOps) -> Ops {
+        // Names were checked and lower-cased by the config.
+        let name = |n: &String| HeaderName::from_bytes(n.as_bytes()).ok();
+        let pair = |(n, t): &(String, weir_config::filter::Template)| {
+            name(n).map(|n| (n, Value::build(t)))
+        };
+        Ops {
+            remove: o.remove.iter().filter_map(name).collect(),
+            set: o.set.iter().filter_map(pair).collect(),
+            add: o.add.iter().filter_map(pair).collect(),
+        }
+    }
+
+    fn apply(&self, cx: &mut Cx<'_>, h: &mut HeaderMap) {
+        for n in &self.remove {
+            h.remove(n);
+        }
+        for (n, v) in &self.set {
+            match v.make(cx) {
+                Some(v) => h.insert(n.clone(), v),
+                None => h.remove(n),
+            };
+        }
+        for (n, v) in &self.add {
+            if let Some(v) = v.make(cx) {
+                h.append(n.clone(), v);
+            }
+        }
+    }
+}
+
+impl Headers {
+    pub fn build(h: &weir_config::filter::HeaderRules) -> Headers {
+        Headers {
+            request: Ops::build(&h.request),
+            response: Ops::build(&h.response),
+            request_id: h
+                .request_id
+                .as_deref()
+                .and_then(|n| HeaderName::from_bytes(n.as_bytes()).ok()),
+        }
+    }
+
+    pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        if let Some(name) = &self.request_id {
+            // A client's id is believed only from a proxy the listener trusts; anyone else
+            // could pick ids to collide with other requests' in the logs.
+            let theirs = req
+                .headers()
+                .get(name)
+                .filter(|v| cx.conn.trusted_peer && valid_id(v))
+                .cloned();
+            let id = match theirs {
+                Some(v) => cx.request_id.insert(v).clone(),
+                None => cx.request_id(),
+            };
+            req.headers_mut().insert(name.clone(), id);
+        }
+        self.request.apply(cx, req.headers_mut());
+        Verdict::Continue
+    }
+
+    pub fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+        self.response.apply(cx, resp.headers_mut());
+        if let (Some(name), Some(id)) = (&self.request_id, &cx.request_id) {
+            resp.headers_mut().insert(name.clone(), id.clone());
+        }
+    }
+}
+
+fn valid_id(v: &HeaderValue) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty() && b.len() <= MAX_ID && b.iter().all(|c| c.is_ascii_graphic())
+}
+
+/// 128 random bits as 32 hex digits, as nginx's `$request_id`.
+pub fn new_request_id() -> HeaderValue {
+    let n = fastrand::u128(..);
+    HeaderValue::from_str(&format!("{n:032x}")).expect("hex digits are a header value")
+}

@@ -1,0 +1,190 @@
+//! Route filters (issue 26): a route's ordered chain of named steps, each kind a file here.
+//!
+//! A chain is built once per config (`Chain::build`, when the snapshot is built: regexes
+//! compiled, literal header values made) and carried by the route's `router::Target`; a route
+//! without filters has an empty chain and the request path pays one emptiness check. For one
+//! request, `http/forward/mod.rs` runs each filter's request phase in order (`request`): a
+//! filter may change the request, or answer itself (`Verdict::Answer`, with the reason the
+//! answer is counted and logged under), which ends the chain. Then, once the response is there
+//! (an upstream's or weir's own), the response phases of the filters whose request phase ran
+//! go in reverse order (`response`), as Envoy's and pingora's filters do.
+//!
+//! Dispatch is static: `Filter` is an enum and each phase a `match`. To add a kind: its model
+//! and reader in `weir-config/src/filter/`, a file here with `build`, `request` and/or
+//! `response`, a variant below, and its docs (docs/CONFIG.md "Route filters").
+
+mod body_limit;
+mod headers;
+mod ip;
+mod redirect;
+mod rewrite;
+mod template;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use http::{HeaderValue, Method, Request, Response, Uri};
+
+use crate::codec::client_body::ClientBody;
+use crate::http::body::ProxyBody;
+use crate::http::forward::ConnCtx;
+use crate::reason::Reason;
+
+pub use body_limit::BodyLimit;
+
+/// One built filter.
+#[derive(Debug)]
+pub enum Filter {
+    Headers(headers::Headers),
+    Rewrite(rewrite::Rewrite),
+    Redirect(redirect::Redirect),
+    Ip(ip::IpFilter),
+    BodyLimit(BodyLimit),
+}
+
+/// A filter the config holds but that cannot be built (a regex the config check passed but
+/// this process cannot compile: the same crate, so only on a limit change).
+#[derive(Debug, thiserror::Error)]
+#[error("filter `{name}`: {why}")]
+pub struct BuildError {
+    pub name: String,
+    pub why: String,
+}
+
+impl Filter {
+    pub fn build(name: &str, f: &weir_config::Filter) -> Result<Filter, BuildError> {
+        use weir_config::Filter as F;
+        let err = |why: String| BuildError {
+            name: name.to_string(),
+            why,
+        };
+        Ok(match f {
+            F::Headers(h) => Filter::Headers(headers::Headers::build(h)),
+            F::Rewrite(r) => Filter::Rewrite(rewrite::Rewrite::build(r).map_err(err)?),
+            F::Redirect(r) => Filter::Redirect(redirect::Redirect::build(r).map_err(err)?),
+            F::IpAllow(l) => Filter::Ip(ip::IpFilter::allow(l)),
+            F::IpDeny(l) => Filter::Ip(ip::IpFilter::deny(l)),
+            F::BodyLimit(b) => Filter::BodyLimit(BodyLimit::build(b)),
+        })
+    }
+
+    async fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        match self {
+            Filter::Headers(f) => f.request(cx, req),
+            Filter::Rewrite(f) => f.request(cx, req),
+            Filter::Redirect(f) => f.request(cx, req),
+            Filter::Ip(f) => f.request(cx),
+            Filter::BodyLimit(f) => f.request(req),
+        }
+    }
+
+    fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+        match self {
+            Filter::Headers(f) => f.response(cx, resp),
+            Filter::Rewrite(_) | Filter::Redirect(_) | Filter::Ip(_) | Filter::BodyLimit(_) => {}
+        }
+    }
+}
+
+/// What a request phase decided.
+pub enum Verdict {
+    Continue,
+    /// weir answers with this, counted and logged under the reason.
+    Answer(Box<Response<ProxyBody>>, Reason),
+}
+
+/// A route's filters, in order; shared by every snapshot target of the route.
+#[derive(Debug, Clone, Default)]
+pub struct Chain(Option<Arc<[Arc<Filter>]>>);
+
+impl Chain {
+    /// The filters `names` refers to, from those built for this config.
+    pub fn of(names: &[String], built: &std::collections::HashMap<String, Arc<Filter>>) -> Chain {
+        if names.is_empty() {
+            return Chain(None);
+        }
+        // The config check made sure every name exists.
+        Chain(Some(
+            names.iter().filter_map(|n| built.get(n).cloned()).collect(),
+        ))
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    fn filters(&self) -> &[Arc<Filter>] {
+        self.0.as_deref().unwrap_or(&[])
+    }
+}
+
+/// What a request's filters share: facts about it they read, and what they decided that
+/// later steps need (the Host sent upstream, the request id).
+pub struct Cx<'a> {
+    pub conn: &'a ConnCtx,
+    /// The client's address.
+    pub client: IpAddr,
+    /// The request as it arrived (before any filter changed it), for variables and redirects.
+    pub method: Method,
+    pub uri: Uri,
+    /// The request's host as the client sent it (Host, or the absolute target's authority).
+    pub host: Option<HeaderValue>,
+    /// The Host to send upstream; a rewrite's `host` replaces it.
+    pub upstream_host: Option<HeaderValue>,
+    /// The request id, once a filter made or kept one.
+    pub request_id: Option<HeaderValue>,
+    /// How many filters' request phases ran (their response phases run).
+    entered: usize,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new<B>(conn: &'a ConnCtx, req: &Request<B>, host: Option<HeaderValue>) -> Cx<'a> {
+        Cx {
+            conn,
+            client: conn.client.ip(),
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            upstream_host: host.clone(),
+            host,
+            request_id: None,
+            entered: 0,
+        }
+    }
+
+    /// `https` over TLS, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        self.conn.proto()
+    }
+
+    /// The request id, made now if no filter made or kept one yet.
+    pub fn request_id(&mut self) -> HeaderValue {
+        self.request_id
+            .get_or_insert_with(headers::new_request_id)
+            .clone()
+    }
+}
+
+/// Runs the chain's request phases in order until one answers.
+pub async fn request(
+    chain: &Chain,
+    cx: &mut Cx<'_>,
+    req: &mut Request<ClientBody>,
+) -> Option<(Response<ProxyBody>, Reason)> {
+    for f in chain.filters() {
+        cx.entered += 1;
+        if let Verdict::Answer(resp, reason) = f.request(cx, req).await {
+            // The answering filter made its answer whole; only those before it see it.
+            cx.entered -= 1;
+            return Some((*resp, reason));
+        }
+    }
+    None
+}
+
+/// Runs the response phases of the filters whose request phase ran, last first.
+pub fn response(chain: &Chain, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+    for f in chain.filters()[..cx.entered].iter().rev() {
+        f.response(cx, resp);
+    }
+}

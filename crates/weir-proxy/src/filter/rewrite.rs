@@ -1,0 +1,126 @@
+//! `kind = "rewrite"`: the path (prefix stripped, regex replaced, prefix added; or replaced
+//! whole) and the Host the upstream gets. The query is kept as it was.
+
+use http::header::HeaderValue;
+use http::{Request, Uri};
+use regex::Regex;
+
+use super::{Cx, Verdict};
+use crate::codec::client_body::ClientBody;
+
+const X_FORWARDED_PREFIX: &str = "x-forwarded-prefix";
+
+#[derive(Debug)]
+pub struct Rewrite {
+    strip_prefix: Option<String>,
+    regex: Option<(Regex, String)>,
+    add_prefix: Option<String>,
+    replace_path: Option<String>,
+    host: Option<HeaderValue>,
+}
+
+impl Rewrite {
+    pub fn build(r: &weir_config::filter::Rewrite) -> Result<Rewrite, String> {
+        let regex = match &r.path_regex {
+            Some(p) => Some((
+                weir_config::filter::PathRegex::compile(&p.pattern)?,
+                p.replacement.clone(),
+            )),
+            None => None,
+        };
+        Ok(Rewrite {
+            // `/api/` strips as `/api` does: the slash stays with the rest of the path.
+            strip_prefix: r
+                .strip_prefix
+                .as_ref()
+                .map(|p| p.trim_end_matches('/').to_string()),
+            regex,
+            add_prefix: r.add_prefix.clone(),
+            replace_path: r.replace_path.clone(),
+            host: r
+                .host
+                .as_deref()
+                .and_then(|h| HeaderValue::from_str(h).ok()),
+        })
+    }
+
+    pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        if let Some(h) = &self.host {
+            cx.upstream_host = Some(h.clone());
+        }
+        let path = req.uri().path();
+        let mut new = match &self.replace_path {
+            Some(p) => p.clone(),
+            None => path.to_string(),
+        };
+        if let Some(prefix) = &self.strip_prefix {
+            if let Some(rest) = strip(&new, prefix) {
+                let rest = match rest {
+                    "" => "/".to_string(),
+                    r => r.to_string(),
+                };
+                new = rest;
+                let shown = if prefix.is_empty() { "/" } else { prefix };
+                if let Ok(v) = HeaderValue::from_str(shown) {
+                    req.headers_mut().insert(X_FORWARDED_PREFIX, v);
+                }
+            }
+        }
+        if let Some((re, with)) = &self.regex {
+            if let std::borrow::Cow::Owned(s) = re.replace(&new, with.as_str()) {
+                new = match s.starts_with('/') {
+                    true => s,
+                    false => format!("/{s}"),
+                };
+            }
+        }
+        if let Some(prefix) = &self.add_prefix {
+            new = join(prefix, &new);
+        }
+        if new != req.uri().path() {
+            set_path(req, &new);
+        }
+        Verdict::Continue
+    }
+}
+
+/// `path` below `prefix` (`/api` takes `/api` and `/api/x`, not `/apix`).
+fn strip<'p>(path: &'p str, prefix: &str) -> Option<&'p str> {
+    let rest = path.strip_prefix(prefix)?;
+    (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+}
+
+fn join(prefix: &str, path: &str) -> String {
+    match (prefix.ends_with('/'), path.starts_with('/')) {
+        (true, true) => format!("{prefix}{}", &path[1..]),
+        (false, false) => format!("{prefix}/{path}"),
+        _ => format!("{prefix}{path}"),
+    }
+}
+
+/// Replaces the target's path (origin form), keeping its query.
+pub(super) fn set_path<B>(req: &mut Request<B>, path: &str) {
+    let target = match req.uri().query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_string(),
+    };
+    match Uri::try_from(target) {
+        Ok(u) => *req.uri_mut() = u,
+        // The config allows only path characters, and captures come from a valid path.
+        Err(e) => tracing::debug!("rewrite made an invalid target, left unchanged: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_takes_whole_segments_and_join_keeps_one_slash() {
+        assert_eq!(strip("/api/x", "/api"), Some("/x"));
+        assert_eq!(strip("/api", "/api"), Some(""));
+        assert_eq!(strip("/apix", "/api"), None);
+        assert_eq!(join("/v2", "/x"), "/v2/x");
+        assert_eq!(join("/v2/", "/x"), "/v2/x");
+    }
+}

@@ -1,0 +1,62 @@
+//! A header value with variables, made per request. A value without variables is made once,
+//! when the filter is built.
+
+use http::HeaderValue;
+use weir_config::filter::{Piece, Template, Var};
+
+use super::Cx;
+
+#[derive(Debug)]
+pub struct Value {
+    /// Set when the value has no variables.
+    fixed: Option<HeaderValue>,
+    pieces: Vec<Piece>,
+}
+
+impl Value {
+    pub fn build(t: &Template) -> Value {
+        Value {
+            // The config check allows only what a header value may hold.
+            fixed: t.literal().and_then(|s| HeaderValue::from_str(s).ok()),
+            pieces: t.pieces.clone(),
+        }
+    }
+
+    /// The value for this request; `None` only if a variable's value could not be a header
+    /// value (none can: see weir-config's `filter/template.rs`), and then the field is left out.
+    pub fn make(&self, cx: &mut Cx<'_>) -> Option<HeaderValue> {
+        if let Some(v) = &self.fixed {
+            return Some(v.clone());
+        }
+        let mut out = Vec::with_capacity(64);
+        for p in &self.pieces {
+            match p {
+                Piece::Text(t) => out.extend_from_slice(t.as_bytes()),
+                Piece::Var(v) => var(cx, *v, &mut out),
+            }
+        }
+        HeaderValue::from_bytes(&out).ok()
+    }
+}
+
+fn var(cx: &mut Cx<'_>, v: Var, out: &mut Vec<u8>) {
+    use std::io::Write;
+    match v {
+        Var::ClientIp => {
+            let _ = write!(out, "{}", cx.client);
+        }
+        Var::Host => {
+            if let Some(h) = &cx.host {
+                out.extend_from_slice(h.as_bytes());
+            }
+        }
+        Var::RequestId => out.extend_from_slice(cx.request_id().as_bytes()),
+        Var::TlsSni => {
+            let sni = cx.conn.tls.as_ref().and_then(|t| t.sni.as_deref());
+            out.extend_from_slice(sni.unwrap_or("").as_bytes());
+        }
+        Var::Scheme => out.extend_from_slice(cx.scheme().as_bytes()),
+        Var::Method => out.extend_from_slice(cx.method.as_str().as_bytes()),
+        Var::Path => out.extend_from_slice(cx.uri.path().as_bytes()),
+    }
+}
