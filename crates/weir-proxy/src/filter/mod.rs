@@ -78,7 +78,7 @@ impl Filter {
         }
     }
 
-    fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+    async fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
         match self {
             Filter::Headers(f) => f.response(cx, resp),
             Filter::Rewrite(_) | Filter::Redirect(_) | Filter::Ip(_) | Filter::BodyLimit(_) => {}
@@ -183,8 +183,8 @@ pub async fn request(
 }
 
 /// Runs the response phases of the filters whose request phase ran, last first.
-pub fn response(chain: &Chain, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+pub async fn response(chain: &Chain, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
     for f in chain.filters()[..cx.entered].iter().rev() {
-        f.response(cx, resp);
+        f.response(cx, resp).await;
     }
 }

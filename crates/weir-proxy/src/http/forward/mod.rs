@@ -125,7 +125,7 @@ async fn filtered(
             proxy(ctx, req, routed, start, grpc, acct).await
         }
     };
-    filter::response(&chain, &mut cx, &mut resp);
+    filter::response(&chain, &mut cx, &mut resp).await;
     if let Some(id) = &cx.request_id {
         acct.request_id(id);
     }
