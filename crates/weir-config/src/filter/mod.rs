@@ -2,8 +2,11 @@
 //! route). Each kind is a file here with its model and its reader; `read` dispatches on
 //! `kind`, `check` holds the rules that span tables (chains name filters that exist, once).
 
+mod basic_auth;
 mod body_limit;
+mod forward_auth;
 mod headers;
+pub mod htpasswd;
 mod ip;
 mod redirect;
 mod regex;
@@ -13,7 +16,9 @@ mod template;
 use crate::read::{self, Fields, Sink, Span};
 use crate::walk::Walked;
 
+pub use basic_auth::BasicAuth;
 pub use body_limit::BodyLimit;
+pub use forward_auth::ForwardAuth;
 pub use headers::{HeaderOps, HeaderRules};
 pub use ip::IpList;
 pub use redirect::{Redirect, RedirectScheme};
@@ -36,6 +41,10 @@ pub enum Filter {
     IpDeny(IpList),
     /// The largest request body the route takes (413 past it).
     BodyLimit(BodyLimit),
+    /// Requests need a user and password of an htpasswd file (401 otherwise).
+    BasicAuth(BasicAuth),
+    /// Requests are let on by an auth service's 2xx answer; any other answer is returned.
+    ForwardAuth(ForwardAuth),
 }
 
 /// `kind` as written, for each kind.
@@ -46,6 +55,8 @@ pub const KINDS: &[&str] = &[
     "ip_allow",
     "ip_deny",
     "body_limit",
+    "basic_auth",
+    "forward_auth",
 ];
 
 impl Filter {
@@ -58,6 +69,8 @@ impl Filter {
             Filter::IpAllow(_) => "ip_allow",
             Filter::IpDeny(_) => "ip_deny",
             Filter::BodyLimit(_) => "body_limit",
+            Filter::BasicAuth(_) => "basic_auth",
+            Filter::ForwardAuth(_) => "forward_auth",
         }
     }
 }
@@ -67,6 +80,10 @@ impl Filter {
 pub(crate) struct FilterAt {
     /// The `kind` value, when valid.
     pub kind: Option<Span>,
+    /// basic_auth's `users_file` value, read by `weir check`.
+    pub users_file: Option<Span>,
+    /// forward_auth's `pool` value, which must name a pool.
+    pub auth_pool: Option<Span>,
 }
 
 /// Reads `[filters.NAME]`. A filter whose `kind` is missing or unknown, or whose settings do
@@ -76,7 +93,11 @@ pub(crate) fn read(
     name: &str,
     t: &Fields<'_, '_>,
 ) -> (Option<Filter>, FilterAt) {
-    let mut at = FilterAt { kind: None };
+    let mut at = FilterAt {
+        kind: None,
+        users_file: None,
+        auth_pool: None,
+    };
     let f = read_kind(sink, name, t, &mut at);
     (f, at)
 }
@@ -99,6 +120,10 @@ fn read_kind(
         "ip_allow" => Filter::IpAllow(ip::read(sink, t)),
         "ip_deny" => Filter::IpDeny(ip::read(sink, t)),
         "body_limit" => Filter::BodyLimit(body_limit::read(sink, t, &what)),
+        "basic_auth" => Filter::BasicAuth(basic_auth::read(sink, t, &what, &mut at.users_file)),
+        "forward_auth" => {
+            Filter::ForwardAuth(forward_auth::read(sink, t, &what, &mut at.auth_pool))
+        }
         other => {
             let hint = crate::suggest::did_you_mean(other, KINDS.iter().copied());
             sink.error(
@@ -173,6 +198,19 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
                     crate::validate::missing("filter", "filters", f, existing),
                 );
             }
+        }
+    }
+    forward_auth::check(sink, w);
+}
+
+/// What the filters name outside the config that `weir check` reads: basic_auth's users
+/// files.
+pub(crate) fn check_files(sink: &mut Sink<'_>, w: &Walked) {
+    for (name, f) in &w.config.filters {
+        if let (Filter::BasicAuth(b), Some(span)) =
+            (f, w.filters.get(name).and_then(|a| a.users_file.as_ref()))
+        {
+            basic_auth::check_file(sink, b, span);
         }
     }
 }
