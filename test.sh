@@ -7,8 +7,9 @@ cd "$(dirname "$0")"
 # Debian packages the tests need beyond the Rust toolchain (Chromium for the
 # dashboard test is installed by tests/browser/run.sh; later features add
 # etcd, ... here): weir-tls's tests make RSA pairs with the openssl command and
-# trust the system's certificate store.
-DEBS=(openssl ca-certificates curl)
+# trust the system's certificate store; the basic_auth tests make users files
+# with apache2-utils' htpasswd.
+DEBS=(openssl ca-certificates curl apache2-utils)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -61,6 +61,9 @@ pub struct Entry {
     /// The request id, on routes whose headers filter keeps one (`request_id`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The user a basic_auth filter let in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 impl Entry {
@@ -90,6 +93,7 @@ impl Entry {
             sni: None,
             grpc_status: None,
             request_id: None,
+            user: None,
         }
     }
 

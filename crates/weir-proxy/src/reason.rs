@@ -24,6 +24,10 @@ pub enum Reason {
     Forbidden,
     /// The request body is larger than the route's body_limit.
     BodyTooLarge,
+    /// A basic_auth filter found no valid credentials, or a forward_auth service said no.
+    Unauthorized,
+    /// A forward_auth service could not be asked (down, failing, too slow): fail closed.
+    AuthUnavailable,
 }
 
 impl Reason {
@@ -43,6 +47,8 @@ impl Reason {
             Reason::Redirected => "redirected",
             Reason::Forbidden => "forbidden",
             Reason::BodyTooLarge => "body_too_large",
+            Reason::Unauthorized => "unauthorized",
+            Reason::AuthUnavailable => "auth_unavailable",
         }
     }
 
@@ -62,6 +68,9 @@ impl Reason {
             Reason::Redirected => 302,
             Reason::Forbidden => 403,
             Reason::BodyTooLarge => 413,
+            // A forward_auth answer relayed keeps the auth service's status.
+            Reason::Unauthorized => 401,
+            Reason::AuthUnavailable => 503,
         }
     }
 }

@@ -13,7 +13,9 @@
 //! and reader in `weir-config/src/filter/`, a file here with `build`, `request` and/or
 //! `response`, a variant below, and its docs (docs/CONFIG.md "Route filters").
 
+mod basic_auth;
 mod body_limit;
+mod forward_auth;
 mod headers;
 mod ip;
 mod redirect;
@@ -40,6 +42,8 @@ pub enum Filter {
     Redirect(redirect::Redirect),
     Ip(ip::IpFilter),
     BodyLimit(BodyLimit),
+    BasicAuth(basic_auth::BasicAuth),
+    ForwardAuth(forward_auth::ForwardAuth),
 }
 
 /// A filter the config holds but that cannot be built (a regex the config check passed but
@@ -65,6 +69,10 @@ impl Filter {
             F::IpAllow(l) => Filter::Ip(ip::IpFilter::allow(l)),
             F::IpDeny(l) => Filter::Ip(ip::IpFilter::deny(l)),
             F::BodyLimit(b) => Filter::BodyLimit(BodyLimit::build(b)),
+            F::BasicAuth(b) => Filter::BasicAuth(basic_auth::BasicAuth::build(b).map_err(err)?),
+            F::ForwardAuth(f) => {
+                Filter::ForwardAuth(forward_auth::ForwardAuth::build(name, f).map_err(err)?)
+            }
         })
     }
 
@@ -75,6 +83,8 @@ impl Filter {
             Filter::Redirect(f) => f.request(cx, req),
             Filter::Ip(f) => f.request(cx),
             Filter::BodyLimit(f) => f.request(req),
+            Filter::BasicAuth(f) => f.request(cx, req).await,
+            Filter::ForwardAuth(f) => f.request(cx, req).await,
         }
     }
 
@@ -82,6 +92,7 @@ impl Filter {
         match self {
             Filter::Headers(f) => f.response(cx, resp),
             Filter::Rewrite(_) | Filter::Redirect(_) | Filter::Ip(_) | Filter::BodyLimit(_) => {}
+            Filter::BasicAuth(_) | Filter::ForwardAuth(_) => {}
         }
     }
 }
@@ -136,6 +147,8 @@ pub struct Cx<'a> {
     pub request_id: Option<HeaderValue>,
     /// How many filters' request phases ran (their response phases run).
     entered: usize,
+    /// The user an auth filter let in, for the access log.
+    pub user: Option<String>,
 }
 
 impl<'a> Cx<'a> {
@@ -149,6 +162,7 @@ impl<'a> Cx<'a> {
             host,
             request_id: None,
             entered: 0,
+            user: None,
         }
     }
 

@@ -11,6 +11,8 @@ mod api_safety;
 
 mod accept;
 mod accesslog;
+mod auth_basic;
+mod auth_forward;
 mod balance;
 mod capacity;
 mod check;

@@ -106,6 +106,13 @@ impl Accounting {
         }
     }
 
+    /// The user an auth filter let in, for the access log.
+    pub fn user(&mut self, user: &str) {
+        if let Some((_, e)) = self.log.as_mut() {
+            e.user = Some(user.to_owned());
+        }
+    }
+
     /// Hands the counts and the entry to the response body, under the
     /// status the client gets.
     pub fn attach(self, resp: &mut Response<ProxyBody>, start: Instant) {

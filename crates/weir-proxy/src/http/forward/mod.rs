@@ -58,6 +58,7 @@ use route::Routed;
 
 pub use ctx::ConnCtx;
 pub use keys::ip_hash;
+pub use keys::pick_key;
 pub use refused::refused;
 
 pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBody> {
@@ -128,6 +129,9 @@ async fn filtered(
     filter::response(&chain, &mut cx, &mut resp).await;
     if let Some(id) = &cx.request_id {
         acct.request_id(id);
+    }
+    if let Some(user) = &cx.user {
+        acct.user(user);
     }
     resp
 }

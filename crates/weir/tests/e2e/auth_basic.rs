@@ -1,0 +1,308 @@
+//! `basic_auth` filters through the real binary: users files made by Debian's `htpasswd`
+//! (bcrypt) and the argon2 crate, right / wrong / missing credentials, the user passed
+//! upstream (and a forged value removed), the access log's `user`, the file watched (a new
+//! file picked up, a bad one keeping the old users), refused schemes at `weir check`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http::Request;
+use http_body_util::Full;
+use serde_json::Value;
+use weir_testkit::client::{self, Resp};
+use weir_testkit::HttpUpstream;
+
+use crate::common::{free_addr, Weir, WEIR};
+
+/// `htpasswd -B -C 5 -b [-c] FILE user pass` (cost 5 keeps the tests quick).
+pub fn htpasswd(file: &Path, user: &str, pass: &str, create: bool) {
+    let mut cmd = Command::new("htpasswd");
+    cmd.args(["-B", "-C", "5", "-b"]);
+    if create {
+        cmd.arg("-c");
+    }
+    let out = cmd
+        .arg(file)
+        .args([user, pass])
+        .output()
+        .expect("htpasswd (Debian's apache2-utils) is installed");
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// An argon2id PHC string for `pass`.
+pub fn argon2_hash(pass: &str) -> String {
+    use argon2::password_hash::{PasswordHasher, SaltString};
+    let salt = SaltString::encode_b64(b"weir-e2e-salt-16").unwrap();
+    argon2::Argon2::default()
+        .hash_password(pass.as_bytes(), &salt)
+        .unwrap()
+        .to_string()
+}
+
+pub fn basic(user: &str, pass: &str) -> String {
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+    format!("Basic {token}")
+}
+
+async fn get(listen: std::net::SocketAddr, path: &str, headers: &[(&str, &str)]) -> Resp {
+    let mut req = Request::get(path);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    client::send(listen, req.body(Full::new(Bytes::new())).unwrap())
+        .await
+        .unwrap()
+}
+
+/// The request headers the upstream's `/headers` saw: (name, value) pairs.
+fn seen(r: &Resp) -> Vec<(String, String)> {
+    let v: Value = serde_json::from_str(&r.text()).unwrap();
+    v["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p[0].as_str().unwrap().to_string(),
+                p[1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn values(r: &Resp, name: &str) -> Vec<String> {
+    seen(r)
+        .into_iter()
+        .filter(|(n, _)| n == name)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+fn log_lines(path: &Path, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let l: Vec<Value> = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if l.len() >= n || Instant::now() > deadline {
+            return l;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn config(listen: std::net::SocketAddr, up: &HttpUpstream, users: &Path, log: &Path) -> String {
+    format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+access_log = "{}"
+
+[routes.staff]
+listener = "web"
+pool = "app"
+filters = ["staff"]
+
+[pools.app]
+endpoints = [{{ addr = "{}" }}]
+
+[filters.staff]
+kind = "basic_auth"
+users_file = "{}"
+realm = "Staff only"
+user_header = "X-Auth-User"
+"#,
+        log.display(),
+        up.addr(),
+        users.display()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_are_checked_and_the_user_passed_on() {
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("htpasswd");
+    htpasswd(&users, "alice", "alice-pw", true);
+    htpasswd(&users, "bob", "bob pw: with colon", false);
+    let mut text = std::fs::read_to_string(&users).unwrap();
+    text.push_str(&format!("# argon2\ncarol:{}\n", argon2_hash("carol-pw")));
+    std::fs::write(&users, text).unwrap();
+    let log = dir.path().join("access.log");
+    let listen = free_addr();
+    let w = Weir::start(&config(listen, &up, &users, &log), &[listen]);
+
+    // Missing, wrong, unknown, malformed: 401 with the challenge, nothing upstream.
+    let wrong = basic("alice", "nope");
+    let unknown = basic("mallory", "alice-pw");
+    let denied: [&[(&str, &str)]; 5] = [
+        &[],
+        &[("authorization", &wrong)],
+        &[("authorization", &unknown)],
+        &[("authorization", "Basic !!!not-base64")],
+        &[("authorization", "Bearer alice-pw")],
+    ];
+    for h in denied {
+        let r = get(listen, "/headers", h).await;
+        assert_eq!(r.status, 401, "{h:?}");
+        assert_eq!(
+            r.header("www-authenticate"),
+            Some("Basic realm=\"Staff only\", charset=\"UTF-8\""),
+            "{h:?}"
+        );
+        assert_eq!(r.header("x-weir-reason"), Some("unauthorized"));
+    }
+    assert_eq!(up.requests(), 0);
+
+    // bcrypt from htpasswd (twice: the second from the cache), a password with a colon,
+    // argon2; the user goes upstream, the password and any forged user do not.
+    let alice = basic("alice", "alice-pw");
+    let bob = basic("bob", "bob pw: with colon");
+    let carol = basic("carol", "carol-pw");
+    for (user, auth) in [
+        ("alice", &alice),
+        ("alice", &alice),
+        ("bob", &bob),
+        ("carol", &carol),
+    ] {
+        let r = get(
+            listen,
+            "/headers",
+            &[("authorization", auth), ("x-auth-user", "root")],
+        )
+        .await;
+        assert_eq!(r.status, 200, "{user}: {}", r.text());
+        assert_eq!(values(&r, "x-auth-user"), [user]);
+        assert!(values(&r, "authorization").is_empty(), "{:?}", seen(&r));
+    }
+    // The right user with the wrong password is not let in by the cache.
+    assert_eq!(
+        get(listen, "/", &[("authorization", &wrong)]).await.status,
+        401
+    );
+
+    let entries = log_lines(&log, 10);
+    assert_eq!(entries.len(), 10, "{entries:#?}");
+    for e in &entries[..5] {
+        assert_eq!(e["status"], 401, "{e}");
+        assert_eq!(e["reason"], "unauthorized", "{e}");
+        assert!(e.get("user").is_none(), "{e}");
+    }
+    let users: Vec<_> = entries[5..9].iter().map(|e| e["user"].clone()).collect();
+    assert_eq!(users, ["alice", "alice", "bob", "carol"]);
+    assert_eq!(entries[9]["reason"], "unauthorized");
+
+    let text = client::get(w.admin, "/metrics").await.unwrap().text();
+    assert!(
+        text.lines().any(|l| l.starts_with("weir_requests_total{")
+            && l.contains("route=\"staff\"")
+            && l.contains("code=\"401\"")
+            && l.contains("reason=\"unauthorized\"")
+            && l.ends_with(" 6")),
+        "no count of the 401s:\n{text}"
+    );
+}
+
+/// Polls until `auth` gets `want` (the file is looked at once a second).
+async fn until_status(listen: std::net::SocketAddr, auth: &str, want: u16) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let got = get(listen, "/", &[("authorization", auth)]).await.status;
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "still {got}, not {want}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_users_file_is_picked_up_and_a_bad_one_ignored() {
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("htpasswd");
+    htpasswd(&users, "alice", "alice-pw", true);
+    let log = dir.path().join("access.log");
+    let listen = free_addr();
+    let w = Weir::start(&config(listen, &up, &users, &log), &[listen]);
+    let alice = basic("alice", "alice-pw");
+    let bob = basic("bob", "bob-pw");
+    // alice's success is remembered; the new file must make weir forget it.
+    assert_eq!(
+        get(listen, "/", &[("authorization", &alice)]).await.status,
+        200
+    );
+    assert_eq!(
+        get(listen, "/", &[("authorization", &bob)]).await.status,
+        401
+    );
+
+    // A new file, renamed over the old one as deploy tools do: bob only.
+    let next = dir.path().join("htpasswd.new");
+    htpasswd(&next, "bob", "bob-pw", true);
+    std::fs::rename(&next, &users).unwrap();
+    until_status(listen, &bob, 200).await;
+    assert_eq!(
+        get(listen, "/", &[("authorization", &alice)]).await.status,
+        401
+    );
+    w.wait_log(0, "users file reloaded", Duration::from_secs(5));
+
+    // A file that does not read keeps bob.
+    let from = w.log_lines();
+    std::fs::write(
+        &next,
+        "bob:$apr1$EkIcIL0v$TkhRQRPfzGFVG8B.KHOES0\ncarol:plain\n",
+    )
+    .unwrap();
+    std::fs::rename(&next, &users).unwrap();
+    let line = w.wait_log(from, "users file not reloaded", Duration::from_secs(15));
+    assert!(line.contains("line 1, user `bob`"), "{line}");
+    assert!(line.contains("line 2, user `carol`"), "{line}");
+    assert_eq!(
+        get(listen, "/", &[("authorization", &bob)]).await.status,
+        200
+    );
+}
+
+#[test]
+fn check_refuses_weak_hashes_with_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("htpasswd");
+    htpasswd(&users, "alice", "alice-pw", true);
+    // What htpasswd writes with -m (Apache MD5) and -s ({SHA}).
+    for (flag, user) in [("-m", "mike"), ("-s", "sam")] {
+        let out = Command::new("htpasswd")
+            .args([flag, "-b"])
+            .arg(&users)
+            .args([user, "pw"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let cfg = format!(
+        "[listeners.web]\nbind = \"127.0.0.1:8080\"\npool = \"app\"\n\n[pools.app]\nendpoints = [{{ addr = \"127.0.0.1:9001\" }}]\n\n[filters.staff]\nkind = \"basic_auth\"\nusers_file = \"{}\"\n",
+        users.display()
+    );
+    let path = dir.path().join("weir.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let out = Command::new(WEIR).arg("check").arg(&path).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let at = format!("{}:10:14: error:", path.display());
+    assert!(err.contains(&at), "no {at:?} in:\n{err}");
+    assert!(
+        err.contains("line 2, user `mike`: Apache MD5 (`$apr1$`) hashes are refused"),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 3, user `sam`: `{SHA}` hashes are refused"),
+        "{err}"
+    );
+    assert!(!err.contains("alice"), "{err}");
+}
