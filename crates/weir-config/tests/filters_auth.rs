@@ -224,3 +224,61 @@ fn routes_chain_the_auth_filters() {
     let l = ok(&src);
     assert_eq!(l.config.routes["r"].filters, ["staff", "fa"]);
 }
+
+/// Through the API (the same readers): each problem names its field, and a pool a
+/// forward_auth names cannot be deleted from under it.
+#[test]
+fn through_the_api_problems_name_their_fields() {
+    use serde_json::json;
+    use weir_config::{Admin, Global, ResourceChange, ResourceKind, Resources};
+    let put = |kind, name, spec| ResourceChange {
+        kind,
+        name,
+        spec: Some(spec),
+    };
+    let fields = |r: Result<(), Vec<weir_config::FieldProblem>>| -> Vec<String> {
+        r.unwrap_err()
+            .into_iter()
+            .map(|p| p.field.unwrap_or_default())
+            .collect()
+    };
+    let mut r = Resources::new(Admin::default(), Global::default());
+    let pool = json!({});
+    let fa = json!({"kind": "forward_auth", "pool": "auth", "timeout": "0s"});
+    assert_eq!(
+        fields(r.apply(&[
+            put(ResourceKind::Pool, "app", &pool),
+            put(ResourceKind::Filter, "fa", &fa),
+        ])),
+        ["filters/fa/timeout"]
+    );
+    let fa = json!({"kind": "forward_auth", "pool": "auht"});
+    assert_eq!(
+        fields(r.apply(&[
+            put(ResourceKind::Pool, "auth", &pool),
+            put(ResourceKind::Filter, "fa", &fa),
+        ])),
+        ["filters/fa/pool"]
+    );
+    let fa = json!({"kind": "forward_auth", "pool": "auth"});
+    let ba = json!({"kind": "basic_auth", "users_file": "/x", "realm": "a\"b"});
+    assert_eq!(
+        fields(r.apply(&[
+            put(ResourceKind::Pool, "auth", &pool),
+            put(ResourceKind::Filter, "fa", &fa),
+            put(ResourceKind::Filter, "ba", &ba),
+        ])),
+        ["filters/ba/realm"]
+    );
+    r.apply(&[
+        put(ResourceKind::Pool, "auth", &pool),
+        put(ResourceKind::Filter, "fa", &fa),
+    ])
+    .unwrap();
+    let gone = ResourceChange {
+        kind: ResourceKind::Pool,
+        name: "auth",
+        spec: None,
+    };
+    assert_eq!(fields(r.apply(&[gone])), ["filters/fa/pool"]);
+}

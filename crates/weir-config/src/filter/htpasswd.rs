@@ -13,6 +13,11 @@ use std::str::FromStr;
 /// The most weir reads of a users file: far beyond any real one, small enough to hold.
 pub const MAX_USERS_FILE_BYTES: u64 = 4 << 20;
 
+/// The most work one check may take: bcrypt's cost, argon2's memory (KiB) and passes.
+pub const MAX_BCRYPT_COST: u32 = 17;
+pub const MAX_ARGON2_KIB: u32 = 256 << 10;
+pub const MAX_ARGON2_PASSES: u32 = 20;
+
 /// How many bad lines one error lists (the rest are counted).
 const LISTED: usize = 5;
 
@@ -162,10 +167,11 @@ fn scheme(hash: &str) -> Result<Scheme, String> {
         let parts = bcrypt::HashParts::from_str(hash)
             // The crate's error quotes the whole hash: not for a log.
             .map_err(|_| "not a valid bcrypt hash (`$2y$COST$` and 53 characters)".to_string())?;
-        // What the bcrypt crate computes; htpasswd -B writes 4..=17.
-        if !(4..=31).contains(&parts.get_cost()) {
+        // What htpasswd -B writes. Each step doubles the work: cost 18 is seconds of CPU per
+        // request that is not remembered yet, which a wrong password can ask for at will.
+        if !(4..=MAX_BCRYPT_COST).contains(&parts.get_cost()) {
             return Err(format!(
-                "bcrypt cost {} is outside 4..=31",
+                "bcrypt cost {} is outside 4..={MAX_BCRYPT_COST}",
                 parts.get_cost()
             ));
         }
@@ -177,8 +183,16 @@ fn scheme(hash: &str) -> Result<Scheme, String> {
     {
         let phc = argon2::PasswordHash::new(hash)
             .map_err(|e| format!("not a valid argon2 PHC string ({e})"))?;
-        argon2::Params::try_from(&phc)
+        let p = argon2::Params::try_from(&phc)
             .map_err(|e| format!("argon2 parameters not usable ({e})"))?;
+        // Each check takes this memory and time, for every request not remembered yet.
+        if p.m_cost() > MAX_ARGON2_KIB || p.t_cost() > MAX_ARGON2_PASSES {
+            return Err(format!(
+                "argon2 m={} t={} is more than weir verifies (m at most {MAX_ARGON2_KIB} KiB, t at most {MAX_ARGON2_PASSES})",
+                p.m_cost(),
+                p.t_cost()
+            ));
+        }
         if phc.hash.is_none() || phc.salt.is_none() {
             return Err("argon2 PHC string without salt or hash".into());
         }
@@ -237,5 +251,12 @@ mod tests {
         assert!(bad[0].why.contains("$apr1$"), "{}", bad[0].why);
         assert!(bad[2].why.contains("DES"), "{}", bad[2].why);
         assert!(bad[3].why.contains("plain-text"), "{}", bad[3].why);
+    }
+
+    #[test]
+    fn refuses_hashes_too_costly_to_verify() {
+        let bad = parse("a:$2y$18$IujhHJrLQ4B.SErvCkWlRO/FBox9DDhPEsArQKZfD2RHolSSpaS.y\nb:$argon2id$v=19$m=1048576,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$6Q3RnhJuiXRFvAXz3DbFGp7V5ej5v4U/4Nhp7AxE5Bg\n").unwrap_err();
+        assert!(bad[0].why.contains("bcrypt cost 18"), "{}", bad[0].why);
+        assert!(bad[1].why.contains("m=1048576"), "{}", bad[1].why);
     }
 }
