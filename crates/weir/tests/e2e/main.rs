@@ -19,6 +19,7 @@ mod demo;
 mod draining;
 mod duplicates;
 mod ejection;
+mod filters;
 mod grpc;
 mod grpc_answers;
 mod health;

@@ -121,7 +121,10 @@ async fn filtered(
             resp
         }
         None => {
-            routed.host = cx.upstream_host.take();
+            routed.upstream_host = cx
+                .upstream_host
+                .take()
+                .filter(|h| Some(h) != routed.host.as_ref());
             proxy(ctx, req, routed, start, grpc, acct).await
         }
     };
@@ -143,6 +146,7 @@ async fn proxy(
     let Routed {
         listener,
         host,
+        upstream_host,
         route,
         pool,
         metrics,
@@ -150,7 +154,7 @@ async fn proxy(
     } = routed;
 
     let upgrade = crate::http::upgrade::asked(&req);
-    rewrite::for_upstream(&mut req, ctx, host, upgrade);
+    rewrite::for_upstream(&mut req, ctx, host, upstream_host, upgrade);
     let key = keys::pick_key(&pool, &req, ctx.client);
     let w = Where {
         listener: &listener,

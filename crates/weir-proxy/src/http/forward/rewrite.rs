@@ -10,12 +10,14 @@ use http::{Request, Uri, Version};
 use super::ctx::ConnCtx;
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
 
+/// `host` is the client's (X-Forwarded-Host, and Host unless a filter chose `upstream_host`).
 /// `upgrade`: the protocols the client asked to switch to (`http/upgrade.rs`),
 /// kept for the upstream hop.
 pub fn for_upstream<B>(
     req: &mut Request<B>,
     ctx: &ConnCtx,
     host: Option<HeaderValue>,
+    upstream_host: Option<HeaderValue>,
     upgrade: Option<HeaderValue>,
 ) {
     if req.uri().authority().is_some() {
@@ -38,7 +40,7 @@ pub fn for_upstream<B>(
             h.insert(name.clone(), v);
         }
     }
-    if let Some(v) = host {
+    if let Some(v) = upstream_host.or(host) {
         h.insert(header::HOST, v);
     }
     *req.version_mut() = Version::HTTP_11;
