@@ -548,3 +548,44 @@ async fn filters_are_api_resources_checked_against_the_whole_config() {
     let list = body_json(&crate::api_client::get(a, "filters").await);
     assert_eq!(list["items"][0]["name"], "deny-all", "{list}");
 }
+
+#[test]
+fn weir_check_names_each_filter_mistake_at_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.toml");
+    std::fs::write(
+        &path,
+        r#"[listeners.web]
+bind = "127.0.0.1:8080"
+[pools.app]
+endpoints = [{ addr = "127.0.0.1:9001" }]
+[routes.r]
+listener = "web"
+pool = "app"
+filters = ["tag", "stirp", "tag"]
+[filters.tag]
+kind = "headers"
+request_set = { "X-A" = "{clientip}" }
+[filters.strip]
+kind = "rewrite"
+path_regex = "("
+path_replacement = "/"
+"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new(crate::common::WEIR)
+        .arg("check")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&*path.to_string_lossy(), "weir.toml");
+    for want in [
+        "weir.toml:8:19: error: no filter named `stirp`, did you mean `strip`?",
+        "weir.toml:8:28: error: filter `tag` is already in this chain",
+        "weir.toml:11:25: error: invalid header value \"{clientip}\": unknown variable `{clientip}`, did you mean `client_ip`?",
+        "weir.toml:14:14: error: invalid path_regex",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+}
