@@ -184,3 +184,53 @@ endpoints = [{{ addr = "{}" }}, {{ addr = "{}" }}]
     }
     assert_eq!(untrusted.len(), 1, "{untrusted:?}");
 }
+
+/// The admin API reads the keys with the config file's readers: a bad value is refused
+/// (422, as every invalid change is) naming its field, and a good one is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_names_a_bad_key() {
+    use crate::api_client::{add, call, json};
+    use serde_json::json;
+    let data = tempfile::tempdir().unwrap();
+    let w = Weir::store(data.path());
+    let a = w.admin;
+    add(a, "pools/app", json!({"send_proxy": "v2"})).await;
+    let bind = free_addr().to_string();
+    let cases = [
+        (
+            "pools/p2",
+            json!({"send_proxy": "v3"}),
+            "pools/p2/send_proxy",
+        ),
+        (
+            "listeners/web",
+            json!({"bind": bind, "pool": "app", "proxy_protocol": true}),
+            "listeners/web/proxy_protocol",
+        ),
+        (
+            "listeners/web",
+            json!({"bind": bind, "pool": "app", "trusted_proxies": ["10.0.0.1/8"]}),
+            "listeners/web/trusted_proxies",
+        ),
+    ];
+    for (path, spec, field) in cases {
+        let r = call(
+            a,
+            "PUT",
+            path,
+            &[("if-none-match", "*")],
+            Some(spec.clone()),
+        )
+        .await;
+        assert_eq!(r.status, 422, "{spec}: {}", r.text());
+        let p = json(&r);
+        let f = p["field"].as_str().unwrap_or_else(|| panic!("{p}"));
+        assert!(f.starts_with(field), "{spec}: {p}");
+    }
+    add(
+        a,
+        "listeners/web",
+        json!({"bind": bind, "pool": "app", "proxy_protocol": true, "trusted_proxies": ["127.0.0.1"]}),
+    )
+    .await;
+}
