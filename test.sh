@@ -7,15 +7,27 @@ cd "$(dirname "$0")"
 # Debian packages the tests need beyond the Rust toolchain (Chromium for the
 # dashboard test is installed by tests/browser/run.sh; later features add
 # etcd, ... here): weir-tls's tests make RSA pairs with the openssl command and
-# trust the system's certificate store.
-DEBS=(openssl ca-certificates curl)
+# trust the system's certificate store. haproxy and nginx: the PROXY protocol
+# interop tests run them as plain processes with their own configs.
+DEBS=(openssl ca-certificates curl haproxy nginx)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
+  # Debian would start nginx/haproxy as services (port 80) on install: forbid
+  # it for this install only (as bench/run.sh does).
+  policy_added=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    policy_added=1
+  fi
+  trap 'if [ $policy_added = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi' EXIT
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  if [ $policy_added = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
+  trap - EXIT
 fi
 # The metrics tests parse /metrics with the reference Python client's parser.
 if ! python3 -c 'import prometheus_client' 2>/dev/null; then

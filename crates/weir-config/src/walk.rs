@@ -10,6 +10,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::addr::Use;
 use crate::certificate::{self, CertificateAt};
+use crate::client_addr;
 use crate::filter::FilterAt;
 use crate::read::{self, Fields, Sink, Span};
 use crate::tls::{ListenerTlsAt, PoolTlsAt};
@@ -41,6 +42,8 @@ const LISTENER_KEYS: &[&str] = &[
     "access_log",
     "tls",
     "sni_routing",
+    "trusted_proxies",
+    "proxy_protocol",
 ];
 const ROUTE_KEYS: &[&str] = &[
     "listener",
@@ -78,6 +81,7 @@ const POOL_KEYS: &[&str] = &[
     "health",
     "retry",
     "tls",
+    "send_proxy",
 ];
 const ENDPOINT_KEYS: &[&str] = &["addr", "weight"];
 const HEALTH_KEYS: &[&str] = &[
@@ -456,11 +460,13 @@ pub(crate) fn listener(
             );
         }
     }
+    client_addr::listener(sink, t, &mut l);
     if protocol == Protocol::Tcp {
         // Harmless but a sign of a copy-paste or a misunderstanding. With sni_routing,
-        // header_timeout bounds the wait for the ClientHello.
+        // header_timeout bounds the wait for the ClientHello (and with proxy_protocol,
+        // for the PROXY header).
         for key in ["header_timeout", "max_header_bytes", "access_log"] {
-            if key == "header_timeout" && l.sni_routing {
+            if key == "header_timeout" && (l.sni_routing || l.proxy_protocol) {
                 continue;
             }
             if let Some(span) = t.key_span(key) {
@@ -719,6 +725,9 @@ pub(crate) fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool
         }
     }
     upstream_protocol(sink, name, t, &mut p, &at);
+    if let Some(v) = t.choice(sink, "send_proxy", client_addr::SEND_PROXY) {
+        p.send_proxy = Some(v);
+    }
     (p, at)
 }
 

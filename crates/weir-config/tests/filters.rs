@@ -7,7 +7,6 @@ mod common;
 use common::*;
 
 use weir_config::filter::*;
-use weir_config::*;
 
 /// BASE, a route `r` with `filters = [chain]` and one filter `f` with these lines.
 fn with(chain: &str, lines: &[&str]) -> String {

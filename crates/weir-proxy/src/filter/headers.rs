@@ -77,7 +77,7 @@ impl Headers {
             let theirs = req
                 .headers()
                 .get(name)
-                .filter(|v| cx.conn.trusted_peer && valid_id(v))
+                .filter(|v| cx.conn.trusted.is_some() && valid_id(v))
                 .cloned();
             let id = match theirs {
                 Some(v) => cx.request_id.insert(v).clone(),

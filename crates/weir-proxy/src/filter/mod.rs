@@ -123,7 +123,7 @@ impl Chain {
 /// later steps need (the Host sent upstream, the request id).
 pub struct Cx<'a> {
     pub conn: &'a ConnCtx,
-    /// The client's address.
+    /// The client's address: behind trusted proxies, the one their headers name.
     pub client: IpAddr,
     /// The request as it arrived (before any filter changed it), for variables and redirects.
     pub method: Method,
@@ -139,10 +139,16 @@ pub struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
-    pub fn new<B>(conn: &'a ConnCtx, req: &Request<B>, host: Option<HeaderValue>) -> Cx<'a> {
+    /// `client`: the request's client (behind trusted proxies, the one they name).
+    pub fn new<B>(
+        conn: &'a ConnCtx,
+        client: IpAddr,
+        req: &Request<B>,
+        host: Option<HeaderValue>,
+    ) -> Cx<'a> {
         Cx {
             conn,
-            client: conn.client.ip(),
+            client,
             method: req.method().clone(),
             uri: req.uri().clone(),
             upstream_host: host.clone(),

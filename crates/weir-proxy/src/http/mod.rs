@@ -5,6 +5,7 @@
 //! client timeouts).
 
 pub mod body;
+pub mod client_addr;
 pub mod conn;
 pub mod conn_state;
 pub mod error;

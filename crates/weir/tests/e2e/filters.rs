@@ -589,3 +589,56 @@ path_replacement = "/"
         assert!(err.contains(want), "{want}\n{err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_filters_see_the_client_it_names_and_keep_its_request_id() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let filters = r#"
+[filters.office]
+kind = "ip_allow"
+addresses = ["10.0.0.0/8"]
+
+[filters.ids]
+kind = "headers"
+request_id = "X-Request-Id"
+request_set = { "X-Real-IP" = "{client_ip}" }
+"#;
+    let routes = r#"
+[routes.office]
+listener = "web"
+pool = "app"
+filters = ["office", "ids"]
+"#;
+    let cfg = config(listen, up.addr(), filters, routes).replace(
+        "pool = \"app\"\n\n[pools.app]",
+        "pool = \"app\"\ntrusted_proxies = [\"127.0.0.1\"]\n\n[pools.app]",
+    );
+    let _w = Weir::start(&cfg, &[listen]);
+    let r = send(
+        listen,
+        get("/headers")
+            .header("x-forwarded-for", "10.1.2.3")
+            .header("x-request-id", "from-the-edge-42")
+            .body(empty())
+            .unwrap(),
+    )
+    .await;
+    let seen = Seen::of(&r);
+    assert_eq!(seen.one("x-real-ip").as_deref(), Some("10.1.2.3"));
+    assert_eq!(
+        seen.one("x-request-id").as_deref(),
+        Some("from-the-edge-42")
+    );
+    assert_eq!(r.header("x-request-id"), Some("from-the-edge-42"));
+    // A client outside the list, named by the same trusted proxy.
+    let r = send(
+        listen,
+        get("/headers")
+            .header("x-forwarded-for", "192.0.2.9")
+            .body(empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 403);
+}

@@ -64,6 +64,14 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBo
     let start = Instant::now();
     let busy = ctx.state.begin_request();
     let mut acct = Accounting::default();
+    // Behind trusted proxies, the client their headers name (the connection's otherwise).
+    if let Some(trusted) = &ctx.trusted {
+        acct.client = Some(crate::http::client_addr::resolve(
+            trusted,
+            ctx.client,
+            req.headers(),
+        ));
+    }
     let grpc = grpc::is_grpc(req.headers());
     let mut resp = forward(ctx, req, start, grpc, &mut acct).await;
     if grpc && resp.body().is_generated() {
@@ -113,7 +121,8 @@ async fn filtered(
     acct: &mut Accounting,
 ) -> Response<ProxyBody> {
     let chain = routed.filters.clone();
-    let mut cx = filter::Cx::new(ctx, &req, routed.host.clone());
+    let client = acct.client.unwrap_or(ctx.client).ip();
+    let mut cx = filter::Cx::new(ctx, client, &req, routed.host.clone());
     let mut resp = match filter::request(&chain, &mut cx, &mut req).await {
         Some((resp, reason)) => {
             acct.routed(routed.route.as_deref(), &routed.pool);
@@ -155,7 +164,8 @@ async fn proxy(
 
     let upgrade = crate::http::upgrade::asked(&req);
     rewrite::for_upstream(&mut req, ctx, host, upstream_host, upgrade);
-    let key = keys::pick_key(&pool, &req, ctx.client);
+    let client = acct.client.unwrap_or(ctx.client);
+    let key = keys::pick_key(&pool, &req, client);
     let w = Where {
         listener: &listener,
         route: route.as_deref(),
@@ -185,6 +195,9 @@ async fn proxy(
         parts,
         body,
         deadline,
+        proxy_header: pool
+            .send_proxy
+            .map(|v| crate::transport::proxy_protocol::header(v, Some((client, ctx.local)))),
     })
     .await;
     match ended {
