@@ -234,6 +234,68 @@ class HttpSmall(HttpScenario):
                        f"weir spends {med['weir']['cpu_total'] / med[floor]['cpu_total']:.2f} × the floor.")
 
 
+# What a route's filter chain costs (issue 26): the same route with no filters, and with a
+# chain of the common kinds, each doing real work per request (a request id made, fields set
+# and removed, a regex rewrite, an allow list, a body limit).
+FILTER_CHAIN = """
+[filters.ids]
+kind = "headers"
+request_id = "X-Request-Id"
+request_set = { "X-Real-IP" = "{client_ip}", "X-Env" = "bench" }
+response_set = { "X-Frame-Options" = "DENY" }
+response_remove = ["Server"]
+
+[filters.rewrite]
+kind = "rewrite"
+path_regex = "^/(small)$"
+path_replacement = "/$1"
+
+[filters.office]
+kind = "ip_allow"
+addresses = ["10.0.0.0/8", "127.0.0.0/8", "::1"]
+
+[filters.limit]
+kind = "body_limit"
+max_bytes = "1MiB"
+
+[filters.old]
+kind = "redirect"
+path_regex = "^/old/(.*)$"
+path_replacement = "/new/$1"
+
+[routes.all]
+listener = "web"
+pool = "app"
+filters = ["ids", "rewrite", "office", "limit", "old"]
+"""
+
+
+class HttpFilters(HttpScenario):
+    """http-small through a route without filters (`weir`) and through a five-filter chain
+    (`weir-chain`): what the chain adds per request. HAProxy and nginx rows as in
+    http-small, for scale."""
+    name, title = "http-filters", "http-filters"
+    compared = ("weir", "weir-chain")
+
+    def variants(self):
+        return [Variant("weir", "weir", 1), Variant("weir-chain", "weir", 1, params={"chain": True}),
+                Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
+
+    def start(self, ctx, v, upstreams, tag):
+        extra = FILTER_CHAIN if v.params.get("chain") else ""
+        return start_proxy(ctx, v, "http", upstreams, tag, pool_extra=extra)
+
+    def describe(self):
+        return super().describe() + "; weir-chain: the same route with five filters (headers with a request id, a regex rewrite, an allow list, a body limit, a redirect that does not match)"
+
+    def goal_line(self, med, row="weir"):
+        if not med.get("weir", {}).get("cpu_total") or not med.get("weir-chain", {}).get("cpu_total"):
+            return None
+        r = med["weir-chain"]["cpu_total"] / med["weir"]["cpu_total"]
+        return (f"Goal (issue 26): a five-filter chain ≤ 1.1 × the CPU per request without filters: "
+                f"{'**met**' if r <= 1.1 else 'not met'} (weir-chain is {r:.2f} × weir).")
+
+
 class HttpLarge(HttpScenario):
     name, title = "http-large", "http-large"
     path, body_len, conns = "/large", 1 << 20, 8
@@ -1378,12 +1440,13 @@ class IdleTcp(IdleMemory):
             data += chunk
 
 
-SCENARIOS = {c.name: c for c in (HttpSmall, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
+SCENARIOS = {c.name: c for c in (HttpSmall, HttpFilters, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
                                  ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, HttpsSmall, HttpsConn,
                                  HttpsResume, H2Small, GrpcUnary)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
+    "filters": ["http-filters"],
     "resilience": ["resilience-flap", "resilience-idle", "resilience-rolling"],
     "memory": ["idle-http", "idle-tcp"],
     "tls": ["https-small", "https-conn", "https-resume"],
