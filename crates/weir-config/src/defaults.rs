@@ -180,6 +180,7 @@ impl crate::Listener {
             sni_routing: false,
             trusted_proxies: Vec::new(),
             proxy_protocol: false,
+            filters: Vec::new(),
         }
     }
 }

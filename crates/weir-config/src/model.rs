@@ -74,6 +74,9 @@ pub struct Listener {
     /// Each connection starts with a PROXY protocol header (v1 or v2) from a trusted peer,
     /// whose source address becomes the client's.
     pub proxy_protocol: bool,
+    /// tcp: `ip_allow` / `ip_deny` filters each connection passes before anything else
+    /// (a refused one is closed and counted). http listeners take filters on routes.
+    pub filters: Vec<String>,
 }
 
 /// `[listeners.NAME.tls]`: what a TLS listener presents and accepts.

@@ -44,6 +44,7 @@ const LISTENER_KEYS: &[&str] = &[
     "sni_routing",
     "trusted_proxies",
     "proxy_protocol",
+    "filters",
 ];
 const ROUTE_KEYS: &[&str] = &[
     "listener",
@@ -181,6 +182,8 @@ pub(crate) struct ListenerAt {
     pub tls: ListenerTlsAt,
     /// `sni_routing = true`.
     pub sni_routing: Option<Span>,
+    /// Each name in `filters`, in order.
+    pub filters: Vec<Span>,
 }
 
 #[derive(Clone)]
@@ -388,6 +391,7 @@ pub(crate) fn listener(
         pool: None,
         tls: ListenerTlsAt::default(),
         sni_routing: None,
+        filters: Vec::new(),
     };
 
     if let Some(v) = t.require(
@@ -461,6 +465,7 @@ pub(crate) fn listener(
         }
     }
     client_addr::listener(sink, t, &mut l);
+    (l.filters, at.filters) = filter_names(sink, t);
     if protocol == Protocol::Tcp {
         // Harmless but a sign of a copy-paste or a misunderstanding. With sni_routing,
         // header_timeout bounds the wait for the ClientHello (and with proxy_protocol,
@@ -585,17 +590,22 @@ pub(crate) fn route(
             }
         }
     }
-    if let Some(v) = t.get("filters") {
-        if let Some(items) = read::array(sink, v) {
-            for item in items.iter() {
-                if let Some(s) = read::string(sink, item) {
-                    r.filters.push(s.to_string());
-                    at.filters.push(item.span());
-                }
+    (r.filters, at.filters) = filter_names(sink, t);
+    (r, at)
+}
+
+/// `filters = ["a", "b"]`: the names and where each is written (checked in `filter::check`).
+fn filter_names(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> (Vec<String>, Vec<Span>) {
+    let mut out = (Vec::new(), Vec::new());
+    if let Some(items) = t.get("filters").and_then(|v| read::array(sink, v)) {
+        for item in items.iter() {
+            if let Some(s) = read::string(sink, item) {
+                out.0.push(s.to_string());
+                out.1.push(item.span());
             }
         }
     }
-    (r, at)
+    out
 }
 
 /// A `Strict-Transport-Security` value: `max-age=N` first (RFC 6797), then

@@ -369,3 +369,43 @@ addresses = ["::1"]
 "#;
     one_error(src, 13, 12, "filters apply to http routes only");
 }
+
+#[test]
+fn a_tcp_listener_takes_only_address_lists() {
+    let src = |listener_extra: &str, kind: &str| {
+        format!(
+            r#"[listeners.db]
+bind = "127.0.0.1:5432"
+protocol = "tcp"
+pool = "app"
+{listener_extra}
+
+[pools.app]
+endpoints = [{{ addr = "127.0.0.1:9001" }}]
+
+[filters.f]
+{kind}
+"#
+        )
+    };
+    let allow = "kind = \"ip_allow\"\naddresses = [\"10.0.0.0/8\"]";
+    let l = ok(&src("filters = [\"f\"]", allow));
+    assert_eq!(l.config.listeners["db"].filters, ["f"]);
+    one_error(
+        &src(
+            "filters = [\"f\"]",
+            "kind = \"rewrite\"\nstrip_prefix = \"/a\"",
+        ),
+        5,
+        12,
+        "a tcp listener takes only ip_allow and ip_deny",
+    );
+    one_error(
+        &src("filters = [\"g\"]", allow),
+        5,
+        12,
+        "no filter named `g`",
+    );
+    let http = src("filters = [\"f\"]", allow).replace("protocol = \"tcp\"", "protocol = \"http\"");
+    one_error(&http, 5, 12, "its requests take filters on their routes");
+}

@@ -22,6 +22,7 @@ use crate::http::forward::ConnCtx;
 use crate::metrics::proxy_protocol::{ProxyErrors, Refusal};
 use crate::metrics::{Held, GLOBAL};
 use crate::race::race;
+use crate::reason::Reason;
 use crate::snapshot::ListenerSnap;
 use crate::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
 use crate::tcp::sni::serve as serve_sni;
@@ -347,6 +348,16 @@ fn dispatch(l: &ListenerSnap, stream: Sock, client: SocketAddr, local: SocketAdd
             });
         }
         Protocol::Tcp => {
+            if !l.filters.admits(client.ip()) {
+                // Closed at once (dropping it), counted under the listener's pool.
+                let m = l
+                    .routes
+                    .lookup(None, "/")
+                    .map_or(&l.no_route, |t| &t.metrics);
+                m.no_endpoint.record_session(Some(Reason::Forbidden));
+                debug!(listener = &*l.name, %client, "connection refused by the listener's filters");
+                return;
+            }
             let stream = match stream.into_tokio() {
                 Ok(s) => s,
                 Err(e) => {

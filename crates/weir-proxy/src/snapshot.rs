@@ -58,6 +58,8 @@ pub struct ListenerSnap {
     /// Some pool it sends to has `send_proxy`, so a connection's own address (the PROXY
     /// header's destination) is looked up when the listener's bind is a wildcard.
     pub sends_proxy: bool,
+    /// A tcp listener's `filters` (address lists), which each connection passes first.
+    pub filters: Chain,
 }
 
 /// Runtime state that outlives snapshots: endpoints keyed by pool and
@@ -346,6 +348,7 @@ impl Snapshot {
                 trusted: (!l.trusted_proxies.is_empty()).then(|| l.trusted_proxies.clone().into()),
                 proxy_protocol: proxy_counts,
                 sends_proxy,
+                filters: Chain::of(&l.filters, &filters),
             });
         }
         series.finish();

@@ -136,7 +136,8 @@ fn strings(sink: &mut Sink<'_>, v: &read::Val<'_>) -> Vec<(String, Span)> {
     out
 }
 
-/// A route's chain names filters that exist, each once, and only on http listeners.
+/// A route's chain names filters that exist, each once, and only on http listeners; a
+/// tcp listener's, only address lists (a connection has no request to change).
 pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     let cfg = &w.config;
     for (name, at) in &w.routes {
@@ -145,34 +146,60 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
             .listeners
             .get(&r.listener)
             .is_some_and(|l| l.protocol == crate::Protocol::Tcp);
-        for (i, (f, span)) in r.filters.iter().zip(&at.filters).enumerate() {
-            if tcp {
+        if tcp {
+            if let Some(span) = at.filters.first() {
                 sink.error(
                     span.clone(),
-                    format!(
-                        "route `{name}` is on tcp listener `{}`: filters apply to http routes only",
-                        r.listener
-                    ),
-                );
-                continue;
-            }
-            if r.filters[..i].contains(f) {
-                sink.error(
-                    span.clone(),
-                    format!(
-                        "filter `{f}` is already in this chain; a filter runs once per request"
-                    ),
-                );
-                continue;
-            }
-            // A filter that is written but does not read is reported where it is.
-            if !w.filters.contains_key(f) {
-                let existing: Vec<&str> = w.filters.keys().map(String::as_str).collect();
-                sink.error(
-                    span.clone(),
-                    crate::validate::missing("filter", "filters", f, existing),
+                    format!("route `{name}` is on tcp listener `{}`: filters apply to http routes only (a tcp listener's own `filters` take ip_allow and ip_deny)", r.listener),
                 );
             }
+            continue;
+        }
+        chain(sink, w, &r.filters, &at.filters);
+    }
+    for (name, at) in &w.listeners {
+        let l = &cfg.listeners[name];
+        let Some(first) = at.filters.first() else {
+            continue;
+        };
+        if l.protocol == crate::Protocol::Http {
+            sink.error(
+                first.clone(),
+                format!("listener `{name}` is an http listener: its requests take filters on their routes (`filters` on [routes.NAME])"),
+            );
+            continue;
+        }
+        chain(sink, w, &l.filters, &at.filters);
+        for (f, span) in l.filters.iter().zip(&at.filters) {
+            if let Some(kind) = cfg.filters.get(f).map(Filter::kind) {
+                if !matches!(kind, "ip_allow" | "ip_deny") {
+                    sink.error(
+                        span.clone(),
+                        format!("filter `{f}` is a {kind} filter; a tcp listener takes only ip_allow and ip_deny (a connection has no request to change)"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Each name exists and is there once.
+fn chain(sink: &mut Sink<'_>, w: &Walked, names: &[String], spans: &[Span]) {
+    for (i, (f, span)) in names.iter().zip(spans).enumerate() {
+        if names[..i].contains(f) {
+            sink.error(
+                span.clone(),
+                format!("filter `{f}` is already in this chain; a filter runs once per request"),
+            );
+            continue;
+        }
+        // A filter that is written but does not read is reported where it is.
+        if !w.filters.contains_key(f) {
+            let existing: Vec<&str> = w.filters.keys().map(String::as_str).collect();
+            sink.error(
+                span.clone(),
+                crate::validate::missing("filter", "filters", f, existing),
+            );
         }
     }
 }

@@ -114,6 +114,15 @@ impl Chain {
         self.0.is_none()
     }
 
+    /// A tcp listener's connection from `ip`: whether every address list lets it through
+    /// (the config allows only those kinds there).
+    pub fn admits(&self, ip: IpAddr) -> bool {
+        self.filters().iter().all(|f| match &**f {
+            Filter::Ip(l) => l.passes(ip),
+            _ => true,
+        })
+    }
+
     fn filters(&self) -> &[Arc<Filter>] {
         self.0.as_deref().unwrap_or(&[])
     }

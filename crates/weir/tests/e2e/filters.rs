@@ -642,3 +642,64 @@ filters = ["office", "ids"]
     .await;
     assert_eq!(r.status, 403);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tcp_listener_closes_connections_its_address_lists_refuse() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let up = weir_testkit::TcpUpstream::echo("e", false).await.unwrap();
+    let (open, closed) = (free_addr(), free_addr());
+    let cfg = format!(
+        r#"
+[listeners.open]
+bind = "{open}"
+protocol = "tcp"
+pool = "db"
+filters = ["local"]
+
+[listeners.closed]
+bind = "{closed}"
+protocol = "tcp"
+pool = "db"
+filters = ["local", "no-loopback"]
+
+[pools.db]
+endpoints = [{{ addr = "{}" }}]
+[pools.db.health]
+check = "none"
+
+[filters.local]
+kind = "ip_allow"
+addresses = ["127.0.0.0/8", "::1"]
+
+[filters.no-loopback]
+kind = "ip_deny"
+addresses = ["127.0.0.0/8", "::1"]
+"#,
+        up.addr()
+    );
+    let w = Weir::start(&cfg, &[open, closed]);
+    let mut s = tokio::net::TcpStream::connect(open).await.unwrap();
+    s.write_all(b"ping").await.unwrap();
+    let mut buf = [0u8; 4];
+    s.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf, b"ping");
+    // (Weir::start's own wait for the ports made connections too: count from here.)
+    let before = up.connections();
+    let prefix = "weir_requests_total{listener=\"closed\",route=\"\",pool=\"db\",endpoint=\"\",code=\"\",reason=\"forbidden\"}";
+    let refused = crate::tls_kit::metric(w.admin, prefix).await;
+
+    let mut s = tokio::net::TcpStream::connect(closed).await.unwrap();
+    let mut out = Vec::new();
+    let n = tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
+        .await
+        .expect("the refused connection is closed");
+    assert!(n.is_err() || out.is_empty(), "{out:?}");
+    assert_eq!(
+        up.connections(),
+        before,
+        "the refused connection never reached the pool"
+    );
+    // At least one more (a late readiness probe may be counted too).
+    let now = crate::tls_kit::wait_metric(w.admin, prefix, refused + 1.0).await;
+    assert!(now >= refused + 1.0, "{now} after {refused}");
+}
