@@ -101,7 +101,9 @@ async fn forward(
     let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());
     let mut resp = match routed.filters.is_empty() {
         true => proxy(ctx, req, routed, start, grpc, acct).await,
-        false => filtered(ctx, req, routed, start, grpc, acct).await,
+        // Boxed: a chain's future (a sub-request, say) would otherwise grow every
+        // request's, filtered or not.
+        false => Box::pin(filtered(ctx, req, routed, start, grpc, acct)).await,
     };
     if let Some(v) = hsts {
         resp.headers_mut()
