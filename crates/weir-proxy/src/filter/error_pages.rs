@@ -155,8 +155,8 @@ fn problem(status: StatusCode, resp: &Response<ProxyBody>) -> (Bytes, HeaderValu
 }
 
 /// Whether `Accept` ranks JSON (`application/json`, `application/problem+json`) above HTML.
-/// HTML's rank is `text/html`'s, else `text/*`'s, else `*/*`'s; JSON counts only when named,
-/// so `*/*` alone gets the page.
+/// JSON counts only when named, so `*/*` alone gets the page; HTML's rank is `text/html`'s,
+/// else `text/*`'s, else `*/*`'s, which JSON named at the same rank beats.
 fn wants_json(accept: Option<&HeaderValue>) -> bool {
     let Some(s) = accept.and_then(|v| v.to_str().ok()) else {
         return false;
@@ -180,8 +180,15 @@ fn wants_json(accept: Option<&HeaderValue>) -> bool {
         };
         *slot = Some(slot.map_or(q, |o: f32| o.max(q)));
     }
-    let html = html.or(text).or(any).unwrap_or(0.0);
-    json.is_some_and(|j| j > 0.0 && j > html)
+    let Some(json) = json.filter(|&j| j > 0.0) else {
+        return false;
+    };
+    // A type named beats a wildcard of the same rank (`application/json, */*` is a JSON
+    // client); against `text/html` or `text/*` named, JSON must rank higher.
+    match html.or(text) {
+        Some(h) => json > h,
+        None => json >= any.unwrap_or(0.0),
+    }
 }
 
 /// The pool's page at `path`: a 2xx, read whole within `timeout` and [`MAX_PAGE`].
@@ -258,6 +265,7 @@ mod tests {
         ));
         assert!(!j("*/*"));
         assert!(!j("application/json;q=0"));
+        assert!(!j("application/json;q=0.5, */*"));
         assert!(!j("text/*, application/json;q=0.9"));
         assert!(!wants_json(None));
     }
