@@ -237,6 +237,7 @@ fn parse(source: &str, file: &str, files: Files) -> Result<Loaded, Diagnostics> 
             }
         }
         tls_files::check(&mut sink, &walked, std::time::SystemTime::now());
+        filter::check_files(&mut sink, &walked);
     }
     let (diags, omitted) = sink.finish();
     if diags.iter().any(|d| d.severity == Severity::Error) {

@@ -24,6 +24,11 @@ pub enum Reason {
     Forbidden,
     /// The request body is larger than the route's body_limit.
     BodyTooLarge,
+    /// Not a failure: a route's cors filter answered a preflight it allows.
+    CorsPreflight,
+    /// A route's cors filter answered a preflight it does not allow (no allow fields, so the
+    /// browser blocks the request).
+    CorsRefused,
 }
 
 impl Reason {
@@ -43,6 +48,8 @@ impl Reason {
             Reason::Redirected => "redirected",
             Reason::Forbidden => "forbidden",
             Reason::BodyTooLarge => "body_too_large",
+            Reason::CorsPreflight => "cors_preflight",
+            Reason::CorsRefused => "cors_refused",
         }
     }
 
@@ -62,6 +69,8 @@ impl Reason {
             Reason::Redirected => 302,
             Reason::Forbidden => 403,
             Reason::BodyTooLarge => 413,
+            // As rs/cors: a refused preflight is a 204 too, only without the allow fields.
+            Reason::CorsPreflight | Reason::CorsRefused => 204,
         }
     }
 }

@@ -3,6 +3,8 @@
 //! `kind`, `check` holds the rules that span tables (chains name filters that exist, once).
 
 mod body_limit;
+mod cors;
+mod error_pages;
 mod headers;
 mod ip;
 mod redirect;
@@ -14,6 +16,8 @@ use crate::read::{self, Fields, Sink, Span};
 use crate::walk::Walked;
 
 pub use body_limit::BodyLimit;
+pub use cors::{normalize_origin, Cors, Names, OriginPattern, SAFELISTED_HEADERS};
+pub use error_pages::{read_page, ErrorPages, Page, MAX_PAGE};
 pub use headers::{HeaderOps, HeaderRules};
 pub use ip::IpList;
 pub use redirect::{Redirect, RedirectScheme};
@@ -36,6 +40,10 @@ pub enum Filter {
     IpDeny(IpList),
     /// The largest request body the route takes (413 past it).
     BodyLimit(BodyLimit),
+    /// CORS: preflights answered, actual answers given the allow fields.
+    Cors(Cors),
+    /// Error answers' bodies replaced by a page (or problem+json).
+    ErrorPages(ErrorPages),
 }
 
 /// `kind` as written, for each kind.
@@ -46,6 +54,8 @@ pub const KINDS: &[&str] = &[
     "ip_allow",
     "ip_deny",
     "body_limit",
+    "cors",
+    "error_pages",
 ];
 
 impl Filter {
@@ -58,6 +68,8 @@ impl Filter {
             Filter::IpAllow(_) => "ip_allow",
             Filter::IpDeny(_) => "ip_deny",
             Filter::BodyLimit(_) => "body_limit",
+            Filter::Cors(_) => "cors",
+            Filter::ErrorPages(_) => "error_pages",
         }
     }
 }
@@ -67,6 +79,10 @@ impl Filter {
 pub(crate) struct FilterAt {
     /// The `kind` value, when valid.
     pub kind: Option<Span>,
+    /// An error_pages filter's `pool` value (it must name a pool).
+    pub pool: Option<Span>,
+    /// An error_pages filter's `file` value (read by `weir check`).
+    pub file: Option<Span>,
 }
 
 /// Reads `[filters.NAME]`. A filter whose `kind` is missing or unknown, or whose settings do
@@ -76,7 +92,11 @@ pub(crate) fn read(
     name: &str,
     t: &Fields<'_, '_>,
 ) -> (Option<Filter>, FilterAt) {
-    let mut at = FilterAt { kind: None };
+    let mut at = FilterAt {
+        kind: None,
+        pool: None,
+        file: None,
+    };
     let f = read_kind(sink, name, t, &mut at);
     (f, at)
 }
@@ -99,6 +119,8 @@ fn read_kind(
         "ip_allow" => Filter::IpAllow(ip::read(sink, t)),
         "ip_deny" => Filter::IpDeny(ip::read(sink, t)),
         "body_limit" => Filter::BodyLimit(body_limit::read(sink, t, &what)),
+        "cors" => Filter::Cors(cors::read(sink, t, &what)),
+        "error_pages" => Filter::ErrorPages(error_pages::read(sink, t, &what, at)),
         other => {
             let hint = crate::suggest::did_you_mean(other, KINDS.iter().copied());
             sink.error(
@@ -181,6 +203,13 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
             }
         }
     }
+    error_pages::check(sink, w);
+}
+
+/// What the filters name outside the config (page files), read for `weir check` and a file's
+/// load; the API's changes meet them when the data plane builds the filter.
+pub(crate) fn check_files(sink: &mut Sink<'_>, w: &Walked) {
+    error_pages::check_files(sink, w);
 }
 
 /// Each name exists and is there once.

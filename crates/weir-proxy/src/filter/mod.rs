@@ -14,6 +14,8 @@
 //! `response`, a variant below, and its docs (docs/CONFIG.md "Route filters").
 
 mod body_limit;
+mod cors;
+mod error_pages;
 mod headers;
 mod ip;
 mod redirect;
@@ -40,6 +42,8 @@ pub enum Filter {
     Redirect(redirect::Redirect),
     Ip(ip::IpFilter),
     BodyLimit(BodyLimit),
+    Cors(cors::Cors),
+    ErrorPages(error_pages::ErrorPages),
 }
 
 /// A filter the config holds but that cannot be built (a regex the config check passed but
@@ -65,6 +69,8 @@ impl Filter {
             F::IpAllow(l) => Filter::Ip(ip::IpFilter::allow(l)),
             F::IpDeny(l) => Filter::Ip(ip::IpFilter::deny(l)),
             F::BodyLimit(b) => Filter::BodyLimit(BodyLimit::build(b)),
+            F::Cors(c) => Filter::Cors(cors::Cors::build(c)),
+            F::ErrorPages(e) => Filter::ErrorPages(error_pages::ErrorPages::build(e).map_err(err)?),
         })
     }
 
@@ -75,6 +81,8 @@ impl Filter {
             Filter::Redirect(f) => f.request(cx, req),
             Filter::Ip(f) => f.request(cx),
             Filter::BodyLimit(f) => f.request(req),
+            Filter::Cors(f) => f.request(cx, req),
+            Filter::ErrorPages(_) => Verdict::Continue,
         }
     }
 
@@ -82,6 +90,8 @@ impl Filter {
         match self {
             Filter::Headers(f) => f.response(cx, resp),
             Filter::Rewrite(_) | Filter::Redirect(_) | Filter::Ip(_) | Filter::BodyLimit(_) => {}
+            Filter::Cors(f) => f.response(cx, resp),
+            Filter::ErrorPages(f) => f.response(cx, resp).await,
         }
     }
 }
@@ -145,6 +155,12 @@ pub struct Cx<'a> {
     pub request_id: Option<HeaderValue>,
     /// How many filters' request phases ran (their response phases run).
     entered: usize,
+    /// The request's `Origin` (cors).
+    pub origin: Option<HeaderValue>,
+    /// The request's `Accept` (error_pages: a page or problem+json).
+    pub accept: Option<HeaderValue>,
+    /// Whether the request is a gRPC call (error_pages leaves those alone).
+    pub grpc: bool,
 }
 
 impl<'a> Cx<'a> {
@@ -164,6 +180,9 @@ impl<'a> Cx<'a> {
             host,
             request_id: None,
             entered: 0,
+            origin: req.headers().get(http::header::ORIGIN).cloned(),
+            accept: req.headers().get(http::header::ACCEPT).cloned(),
+            grpc: crate::http::grpc::is_grpc(req.headers()),
         }
     }
 

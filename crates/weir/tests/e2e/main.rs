@@ -53,3 +53,6 @@ mod truncation;
 mod upstream_h2;
 mod upstream_tls;
 mod websocket;
+
+mod filters_cors;
+mod filters_error_pages;
