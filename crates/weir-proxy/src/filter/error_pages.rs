@@ -218,6 +218,10 @@ async fn fetch(
             parts,
             body: Prepared::Replayable(Bytes::new()),
             deadline: Some(deadline),
+            // weir's own request, as a health check's: LOCAL (v2) or UNKNOWN (v1).
+            proxy_header: pool
+                .send_proxy
+                .map(|v| crate::transport::proxy_protocol::header(v, None)),
         })
         .await;
         let Ended::Response { resp, .. } = ended else {
