@@ -254,20 +254,23 @@ path_replacement = "/$1"
 kind = "ip_allow"
 addresses = ["10.0.0.0/8", "127.0.0.0/8", "::1"]
 
+[filters.cors]
+kind = "cors"
+allow_origins = ["https://app.example.com", "https://*.example.org"]
+allow_credentials = true
+expose_headers = ["X-Request-Id"]
+
 [filters.limit]
 kind = "body_limit"
 max_bytes = "1MiB"
 
-[filters.old]
-kind = "redirect"
-path_regex = "^/old/(.*)$"
-path_replacement = "/new/$1"
-
 [routes.all]
 listener = "web"
 pool = "app"
-filters = ["ids", "rewrite", "office", "limit", "old"]
+filters = ["ids", "rewrite", "office", "cors", "limit"]
 """
+# Every row gets the same request: a browser's cross-origin GET.
+FILTER_HEADERS = ["Origin: https://app.example.com"]
 
 
 class HttpFilters(HttpScenario):
@@ -286,7 +289,20 @@ class HttpFilters(HttpScenario):
         return start_proxy(ctx, v, "http", upstreams, tag, pool_extra=extra)
 
     def describe(self):
-        return super().describe() + "; weir-chain: the same route with five filters (headers with a request id, a regex rewrite, an allow list, a body limit, a redirect that does not match)"
+        return super().describe() + ("; weir-chain: the same route with five filters (headers with a request id, "
+                                     "a regex rewrite, an allow list, cors, a body limit); every request carries an Origin")
+
+    def load(self, ctx, seconds, warmup=False):
+        w = run_wrk(f"{self.scheme}://{HOST}:{ctx.proxy_port}{self.path}", self.conns, seconds,
+                    self.opts["wrk_threads"], FILTER_HEADERS)
+        secs = w["duration_us"] / 1e6
+        errors = (w["connect_errors"] + w["read_errors"] + w["write_errors"] + w["status_errors"]
+                  + w["timeouts"])
+        if w["requests"] == 0:
+            raise BenchError(f"no request completed ({errors} errors)")
+        return {"units": w["requests"], "rps": w["requests"] / secs, "p50_ms": w["p50_us"] / 1000,
+                "p99_ms": w["p99_us"] / 1000, "mib_s": w["bytes"] / secs / (1 << 20), "errors": errors,
+                "wrk": w}
 
     def goal_line(self, med, row="weir"):
         if not med.get("weir", {}).get("cpu_total") or not med.get("weir-chain", {}).get("cpu_total"):
