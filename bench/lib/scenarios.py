@@ -192,9 +192,12 @@ class HttpScenario(Scenario):
                 raise BenchError(f"GET {self.path} through the proxy: status {status}, "
                                  f"{len(body)} body bytes (want 200, {self.body_len}): {body[:80]!r}")
 
+    def request_headers(self) -> list[str]:
+        return ["Connection: close"] if self.close else []
+
     def load(self, ctx, seconds, warmup=False):
         w = run_wrk(f"{self.scheme}://{HOST}:{ctx.proxy_port}{self.path}", self.conns, seconds,
-                    self.opts["wrk_threads"], ["Connection: close"] if self.close else [])
+                    self.opts["wrk_threads"], self.request_headers())
         secs = w["duration_us"] / 1e6
         errors = (w["connect_errors"] + w["read_errors"] + w["write_errors"] + w["status_errors"]
                   + w["timeouts"])
@@ -292,17 +295,8 @@ class HttpFilters(HttpScenario):
         return super().describe() + ("; weir-chain: the same route with five filters (headers with a request id, "
                                      "a regex rewrite, an allow list, cors, a body limit); every request carries an Origin")
 
-    def load(self, ctx, seconds, warmup=False):
-        w = run_wrk(f"{self.scheme}://{HOST}:{ctx.proxy_port}{self.path}", self.conns, seconds,
-                    self.opts["wrk_threads"], FILTER_HEADERS)
-        secs = w["duration_us"] / 1e6
-        errors = (w["connect_errors"] + w["read_errors"] + w["write_errors"] + w["status_errors"]
-                  + w["timeouts"])
-        if w["requests"] == 0:
-            raise BenchError(f"no request completed ({errors} errors)")
-        return {"units": w["requests"], "rps": w["requests"] / secs, "p50_ms": w["p50_us"] / 1000,
-                "p99_ms": w["p99_us"] / 1000, "mib_s": w["bytes"] / secs / (1 << 20), "errors": errors,
-                "wrk": w}
+    def request_headers(self):
+        return FILTER_HEADERS
 
     def goal_line(self, med, row="weir"):
         if not med.get("weir", {}).get("cpu_total") or not med.get("weir-chain", {}).get("cpu_total"):
