@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 # dashboard test is installed by tests/browser/run.sh; later features add
 # etcd, ... here): weir-tls's tests make RSA pairs with the openssl command and
 # trust the system's certificate store.
-DEBS=(openssl ca-certificates curl)
+DEBS=(openssl ca-certificates curl python3-brotli python3-zstandard)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -21,6 +21,13 @@ fi
 if ! python3 -c 'import prometheus_client' 2>/dev/null; then
   echo "installing: prometheus_client (Python)"
   python3 -m pip install -q prometheus_client
+fi
+# The compress filter's tests decode brotli and zstd with Python's decoders: Debian's
+# packages above serve the system python3; another python3 first on the PATH gets them
+# from pip.
+if ! python3 -c 'import brotli, zstandard' 2>/dev/null; then
+  echo "installing: brotli, zstandard (Python)"
+  python3 -m pip install -q brotli zstandard
 fi
 if command -v rustup >/dev/null; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true

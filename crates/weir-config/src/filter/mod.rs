@@ -3,6 +3,7 @@
 //! `kind`, `check` holds the rules that span tables (chains name filters that exist, once).
 
 mod body_limit;
+mod compress;
 mod headers;
 mod ip;
 mod redirect;
@@ -14,6 +15,7 @@ use crate::read::{self, Fields, Sink, Span};
 use crate::walk::Walked;
 
 pub use body_limit::BodyLimit;
+pub use compress::{Compress, Encoding};
 pub use headers::{HeaderOps, HeaderRules};
 pub use ip::IpList;
 pub use redirect::{Redirect, RedirectScheme};
@@ -36,6 +38,8 @@ pub enum Filter {
     IpDeny(IpList),
     /// The largest request body the route takes (413 past it).
     BodyLimit(BodyLimit),
+    /// Responses encoded (gzip, brotli, zstd) as the client accepts.
+    Compress(Compress),
 }
 
 /// `kind` as written, for each kind.
@@ -46,6 +50,7 @@ pub const KINDS: &[&str] = &[
     "ip_allow",
     "ip_deny",
     "body_limit",
+    "compress",
 ];
 
 impl Filter {
@@ -58,6 +63,7 @@ impl Filter {
             Filter::IpAllow(_) => "ip_allow",
             Filter::IpDeny(_) => "ip_deny",
             Filter::BodyLimit(_) => "body_limit",
+            Filter::Compress(_) => "compress",
         }
     }
 }
@@ -99,6 +105,7 @@ fn read_kind(
         "ip_allow" => Filter::IpAllow(ip::read(sink, t)),
         "ip_deny" => Filter::IpDeny(ip::read(sink, t)),
         "body_limit" => Filter::BodyLimit(body_limit::read(sink, t, &what)),
+        "compress" => Filter::Compress(compress::read(sink, t)),
         other => {
             let hint = crate::suggest::did_you_mean(other, KINDS.iter().copied());
             sink.error(

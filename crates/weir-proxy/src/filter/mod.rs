@@ -14,6 +14,7 @@
 //! `response`, a variant below, and its docs (docs/CONFIG.md "Route filters").
 
 mod body_limit;
+mod compress;
 mod headers;
 mod ip;
 mod redirect;
@@ -40,6 +41,7 @@ pub enum Filter {
     Redirect(redirect::Redirect),
     Ip(ip::IpFilter),
     BodyLimit(BodyLimit),
+    Compress(compress::Compress),
 }
 
 /// A filter the config holds but that cannot be built (a regex the config check passed but
@@ -65,6 +67,7 @@ impl Filter {
             F::IpAllow(l) => Filter::Ip(ip::IpFilter::allow(l)),
             F::IpDeny(l) => Filter::Ip(ip::IpFilter::deny(l)),
             F::BodyLimit(b) => Filter::BodyLimit(BodyLimit::build(b)),
+            F::Compress(c) => Filter::Compress(compress::Compress::build(c)),
         })
     }
 
@@ -75,6 +78,7 @@ impl Filter {
             Filter::Redirect(f) => f.request(cx, req),
             Filter::Ip(f) => f.request(cx),
             Filter::BodyLimit(f) => f.request(req),
+            Filter::Compress(f) => f.request(cx, req),
         }
     }
 
@@ -82,6 +86,7 @@ impl Filter {
         match self {
             Filter::Headers(f) => f.response(cx, resp),
             Filter::Rewrite(_) | Filter::Redirect(_) | Filter::Ip(_) | Filter::BodyLimit(_) => {}
+            Filter::Compress(f) => f.response(cx, resp),
         }
     }
 }
@@ -136,6 +141,8 @@ pub struct Cx<'a> {
     pub request_id: Option<HeaderValue>,
     /// How many filters' request phases ran (their response phases run).
     entered: usize,
+    /// What the request's Accept-Encoding and Range asked, for a compress filter.
+    pub compress: Option<compress::Asked>,
 }
 
 impl<'a> Cx<'a> {
@@ -149,6 +156,7 @@ impl<'a> Cx<'a> {
             host,
             request_id: None,
             entered: 0,
+            compress: None,
         }
     }
 

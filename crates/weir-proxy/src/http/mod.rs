@@ -7,6 +7,7 @@
 pub mod body;
 pub mod conn;
 pub mod conn_state;
+pub mod encoded;
 pub mod error;
 pub mod forward;
 pub mod grpc;

@@ -14,6 +14,7 @@ mod accesslog;
 mod balance;
 mod capacity;
 mod check;
+mod compress;
 mod ctl;
 mod demo;
 mod draining;
