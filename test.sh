@@ -8,8 +8,9 @@ cd "$(dirname "$0")"
 # dashboard test is installed by tests/browser/run.sh; later features add
 # etcd, ... here): weir-tls's tests make RSA pairs with the openssl command and
 # trust the system's certificate store. haproxy and nginx: the PROXY protocol
-# interop tests run them as plain processes with their own configs.
-DEBS=(openssl ca-certificates curl haproxy nginx)
+# interop tests run them as plain processes with their own configs. python3-brotli and
+# python3-zstandard: the compress tests decode each coding.
+DEBS=(openssl ca-certificates curl haproxy nginx python3-brotli python3-zstandard)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -33,6 +34,13 @@ fi
 if ! python3 -c 'import prometheus_client' 2>/dev/null; then
   echo "installing: prometheus_client (Python)"
   python3 -m pip install -q prometheus_client
+fi
+# The compress filter's tests decode brotli and zstd with Python's decoders: Debian's
+# packages above serve the system python3; another python3 first on the PATH gets them
+# from pip.
+if ! python3 -c 'import brotli, zstandard' 2>/dev/null; then
+  echo "installing: brotli, zstandard (Python)"
+  python3 -m pip install -q brotli zstandard
 fi
 if command -v rustup >/dev/null; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true

@@ -6,7 +6,7 @@
 #                  capacity resilience-flap resilience-idle resilience-rolling
 #                  https-small https-conn https-resume (= group "tls")
 #                  h2-small grpc-unary (= group "h2")
-#                  http-filters (= group "filters")
+#                  http-filters http-gzip (= group "filters"; http-gzip: compression next to nginx's gzip)
 #       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls, h2, filters
 #
 # Installs wrk, h2load (nghttp2-client), haproxy, nginx (+ stream module) from Debian when missing, builds

@@ -5,6 +5,7 @@
 mod body_limit;
 mod cors;
 mod error_pages;
+mod compress;
 mod headers;
 mod ip;
 mod redirect;
@@ -18,6 +19,7 @@ use crate::walk::Walked;
 pub use body_limit::BodyLimit;
 pub use cors::{normalize_origin, Cors, Names, OriginPattern, SAFELISTED_HEADERS};
 pub use error_pages::{read_page, ErrorPages, Page, MAX_PAGE};
+pub use compress::{Compress, Encoding};
 pub use headers::{HeaderOps, HeaderRules};
 pub use ip::IpList;
 pub use redirect::{Redirect, RedirectScheme};
@@ -44,6 +46,8 @@ pub enum Filter {
     Cors(Cors),
     /// Error answers' bodies replaced by a page (or problem+json).
     ErrorPages(ErrorPages),
+    /// Responses encoded (gzip, brotli, zstd) as the client accepts.
+    Compress(Compress),
 }
 
 /// `kind` as written, for each kind.
@@ -56,6 +60,7 @@ pub const KINDS: &[&str] = &[
     "body_limit",
     "cors",
     "error_pages",
+    "compress",
 ];
 
 impl Filter {
@@ -70,6 +75,7 @@ impl Filter {
             Filter::BodyLimit(_) => "body_limit",
             Filter::Cors(_) => "cors",
             Filter::ErrorPages(_) => "error_pages",
+            Filter::Compress(_) => "compress",
         }
     }
 }
@@ -121,6 +127,7 @@ fn read_kind(
         "body_limit" => Filter::BodyLimit(body_limit::read(sink, t, &what)),
         "cors" => Filter::Cors(cors::read(sink, t, &what)),
         "error_pages" => Filter::ErrorPages(error_pages::read(sink, t, &what, at)),
+        "compress" => Filter::Compress(compress::read(sink, t)),
         other => {
             let hint = crate::suggest::did_you_mean(other, KINDS.iter().copied());
             sink.error(

@@ -16,6 +16,7 @@
 mod body_limit;
 mod cors;
 mod error_pages;
+mod compress;
 mod headers;
 mod ip;
 mod redirect;
@@ -44,6 +45,7 @@ pub enum Filter {
     BodyLimit(BodyLimit),
     Cors(cors::Cors),
     ErrorPages(error_pages::ErrorPages),
+    Compress(compress::Compress),
 }
 
 /// A filter the config holds but that cannot be built (a regex the config check passed but
@@ -71,6 +73,7 @@ impl Filter {
             F::BodyLimit(b) => Filter::BodyLimit(BodyLimit::build(b)),
             F::Cors(c) => Filter::Cors(cors::Cors::build(c)),
             F::ErrorPages(e) => Filter::ErrorPages(error_pages::ErrorPages::build(e).map_err(err)?),
+            F::Compress(c) => Filter::Compress(compress::Compress::build(c)),
         })
     }
 
@@ -83,6 +86,7 @@ impl Filter {
             Filter::BodyLimit(f) => f.request(req),
             Filter::Cors(f) => f.request(cx, req),
             Filter::ErrorPages(_) => Verdict::Continue,
+            Filter::Compress(f) => f.request(cx, req),
         }
     }
 
@@ -92,6 +96,7 @@ impl Filter {
             Filter::Rewrite(_) | Filter::Redirect(_) | Filter::Ip(_) | Filter::BodyLimit(_) => {}
             Filter::Cors(f) => f.response(cx, resp),
             Filter::ErrorPages(f) => f.response(cx, resp).await,
+            Filter::Compress(f) => f.response(cx, resp),
         }
     }
 }
@@ -161,6 +166,8 @@ pub struct Cx<'a> {
     pub accept: Option<HeaderValue>,
     /// Whether the request is a gRPC call (error_pages leaves those alone).
     pub grpc: bool,
+    /// What the request's Accept-Encoding and Range asked, for a compress filter.
+    pub compress: Option<compress::Asked>,
 }
 
 impl<'a> Cx<'a> {
@@ -183,6 +190,7 @@ impl<'a> Cx<'a> {
             origin: req.headers().get(http::header::ORIGIN).cloned(),
             accept: req.headers().get(http::header::ACCEPT).cloned(),
             grpc: crate::http::grpc::is_grpc(req.headers()),
+            compress: None,
         }
     }
 

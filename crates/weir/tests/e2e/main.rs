@@ -15,6 +15,7 @@ mod balance;
 mod capacity;
 mod check;
 mod client_addr;
+mod compress;
 mod ctl;
 mod demo;
 mod draining;
