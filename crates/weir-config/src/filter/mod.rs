@@ -3,9 +3,9 @@
 //! `kind`, `check` holds the rules that span tables (chains name filters that exist, once).
 
 mod body_limit;
+mod compress;
 mod cors;
 mod error_pages;
-mod compress;
 mod headers;
 mod ip;
 mod redirect;
@@ -17,9 +17,9 @@ use crate::read::{self, Fields, Sink, Span};
 use crate::walk::Walked;
 
 pub use body_limit::BodyLimit;
+pub use compress::{Compress, Encoding};
 pub use cors::{normalize_origin, Cors, Names, OriginPattern, SAFELISTED_HEADERS};
 pub use error_pages::{read_page, ErrorPages, Page, MAX_PAGE};
-pub use compress::{Compress, Encoding};
 pub use headers::{HeaderOps, HeaderRules};
 pub use ip::IpList;
 pub use redirect::{Redirect, RedirectScheme};

@@ -14,9 +14,9 @@
 //! `response`, a variant below, and its docs (docs/CONFIG.md "Route filters").
 
 mod body_limit;
+mod compress;
 mod cors;
 mod error_pages;
-mod compress;
 mod headers;
 mod ip;
 mod redirect;
@@ -177,6 +177,7 @@ impl<'a> Cx<'a> {
         client: IpAddr,
         req: &Request<B>,
         host: Option<HeaderValue>,
+        grpc: bool,
     ) -> Cx<'a> {
         Cx {
             conn,
@@ -189,7 +190,7 @@ impl<'a> Cx<'a> {
             entered: 0,
             origin: req.headers().get(http::header::ORIGIN).cloned(),
             accept: req.headers().get(http::header::ACCEPT).cloned(),
-            grpc: crate::http::grpc::is_grpc(req.headers()),
+            grpc,
             compress: None,
         }
     }

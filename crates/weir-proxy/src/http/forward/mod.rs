@@ -124,7 +124,7 @@ async fn filtered(
 ) -> Response<ProxyBody> {
     let chain = routed.filters.clone();
     let client = acct.client.unwrap_or(ctx.client).ip();
-    let mut cx = filter::Cx::new(ctx, client, &req, routed.host.clone());
+    let mut cx = filter::Cx::new(ctx, client, &req, routed.host.clone(), grpc);
     let mut resp = match filter::request(&chain, &mut cx, &mut req).await {
         Some((resp, reason)) => {
             acct.routed(routed.route.as_deref(), &routed.pool);
