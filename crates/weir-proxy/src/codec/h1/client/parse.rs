@@ -84,7 +84,6 @@ const ANSWER_FIELDS: usize = 6;
 /// Whether every protocol of the response's `Upgrade` (`to`) was among the
 /// request's (`asked`), by name (RFC 9110 §7.8: the server lists the ones it
 /// switches to, in order, from those the client offered).
-
 fn offered(asked: &[u8], to: &[u8]) -> bool {
     let name = |t: &[u8]| -> Vec<u8> {
         let t = trim(t);
