@@ -7,21 +7,41 @@ cd "$(dirname "$0")"
 # Debian packages the tests need beyond the Rust toolchain (Chromium for the
 # dashboard test is installed by tests/browser/run.sh; later features add
 # etcd, ... here): weir-tls's tests make RSA pairs with the openssl command and
-# trust the system's certificate store; the basic_auth tests make users files
-# with apache2-utils' htpasswd.
-DEBS=(openssl ca-certificates curl apache2-utils)
+# trust the system's certificate store. haproxy and nginx: the PROXY protocol
+# interop tests run them as plain processes with their own configs. python3-brotli and
+# python3-zstandard: the compress tests decode each coding. apache2-utils: the basic_auth
+# tests make users files with its htpasswd.
+DEBS=(openssl ca-certificates curl haproxy nginx python3-brotli python3-zstandard apache2-utils)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
+  # Debian would start nginx/haproxy as services (port 80) on install: forbid
+  # it for this install only (as bench/run.sh does).
+  policy_added=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    policy_added=1
+  fi
+  trap 'if [ $policy_added = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi' EXIT
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  if [ $policy_added = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
+  trap - EXIT
 fi
 # The metrics tests parse /metrics with the reference Python client's parser.
 if ! python3 -c 'import prometheus_client' 2>/dev/null; then
   echo "installing: prometheus_client (Python)"
   python3 -m pip install -q prometheus_client
+fi
+# The compress filter's tests decode brotli and zstd with Python's decoders: Debian's
+# packages above serve the system python3; another python3 first on the PATH gets them
+# from pip.
+if ! python3 -c 'import brotli, zstandard' 2>/dev/null; then
+  echo "installing: brotli, zstandard (Python)"
+  python3 -m pip install -q brotli zstandard
 fi
 if command -v rustup >/dev/null; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true

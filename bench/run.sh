@@ -6,7 +6,8 @@
 #                  capacity resilience-flap resilience-idle resilience-rolling
 #                  https-small https-conn https-resume (= group "tls")
 #                  h2-small grpc-unary (= group "h2")
-#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls, h2
+#                  http-filters http-gzip (= group "filters"; http-gzip: compression next to nginx's gzip)
+#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls, h2, filters
 #
 # Installs wrk, h2load (nghttp2-client), haproxy, nginx (+ stream module) from Debian when missing, builds
 # weir in release mode (for grpc-unary also ghz, with Go, and the testkit's grpc-upstream), then runs

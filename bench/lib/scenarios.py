@@ -192,9 +192,12 @@ class HttpScenario(Scenario):
                 raise BenchError(f"GET {self.path} through the proxy: status {status}, "
                                  f"{len(body)} body bytes (want 200, {self.body_len}): {body[:80]!r}")
 
+    def request_headers(self) -> list[str]:
+        return ["Connection: close"] if self.close else []
+
     def load(self, ctx, seconds, warmup=False):
         w = run_wrk(f"{self.scheme}://{HOST}:{ctx.proxy_port}{self.path}", self.conns, seconds,
-                    self.opts["wrk_threads"], ["Connection: close"] if self.close else [])
+                    self.opts["wrk_threads"], self.request_headers())
         secs = w["duration_us"] / 1e6
         errors = (w["connect_errors"] + w["read_errors"] + w["write_errors"] + w["status_errors"]
                   + w["timeouts"])
@@ -232,6 +235,75 @@ class HttpSmall(HttpScenario):
         return line + (f" Floor: {floor}, moving the same bytes without HTTP, spends "
                        f"{med[floor]['cpu_total'] / med[best]['cpu_total']:.2f} × {best}'s CPU; "
                        f"weir spends {med['weir']['cpu_total'] / med[floor]['cpu_total']:.2f} × the floor.")
+
+
+# What a route's filter chain costs (issue 26): the same route with no filters, and with a
+# chain of the common kinds, each doing real work per request (a request id made, fields set
+# and removed, a regex rewrite, an allow list, a body limit).
+FILTER_CHAIN = """
+[filters.ids]
+kind = "headers"
+request_id = "X-Request-Id"
+request_set = { "X-Real-IP" = "{client_ip}", "X-Env" = "bench" }
+response_set = { "X-Frame-Options" = "DENY" }
+response_remove = ["Server"]
+
+[filters.rewrite]
+kind = "rewrite"
+path_regex = "^/(small)$"
+path_replacement = "/$1"
+
+[filters.office]
+kind = "ip_allow"
+addresses = ["10.0.0.0/8", "127.0.0.0/8", "::1"]
+
+[filters.cors]
+kind = "cors"
+allow_origins = ["https://app.example.com", "https://*.example.org"]
+allow_credentials = true
+expose_headers = ["X-Request-Id"]
+
+[filters.limit]
+kind = "body_limit"
+max_bytes = "1MiB"
+
+[routes.all]
+listener = "web"
+pool = "app"
+filters = ["ids", "rewrite", "office", "cors", "limit"]
+"""
+# Every row gets the same request: a browser's cross-origin GET.
+FILTER_HEADERS = ["Origin: https://app.example.com"]
+
+
+class HttpFilters(HttpScenario):
+    """http-small through a route without filters (`weir`) and through a five-filter chain
+    (`weir-chain`): what the chain adds per request. HAProxy and nginx rows as in
+    http-small, for scale."""
+    name, title = "http-filters", "http-filters"
+    compared = ("weir", "weir-chain")
+
+    def variants(self):
+        return [Variant("weir", "weir", 1), Variant("weir-chain", "weir", 1, params={"chain": True}),
+                Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
+
+    def start(self, ctx, v, upstreams, tag):
+        extra = FILTER_CHAIN if v.params.get("chain") else ""
+        return start_proxy(ctx, v, "http", upstreams, tag, pool_extra=extra)
+
+    def describe(self):
+        return super().describe() + ("; weir-chain: the same route with five filters (headers with a request id, "
+                                     "a regex rewrite, an allow list, cors, a body limit); every request carries an Origin")
+
+    def request_headers(self):
+        return FILTER_HEADERS
+
+    def goal_line(self, med, row="weir"):
+        if not med.get("weir", {}).get("cpu_total") or not med.get("weir-chain", {}).get("cpu_total"):
+            return None
+        r = med["weir-chain"]["cpu_total"] / med["weir"]["cpu_total"]
+        return (f"Goal (issue 26): a five-filter chain ≤ 1.1 × the CPU per request without filters: "
+                f"{'**met**' if r <= 1.1 else 'not met'} (weir-chain is {r:.2f} × weir).")
 
 
 class HttpLarge(HttpScenario):
@@ -1378,12 +1450,167 @@ class IdleTcp(IdleMemory):
             data += chunk
 
 
-SCENARIOS = {c.name: c for c in (HttpSmall, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
+# --------------------------------------------------------------------------
+# http-gzip (issue 26): the proxies compress a 64 KiB text response
+
+
+def gzip_page(n: int = 64 << 10) -> bytes:
+    """n bytes of text that compresses as pages and API answers do: HTML list items and JSON
+    lines with varying numbers and words (not one repeated byte)."""
+    words = ["red", "green", "blue", "large", "small", "organic", "refurbished", "limited"]
+    out, i = [], 0
+    size = 0
+    while size < n:
+        i += 1
+        line = (f'<li class="item"><a href="/products/{i * 7919 % 10007}">Product {i} — {words[i % 8]} '
+                f'{words[i * 3 % 8]}</a><span class="price">{i * 37 % 500}.{i % 100:02d} EUR</span></li>\n'
+                f'{{"id":{i},"name":"item-{i * 31 % 977}","tags":["{words[i % 5]}","b{i % 13}"],'
+                f'"stock":{i * 13 % 101}}}\n')
+        out.append(line)
+        size += len(line.encode())
+    return "".join(out).encode()[:n]
+
+
+def decode(coding: str, data: bytes) -> bytes | None:
+    """data decoded, or None when no decoder for the coding is installed."""
+    try:
+        if coding == "gzip":
+            import gzip
+            return gzip.decompress(data)
+        if coding == "br":
+            import brotli
+            return brotli.decompress(data)
+        if coding == "zstd":
+            import zstandard
+            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except ImportError:
+        return None
+    raise BenchError(f"unknown coding {coding}")
+
+
+class HttpGzip(HttpScenario):
+    """A 64 KiB text page (`gzip_page`, served by the nginx upstreams as a static file)
+    compressed by the proxy: weir's compress filter next to nginx's `gzip on` at the same
+    level (1 and 6: nginx's gzip_comp_level is zlib's level, as weir's gzip_level), and
+    HAProxy's `compression algo gzip`, which is libslz (Debian's build: +SLZ -ZLIB): one
+    fixed speed-oriented level, so it stands beside both. weir's brotli and zstd rows at
+    their default levels are recorded too. wrk sends `Accept-Encoding: CODING` for the
+    row's coding; CPU per response is the figure, with bytes per response (head included)
+    for what each bought."""
+    name, title = "http-gzip", "http-gzip"
+    path, conns = "/page.html", 20
+    body_len = 64 << 10
+    levels = (1, 6)
+
+    def __init__(self, opts):
+        super().__init__(opts)
+        self.current: Variant | None = None
+
+    @property
+    def columns(self):
+        return ([Column("req/s", "rps"), Column("p50 ms", "p50_ms", "{:.2f}"), Column("p99 ms", "p99_ms", "{:.2f}"),
+                 Column("B/resp", "bytes_per_resp", ratio=False)]
+                + cpu_columns(self) + [Column("errors", "errors", "{:.0f}", ratio=False)])
+
+    def describe(self):
+        return (f"{self.title}: {self.body_len} B text (/page.html, text/html) compressed by the proxy, "
+                f"{self.conns} keep-alive connections, wrk -t{self.opts['wrk_threads']} with Accept-Encoding "
+                f"for the row's coding")
+
+    def variants(self):
+        rows = []
+        for lv in self.levels:
+            rows.append(Variant(f"weir gzip-{lv}", "weir", 1, params={"coding": "gzip", "level": lv}))
+            rows.append(Variant(f"nginx gzip-{lv}", "nginx", params={"coding": "gzip", "level": lv}))
+        rows.append(Variant("haproxy slz", "haproxy", params={"coding": "gzip"}))
+        rows.append(Variant("weir br-4", "weir", 1, params={"coding": "br", "level": 4}))
+        rows.append(Variant("weir zstd-3", "weir", 1, params={"coding": "zstd", "level": 3}))
+        return rows
+
+    def start_upstreams(self, ctx):
+        ups = super().start_upstreams(ctx)
+        page = ctx.run / "www" / "page.html"
+        page.write_bytes(gzip_page(self.body_len))
+        os.chmod(page, 0o644)
+        return ups
+
+    def start(self, ctx, v, upstreams, tag):
+        self.current = v
+        coding, level = v.params["coding"], v.params.get("level")
+        types = "text/html text/plain application/json"
+        if v.kind == "weir":
+            key = {"gzip": "gzip_level", "br": "brotli_level", "zstd": "zstd_level"}[coding]
+            extra = ('[routes.all]\nlistener = "web"\npool = "app"\nfilters = ["z"]\n\n'
+                     f'[filters.z]\nkind = "compress"\nencodings = ["{coding}"]\n{key} = {level}\n'
+                     'min_bytes = 1024\ncontent_types = ["text/html", "text/plain", "application/json"]\n')
+            return start_proxy(ctx, v, "http", upstreams, tag, pool_extra=extra)
+        if v.kind == "nginx":
+            loc = (f"            gzip on;\n            gzip_comp_level {level};\n"
+                   f"            gzip_types {types};\n            gzip_min_length 1024;\n"
+                   "            gzip_vary on;\n")
+            return start_proxy(ctx, v, "http", upstreams, tag, nginx_location=loc)
+        return start_proxy(ctx, v, "http", upstreams, tag,
+                           haproxy_backend=f"    compression algo gzip\n    compression type {types}")
+
+    def check(self, ctx):
+        coding = self.current.params["coding"]
+        want = gzip_page(self.body_len)
+        for _ in range(4):  # both upstreams, twice
+            c = http.client.HTTPConnection(HOST, ctx.proxy_port, timeout=5)
+            try:
+                c.request("GET", self.path, headers={"Accept-Encoding": coding})
+                r = c.getresponse()
+                body, enc = r.read(), r.getheader("Content-Encoding")
+            except (OSError, http.client.HTTPException) as e:
+                raise BenchError(f"GET {self.path} through the proxy failed: {e!r}") from None
+            finally:
+                c.close()
+            if r.status != 200 or enc != coding:
+                raise BenchError(f"GET {self.path}: status {r.status}, Content-Encoding {enc!r} (want 200, {coding})")
+            got = decode(coding, body)
+            if got is not None and got != want:
+                raise BenchError(f"GET {self.path}: {coding} body decodes to {len(got)} bytes, not the page")
+
+    def load(self, ctx, seconds, warmup=False):
+        coding = self.current.params["coding"]
+        w = run_wrk(f"http://{HOST}:{ctx.proxy_port}{self.path}", self.conns, seconds,
+                    self.opts["wrk_threads"], [f"Accept-Encoding: {coding}"])
+        secs = w["duration_us"] / 1e6
+        errors = (w["connect_errors"] + w["read_errors"] + w["write_errors"] + w["status_errors"]
+                  + w["timeouts"])
+        if w["requests"] == 0:
+            raise BenchError(f"no request completed ({errors} errors)")
+        return {"units": w["requests"], "rps": w["requests"] / secs, "p50_ms": w["p50_us"] / 1000,
+                "p99_ms": w["p99_us"] / 1000, "bytes_per_resp": w["bytes"] / w["requests"], "errors": errors,
+                "wrk": w}
+
+    def notes(self, res):
+        med = res.get("medians", {})
+        lines = []
+        for lv in self.levels:
+            w, n = med.get(f"weir gzip-{lv}", {}), med.get(f"nginx gzip-{lv}", {})
+            if not w.get("cpu_total") or not n.get("cpu_total"):
+                continue
+            by_round: dict = {}
+            for m in res.get("rounds", []):
+                by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
+            rs = [r[f"weir gzip-{lv}"] / r[f"nginx gzip-{lv}"] for r in by_round.values()
+                  if r.get(f"weir gzip-{lv}") and r.get(f"nginx gzip-{lv}")]
+            ratio = w["cpu_total"] / n["cpu_total"]
+            lines.append(f"Goal (issue 26), gzip level {lv}: CPU/resp ≤ nginx's: "
+                         f"{'**met**' if ratio <= 1.0 else 'not met'} (weir {w['cpu_total']:.1f} µs, nginx "
+                         f"{n['cpu_total']:.1f} µs: {ratio:.2f} ×; per round "
+                         f"{' '.join(f'{r:.2f}' for r in rs)}).")
+        return lines
+
+
+SCENARIOS = {c.name: c for c in (HttpSmall, HttpFilters, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
                                  ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, HttpsSmall, HttpsConn,
-                                 HttpsResume, H2Small, GrpcUnary)}
+                                 HttpsResume, H2Small, GrpcUnary, HttpGzip)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
+    "filters": ["http-filters", "http-gzip"],
     "resilience": ["resilience-flap", "resilience-idle", "resilience-rolling"],
     "memory": ["idle-http", "idle-tcp"],
     "tls": ["https-small", "https-conn", "https-resume"],

@@ -13,7 +13,7 @@
    resource names `current_version`, names may contain '.', a transaction
    without changes gets an answer.
 
-Leaves the seed resources behind (pool `app`, listener `web`, route `seed`, TLS
+Leaves the seed resources behind (pool `app`, listener `web`, route `seed` with filter `seed`, TLS
 listener `sec` and its certificate `seed`, from the PEM files named by $CONTRACT_CERT
 and $CONTRACT_KEY) for the schemathesis run that follows. Prints `ok - ...` / `FAIL - ...` per case and
 ends with `paths: N passed, N failed`; exit status 1 if anything failed. Standard
@@ -43,10 +43,12 @@ API_MD_OPERATIONS = {
     ("GET", "/api/v1/pools"),
     ("GET", "/api/v1/pools/{pool}/endpoints"),
     ("GET", "/api/v1/certificates"),
+    ("GET", "/api/v1/filters"),
     ("POST", "/api/v1/pools/{pool}/endpoints/{addr}/heartbeat"),
 }
 for _item in ("/api/v1/listeners/{name}", "/api/v1/routes/{name}", "/api/v1/pools/{name}",
-              "/api/v1/pools/{pool}/endpoints/{addr}", "/api/v1/certificates/{name}"):
+              "/api/v1/pools/{pool}/endpoints/{addr}", "/api/v1/certificates/{name}",
+              "/api/v1/filters/{name}"):
     for _m in ("GET", "HEAD", "PUT", "DELETE"):
         API_MD_OPERATIONS.add((_m, _item))
 
@@ -138,8 +140,10 @@ def main():
     expect(api, "PUT endpoint (add)", "PUT", "/api/v1/pools/app/endpoints/127.0.0.1:9", 201, {"weight": 1}, star)
     expect(api, "PUT listener (add)", "PUT", "/api/v1/listeners/web", 201,
            {"bind": f"127.0.0.1:{web_port}", "pool": "app"}, star)
+    expect(api, "PUT filter (add)", "PUT", "/api/v1/filters/seed", 201,
+           {"kind": "rewrite", "strip_prefix": "/seed"}, star)
     expect(api, "PUT route (add)", "PUT", "/api/v1/routes/seed", 201,
-           {"listener": "web", "pool": "app", "path_prefix": "/seed"}, star)
+           {"listener": "web", "pool": "app", "path_prefix": "/seed", "filters": ["seed"]}, star)
 
     # A TLS listener without certificate files and its certificate, in one transaction.
     with open(os.environ["CONTRACT_CERT"]) as f:
@@ -156,7 +160,7 @@ def main():
 
     for path in ("/healthz", "/readyz", "/metrics", "/api/v1/stats", "/api/v1/config", "/api/v1/export",
                  "/api/v1/listeners", "/api/v1/routes", "/api/v1/pools", "/api/v1/pools/app/endpoints",
-                 "/api/v1/certificates"):
+                 "/api/v1/certificates", "/api/v1/filters"):
         s, _, b = expect(api, f"GET {path}", "GET", path, 200)
         # The private key is never read back (docs/API.md, Certificates).
         if path in ("/api/v1/export", "/api/v1/certificates"):
@@ -171,6 +175,8 @@ def main():
         "endpoint": ("/api/v1/pools/app/endpoints/127.0.0.1:9", "/api/v1/pools/app/endpoints/127.0.0.1:10",
                      {"weight": 2}),
         "certificate": ("/api/v1/certificates/seed", "/api/v1/certificates/tmp", cert),
+        "filter": ("/api/v1/filters/seed", "/api/v1/filters/tmp",
+                   {"kind": "ip_deny", "addresses": ["192.0.2.0/24"]}),
     }
     for kind, (path, tmp, tmp_spec) in items.items():
         s, h, b = expect(api, f"GET {kind}", "GET", path, 200)
@@ -208,6 +214,8 @@ def main():
             path = "/api/v1/routes/seed"
         elif p.startswith("/api/v1/certificates/"):
             path = "/api/v1/certificates/seed"
+        elif p.startswith("/api/v1/filters/"):
+            path = "/api/v1/filters/seed"
         documented = {m.upper() for m in item if m.upper() in METHODS}
         for m in METHODS:
             if m in documented or (m == "HEAD" and "GET" in documented):

@@ -227,6 +227,16 @@ def check_tour_line(line, demo):
         check(code == 0 and '["x-forwarded-proto","https"]' in out,
               f"tour: `{cmd}` reaches the backend over HTTPS, which sees X-Forwarded-Proto: https",
               f"   exit {code}; output:\n{out}{err}")
+    elif "301 to" in comment:
+        # A redirect filter: the status line, then the Location the comment names.
+        code, out, err = shell(cmd, ROOT)
+        want = comment.split("301 to", 1)[1].split(":", 1)[0].strip()
+        lines = out.lower().splitlines()
+        ok = (code == 0 and lines and lines[0].startswith("http/1.1 301")
+              and any(l.startswith("location:") and l.strip().endswith(want) for l in lines)
+              and "x-weir-reason: redirected" in out.lower())
+        check(ok, f"tour: `{cmd}` is a 301 to {want}, answered by a route filter",
+              f"   exit {code}; output:\n{out}{err}")
     elif "X-Forwarded-" in comment:
         code, out, err = shell(cmd, ROOT)
         seen = out.lower()

@@ -156,6 +156,7 @@ impl Default for crate::Pool {
             tls: None,
             protocol: crate::UpstreamProtocol::Http1,
             max_streams_per_conn: MAX_STREAMS_PER_CONN,
+            send_proxy: None,
         }
     }
 }
@@ -177,6 +178,9 @@ impl crate::Listener {
             access_log: None,
             tls: None,
             sni_routing: false,
+            trusted_proxies: Vec::new(),
+            proxy_protocol: false,
+            filters: Vec::new(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod model;
 
 mod addr;
 mod certificate;
+mod client_addr;
 mod duration;
 pub mod filter;
 mod host;
@@ -26,6 +27,7 @@ mod validate;
 mod walk;
 
 pub use addr::is_loopback;
+pub use client_addr::{Cidr, SendProxy};
 pub use filter::Filter;
 pub use input::{read_source, read_token, TokenError, MAX_CONFIG_BYTES, MAX_TOKEN_BYTES};
 pub use model::*;

@@ -68,6 +68,15 @@ pub struct Listener {
     /// tcp: route each connection by its ClientHello's server name, without
     /// decrypting (routes with `sni`); `pool` takes the rest.
     pub sni_routing: bool,
+    /// Peers whose `X-Forwarded-For`/`Forwarded` are believed (http), and who may send a
+    /// PROXY protocol header. Empty = nobody.
+    pub trusted_proxies: Vec<crate::Cidr>,
+    /// Each connection starts with a PROXY protocol header (v1 or v2) from a trusted peer,
+    /// whose source address becomes the client's.
+    pub proxy_protocol: bool,
+    /// tcp: `ip_allow` / `ip_deny` filters each connection passes before anything else
+    /// (a refused one is closed and counted). http listeners take filters on routes.
+    pub filters: Vec<String>,
 }
 
 /// `[listeners.NAME.tls]`: what a TLS listener presents and accepts.
@@ -257,6 +266,9 @@ pub struct Pool {
     /// HTTP/2 pools: streams open at once on one upstream connection (fewer if the
     /// endpoint allows fewer); beyond, another connection is opened. Default 100.
     pub max_streams_per_conn: u32,
+    /// Write a PROXY protocol header with the client's address at the start of each
+    /// upstream connection (then never shared between clients). Default none.
+    pub send_proxy: Option<crate::SendProxy>,
 }
 
 /// `[pools.NAME] protocol`: the HTTP version weir speaks to an http pool's endpoints.

@@ -10,6 +10,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::addr::Use;
 use crate::certificate::{self, CertificateAt};
+use crate::client_addr;
 use crate::filter::FilterAt;
 use crate::read::{self, Fields, Sink, Span};
 use crate::tls::{ListenerTlsAt, PoolTlsAt};
@@ -41,6 +42,9 @@ const LISTENER_KEYS: &[&str] = &[
     "access_log",
     "tls",
     "sni_routing",
+    "trusted_proxies",
+    "proxy_protocol",
+    "filters",
 ];
 const ROUTE_KEYS: &[&str] = &[
     "listener",
@@ -78,6 +82,7 @@ const POOL_KEYS: &[&str] = &[
     "health",
     "retry",
     "tls",
+    "send_proxy",
 ];
 const ENDPOINT_KEYS: &[&str] = &["addr", "weight"];
 const HEALTH_KEYS: &[&str] = &[
@@ -177,6 +182,8 @@ pub(crate) struct ListenerAt {
     pub tls: ListenerTlsAt,
     /// `sni_routing = true`.
     pub sni_routing: Option<Span>,
+    /// Each name in `filters`, in order.
+    pub filters: Vec<Span>,
 }
 
 #[derive(Clone)]
@@ -384,6 +391,7 @@ pub(crate) fn listener(
         pool: None,
         tls: ListenerTlsAt::default(),
         sni_routing: None,
+        filters: Vec::new(),
     };
 
     if let Some(v) = t.require(
@@ -456,11 +464,14 @@ pub(crate) fn listener(
             );
         }
     }
+    client_addr::listener(sink, t, &mut l);
+    (l.filters, at.filters) = filter_names(sink, t);
     if protocol == Protocol::Tcp {
         // Harmless but a sign of a copy-paste or a misunderstanding. With sni_routing,
-        // header_timeout bounds the wait for the ClientHello.
+        // header_timeout bounds the wait for the ClientHello (and with proxy_protocol,
+        // for the PROXY header).
         for key in ["header_timeout", "max_header_bytes", "access_log"] {
-            if key == "header_timeout" && l.sni_routing {
+            if key == "header_timeout" && (l.sni_routing || l.proxy_protocol) {
                 continue;
             }
             if let Some(span) = t.key_span(key) {
@@ -579,17 +590,22 @@ pub(crate) fn route(
             }
         }
     }
-    if let Some(v) = t.get("filters") {
-        if let Some(items) = read::array(sink, v) {
-            for item in items.iter() {
-                if let Some(s) = read::string(sink, item) {
-                    r.filters.push(s.to_string());
-                    at.filters.push(item.span());
-                }
+    (r.filters, at.filters) = filter_names(sink, t);
+    (r, at)
+}
+
+/// `filters = ["a", "b"]`: the names and where each is written (checked in `filter::check`).
+fn filter_names(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> (Vec<String>, Vec<Span>) {
+    let mut out = (Vec::new(), Vec::new());
+    if let Some(items) = t.get("filters").and_then(|v| read::array(sink, v)) {
+        for item in items.iter() {
+            if let Some(s) = read::string(sink, item) {
+                out.0.push(s.to_string());
+                out.1.push(item.span());
             }
         }
     }
-    (r, at)
+    out
 }
 
 /// A `Strict-Transport-Security` value: `max-age=N` first (RFC 6797), then
@@ -719,6 +735,9 @@ pub(crate) fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool
         }
     }
     upstream_protocol(sink, name, t, &mut p, &at);
+    if let Some(v) = t.choice(sink, "send_proxy", client_addr::SEND_PROXY) {
+        p.send_proxy = Some(v);
+    }
     (p, at)
 }
 

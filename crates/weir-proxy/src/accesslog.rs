@@ -32,6 +32,8 @@ pub struct Entry {
     /// Seconds since the Unix epoch, with microseconds.
     pub time: f64,
     pub listener: Arc<str>,
+    /// `IP:PORT`, or the IP alone when it came from a trusted proxy's header (port 0).
+    #[serde(serialize_with = "client_str")]
     pub client: SocketAddr,
     pub method: String,
     /// The client's HTTP version: `"HTTP/1.1"`, `"HTTP/2"`, `"HTTP/1.0"`.
@@ -64,6 +66,13 @@ pub struct Entry {
     /// The user a basic_auth filter let in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+}
+
+fn client_str<S: serde::Serializer>(a: &SocketAddr, s: S) -> Result<S::Ok, S::Error> {
+    match a.port() {
+        0 => s.collect_str(&a.ip()),
+        _ => s.collect_str(a),
+    }
 }
 
 impl Entry {

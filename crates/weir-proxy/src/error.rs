@@ -120,6 +120,8 @@ impl fmt::Display for TryError {
 pub enum ExchangeError {
     H1(client::Error),
     H2(crate::codec::h2::exchange::Error),
+    /// The compress filter's encoder failed (weir's side, not the upstream's).
+    Encode(std::io::Error),
 }
 
 impl fmt::Display for ExchangeError {
@@ -127,6 +129,7 @@ impl fmt::Display for ExchangeError {
         match self {
             ExchangeError::H1(e) => e.fmt(f),
             ExchangeError::H2(e) => e.fmt(f),
+            ExchangeError::Encode(e) => write!(f, "encoding the response: {e}"),
         }
     }
 }

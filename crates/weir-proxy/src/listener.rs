@@ -13,15 +13,20 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::warn;
+use tracing::{debug, warn};
 use weir_config::Protocol;
 
+use crate::http::client_addr::trusts;
 use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::forward::ConnCtx;
+use crate::metrics::proxy_protocol::{ProxyErrors, Refusal};
 use crate::metrics::{Held, GLOBAL};
 use crate::race::race;
-use crate::tcp::session::{serve as serve_tcp, Client as TcpClient};
+use crate::reason::Reason;
+use crate::snapshot::ListenerSnap;
+use crate::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
 use crate::tcp::sni::serve as serve_sni;
+use crate::transport::proxy_protocol::{read_header, ReadError, Received};
 use crate::transport::tls::{handshake, TlsServer};
 use crate::transport::{accept, defer_accept, listen, ClientStream, Listener};
 use crate::Shared;
@@ -114,6 +119,14 @@ async fn accept_loop(
     // and unregister with the token each time.
     let stop = drain.cancelled();
     tokio::pin!(stop);
+    // The listening socket's address: the address clients reach, unless it is a wildcard.
+    let bound = match listener.get_ref().local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            warn!("a listening socket's address: {e}");
+            return;
+        }
+    };
     loop {
         let (stream, client) = tokio::select! {
             biased;
@@ -133,112 +146,288 @@ async fn accept_loop(
             continue;
         };
         let open = Held::new(&GLOBAL.client_open);
-        match l.protocol {
-            Protocol::Http => {
-                let limits = ClientLimits {
-                    header_timeout: l.header_timeout,
-                    idle_timeout: l.idle_timeout,
-                    max_header_bytes: l.max_header_bytes,
+        let conn = Conn {
+            shared: shared.clone(),
+            slot,
+            drain: drain.clone(),
+            kill: kill.clone(),
+            tracker: tracker.clone(),
+            open,
+        };
+        if let Some(errors) = &l.proxy_protocol {
+            // The PROXY header first, in the connection's own task (it may be slow).
+            let (trusted, timeout, name) = (l.trusted.clone(), l.header_timeout, l.name.clone());
+            let errors = errors.clone();
+            tracker.spawn(async move {
+                let got =
+                    receive_proxy(stream, client, trusted, timeout, &name, &errors, &conn.kill);
+                let Some((sock, client, dst)) = got.await else {
+                    return;
                 };
-                if let Some(server) = &l.tls {
-                    let conn = Box::pin(serve_https(
-                        stream,
-                        server.clone(),
-                        ConnCtx::new(shared.clone(), slot, client),
-                        limits,
-                        drain.clone(),
-                        kill.clone(),
-                    ));
-                    tracker.spawn(async move {
-                        conn.await;
-                        drop(open);
-                    });
-                    continue;
-                }
-                let ctx = Arc::new(ConnCtx::new(shared.clone(), slot, client));
-                // Boxed where built: spawning moves a future three times
-                // (task cell, scheduler, first poll), and these are
-                // kilobytes (a TCP session's 1.8 KB was ~1.3k instructions
-                // of memcpy per connection); a box moves as a pointer.
-                let stream = ClientStream::plain(stream);
-                let conn = Box::pin(serve_http(stream, ctx, limits, drain.clone(), kill.clone()));
+                let snap = conn.shared.snapshot.load();
+                let Some(Some(l)) = snap.listeners.get(conn.slot) else {
+                    return;
+                };
+                dispatch(l, Sock::Tokio(sock), client, dst.unwrap_or(bound), conn);
+            });
+            continue;
+        }
+        dispatch(l, Sock::Std(stream), client, bound, conn);
+    }
+}
+
+/// What starting a connection needs besides the listener and the socket.
+struct Conn {
+    shared: Arc<Shared>,
+    slot: usize,
+    drain: CancellationToken,
+    kill: CancellationToken,
+    tracker: TaskTracker,
+    /// The connection counts as open until its task ends.
+    open: Held,
+}
+
+/// An accepted socket: as accepted (not yet in epoll: an HTTP connection registers it
+/// lazily), or registered already (its PROXY header was read).
+enum Sock {
+    Std(std::net::TcpStream),
+    Tokio(tokio::net::TcpStream),
+}
+
+impl Sock {
+    fn into_std(self) -> io::Result<std::net::TcpStream> {
+        match self {
+            Sock::Std(s) => Ok(s),
+            // Stays non-blocking.
+            Sock::Tokio(s) => s.into_std(),
+        }
+    }
+
+    fn into_tokio(self) -> io::Result<tokio::net::TcpStream> {
+        match self {
+            Sock::Std(s) => tokio::net::TcpStream::from_std(s),
+            Sock::Tokio(s) => Ok(s),
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            Sock::Std(s) => s.local_addr(),
+            Sock::Tokio(s) => s.local_addr(),
+        }
+    }
+}
+
+/// Reads a connection's PROXY header (`proxy_protocol`): only from a trusted peer, within
+/// `header_timeout`, cut by the listener's kill. Gives the socket, the client it names
+/// (the peer for `LOCAL`/`UNKNOWN`) and the address the client connected to; `None` when
+/// the connection was closed, counted by why.
+async fn receive_proxy(
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    trusted: Option<Arc<[weir_config::Cidr]>>,
+    timeout: Duration,
+    listener: &str,
+    errors: &ProxyErrors,
+    kill: &CancellationToken,
+) -> Option<(tokio::net::TcpStream, SocketAddr, Option<SocketAddr>)> {
+    let refuse = |r: Refusal, detail: &dyn std::fmt::Display| {
+        errors.record(r);
+        match r {
+            Refusal::ClientClosed => {
+                debug!(listener, client = %peer, reason = r.as_str(), "connection closed before its PROXY header: {detail}")
+            }
+            _ => {
+                warn!(listener, client = %peer, reason = r.as_str(), "connection refused at its PROXY header: {detail}")
+            }
+        }
+    };
+    if !trusted.is_some_and(|t| trusts(&t, peer.ip())) {
+        refuse(Refusal::Untrusted, &"the peer is not in trusted_proxies");
+        return None;
+    }
+    let mut sock = match tokio::net::TcpStream::from_std(stream) {
+        Ok(s) => s,
+        Err(e) => {
+            warn!("registering an accepted connection: {e}");
+            return None;
+        }
+    };
+    let read = tokio::select! {
+        r = tokio::time::timeout(timeout, read_header(&mut sock)) => r,
+        _ = kill.cancelled() => return None,
+    };
+    match read {
+        Ok(Ok(Received {
+            addrs: Some((src, dst)),
+            ..
+        })) => Some((sock, src, Some(dst))),
+        Ok(Ok(Received { addrs: None, .. })) => Some((sock, peer, None)),
+        Ok(Err(e @ ReadError::Malformed(_))) => {
+            refuse(Refusal::Malformed, &e);
+            None
+        }
+        Ok(Err(e)) => {
+            refuse(Refusal::ClientClosed, &e);
+            None
+        }
+        Err(_) => {
+            refuse(
+                Refusal::Timeout,
+                &format_args!("none within header_timeout ({timeout:?})"),
+            );
+            None
+        }
+    }
+}
+
+/// Starts serving an accepted connection from `client` (its peer, or whom its PROXY
+/// header named) by the listener's protocol, in a task of its own. `local`: the address
+/// it connected to as far as known (the listening socket's, or the PROXY header's).
+fn dispatch(l: &ListenerSnap, stream: Sock, client: SocketAddr, local: SocketAddr, c: Conn) {
+    let Conn {
+        shared,
+        slot,
+        drain,
+        kill,
+        tracker,
+        open,
+    } = c;
+    // A wildcard bind does not say which address the client reached; looked up only for
+    // a listener that sends PROXY headers on.
+    let local = match l.sends_proxy && local.ip().is_unspecified() {
+        true => stream.local_addr().unwrap_or(local),
+        false => local,
+    };
+    let addrs = TcpAddrs { client, local };
+    match l.protocol {
+        Protocol::Http => {
+            let limits = ClientLimits {
+                header_timeout: l.header_timeout,
+                idle_timeout: l.idle_timeout,
+                max_header_bytes: l.max_header_bytes,
+            };
+            let mut ctx = ConnCtx::new(shared, slot, client, local);
+            // Behind trusted proxies: whether this peer is one (its X-Forwarded-For is then
+            // read, `http/client_addr.rs`). A listener without the list pays nothing.
+            if let Some(t) = &l.trusted {
+                ctx.trusted = trusts(t, client.ip()).then(|| t.clone());
+            }
+            if let Some(server) = &l.tls {
+                let conn = Box::pin(serve_https(
+                    stream,
+                    server.clone(),
+                    ctx,
+                    limits,
+                    drain.clone(),
+                    kill.clone(),
+                ));
                 tracker.spawn(async move {
                     conn.await;
                     drop(open);
                 });
+                return;
             }
-            Protocol::Tcp => {
-                let stream = match tokio::net::TcpStream::from_std(stream) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        warn!("registering an accepted connection: {e}");
-                        continue;
-                    }
-                };
-                if let Some(counts) = &l.passthrough {
-                    // SNI passthrough: the pool is known once the ClientHello is read.
-                    let accepted = crate::tcp::sni::Accepted {
-                        shared: shared.clone(),
-                        slot,
-                        listener: l.name.clone(),
-                        counts: counts.clone(),
-                        header_timeout: l.header_timeout,
-                        kill: kill.clone(),
-                    };
-                    let conn = Box::pin(serve_sni(stream, client, accepted));
-                    tracker.spawn(async move {
-                        conn.await;
-                        drop(open);
-                    });
-                    continue;
+            let stream = match stream.into_std() {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!("an accepted connection: {e}");
+                    return;
                 }
-                // The listener's pool and counters (a tcp listener's only target).
-                let Some(target) = l.routes.lookup(None, "/").cloned() else {
-                    continue;
-                };
-                if let Some(server) = l.tls.clone() {
-                    // TLS terminated here: the handshake (bounded by handshake_timeout,
-                    // counted in weir_tls_handshakes_total), then plaintext to the pool.
-                    let (name, idle, kill) = (l.name.clone(), l.idle_timeout, kill.clone());
-                    let session = Box::pin(async move {
-                        // Raced with the kill too: a drain grace shorter than the
-                        // handshake timeout still ends it.
-                        let mut conn = None;
-                        race(
-                            async { conn = handshake(stream, &server).await },
-                            kill.cancelled(),
-                        )
-                        .await;
-                        let Some(conn) = conn else { return };
-                        serve_tcp(
-                            TcpClient::Tls(Box::new(conn)),
-                            client,
-                            name,
-                            target,
-                            idle,
-                            kill,
-                        )
-                        .await;
-                    });
-                    tracker.spawn(async move {
-                        session.await;
-                        drop(open);
-                    });
-                    continue;
+            };
+            let ctx = Arc::new(ctx);
+            // Boxed where built: spawning moves a future three times
+            // (task cell, scheduler, first poll), and these are
+            // kilobytes (a TCP session's 1.8 KB was ~1.3k instructions
+            // of memcpy per connection); a box moves as a pointer.
+            let stream = ClientStream::plain(stream);
+            let conn = Box::pin(serve_http(stream, ctx, limits, drain.clone(), kill.clone()));
+            tracker.spawn(async move {
+                conn.await;
+                drop(open);
+            });
+        }
+        Protocol::Tcp => {
+            if !l.filters.admits(client.ip()) {
+                // Closed at once (dropping it), counted under the listener's pool.
+                let m = l
+                    .routes
+                    .lookup(None, "/")
+                    .map_or(&l.no_route, |t| &t.metrics);
+                m.no_endpoint.record_session(Some(Reason::Forbidden));
+                debug!(listener = &*l.name, %client, "connection refused by the listener's filters");
+                return;
+            }
+            let stream = match stream.into_tokio() {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!("registering an accepted connection: {e}");
+                    return;
                 }
-                let session = Box::pin(serve_tcp(
-                    TcpClient::Plain(stream),
-                    client,
-                    l.name.clone(),
-                    target,
-                    l.idle_timeout,
-                    kill.clone(),
-                ));
+            };
+            if let Some(counts) = &l.passthrough {
+                // SNI passthrough: the pool is known once the ClientHello is read.
+                let accepted = crate::tcp::sni::Accepted {
+                    shared: shared.clone(),
+                    slot,
+                    listener: l.name.clone(),
+                    counts: counts.clone(),
+                    header_timeout: l.header_timeout,
+                    kill: kill.clone(),
+                };
+                let conn = Box::pin(serve_sni(stream, addrs, accepted));
+                tracker.spawn(async move {
+                    conn.await;
+                    drop(open);
+                });
+                return;
+            }
+            // The listener's pool and counters (a tcp listener's only target).
+            let Some(target) = l.routes.lookup(None, "/").cloned() else {
+                return;
+            };
+            if let Some(server) = l.tls.clone() {
+                // TLS terminated here: the handshake (bounded by handshake_timeout,
+                // counted in weir_tls_handshakes_total), then plaintext to the pool.
+                let (name, idle, kill) = (l.name.clone(), l.idle_timeout, kill.clone());
+                let session = Box::pin(async move {
+                    // Raced with the kill too: a drain grace shorter than the
+                    // handshake timeout still ends it.
+                    let mut conn = None;
+                    race(
+                        async { conn = handshake(stream, &server).await },
+                        kill.cancelled(),
+                    )
+                    .await;
+                    let Some(conn) = conn else { return };
+                    serve_tcp(
+                        TcpClient::Tls(Box::new(conn)),
+                        addrs,
+                        name,
+                        target,
+                        idle,
+                        kill,
+                    )
+                    .await;
+                });
                 tracker.spawn(async move {
                     session.await;
                     drop(open);
                 });
+                return;
             }
+            let session = Box::pin(serve_tcp(
+                TcpClient::Plain(stream),
+                addrs,
+                l.name.clone(),
+                target,
+                l.idle_timeout,
+                kill.clone(),
+            ));
+            tracker.spawn(async move {
+                session.await;
+                drop(open);
+            });
         }
     }
 }
@@ -246,14 +435,14 @@ async fn accept_loop(
 /// A TLS connection: the handshake (bounded by its own timeout, cut by the drain
 /// grace), then HTTP over it like any other connection.
 async fn serve_https(
-    sock: std::net::TcpStream,
+    sock: Sock,
     server: Arc<TlsServer>,
     mut ctx: ConnCtx,
     limits: ClientLimits,
     drain: CancellationToken,
     kill: CancellationToken,
 ) {
-    let Ok(sock) = tokio::net::TcpStream::from_std(sock) else {
+    let Ok(sock) = sock.into_tokio() else {
         return;
     };
     let conn = tokio::select! {

@@ -64,6 +64,9 @@ pub struct PoolRt {
     /// TLS to the endpoints (`[pools.NAME.tls]`), built when the tls table
     /// changes (`Proxy::prepare`) and kept across snapshots otherwise.
     pub tls: Option<Arc<UpstreamTls>>,
+    /// A PROXY protocol header starts each upstream connection; such a connection carries
+    /// one client's requests only, so it is never pooled (`http/tries.rs`).
+    pub send_proxy: Option<weir_config::SendProxy>,
     /// What outlives snapshots.
     pub shared: PoolShared,
 }
@@ -101,6 +104,7 @@ impl PoolRt {
             protocol: cfg.protocol,
             max_streams_per_conn: cfg.max_streams_per_conn,
             tls,
+            send_proxy: cfg.send_proxy,
             shared,
         }
     }

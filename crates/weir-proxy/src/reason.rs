@@ -24,6 +24,11 @@ pub enum Reason {
     Forbidden,
     /// The request body is larger than the route's body_limit.
     BodyTooLarge,
+    /// Not a failure: a route's cors filter answered a preflight it allows.
+    CorsPreflight,
+    /// A route's cors filter answered a preflight it does not allow (no allow fields, so the
+    /// browser blocks the request).
+    CorsRefused,
     /// A basic_auth filter found no valid credentials, or a forward_auth service said no.
     Unauthorized,
     /// A forward_auth service could not be asked (down, failing, too slow): fail closed.
@@ -47,6 +52,8 @@ impl Reason {
             Reason::Redirected => "redirected",
             Reason::Forbidden => "forbidden",
             Reason::BodyTooLarge => "body_too_large",
+            Reason::CorsPreflight => "cors_preflight",
+            Reason::CorsRefused => "cors_refused",
             Reason::Unauthorized => "unauthorized",
             Reason::AuthUnavailable => "auth_unavailable",
         }
@@ -68,6 +75,8 @@ impl Reason {
             Reason::Redirected => 302,
             Reason::Forbidden => 403,
             Reason::BodyTooLarge => 413,
+            // As rs/cors: a refused preflight is a 204 too, only without the allow fields.
+            Reason::CorsPreflight | Reason::CorsRefused => 204,
             // A forward_auth answer relayed keeps the auth service's status.
             Reason::Unauthorized => 401,
             Reason::AuthUnavailable => 503,

@@ -51,6 +51,15 @@ pub struct ListenerSnap {
     pub passthrough: Option<Arc<Passthrough>>,
     /// TLS termination, when the listener has `[tls]`.
     pub tls: Option<Arc<TlsServer>>,
+    /// `trusted_proxies`, when the listener has them (`http/client_addr.rs`).
+    pub trusted: Option<Arc<[weir_config::Cidr]>>,
+    /// `proxy_protocol`: its refusal counts (`transport/proxy_protocol/`).
+    pub proxy_protocol: Option<Arc<crate::metrics::proxy_protocol::ProxyErrors>>,
+    /// Some pool it sends to has `send_proxy`, so a connection's own address (the PROXY
+    /// header's destination) is looked up when the listener's bind is a wildcard.
+    pub sends_proxy: bool,
+    /// A tcp listener's `filters` (address lists), which each connection passes first.
+    pub filters: Chain,
 }
 
 /// Runtime state that outlives snapshots: endpoints keyed by pool and
@@ -69,6 +78,8 @@ pub struct Registry {
     pub durations: HashMap<Labels, Arc<Histogram>>,
     /// SNI passthrough counts by listener, rebuilt like `series`.
     pub passthrough: crate::metrics::sni::Series,
+    /// PROXY protocol refusals by listener, rebuilt like `series`.
+    pub proxy_protocol: crate::metrics::proxy_protocol::Series,
     /// TLS listeners' server sides by listener name, kept while their settings stay
     /// the same (certificates loaded once, watched, session tickets kept).
     pub listener_tls: HashMap<String, Arc<TlsServer>>,
@@ -172,10 +183,12 @@ pub(crate) fn sync_checker(
         return;
     }
     let tls_id = tls.map_or(0, |t| t.id);
-    if checkers
-        .get(key)
-        .is_some_and(|c| c.cfg == pool.health && c.tls == tls_id && c.protocol == pool.protocol)
-    {
+    if checkers.get(key).is_some_and(|c| {
+        c.cfg == pool.health
+            && c.tls == tls_id
+            && c.protocol == pool.protocol
+            && c.send_proxy == pool.send_proxy
+    }) {
         return;
     }
     let slow_start = !pool.slow_start.is_zero();
@@ -187,6 +200,7 @@ pub(crate) fn sync_checker(
             slow_start,
             tls.cloned(),
             pool.protocol,
+            pool.send_proxy,
         ),
     );
 }
@@ -262,6 +276,7 @@ impl Snapshot {
         let mut listeners: Vec<Option<ListenerSnap>> = (0..size).map(|_| None).collect();
         let mut series = SeriesBuilder::new(&mut registry.series, &mut registry.durations);
         let mut passthrough = crate::metrics::sni::Series::new();
+        let mut proxy_errors = crate::metrics::proxy_protocol::Series::new();
         for (name, l) in &cfg.listeners {
             let lname: Arc<str> = name.as_str().into();
             let default = l.pool.as_deref().map(|p| {
@@ -277,9 +292,11 @@ impl Snapshot {
                 }
             });
             let pool = default.as_ref().map(|t| t.pool.clone());
+            let mut sends_proxy = pool.as_ref().is_some_and(|p| p.send_proxy.is_some());
             let mut routes = RouteTable::new(default);
             for (rname, r) in cfg.routes.iter().filter(|(_, r)| r.listener == *name) {
                 let pool = pools[r.pool.as_str()].clone();
+                sends_proxy |= pool.send_proxy.is_some();
                 let target = Target {
                     route: Some(rname.as_str().into()),
                     metrics: series.target(&lname, rname, &pool),
@@ -306,6 +323,15 @@ impl Snapshot {
                 passthrough.insert(lname.clone(), c.clone());
                 c
             });
+            let proxy_counts = l.proxy_protocol.then(|| {
+                let c = registry
+                    .proxy_protocol
+                    .get(&lname)
+                    .cloned()
+                    .unwrap_or_default();
+                proxy_errors.insert(lname.clone(), c.clone());
+                c
+            });
             listeners[slots[name]] = Some(ListenerSnap {
                 access_log: l.access_log.as_ref().and_then(|d| logs.get(d).cloned()),
                 no_route,
@@ -319,10 +345,15 @@ impl Snapshot {
                 max_header_bytes: l.max_header_bytes,
                 passthrough: counts,
                 tls: listener_tls.get(name).cloned(),
+                trusted: (!l.trusted_proxies.is_empty()).then(|| l.trusted_proxies.clone().into()),
+                proxy_protocol: proxy_counts,
+                sends_proxy,
+                filters: Chain::of(&l.filters, &filters),
             });
         }
         series.finish();
         registry.passthrough = passthrough;
+        registry.proxy_protocol = proxy_errors;
         registry.listener_tls = listener_tls;
         registry.filters = cfg
             .filters

@@ -74,7 +74,8 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> HeaderRules {
             h.request_id = field_name(sink, s, v.span());
         }
     }
-    if h.request.is_empty() && h.response.is_empty() && h.request_id.is_none() {
+    // Only `kind`: a misspelt key is already reported as unknown.
+    if t.entries().len() == 1 {
         sink.error(
             t.span.clone(),
             format!(

@@ -4,6 +4,9 @@
 
 mod basic_auth;
 mod body_limit;
+mod compress;
+mod cors;
+mod error_pages;
 mod forward_auth;
 mod headers;
 pub mod htpasswd;
@@ -18,6 +21,9 @@ use crate::walk::Walked;
 
 pub use basic_auth::BasicAuth;
 pub use body_limit::BodyLimit;
+pub use compress::{Compress, Encoding};
+pub use cors::{normalize_origin, Cors, Names, OriginPattern, SAFELISTED_HEADERS};
+pub use error_pages::{read_page, ErrorPages, Page, MAX_PAGE};
 pub use forward_auth::ForwardAuth;
 pub use headers::{HeaderOps, HeaderRules};
 pub use ip::IpList;
@@ -41,6 +47,12 @@ pub enum Filter {
     IpDeny(IpList),
     /// The largest request body the route takes (413 past it).
     BodyLimit(BodyLimit),
+    /// CORS: preflights answered, actual answers given the allow fields.
+    Cors(Cors),
+    /// Error answers' bodies replaced by a page (or problem+json).
+    ErrorPages(ErrorPages),
+    /// Responses encoded (gzip, brotli, zstd) as the client accepts.
+    Compress(Compress),
     /// Requests need a user and password of an htpasswd file (401 otherwise).
     BasicAuth(BasicAuth),
     /// Requests are let on by an auth service's 2xx answer; any other answer is returned.
@@ -55,6 +67,9 @@ pub const KINDS: &[&str] = &[
     "ip_allow",
     "ip_deny",
     "body_limit",
+    "cors",
+    "error_pages",
+    "compress",
     "basic_auth",
     "forward_auth",
 ];
@@ -69,6 +84,9 @@ impl Filter {
             Filter::IpAllow(_) => "ip_allow",
             Filter::IpDeny(_) => "ip_deny",
             Filter::BodyLimit(_) => "body_limit",
+            Filter::Cors(_) => "cors",
+            Filter::ErrorPages(_) => "error_pages",
+            Filter::Compress(_) => "compress",
             Filter::BasicAuth(_) => "basic_auth",
             Filter::ForwardAuth(_) => "forward_auth",
         }
@@ -80,6 +98,10 @@ impl Filter {
 pub(crate) struct FilterAt {
     /// The `kind` value, when valid.
     pub kind: Option<Span>,
+    /// An error_pages filter's `pool` value (it must name a pool).
+    pub pool: Option<Span>,
+    /// An error_pages filter's `file` value (read by `weir check`).
+    pub file: Option<Span>,
     /// basic_auth's `users_file` value, read by `weir check`.
     pub users_file: Option<Span>,
     /// forward_auth's `pool` value, which must name a pool.
@@ -95,6 +117,8 @@ pub(crate) fn read(
 ) -> (Option<Filter>, FilterAt) {
     let mut at = FilterAt {
         kind: None,
+        pool: None,
+        file: None,
         users_file: None,
         auth_pool: None,
     };
@@ -120,6 +144,9 @@ fn read_kind(
         "ip_allow" => Filter::IpAllow(ip::read(sink, t)),
         "ip_deny" => Filter::IpDeny(ip::read(sink, t)),
         "body_limit" => Filter::BodyLimit(body_limit::read(sink, t, &what)),
+        "cors" => Filter::Cors(cors::read(sink, t, &what)),
+        "error_pages" => Filter::ErrorPages(error_pages::read(sink, t, &what, at)),
+        "compress" => Filter::Compress(compress::read(sink, t)),
         "basic_auth" => Filter::BasicAuth(basic_auth::read(sink, t, &what, &mut at.users_file)),
         "forward_auth" => {
             Filter::ForwardAuth(forward_auth::read(sink, t, &what, &mut at.auth_pool))
@@ -161,7 +188,8 @@ fn strings(sink: &mut Sink<'_>, v: &read::Val<'_>) -> Vec<(String, Span)> {
     out
 }
 
-/// A route's chain names filters that exist, each once, and only on http listeners.
+/// A route's chain names filters that exist, each once, and only on http listeners; a
+/// tcp listener's, only address lists (a connection has no request to change).
 pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     let cfg = &w.config;
     for (name, at) in &w.routes {
@@ -170,47 +198,76 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
             .listeners
             .get(&r.listener)
             .is_some_and(|l| l.protocol == crate::Protocol::Tcp);
-        for (i, (f, span)) in r.filters.iter().zip(&at.filters).enumerate() {
-            if tcp {
+        if tcp {
+            if let Some(span) = at.filters.first() {
                 sink.error(
                     span.clone(),
-                    format!(
-                        "route `{name}` is on tcp listener `{}`: filters apply to http routes only",
-                        r.listener
-                    ),
+                    format!("route `{name}` is on tcp listener `{}`: filters apply to http routes only (a tcp listener's own `filters` take ip_allow and ip_deny)", r.listener),
                 );
-                continue;
             }
-            if r.filters[..i].contains(f) {
-                sink.error(
-                    span.clone(),
-                    format!(
-                        "filter `{f}` is already in this chain; a filter runs once per request"
-                    ),
-                );
-                continue;
-            }
-            // A filter that is written but does not read is reported where it is.
-            if !w.filters.contains_key(f) {
-                let existing: Vec<&str> = w.filters.keys().map(String::as_str).collect();
-                sink.error(
-                    span.clone(),
-                    crate::validate::missing("filter", "filters", f, existing),
-                );
+            continue;
+        }
+        chain(sink, w, &r.filters, &at.filters);
+    }
+    for (name, at) in &w.listeners {
+        let l = &cfg.listeners[name];
+        let Some(first) = at.filters.first() else {
+            continue;
+        };
+        if l.protocol == crate::Protocol::Http {
+            sink.error(
+                first.clone(),
+                format!("listener `{name}` is an http listener: its requests take filters on their routes (`filters` on [routes.NAME])"),
+            );
+            continue;
+        }
+        chain(sink, w, &l.filters, &at.filters);
+        for (f, span) in l.filters.iter().zip(&at.filters) {
+            if let Some(kind) = cfg.filters.get(f).map(Filter::kind) {
+                if !matches!(kind, "ip_allow" | "ip_deny") {
+                    sink.error(
+                        span.clone(),
+                        format!("filter `{f}` is a {kind} filter; a tcp listener takes only ip_allow and ip_deny (a connection has no request to change)"),
+                    );
+                }
             }
         }
     }
+    error_pages::check(sink, w);
     forward_auth::check(sink, w);
 }
 
-/// What the filters name outside the config that `weir check` reads: basic_auth's users
-/// files.
+/// What the filters name outside the config, read for `weir check` and a file's load
+/// (error_pages' page files, basic_auth's users files); the API's changes meet them when
+/// the data plane builds the filter.
 pub(crate) fn check_files(sink: &mut Sink<'_>, w: &Walked) {
+    error_pages::check_files(sink, w);
     for (name, f) in &w.config.filters {
         if let (Filter::BasicAuth(b), Some(span)) =
             (f, w.filters.get(name).and_then(|a| a.users_file.as_ref()))
         {
             basic_auth::check_file(sink, b, span);
+        }
+    }
+}
+
+/// Each name exists and is there once.
+fn chain(sink: &mut Sink<'_>, w: &Walked, names: &[String], spans: &[Span]) {
+    for (i, (f, span)) in names.iter().zip(spans).enumerate() {
+        if names[..i].contains(f) {
+            sink.error(
+                span.clone(),
+                format!("filter `{f}` is already in this chain; a filter runs once per request"),
+            );
+            continue;
+        }
+        // A filter that is written but does not read is reported where it is.
+        if !w.filters.contains_key(f) {
+            let existing: Vec<&str> = w.filters.keys().map(String::as_str).collect();
+            sink.error(
+                span.clone(),
+                crate::validate::missing("filter", "filters", f, existing),
+            );
         }
     }
 }

@@ -52,8 +52,8 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Rewrite {
             );
         }
     }
-    let set = KEYS.iter().any(|k| t.get(k).is_some());
-    if !set {
+    // Only `kind`: a misspelt key is already reported as unknown.
+    if t.entries().len() == 1 {
         sink.error(
             t.span.clone(),
             format!(

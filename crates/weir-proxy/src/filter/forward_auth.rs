@@ -158,6 +158,15 @@ impl ForwardAuth {
             parts,
             body: Prepared::Replayable(Bytes::new()),
             deadline: Some(Instant::now() + self.timeout),
+            // On the client's behalf, as the request itself would be sent.
+            proxy_header: pool.send_proxy.map(|v| {
+                let port = match cx.client == cx.conn.client.ip() {
+                    true => cx.conn.client.port(),
+                    false => 0,
+                };
+                let client = std::net::SocketAddr::new(cx.client, port);
+                crate::transport::proxy_protocol::header(v, Some((client, cx.conn.local)))
+            }),
         })
         .await;
         let resp = match ended {
@@ -214,16 +223,26 @@ impl ForwardAuth {
         if let Ok(v) = HeaderValue::from_str(pq) {
             h.insert(X_FORWARDED_URI.clone(), v);
         }
-        // As the upstream would get them: the client's own list, with its address after.
-        for n in [
-            HeaderName::from_static("x-forwarded-for"),
-            header::FORWARDED,
-        ] {
-            for v in headers.get_all(&n) {
-                h.append(n.clone(), v.clone());
+        // As the upstream would get them: from a trusted proxy, its list with the peer
+        // after; from anyone else, weir's own only.
+        let trusted = cx.conn.trusted.is_some();
+        if trusted {
+            for n in [
+                HeaderName::from_static("x-forwarded-for"),
+                header::FORWARDED,
+            ] {
+                for v in headers.get_all(&n) {
+                    h.append(n.clone(), v.clone());
+                }
             }
         }
-        add_forwarded(h, &cx.conn.client_ip, cx.host.as_ref(), cx.scheme());
+        add_forwarded(
+            h,
+            &cx.conn.client_ip,
+            cx.host.as_ref(),
+            cx.scheme(),
+            trusted,
+        );
         // The request's host; HTTP/1.0 may have none, and HTTP/2 needs one.
         let host = cx
             .host

@@ -77,7 +77,7 @@ impl Headers {
             let theirs = req
                 .headers()
                 .get(name)
-                .filter(|v| cx.conn.trusted_peer && valid_id(v))
+                .filter(|v| cx.conn.trusted.is_some() && valid_id(v))
                 .cloned();
             let id = match theirs {
                 Some(v) => cx.request_id.insert(v).clone(),
@@ -104,6 +104,12 @@ fn valid_id(v: &HeaderValue) -> bool {
 
 /// 128 random bits as 32 hex digits, as nginx's `$request_id`.
 pub fn new_request_id() -> HeaderValue {
-    let n = fastrand::u128(..);
-    HeaderValue::from_str(&format!("{n:032x}")).expect("hex digits are a header value")
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut n = fastrand::u128(..);
+    let mut out = [0u8; 32];
+    for b in out.iter_mut().rev() {
+        *b = HEX[(n & 0xf) as usize];
+        n >>= 4;
+    }
+    HeaderValue::from_bytes(&out).expect("hex digits are a header value")
 }

@@ -15,6 +15,9 @@
 
 mod basic_auth;
 mod body_limit;
+mod compress;
+mod cors;
+mod error_pages;
 mod forward_auth;
 mod headers;
 mod ip;
@@ -42,6 +45,9 @@ pub enum Filter {
     Redirect(redirect::Redirect),
     Ip(ip::IpFilter),
     BodyLimit(BodyLimit),
+    Cors(cors::Cors),
+    ErrorPages(error_pages::ErrorPages),
+    Compress(compress::Compress),
     BasicAuth(basic_auth::BasicAuth),
     ForwardAuth(forward_auth::ForwardAuth),
 }
@@ -69,6 +75,9 @@ impl Filter {
             F::IpAllow(l) => Filter::Ip(ip::IpFilter::allow(l)),
             F::IpDeny(l) => Filter::Ip(ip::IpFilter::deny(l)),
             F::BodyLimit(b) => Filter::BodyLimit(BodyLimit::build(b)),
+            F::Cors(c) => Filter::Cors(cors::Cors::build(c)),
+            F::ErrorPages(e) => Filter::ErrorPages(error_pages::ErrorPages::build(e).map_err(err)?),
+            F::Compress(c) => Filter::Compress(compress::Compress::build(c)),
             F::BasicAuth(b) => Filter::BasicAuth(basic_auth::BasicAuth::build(b).map_err(err)?),
             F::ForwardAuth(f) => {
                 Filter::ForwardAuth(forward_auth::ForwardAuth::build(name, f).map_err(err)?)
@@ -83,6 +92,9 @@ impl Filter {
             Filter::Redirect(f) => f.request(cx, req),
             Filter::Ip(f) => f.request(cx),
             Filter::BodyLimit(f) => f.request(req),
+            Filter::Cors(f) => f.request(cx, req),
+            Filter::ErrorPages(_) => Verdict::Continue,
+            Filter::Compress(f) => f.request(cx, req),
             Filter::BasicAuth(f) => f.request(cx, req).await,
             Filter::ForwardAuth(f) => f.request(cx, req).await,
         }
@@ -92,6 +104,9 @@ impl Filter {
         match self {
             Filter::Headers(f) => f.response(cx, resp),
             Filter::Rewrite(_) | Filter::Redirect(_) | Filter::Ip(_) | Filter::BodyLimit(_) => {}
+            Filter::Cors(f) => f.response(cx, resp),
+            Filter::ErrorPages(f) => f.response(cx, resp).await,
+            Filter::Compress(f) => f.response(cx, resp),
             Filter::BasicAuth(_) | Filter::ForwardAuth(_) => {}
         }
     }
@@ -125,6 +140,15 @@ impl Chain {
         self.0.is_none()
     }
 
+    /// A tcp listener's connection from `ip`: whether every address list lets it through
+    /// (the config allows only those kinds there).
+    pub fn admits(&self, ip: IpAddr) -> bool {
+        self.filters().iter().all(|f| match &**f {
+            Filter::Ip(l) => l.passes(ip),
+            _ => true,
+        })
+    }
+
     fn filters(&self) -> &[Arc<Filter>] {
         self.0.as_deref().unwrap_or(&[])
     }
@@ -134,7 +158,7 @@ impl Chain {
 /// later steps need (the Host sent upstream, the request id).
 pub struct Cx<'a> {
     pub conn: &'a ConnCtx,
-    /// The client's address.
+    /// The client's address: behind trusted proxies, the one their headers name.
     pub client: IpAddr,
     /// The request as it arrived (before any filter changed it), for variables and redirects.
     pub method: Method,
@@ -147,21 +171,40 @@ pub struct Cx<'a> {
     pub request_id: Option<HeaderValue>,
     /// How many filters' request phases ran (their response phases run).
     entered: usize,
+    /// The request's `Origin` (cors).
+    pub origin: Option<HeaderValue>,
+    /// The request's `Accept` (error_pages: a page or problem+json).
+    pub accept: Option<HeaderValue>,
+    /// Whether the request is a gRPC call (error_pages leaves those alone).
+    pub grpc: bool,
+    /// What the request's Accept-Encoding and Range asked, for a compress filter.
+    pub compress: Option<compress::Asked>,
     /// The user an auth filter let in, for the access log.
     pub user: Option<String>,
 }
 
 impl<'a> Cx<'a> {
-    pub fn new<B>(conn: &'a ConnCtx, req: &Request<B>, host: Option<HeaderValue>) -> Cx<'a> {
+    /// `client`: the request's client (behind trusted proxies, the one they name).
+    pub fn new<B>(
+        conn: &'a ConnCtx,
+        client: IpAddr,
+        req: &Request<B>,
+        host: Option<HeaderValue>,
+        grpc: bool,
+    ) -> Cx<'a> {
         Cx {
             conn,
-            client: conn.client.ip(),
+            client,
             method: req.method().clone(),
             uri: req.uri().clone(),
             upstream_host: host.clone(),
             host,
             request_id: None,
             entered: 0,
+            origin: req.headers().get(http::header::ORIGIN).cloned(),
+            accept: req.headers().get(http::header::ACCEPT).cloned(),
+            grpc,
+            compress: None,
             user: None,
         }
     }

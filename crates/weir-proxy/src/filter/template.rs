@@ -28,6 +28,11 @@ impl Value {
         if let Some(v) = &self.fixed {
             return Some(v.clone());
         }
+        if let [Piece::Var(Var::ClientIp)] = self.pieces.as_slice() {
+            if cx.client == cx.conn.client.ip() {
+                return Some(cx.conn.client_ip.clone());
+            }
+        }
         let mut out = Vec::with_capacity(64);
         for p in &self.pieces {
             match p {
@@ -42,6 +47,10 @@ impl Value {
 fn var(cx: &mut Cx<'_>, v: Var, out: &mut Vec<u8>) {
     use std::io::Write;
     match v {
+        // The connection's own address is already a header value (X-Forwarded-For's).
+        Var::ClientIp if cx.client == cx.conn.client.ip() => {
+            out.extend_from_slice(cx.conn.client_ip.as_bytes())
+        }
         Var::ClientIp => {
             let _ = write!(out, "{}", cx.client);
         }

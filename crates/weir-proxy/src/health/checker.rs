@@ -15,13 +15,13 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
-use weir_config::{Health, HealthCheck, UpstreamProtocol};
+use weir_config::{Health, HealthCheck, SendProxy, UpstreamProtocol};
 
 use crate::codec::h1::client as h1;
 use crate::codec::h2::{client as h2c, exchange as h2x};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
-use crate::transport::{Alpn, UpstreamStream, UpstreamTls};
+use crate::transport::{proxy_protocol, Alpn, UpstreamStream, UpstreamTls};
 
 /// Largest health response body read when looking for `expect_body`.
 const MAX_BODY: usize = 64 * 1024;
@@ -34,6 +34,9 @@ pub struct Checker {
     pub tls: u64,
     /// The pool's protocol, which http and grpc checks speak.
     pub protocol: UpstreamProtocol,
+    /// The pool's `send_proxy`: a probe starts with v2's `LOCAL` or v1's `PROXY UNKNOWN`
+    /// (it has no client), so an endpoint that requires the header still answers it.
+    pub send_proxy: Option<SendProxy>,
     task: JoinHandle<()>,
 }
 
@@ -48,6 +51,7 @@ impl Drop for Checker {
 struct Via {
     tls: Option<Arc<UpstreamTls>>,
     protocol: UpstreamProtocol,
+    proxy_header: Option<Arc<[u8]>>,
 }
 
 pub fn start(
@@ -56,13 +60,21 @@ pub fn start(
     slow_start: bool,
     tls: Option<Arc<UpstreamTls>>,
     protocol: UpstreamProtocol,
+    send_proxy: Option<SendProxy>,
 ) -> Checker {
     let id = tls.as_ref().map_or(0, |t| t.id);
-    let task = tokio::spawn(run(ep, cfg.clone(), slow_start, Via { tls, protocol }));
+    let proxy_header = send_proxy.map(|v| proxy_protocol::header(v, None).into());
+    let via = Via {
+        tls,
+        protocol,
+        proxy_header,
+    };
+    let task = tokio::spawn(run(ep, cfg.clone(), slow_start, via));
     Checker {
         cfg,
         tls: id,
         protocol,
+        send_proxy,
         task,
     }
 }
@@ -111,13 +123,14 @@ async fn probe(ep: &EndpointRt, cfg: &Health, via: &Via) -> Result<(), String> {
         HealthCheck::Tcp | HealthCheck::None => Alpn::Tcp,
         _ => Alpn::of(via.protocol),
     };
-    let stream = UpstreamStream::connect(ep.addr, cfg.timeout, tls, alpn)
-        .await
-        .map_err(|e| {
-            // Closes seen just before were an outage, not an idle timeout.
-            ep.idle.discard();
-            e.to_string()
-        })?;
+    let stream =
+        UpstreamStream::connect(ep.addr, cfg.timeout, tls, alpn, via.proxy_header.as_deref())
+            .await
+            .map_err(|e| {
+                // Closes seen just before were an outage, not an idle timeout.
+                ep.idle.discard();
+                e.to_string()
+            })?;
     let host = cfg.host.clone().unwrap_or_else(|| ep.addr_str.to_string());
     // `run` bounds the whole probe by `timeout`; the client's own deadline
     // only has to come later, so that the reason logged stays "no answer".
@@ -224,6 +237,7 @@ mod tests {
         let via = Via {
             tls: None,
             protocol: UpstreamProtocol::Http1,
+            proxy_header: None,
         };
         let result = tokio::time::timeout(cfg.timeout, probe(&ep, &cfg, &via))
             .await

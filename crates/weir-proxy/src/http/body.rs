@@ -1,5 +1,6 @@
 //! The response body weir sends to clients: either the upstream's body,
-//! streamed frame by frame, or a small body weir generated (errors).
+//! streamed frame by frame, or a small body weir generated (errors), or
+//! either encoded by the compress filter (`encoded.rs`).
 //!
 //! When the upstream body ends, its connection goes back to the endpoint's
 //! idle pool; when it is dropped early (client gone), the connection closes,
@@ -18,6 +19,7 @@ use crate::endpoint::EndpointRt;
 use crate::error::ExchangeError;
 use crate::health::{record_success, Loss};
 use crate::http::conn_state::BusyGuard;
+use crate::http::encoded::Encoded;
 use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
@@ -68,6 +70,8 @@ pub enum ProxyBody {
         _busy: Option<BusyGuard>,
         _rec: Option<Recorder>,
     },
+    /// Either of the above, encoded as it streams (the compress filter).
+    Encoded(Box<Encoded>),
 }
 
 impl ProxyBody {
@@ -104,13 +108,16 @@ impl ProxyBody {
     pub fn set_recorder(&mut self, rec: Recorder) {
         match self {
             ProxyBody::Upstream { _rec, .. } | ProxyBody::Full { _rec, .. } => *_rec = Some(rec),
+            ProxyBody::Encoded(e) => e.rec = Some(rec),
         }
     }
 
     /// Holds the request's endpoint slot until the response is fully sent.
     pub fn set_slot(&mut self, slot: Slot) {
-        if let ProxyBody::Upstream { slot: s, .. } = self {
-            *s = Some(slot);
+        match self {
+            ProxyBody::Upstream { slot: s, .. } => *s = Some(slot),
+            ProxyBody::Encoded(e) => e.inner_mut().set_slot(slot),
+            ProxyBody::Full { .. } => {}
         }
     }
 
@@ -121,6 +128,7 @@ impl ProxyBody {
             ProxyBody::Upstream { _busy, .. } | ProxyBody::Full { _busy, .. } => {
                 *_busy = Some(guard)
             }
+            ProxyBody::Encoded(e) => e.busy = Some(guard),
         }
     }
 }
@@ -178,6 +186,7 @@ impl Body for ProxyBody {
     ) -> Poll<Option<Result<Frame<Bytes>, ExchangeError>>> {
         match self.get_mut() {
             ProxyBody::Full { data, .. } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            ProxyBody::Encoded(e) => Pin::new(&mut **e).poll_frame(cx),
             ProxyBody::Upstream {
                 inner,
                 ret,
@@ -222,6 +231,7 @@ impl Body for ProxyBody {
         match self {
             ProxyBody::Full { data, .. } => data.is_none(),
             ProxyBody::Upstream { inner, ended, .. } => *ended || inner.is_end_stream(),
+            ProxyBody::Encoded(e) => e.is_end_stream(),
         }
     }
 
@@ -231,6 +241,7 @@ impl Body for ProxyBody {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
             ProxyBody::Upstream { inner, .. } => inner.size_hint(),
+            ProxyBody::Encoded(e) => e.size_hint(),
         }
     }
 }

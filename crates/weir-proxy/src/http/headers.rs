@@ -126,31 +126,44 @@ fn dotted_quad(octets: [u8; 4], out: &mut [u8; 15]) -> usize {
     n
 }
 
-/// Adds `X-Forwarded-For` and `Forwarded` (each appended to any the client sent),
-/// `X-Forwarded-Proto` and `-Host`. `proto` is `http` or `https`.
+/// Adds `X-Forwarded-For` and `Forwarded`, `X-Forwarded-Proto` and `-Host`. `proto` is
+/// `http` or `https`. With `append` (the peer is a trusted proxy) the first two are
+/// appended to what the peer sent; otherwise they replace it, so a client cannot put
+/// words in a proxy's mouth.
 pub fn add_forwarded(
     h: &mut HeaderMap,
     client: &HeaderValue,
     host: Option<&HeaderValue>,
     proto: &'static str,
+    append: bool,
 ) {
     // One hash lookup for X-Forwarded-For, whether or not the client sent one.
     match h.entry(X_FORWARDED_FOR.clone()) {
         header::Entry::Vacant(v) => {
             v.insert(client.clone());
         }
+        header::Entry::Occupied(mut o) if append => {
+            // Every line, in order: a chain may come in several.
+            let mut prev = Vec::new();
+            for line in o.iter() {
+                prev.extend_from_slice(line.as_bytes());
+                prev.extend_from_slice(b", ");
+            }
+            prev.extend_from_slice(client.as_bytes());
+            let joined = HeaderValue::from_maybe_shared(bytes::Bytes::from(prev));
+            o.insert(joined.unwrap_or_else(|_| client.clone()));
+        }
         header::Entry::Occupied(mut o) => {
-            let joined = o.get().to_str().ok().and_then(|prev| {
-                let ip = client.to_str().ok()?;
-                HeaderValue::from_str(&format!("{prev}, {ip}")).ok()
-            });
-            o.insert(joined.unwrap_or_else(|| client.clone()));
+            o.insert(client.clone());
         }
     }
     // RFC 7239: an IPv6 address is bracketed and quoted, `for="[2001:db8::1]"`. Built in
     // one buffer: this runs for every request.
     let ip = client.as_bytes();
-    let prev = h.get(header::FORWARDED).map(HeaderValue::as_bytes);
+    let prev = match append {
+        true => h.get(header::FORWARDED).map(HeaderValue::as_bytes),
+        false => None,
+    };
     let mut v = BytesMut::with_capacity(prev.map_or(0, |p| p.len() + 2) + ip.len() + 20);
     if let Some(prev) = prev {
         v.extend_from_slice(prev);
@@ -246,13 +259,32 @@ mod tests {
         let host = HeaderValue::from_static("a.com");
         let ip = client_ip_value("127.0.0.1".parse().unwrap());
         h.insert("forwarded", "for=10.0.0.1".parse().unwrap());
-        add_forwarded(&mut h, &ip, Some(&host), "https");
+        add_forwarded(&mut h, &ip, Some(&host), "https", true);
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 127.0.0.1");
         assert_eq!(h["forwarded"], "for=10.0.0.1, for=127.0.0.1;proto=https");
         assert_eq!(h["x-forwarded-proto"], "https");
         assert_eq!(h["x-forwarded-host"], "a.com");
         let mut h = HeaderMap::new();
-        add_forwarded(&mut h, &"::1".parse().unwrap(), None, "http");
+        add_forwarded(&mut h, &"::1".parse().unwrap(), None, "http", false);
         assert_eq!(h["forwarded"], "for=\"[::1]\";proto=http");
+    }
+
+    #[test]
+    fn replaces_forwarded_for_from_an_untrusted_peer() {
+        let mut h = HeaderMap::new();
+        h.append("x-forwarded-for", "6.6.6.6".parse().unwrap());
+        h.append("x-forwarded-for", "7.7.7.7".parse().unwrap());
+        h.insert("forwarded", "for=6.6.6.6".parse().unwrap());
+        let ip = client_ip_value("127.0.0.1".parse().unwrap());
+        add_forwarded(&mut h, &ip, None, "http", false);
+        assert_eq!(h.get_all("x-forwarded-for").iter().count(), 1);
+        assert_eq!(h["x-forwarded-for"], "127.0.0.1");
+        assert_eq!(h["forwarded"], "for=127.0.0.1;proto=http");
+        // Trusted: every line kept, in order.
+        let mut h = HeaderMap::new();
+        h.append("x-forwarded-for", "1.1.1.1".parse().unwrap());
+        h.append("x-forwarded-for", "10.0.0.2".parse().unwrap());
+        add_forwarded(&mut h, &ip, None, "http", true);
+        assert_eq!(h["x-forwarded-for"], "1.1.1.1, 10.0.0.2, 127.0.0.1");
     }
 }

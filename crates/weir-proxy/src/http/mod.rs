@@ -5,8 +5,10 @@
 //! client timeouts).
 
 pub mod body;
+pub mod client_addr;
 pub mod conn;
 pub mod conn_state;
+pub mod encoded;
 pub mod error;
 pub mod forward;
 pub mod grpc;

@@ -72,6 +72,10 @@ pub struct Attempts<'a> {
     /// The call's own deadline (a gRPC call's `grpc-timeout`): it caps the pool's
     /// `request_timeout`.
     pub deadline: Option<Instant>,
+    /// A `send_proxy` pool: the PROXY header for this request's client, written at the
+    /// start of the fresh connection each try opens (one client's header on a connection
+    /// means that connection carries nothing else: never pooled, never shared).
+    pub proxy_header: Option<Vec<u8>>,
 }
 
 /// How the tries ended: a response to send, or an error to generate;
@@ -120,6 +124,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         parts,
         body,
         deadline,
+        proxy_header,
     } = a;
     let policy = &pool.retry;
     pool.shared.budget.deposit(policy.budget_percent);
@@ -138,7 +143,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         (TryError::no_slot(Reason::NoHealthyEndpoint), None);
     // A pooled connection could be found dead only after the upgrade was
     // written, which may not be retried.
-    let mut fresh_only = upgrade;
+    let mut fresh_only = upgrade || proxy_header.is_some();
     loop {
         let granted = match capacity::acquire(pool, &key, deadline).await {
             Ok(g) => g,
@@ -192,6 +197,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             &parts,
             body,
             fresh_only,
+            proxy_header.as_deref(),
             timer,
             key.sticky,
             &mut info,
@@ -325,6 +331,7 @@ async fn try_once(
     parts: &Parts,
     body: Payload<UpBody>,
     fresh_only: bool,
+    proxy_header: Option<&[u8]>,
     timer: HeadTimer,
     sticky_from: Option<u64>,
     info: &mut TryInfo,
@@ -338,6 +345,7 @@ async fn try_once(
         tls: pool.tls.as_deref(),
         request_timeout: pool.request_timeout,
         fresh_only,
+        proxy_header,
         protocol: pool.protocol,
         max_streams: pool.max_streams_per_conn,
         idle_timeout: pool.idle_timeout,
@@ -385,7 +393,11 @@ async fn try_once(
         uses,
         idle,
         max_age: pool.max_conn_age,
-        max_uses: pool.max_requests_per_conn,
+        // One client's PROXY header went out on it: it goes back to no pool.
+        max_uses: match proxy_header {
+            Some(_) => 1,
+            None => pool.max_requests_per_conn,
+        },
     };
     let mut resp = Response::from_parts(parts, ProxyBody::upstream(body, Some(ret)));
     set_sticky(pool, sticky_from, resp.headers_mut(), ep.id);

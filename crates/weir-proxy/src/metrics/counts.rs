@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::reason::Reason;
 
 /// Every reason, in a fixed order (indexes into `by_reason`).
-pub const REASONS: [Reason; 16] = [
+pub const REASONS: [Reason; 18] = [
     Reason::RouteNotFound,
     Reason::QueueFull,
     Reason::QueueTimeout,
@@ -22,6 +22,8 @@ pub const REASONS: [Reason; 16] = [
     Reason::Redirected,
     Reason::Forbidden,
     Reason::BodyTooLarge,
+    Reason::CorsPreflight,
+    Reason::CorsRefused,
     Reason::Unauthorized,
     Reason::AuthUnavailable,
 ];
@@ -31,8 +33,8 @@ pub fn reason_index(r: Reason) -> usize {
 }
 
 /// Status codes weir's own errors use; a reason's count is kept per code.
-const GENERATED: [u16; 18] = [
-    301, 302, 303, 307, 308, 400, 403, 404, 413, 414, 429, 431, 499, 501, 502, 503, 504, 401,
+const GENERATED: [u16; 19] = [
+    301, 302, 303, 307, 308, 400, 403, 404, 413, 414, 429, 431, 499, 501, 502, 503, 504, 204, 401,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -9,6 +9,7 @@ pub mod endpoint;
 pub mod h2;
 pub mod hist;
 pub mod pool;
+pub mod proxy_protocol;
 pub mod recorder;
 pub mod render;
 pub mod sni;

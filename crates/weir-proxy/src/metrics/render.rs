@@ -28,6 +28,9 @@ pub fn render(shared: &Arc<Shared>) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Weir(shared.clone())));
     registry.register_collector(Box::new(super::sni::PassthroughCollector(shared.clone())));
+    registry.register_collector(Box::new(super::proxy_protocol::ProxyErrorsCollector(
+        shared.clone(),
+    )));
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &registry);

@@ -26,7 +26,7 @@ use crate::tcp::copy;
 use crate::tcp::relay::relay;
 use crate::tcp::sni::Passed;
 use crate::transport::tls::TlsConn;
-use crate::transport::UpstreamStream;
+use crate::transport::{proxy_protocol, UpstreamStream};
 
 /// A session's client side.
 pub enum Client {
@@ -40,9 +40,17 @@ pub enum Client {
     Tls(Box<TlsConn>),
 }
 
+/// Whose session it is: the client (the peer, or the source a PROXY header named) and
+/// the address it connected to, which a `send_proxy` pool's header carries.
+#[derive(Debug, Clone, Copy)]
+pub struct Addrs {
+    pub client: SocketAddr,
+    pub local: SocketAddr,
+}
+
 pub async fn serve(
     client: Client,
-    peer: SocketAddr,
+    addrs: Addrs,
     listener: Arc<str>,
     target: Target,
     idle_timeout: Duration,
@@ -55,9 +63,10 @@ pub async fn serve(
         ..
     } = target;
     // One timer for the whole session: the connect timeout, then idle.
+    let peer = addrs.client;
     let timer = tokio::time::sleep(pool.connect_timeout);
     tokio::pin!(timer);
-    let (upstream, slot) = match connect_any(&listener, &pool, peer, timer.as_mut()).await {
+    let (upstream, slot) = match connect_any(&listener, &pool, addrs, timer.as_mut()).await {
         Ok(x) => x,
         Err(reason) => {
             metrics.no_endpoint.record_session(Some(reason));
@@ -156,13 +165,16 @@ pub async fn serve(
 async fn connect_any(
     listener: &str,
     pool: &Arc<PoolRt>,
-    peer: SocketAddr,
+    addrs: Addrs,
     mut timer: Pin<&mut Sleep>,
 ) -> Result<(UpstreamStream, Slot), Reason> {
     let mut key = PickKey::default();
     if let Algorithm::Hash { .. } = pool.algorithm {
-        key.hash = Some(ip_hash(peer.ip()));
+        key.hash = Some(ip_hash(addrs.client.ip()));
     }
+    let proxy_header = pool
+        .send_proxy
+        .map(|v| proxy_protocol::header(v, Some((addrs.client, addrs.local))));
     for _ in 0..pool.endpoints.len().max(1) {
         if (0..pool.endpoints.len()).all(|i| key.avoids(i)) {
             break;
@@ -180,6 +192,7 @@ async fn connect_any(
             pool.connect_timeout,
             tls,
             crate::transport::Alpn::Tcp,
+            proxy_header.as_deref(),
             timer.as_mut(),
         );
         match connected.await {

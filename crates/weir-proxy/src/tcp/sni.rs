@@ -8,7 +8,6 @@
 //! holds a few kilobytes and delays nobody.
 
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +22,7 @@ use weir_tls::hello::{Hello, Peeker};
 use crate::metrics::sni::{Outcome, Passthrough};
 use crate::race::race;
 use crate::reason::Reason;
-use crate::tcp::session::{serve as serve_session, Client};
+use crate::tcp::session::{serve as serve_session, Addrs, Client};
 use crate::Shared;
 
 /// The most of a ClientHello read before giving up on it. A hello may span several
@@ -78,7 +77,8 @@ pub struct Accepted {
     pub kill: CancellationToken,
 }
 
-pub async fn serve(mut client: TcpStream, peer: SocketAddr, a: Accepted) {
+pub async fn serve(mut client: TcpStream, addrs: Addrs, a: Accepted) {
+    let peer = addrs.client;
     let deadline = Instant::now() + a.header_timeout;
     let mut read = None;
     race(
@@ -158,7 +158,7 @@ pub async fn serve(mut client: TcpStream, peer: SocketAddr, a: Accepted) {
     });
     serve_session(
         Client::Passthrough(client, passed),
-        peer,
+        addrs,
         a.listener,
         target,
         idle_timeout,

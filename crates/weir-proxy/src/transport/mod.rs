@@ -14,6 +14,7 @@ mod accept;
 mod client;
 mod connect;
 mod lazy;
+pub mod proxy_protocol;
 pub mod tls;
 mod tls_info;
 mod upstream;

@@ -25,17 +25,19 @@ pub enum UpstreamStream {
 }
 
 impl UpstreamStream {
-    /// Opens a connection to `addr`, over TLS when the pool has `tls` (offering `alpn`);
-    /// `timeout` covers the TCP connect and the handshake.
+    /// Opens a connection to `addr`, over TLS when the pool has `tls` (offering `alpn`),
+    /// first writing `proxy_header` (a PROXY protocol header) when given; `timeout` covers
+    /// the TCP connect, the header and the handshake.
     pub async fn connect(
         addr: SocketAddr,
         timeout: std::time::Duration,
         tls: Option<&UpstreamTls>,
         alpn: Alpn,
+        proxy_header: Option<&[u8]>,
     ) -> Result<Self, ConnectError> {
         let timer = tokio::time::sleep(timeout);
         tokio::pin!(timer);
-        Self::connect_until(addr, timeout, tls, alpn, timer).await
+        Self::connect_until(addr, timeout, tls, alpn, proxy_header, timer).await
     }
 
     /// As [`UpstreamStream::connect`], bounded by `timer` (set to fire `timeout` from
@@ -45,9 +47,19 @@ impl UpstreamStream {
         timeout: std::time::Duration,
         tls: Option<&UpstreamTls>,
         alpn: Alpn,
+        proxy_header: Option<&[u8]>,
         mut timer: Pin<&mut tokio::time::Sleep>,
     ) -> Result<Self, ConnectError> {
-        let tcp = connect_until(addr, timeout, timer.as_mut()).await?;
+        let mut tcp = connect_until(addr, timeout, timer.as_mut()).await?;
+        if let Some(h) = proxy_header {
+            // A few dozen bytes on a fresh socket: the send buffer takes them at once.
+            use tokio::io::AsyncWriteExt;
+            tokio::select! {
+                biased;
+                r = tcp.write_all(h) => r.map_err(|source| ConnectError::Io { addr, source })?,
+                _ = timer.as_mut() => return Err(ConnectError::Timeout { addr, timeout }),
+            }
+        }
         match tls {
             None => Ok(UpstreamStream::Plain(tcp)),
             Some(tls) => tls

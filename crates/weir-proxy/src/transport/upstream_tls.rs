@@ -319,7 +319,7 @@ mod tests {
         let t = Duration::from_secs(5);
         let good =
             UpstreamTls::build(&settings(Some(ca_file.clone()), Some("api.internal"))).unwrap();
-        let s = UpstreamStream::connect(front.addr(), t, Some(&good), Alpn::Http1)
+        let s = UpstreamStream::connect(front.addr(), t, Some(&good), Alpn::Http1, None)
             .await
             .unwrap();
         assert!(matches!(s, UpstreamStream::Tls(_)));
@@ -327,7 +327,7 @@ mod tests {
 
         let wrong = UpstreamTls::build(&settings(Some(ca_file), Some("other.internal"))).unwrap();
         assert_ne!(wrong.id, good.id);
-        match UpstreamStream::connect(front.addr(), t, Some(&wrong), Alpn::Http1).await {
+        match UpstreamStream::connect(front.addr(), t, Some(&wrong), Alpn::Http1, None).await {
             Err(e @ ConnectError::Tls { .. }) => {
                 let text = e.to_string();
                 assert!(text.contains("(as other.internal)"), "{text}");
@@ -352,7 +352,7 @@ mod tests {
         offer.alpn = Some(vec!["h2".into(), "http/1.1".into()]);
         let tls = UpstreamTls::build(&offer).unwrap();
         let t = Duration::from_secs(5);
-        match UpstreamStream::connect(front.addr(), t, Some(&tls), Alpn::Http1).await {
+        match UpstreamStream::connect(front.addr(), t, Some(&tls), Alpn::Http1, None).await {
             Err(ConnectError::Alpn { chosen, .. }) => assert_eq!(chosen, "h2"),
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("connected to an endpoint that chose h2"),
@@ -381,7 +381,9 @@ mod tests {
         let ca = Ca::new("ca").write(&dir, "ca");
         let tls = UpstreamTls::build(&settings(Some(ca), Some("x.internal"))).unwrap();
         // Long enough for any loopback connect: what runs out is the handshake's time.
-        match UpstreamStream::connect(addr, Duration::from_secs(1), Some(&tls), Alpn::Http1).await {
+        match UpstreamStream::connect(addr, Duration::from_secs(1), Some(&tls), Alpn::Http1, None)
+            .await
+        {
             Err(ConnectError::HandshakeTimeout { .. }) => {}
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("a handshake nobody answered completed"),

@@ -31,6 +31,9 @@ pub struct Exchange<'a> {
     pub request_timeout: Duration,
     /// Open a new session rather than reuse one (a retry).
     pub fresh_only: bool,
+    /// A PROXY protocol header to start the new session with (a `send_proxy` pool); the
+    /// session is then the request's own: an HTTP/2 connection is not shared.
+    pub proxy_header: Option<&'a [u8]>,
     /// What the pool speaks, and its HTTP/2 and reuse settings.
     pub protocol: weir_config::UpstreamProtocol,
     pub max_streams: u32,
@@ -95,10 +98,13 @@ pub async fn exchange(
                     protocol: x.protocol,
                     max_streams: x.max_streams,
                     idle_timeout: x.idle_timeout,
+                    proxy_header: x.proxy_header,
                 };
                 match Session::open(dial).await {
                     Ok(session) => {
-                        ep.idle.share(&session);
+                        if x.proxy_header.is_none() {
+                            ep.idle.share(&session);
+                        }
                         let now = Instant::now();
                         *connect_took = now - opening;
                         (

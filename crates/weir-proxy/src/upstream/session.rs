@@ -50,6 +50,8 @@ pub struct Dial<'a> {
     /// HTTP/2: the pool's `max_streams_per_conn` and `idle_timeout`.
     pub max_streams: u32,
     pub idle_timeout: Duration,
+    /// Written first, before any TLS (a `send_proxy` pool's PROXY header).
+    pub proxy_header: Option<&'a [u8]>,
 }
 
 /// A send that failed: what the tries need to know, and, when not a byte
@@ -67,8 +69,14 @@ impl Session {
     /// session is the first stream of a new connection, which the caller shares
     /// (`IdleConns::share`).
     pub async fn open(d: Dial<'_>) -> Result<Session, ConnectError> {
-        let stream =
-            UpstreamStream::connect(d.addr, d.timeout, d.tls, Alpn::of(d.protocol)).await?;
+        let stream = UpstreamStream::connect(
+            d.addr,
+            d.timeout,
+            d.tls,
+            Alpn::of(d.protocol),
+            d.proxy_header,
+        )
+        .await?;
         if !d.protocol.is_h2() {
             return Ok(Session::H1(Connection::new(stream)));
         }

@@ -757,3 +757,58 @@ async fn a_grpc_pool_made_with_ctl_serves_calls_and_a_bad_protocol_names_its_fie
     }
     assert!(up.health_checks() > 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_and_get_carry_route_filters() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let s = Store::start();
+    let dir = tempfile::tempdir().unwrap();
+    let listen = free_addr();
+    let file = |addresses: &str| {
+        format!(
+            r#"
+[listeners.web]
+bind = "{listen}"
+
+[pools.app]
+endpoints = [{{ addr = "{}" }}]
+
+[filters.office]
+kind = "ip_allow"
+addresses = {addresses}
+
+[routes.all]
+listener = "web"
+pool = "app"
+filters = ["office"]
+"#,
+            up.addr()
+        )
+    };
+    let f = write(&dir, "a.toml", &file("[\"192.0.2.0/24\"]"));
+    let o = s.ok(&["apply", "-f", &f]);
+    assert!(o.contains("+ filters/office\n"), "{o}");
+    assert_eq!(client::get(listen, "/").await.unwrap().status, 403);
+    let table = s.ok(&["get", "filters"]);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("office ") && l.ends_with("ip_allow")),
+        "{table}"
+    );
+    let routes = s.ok(&["get", "routes"]);
+    assert!(
+        routes.contains("FILTERS") && routes.contains("[\"office\"]"),
+        "{routes}"
+    );
+    assert_eq!(s.ok(&["apply", "-f", &f]).trim(), "no changes");
+
+    // Changing the filter is one update, and the next request sees it.
+    let f = write(&dir, "b.toml", &file("[\"127.0.0.0/8\"]"));
+    let o = s.ok(&["apply", "-f", &f]);
+    assert!(
+        o.contains("0 added, 1 updated, 0 deleted") && o.contains("~ filters/office\n"),
+        "{o}"
+    );
+    assert_eq!(client::get(listen, "/").await.unwrap().status, 200);
+}

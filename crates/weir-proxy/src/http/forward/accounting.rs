@@ -23,6 +23,9 @@ use crate::snapshot::ListenerSnap;
 
 #[derive(Default)]
 pub struct Accounting {
+    /// The client behind trusted proxies (`http/client_addr.rs`), when the connection's
+    /// peer is one; `None`: the connection's client.
+    pub client: Option<std::net::SocketAddr>,
     counted: Option<(Arc<Counts>, Arc<Histogram>, Option<Reason>)>,
     log: Option<(Sink, Box<Entry>)>,
 }
@@ -55,7 +58,7 @@ impl Accounting {
             .or_else(|| req.uri().authority().map(|a| a.as_str()))
             .unwrap_or("")
             .to_string();
-        let mut entry = Entry::begin(l.name.clone(), ctx.client);
+        let mut entry = Entry::begin(l.name.clone(), self.client.unwrap_or(ctx.client));
         if let Some(tls) = &ctx.tls {
             entry.tls_version = Some(tls.version);
             entry.sni = tls.sni.clone();

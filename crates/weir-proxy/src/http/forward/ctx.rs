@@ -13,32 +13,37 @@ use crate::Shared;
 pub struct ConnCtx {
     pub shared: Arc<Shared>,
     pub slot: usize,
+    /// The peer, or the source a PROXY protocol header named.
     pub client: SocketAddr,
     /// `client`'s IP as a header value, for X-Forwarded-For.
     pub client_ip: HeaderValue,
+    /// The address the client connected to (a PROXY header's destination, else weir's
+    /// side of the socket), for the PROXY headers of `send_proxy` pools.
+    pub local: SocketAddr,
+    /// The listener's `trusted_proxies`, when `client` is one of them: its requests'
+    /// `X-Forwarded-For` is believed and appended to (`http/client_addr.rs`); otherwise
+    /// weir's own replaces the client's.
+    pub trusted: Option<Arc<[weir_config::Cidr]>>,
     pub state: Arc<ConnState>,
     /// The TLS session, on a TLS listener.
     pub tls: Option<Box<TlsInfo>>,
     /// Where the verified client certificate's subject goes upstream (any value
     /// the client sent under that name is removed).
     pub identity_header: Option<HeaderName>,
-    /// Whether the peer is a proxy the listener trusts (its `trusted_proxies`), whose
-    /// forwarded fields and request ids are believed. No listener has the list yet, so
-    /// none is.
-    pub trusted_peer: bool,
 }
 
 impl ConnCtx {
-    pub fn new(shared: Arc<Shared>, slot: usize, client: SocketAddr) -> ConnCtx {
+    pub fn new(shared: Arc<Shared>, slot: usize, client: SocketAddr, local: SocketAddr) -> ConnCtx {
         ConnCtx {
             shared,
             slot,
             client,
             client_ip: client_ip_value(client.ip()),
+            local,
+            trusted: None,
             state: ConnState::new(),
             tls: None,
             identity_header: None,
-            trusted_peer: false,
         }
     }
 

@@ -65,6 +65,14 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBo
     let start = Instant::now();
     let busy = ctx.state.begin_request();
     let mut acct = Accounting::default();
+    // Behind trusted proxies, the client their headers name (the connection's otherwise).
+    if let Some(trusted) = &ctx.trusted {
+        acct.client = Some(crate::http::client_addr::resolve(
+            trusted,
+            ctx.client,
+            req.headers(),
+        ));
+    }
     let grpc = grpc::is_grpc(req.headers());
     let mut resp = forward(ctx, req, start, grpc, &mut acct).await;
     if grpc && resp.body().is_generated() {
@@ -94,7 +102,9 @@ async fn forward(
     let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());
     let mut resp = match routed.filters.is_empty() {
         true => proxy(ctx, req, routed, start, grpc, acct).await,
-        false => filtered(ctx, req, routed, start, grpc, acct).await,
+        // Boxed: a chain's future (a sub-request, say) would otherwise grow every
+        // request's, filtered or not.
+        false => Box::pin(filtered(ctx, req, routed, start, grpc, acct)).await,
     };
     if let Some(v) = hsts {
         resp.headers_mut()
@@ -114,7 +124,8 @@ async fn filtered(
     acct: &mut Accounting,
 ) -> Response<ProxyBody> {
     let chain = routed.filters.clone();
-    let mut cx = filter::Cx::new(ctx, &req, routed.host.clone());
+    let client = acct.client.unwrap_or(ctx.client).ip();
+    let mut cx = filter::Cx::new(ctx, client, &req, routed.host.clone(), grpc);
     let mut resp = match filter::request(&chain, &mut cx, &mut req).await {
         Some((resp, reason)) => {
             acct.routed(routed.route.as_deref(), &routed.pool);
@@ -122,7 +133,10 @@ async fn filtered(
             resp
         }
         None => {
-            routed.host = cx.upstream_host.take();
+            routed.upstream_host = cx
+                .upstream_host
+                .take()
+                .filter(|h| Some(h) != routed.host.as_ref());
             proxy(ctx, req, routed, start, grpc, acct).await
         }
     };
@@ -147,6 +161,7 @@ async fn proxy(
     let Routed {
         listener,
         host,
+        upstream_host,
         route,
         pool,
         metrics,
@@ -154,8 +169,9 @@ async fn proxy(
     } = routed;
 
     let upgrade = crate::http::upgrade::asked(&req);
-    rewrite::for_upstream(&mut req, ctx, host, upgrade);
-    let key = keys::pick_key(&pool, &req, ctx.client);
+    rewrite::for_upstream(&mut req, ctx, host, upstream_host, upgrade);
+    let client = acct.client.unwrap_or(ctx.client);
+    let key = keys::pick_key(&pool, &req, client);
     let w = Where {
         listener: &listener,
         route: route.as_deref(),
@@ -185,6 +201,9 @@ async fn proxy(
         parts,
         body,
         deadline,
+        proxy_header: pool
+            .send_proxy
+            .map(|v| crate::transport::proxy_protocol::header(v, Some((client, ctx.local)))),
     })
     .await;
     match ended {

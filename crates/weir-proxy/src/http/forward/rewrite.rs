@@ -10,12 +10,14 @@ use http::{Request, Uri, Version};
 use super::ctx::ConnCtx;
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
 
+/// `host` is the client's (X-Forwarded-Host, and Host unless a filter chose `upstream_host`).
 /// `upgrade`: the protocols the client asked to switch to (`http/upgrade.rs`),
 /// kept for the upstream hop.
 pub fn for_upstream<B>(
     req: &mut Request<B>,
     ctx: &ConnCtx,
     host: Option<HeaderValue>,
+    upstream_host: Option<HeaderValue>,
     upgrade: Option<HeaderValue>,
 ) {
     if req.uri().authority().is_some() {
@@ -30,7 +32,14 @@ pub fn for_upstream<B>(
     // weir answers `Expect: 100-continue` itself (the server codec sends
     // 100 when the body is first read, i.e. once the upstream is connected).
     h.remove(header::EXPECT);
-    add_forwarded(h, &ctx.client_ip, host.as_ref(), ctx.proto());
+    // A trusted proxy's chain is kept and the peer appended; anyone else's is replaced.
+    add_forwarded(
+        h,
+        &ctx.client_ip,
+        host.as_ref(),
+        ctx.proto(),
+        ctx.trusted.is_some(),
+    );
     if let Some(name) = &ctx.identity_header {
         h.remove(name);
         let subject = ctx.tls.as_ref().and_then(|t| t.client_subject.as_deref());
@@ -38,7 +47,7 @@ pub fn for_upstream<B>(
             h.insert(name.clone(), v);
         }
     }
-    if let Some(v) = host {
+    if let Some(v) = upstream_host.or(host) {
         h.insert(header::HOST, v);
     }
     *req.version_mut() = Version::HTTP_11;

@@ -18,8 +18,11 @@ use crate::router::TargetMetrics;
 /// A routed request: what the rest of its way needs from the snapshot.
 pub struct Routed {
     pub listener: Arc<str>,
-    /// The host sent upstream.
+    /// The client's host: sent upstream as Host (unless `upstream_host`), and as
+    /// X-Forwarded-Host.
     pub host: Option<HeaderValue>,
+    /// The Host sent upstream instead, when a filter rewrote it.
+    pub upstream_host: Option<HeaderValue>,
     pub route: Option<Arc<str>>,
     pub pool: Arc<PoolRt>,
     pub metrics: TargetMetrics,
@@ -55,6 +58,7 @@ pub fn route<B>(ctx: &ConnCtx, req: &Request<B>, acct: &mut Accounting) -> Resul
             hsts: t.hsts.clone(),
             filters: t.filters.clone(),
             host: host_hdr,
+            upstream_host: None,
         }),
         None => {
             let w = Where {

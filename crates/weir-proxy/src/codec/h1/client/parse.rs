@@ -78,6 +78,9 @@ pub(super) fn parse_for(
     }
 }
 
+/// Fields weir may add to an upstream's answer (see `parse_for`'s map).
+const ANSWER_FIELDS: usize = 6;
+
 /// Whether every protocol of the response's `Upgrade` (`to`) was among the
 /// request's (`asked`), by name (RFC 9110 §7.8: the server lists the ones it
 /// switches to, in order, from those the client offered).
@@ -152,7 +155,9 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
     let mut te = None;
     let mut length = Ok(None);
     let mut has_length = false;
-    let mut map = HeaderMap::with_capacity(count);
+    // Room for what weir adds before the answer goes out (a sticky cookie, HSTS, a route
+    // filter's fields), so adding them does not regrow the map.
+    let mut map = HeaderMap::with_capacity(count + ANSWER_FIELDS);
     for (name, value) in spans.iter() {
         let name = HeaderName::from_bytes(&head[name])
             .map_err(|_| Error::Protocol("invalid header name"))?;

@@ -45,8 +45,9 @@ struct Framing {
 
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0";
 
-/// Fields `forward` may add to a request (X-Forwarded-For, -Proto, -Host).
-const FORWARD_FIELDS: usize = 3;
+/// Fields `forward` may add to a request (X-Forwarded-For, -Proto, -Host, Forwarded), and
+/// room for a few a route's filters set (a request id, a client address).
+const FORWARD_FIELDS: usize = 6;
 
 /// Parses a request head from the front of `buf` (`Ok(None)`: more bytes
 /// are needed).

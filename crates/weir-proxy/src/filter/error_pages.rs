@@ -1,0 +1,276 @@
+//! `kind = "error_pages"` (response phase only): an answer whose status is listed, weir's own
+//! or the upstream's, gets its body replaced, its status and other fields (`Retry-After`,
+//! `WWW-Authenticate`, `x-weir-reason`, cookies) kept and the fields that described the old
+//! body (length, encoding, validators, ranges) dropped. The new body is:
+//!
+//! - `application/problem+json` (RFC 9457) when the client's `Accept` prefers JSON to HTML,
+//!   with weir's reason as `detail` when the answer was weir's;
+//! - else the file's page, read when the filter is built (a changed file is read again when
+//!   the filter is rebuilt, i.e. when its settings change; it is not watched);
+//! - else the pool's page for the status, fetched with a GET through the pool's own tries
+//!   (capacity, balancing, retries), bounded in size and time; when the fetch fails or the
+//!   page is not a 2xx, the answer goes out unchanged.
+//!
+//! The old body is dropped: weir's own is a buffer; an upstream's unread body closes its
+//! connection rather than returning it to the pool. A HEAD answer gets the page's fields and no
+//! body. gRPC calls are never touched (their errors are trailers, not pages).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use weir_config::filter::{Page, MAX_PAGE};
+
+use super::Cx;
+use crate::balance::PickKey;
+use crate::http::body::ProxyBody;
+use crate::http::tries::{self, Attempts, Ended};
+use crate::upstream::upbody::Prepared;
+
+#[derive(Debug)]
+pub struct ErrorPages {
+    statuses: weir_config::filter::ErrorPages,
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    File {
+        body: Bytes,
+        content_type: HeaderValue,
+    },
+    Pool {
+        pool: Arc<str>,
+        path: String,
+        timeout: Duration,
+    },
+}
+
+impl ErrorPages {
+    pub fn build(e: &weir_config::filter::ErrorPages) -> Result<ErrorPages, String> {
+        let source = match &e.page {
+            Page::File { path, content_type } => Source::File {
+                body: weir_config::filter::read_page(path)
+                    .map(Bytes::from)
+                    .map_err(|e| format!("error page: {e}"))?,
+                content_type: HeaderValue::from_str(content_type)
+                    .map_err(|_| format!("invalid content_type {content_type:?}"))?,
+            },
+            Page::Pool {
+                pool,
+                path,
+                timeout,
+            } => Source::Pool {
+                pool: pool.as_str().into(),
+                path: path.clone(),
+                timeout: *timeout,
+            },
+        };
+        Ok(ErrorPages {
+            statuses: e.clone(),
+            source,
+        })
+    }
+
+    pub async fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+        let status = resp.status();
+        if !self.statuses.covers(status.as_u16())
+            || cx.grpc
+            || crate::http::grpc::is_grpc(resp.headers())
+        {
+            return;
+        }
+        let (body, content_type) = match wants_json(cx.accept.as_ref()) {
+            true => problem(status, resp),
+            false => match &self.source {
+                Source::File { body, content_type } => (body.clone(), content_type.clone()),
+                Source::Pool {
+                    pool,
+                    path,
+                    timeout,
+                } => {
+                    let path = path.replace("{status}", status.as_str());
+                    match fetch(cx, pool, &path, *timeout).await {
+                        Some(page) => page,
+                        None => return,
+                    }
+                }
+            },
+        };
+        replace(resp, body, content_type, cx.method == Method::HEAD);
+    }
+}
+
+/// Fields that described the body being replaced.
+const BODY_FIELDS: [header::HeaderName; 9] = [
+    header::CONTENT_LENGTH,
+    header::CONTENT_ENCODING,
+    header::TRANSFER_ENCODING,
+    header::CONTENT_RANGE,
+    header::ACCEPT_RANGES,
+    header::ETAG,
+    header::LAST_MODIFIED,
+    header::CONTENT_LANGUAGE,
+    header::CONTENT_LOCATION,
+];
+
+fn replace(resp: &mut Response<ProxyBody>, body: Bytes, content_type: HeaderValue, head: bool) {
+    let h = resp.headers_mut();
+    for name in &BODY_FIELDS {
+        h.remove(name);
+    }
+    h.remove(header::CONTENT_DISPOSITION);
+    h.insert(header::CONTENT_TYPE, content_type);
+    // A HEAD answer says the length the GET's page would have.
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    // The old body is dropped here (an upstream's closes its connection).
+    *resp.body_mut() = ProxyBody::full(if head { Bytes::new() } else { body });
+}
+
+/// RFC 9457's problem object for the answer; weir's reason as `detail` on weir's own answers.
+fn problem(status: StatusCode, resp: &Response<ProxyBody>) -> (Bytes, HeaderValue) {
+    let mut p = serde_json::json!({
+        "type": "about:blank",
+        "title": status.canonical_reason().unwrap_or("Error"),
+        "status": status.as_u16(),
+    });
+    let reason = resp
+        .body()
+        .is_generated()
+        .then(|| resp.headers().get("x-weir-reason"))
+        .flatten()
+        .and_then(|v| v.to_str().ok());
+    if let Some(r) = reason {
+        p["detail"] = r.into();
+    }
+    let mut body = serde_json::to_vec(&p).unwrap_or_default();
+    body.push(b'\n');
+    (
+        Bytes::from(body),
+        HeaderValue::from_static("application/problem+json"),
+    )
+}
+
+/// Whether `Accept` ranks JSON (`application/json`, `application/problem+json`) above HTML.
+/// JSON counts only when named, so `*/*` alone gets the page; HTML's rank is `text/html`'s,
+/// else `text/*`'s, else `*/*`'s, which JSON named at the same rank beats.
+fn wants_json(accept: Option<&HeaderValue>) -> bool {
+    let Some(s) = accept.and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let (mut json, mut html, mut text, mut any) = (None::<f32>, None, None, None);
+    for item in s.split(',') {
+        let mut parts = item.split(';');
+        let ty = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let q = parts
+            .find_map(|p| {
+                let (k, v) = p.split_once('=')?;
+                k.trim().eq_ignore_ascii_case("q").then(|| v.trim())
+            })
+            .map_or(1.0, |v| v.parse::<f32>().unwrap_or(0.0).clamp(0.0, 1.0));
+        let slot = match ty.as_str() {
+            "application/json" | "application/problem+json" => &mut json,
+            "text/html" => &mut html,
+            "text/*" => &mut text,
+            "*/*" => &mut any,
+            _ => continue,
+        };
+        *slot = Some(slot.map_or(q, |o: f32| o.max(q)));
+    }
+    let Some(json) = json.filter(|&j| j > 0.0) else {
+        return false;
+    };
+    // A type named beats a wildcard of the same rank (`application/json, */*` is a JSON
+    // client); against `text/html` or `text/*` named, JSON must rank higher.
+    match html.or(text) {
+        Some(h) => json > h,
+        None => json >= any.unwrap_or(0.0),
+    }
+}
+
+/// The pool's page at `path`: a 2xx, read whole within `timeout` and [`MAX_PAGE`].
+async fn fetch(
+    cx: &Cx<'_>,
+    pool: &str,
+    path: &str,
+    timeout: Duration,
+) -> Option<(Bytes, HeaderValue)> {
+    let pool = cx.conn.shared.snapshot.load().pools.get(pool)?.clone();
+    let (mut parts, ()) = Request::get(path).body(()).ok()?.into_parts();
+    // The client's host, so one error service can serve pages per site.
+    let host = cx
+        .host
+        .clone()
+        .or_else(|| HeaderValue::from_str(&pool.name).ok())?;
+    parts.headers.insert(header::HOST, host);
+    parts.headers.insert(
+        header::ACCEPT,
+        HeaderValue::from_static("text/html, */*;q=0.5"),
+    );
+    let deadline = Instant::now() + timeout;
+    let page = async {
+        let ended = tries::run(Attempts {
+            pool: &pool,
+            key: PickKey::default(),
+            parts,
+            body: Prepared::Replayable(Bytes::new()),
+            deadline: Some(deadline),
+            // weir's own request, as a health check's: LOCAL (v2) or UNKNOWN (v1).
+            proxy_header: pool
+                .send_proxy
+                .map(|v| crate::transport::proxy_protocol::header(v, None)),
+        })
+        .await;
+        let Ended::Response { resp, .. } = ended else {
+            return None;
+        };
+        if !resp.status().is_success() {
+            return None;
+        }
+        let content_type = page_type(resp.headers());
+        // Read to its end, so the connection goes back to the pool.
+        let body = Limited::new(resp.into_body(), MAX_PAGE as usize)
+            .collect()
+            .await
+            .ok()?
+            .to_bytes();
+        Some((body, content_type))
+    };
+    let got = tokio::time::timeout_at(deadline.into(), page).await;
+    if got.as_ref().map_or(true, Option::is_none) {
+        tracing::debug!(pool = %pool.name, path, "error page not fetched: the answer goes out as it was");
+    }
+    got.ok().flatten()
+}
+
+fn page_type(h: &HeaderMap) -> HeaderValue {
+    h.get(header::CONTENT_TYPE)
+        .cloned()
+        .unwrap_or(HeaderValue::from_static("text/html; charset=utf-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_prefers_json_only_when_it_ranks_higher() {
+        let j = |s: &'static str| wants_json(Some(&HeaderValue::from_static(s)));
+        assert!(j("application/json"));
+        assert!(j("application/problem+json"));
+        assert!(j("application/json, text/plain, */*"));
+        assert!(j("text/html;q=0.5, application/json"));
+        assert!(!j("text/html, application/json"));
+        assert!(!j(
+            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+        ));
+        assert!(!j("*/*"));
+        assert!(!j("application/json;q=0"));
+        assert!(!j("application/json;q=0.5, */*"));
+        assert!(!j("text/*, application/json;q=0.9"));
+        assert!(!wants_json(None));
+    }
+}
