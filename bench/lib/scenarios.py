@@ -239,7 +239,8 @@ class HttpSmall(HttpScenario):
 
 # What a route's filter chain costs (issue 26): the same route with no filters, and with a
 # chain of the common kinds, each doing real work per request (a request id made, fields set
-# and removed, a regex rewrite, an allow list, a body limit).
+# and removed, a regex rewrite, an allow list, cors, basic_auth's cached check): the issue's
+# five-filter chain.
 FILTER_CHAIN = """
 [filters.ids]
 kind = "headers"
@@ -263,17 +264,21 @@ allow_origins = ["https://app.example.com", "https://*.example.org"]
 allow_credentials = true
 expose_headers = ["X-Request-Id"]
 
-[filters.limit]
-kind = "body_limit"
-max_bytes = "1MiB"
+[filters.users]
+kind = "basic_auth"
+users_file = "${USERS}"
+user_header = "X-User"
 
 [routes.all]
 listener = "web"
 pool = "app"
-filters = ["ids", "rewrite", "office", "cors", "limit"]
+filters = ["ids", "rewrite", "office", "cors", "users"]
 """
-# Every row gets the same request: a browser's cross-origin GET.
-FILTER_HEADERS = ["Origin: https://app.example.com"]
+# user `bench`, password `bench`, bcrypt cost 10 (`htpasswd -nbB -C 10 bench bench`): the
+# first request pays the bcrypt check, the rest hit basic_auth's cache.
+FILTER_USERS = "bench:$2y$10$XregBsOWn9k1MX9GkBn7EeOw1Z2QJtgoqFCGEzj0Ptx/joDqinj2e\n"
+# Every row gets the same request: a browser's cross-origin GET with its user's credentials.
+FILTER_HEADERS = ["Origin: https://app.example.com", "Authorization: Basic YmVuY2g6YmVuY2g="]
 
 
 class HttpFilters(HttpScenario):
@@ -288,12 +293,17 @@ class HttpFilters(HttpScenario):
                 Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
 
     def start(self, ctx, v, upstreams, tag):
-        extra = FILTER_CHAIN if v.params.get("chain") else ""
+        extra = ""
+        if v.params.get("chain"):
+            users = ctx.run / "bench.htpasswd"
+            users.write_text(FILTER_USERS)
+            extra = FILTER_CHAIN.replace("${USERS}", str(users))
         return start_proxy(ctx, v, "http", upstreams, tag, pool_extra=extra)
 
     def describe(self):
         return super().describe() + ("; weir-chain: the same route with five filters (headers with a request id, "
-                                     "a regex rewrite, an allow list, cors, a body limit); every request carries an Origin")
+                                     "a regex rewrite, an allow list, cors, basic_auth with its cache); every "
+                                     "request carries an Origin and Basic credentials")
 
     def request_headers(self):
         return FILTER_HEADERS
