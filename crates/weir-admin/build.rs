@@ -18,7 +18,11 @@ fn content_type(name: &str) -> &'static str {
 }
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    // Read when the script runs, not baked in when it was compiled: a build of another
+    // checkout sharing the target directory reuses the compiled script, and its baked-in
+    // path (that checkout's, maybe gone since) embedded no dashboard at all.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("assets");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut out = String::from("pub static ASSETS: &[(&str, &str, &[u8])] = &[\n");
     if let Ok(entries) = std::fs::read_dir(&dir) {
