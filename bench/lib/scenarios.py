@@ -144,10 +144,14 @@ def run_wrk(url: str, conns: int, seconds: int, threads: int, headers: list[str]
     raise BenchError(f"wrk failed (rc {r.returncode}): {(r.stderr or r.stdout).strip()[-200:]}")
 
 
-def http_get(port: int, path: str, close: bool = False) -> tuple[int, bytes]:
+def http_get(port: int, path: str, close: bool = False, headers: list[str] = ()) -> tuple[int, bytes]:
+    """`headers`: more fields, as wrk takes them (`Name: value`)."""
     c = http.client.HTTPConnection(HOST, port, timeout=5)
+    fields = dict(h.split(": ", 1) for h in headers)
+    if close:
+        fields["Connection"] = "close"
     try:
-        c.request("GET", path, headers={"Connection": "close"} if close else {})
+        c.request("GET", path, headers=fields)
         r = c.getresponse()
         return r.status, r.read()
     except (OSError, http.client.HTTPException) as e:
@@ -187,7 +191,7 @@ class HttpScenario(Scenario):
 
     def check(self, ctx):
         for _ in range(4):  # both upstreams, twice
-            status, body = http_get(ctx.proxy_port, self.path, self.close)
+            status, body = http_get(ctx.proxy_port, self.path, self.close, self.request_headers())
             if status != 200 or len(body) != self.body_len:
                 raise BenchError(f"GET {self.path} through the proxy: status {status}, "
                                  f"{len(body)} body bytes (want 200, {self.body_len}): {body[:80]!r}")

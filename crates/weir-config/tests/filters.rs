@@ -194,17 +194,17 @@ fn header_values_never_carry_line_breaks_and_framing_is_not_theirs() {
         (
             "request_set = { \"Content-Length\" = \"1\" }",
             17,
-            "may not change `Content-Length`",
+            "may not use `Content-Length`",
         ),
         (
             "response_remove = [\"Transfer-Encoding\"]",
             20,
-            "may not change",
+            "may not use",
         ),
         (
             "request_set = { \"Host\" = \"x\" }",
             17,
-            "rewrite filter's `host`",
+            "a rewrite filter's `host`",
         ),
         (
             "request_add = { \"Bad Name\" = \"x\" }",

@@ -60,7 +60,7 @@ pub(super) fn read(
     }
     if let Some(v) = t.get("user_header") {
         if let Some(s) = read::string(sink, v) {
-            b.user_header = super::forward_auth::field_name(sink, s, v.span());
+            b.user_header = super::field_name(sink, s, v.span());
         }
     }
     b

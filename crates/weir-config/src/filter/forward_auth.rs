@@ -22,20 +22,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// `request_headers` when none is given.
 pub const DEFAULT_REQUEST_HEADERS: &[&str] = &["authorization", "cookie"];
 
-/// Fields that frame a message or a connection, or that weir sets on the auth request
-/// itself: a filter naming them would make a message that reads two ways.
-const FRAMING: &[&str] = &[
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "upgrade",
-    "host",
-];
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForwardAuth {
     /// The auth service's pool.
@@ -133,7 +119,7 @@ pub(super) fn read(
 fn names(sink: &mut Sink<'_>, v: &read::Val<'_>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for (name, span) in super::strings(sink, v) {
-        if let Some(n) = field_name(sink, &name, span.clone()) {
+        if let Some(n) = super::field_name(sink, &name, span.clone()) {
             if out.contains(&n) {
                 sink.error(span, format!("`{name}` is already in this list"));
             } else {
@@ -142,23 +128,6 @@ fn names(sink: &mut Sink<'_>, v: &read::Val<'_>) -> Vec<String> {
         }
     }
     out
-}
-
-/// A field name an auth filter may read or set, lower-cased.
-pub(super) fn field_name(sink: &mut Sink<'_>, name: &str, span: Span) -> Option<String> {
-    let lower = name.to_ascii_lowercase();
-    if http::HeaderName::from_bytes(lower.as_bytes()).is_err() {
-        sink.error(span, format!("{name:?} is not a valid header name"));
-        return None;
-    }
-    if FRAMING.contains(&lower.as_str()) {
-        sink.error(
-            span,
-            format!("an auth filter may not use `{name}`: it frames the message or the connection, which weir owns"),
-        );
-        return None;
-    }
-    Some(lower)
 }
 
 /// The auth service's pool exists.

@@ -14,20 +14,6 @@ const KEYS: &[&str] = &[
     "request_id",
 ];
 
-/// Fields that frame the message or the connection: a filter changing them would make a
-/// request or answer that reads two ways (or breaks the connection), so they are refused.
-const FRAMING: &[&str] = &[
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "upgrade",
-    "host",
-];
-
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HeaderRules {
     pub request: HeaderOps,
@@ -61,7 +47,7 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> HeaderRules {
     for (dir, ops) in [("request", &mut h.request), ("response", &mut h.response)] {
         if let Some(v) = t.get(&format!("{dir}_remove")) {
             for (name, span) in super::strings(sink, v) {
-                if let Some(n) = field_name(sink, &name, span) {
+                if let Some(n) = super::field_name(sink, &name, span) {
                     ops.remove.push(n);
                 }
             }
@@ -71,7 +57,7 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> HeaderRules {
     }
     if let Some(v) = t.get("request_id") {
         if let Some(s) = read::string(sink, v) {
-            h.request_id = field_name(sink, s, v.span());
+            h.request_id = super::field_name(sink, s, v.span());
         }
     }
     // Only `kind`: a misspelt key is already reported as unknown.
@@ -97,7 +83,7 @@ fn values(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Vec<(String, Te
     };
     let mut out = Vec::new();
     for (name, span, val) in table.entries() {
-        let n = field_name(sink, name, span);
+        let n = super::field_name(sink, name, span);
         let tpl = template_value(sink, val);
         if let (Some(n), Some(tpl)) = (n, tpl) {
             out.push((n, tpl));
@@ -115,22 +101,4 @@ fn template_value(sink: &mut Sink<'_>, v: &Val<'_>) -> Option<Template> {
             None
         }
     }
-}
-
-/// A field name weir may change, lower-cased.
-fn field_name(sink: &mut Sink<'_>, name: &str, span: crate::read::Span) -> Option<String> {
-    let lower = name.to_ascii_lowercase();
-    if http::HeaderName::from_bytes(lower.as_bytes()).is_err() {
-        sink.error(span, format!("{name:?} is not a valid header name"));
-        return None;
-    }
-    if FRAMING.contains(&lower.as_str()) {
-        let why = match lower.as_str() {
-            "host" => "use a rewrite filter's `host` to change the Host sent upstream",
-            _ => "it frames the message or the connection, which weir owns",
-        };
-        sink.error(span, format!("a filter may not change `{name}`: {why}"));
-        return None;
-    }
-    Some(lower)
 }

@@ -19,6 +19,11 @@ pub struct PathRegex {
 }
 
 impl PathRegex {
+    /// The pattern compiled, with its replacement: what a filter runs.
+    pub fn compiled(&self) -> Result<(Regex, String), String> {
+        Ok((Self::compile(&self.pattern)?, self.replacement.clone()))
+    }
+
     /// The compiled pattern, with the limits every user of it must apply.
     pub fn compile(pattern: &str) -> Result<Regex, String> {
         if pattern.len() > MAX_PATTERN {

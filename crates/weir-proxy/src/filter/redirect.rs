@@ -25,13 +25,7 @@ pub struct Redirect {
 
 impl Redirect {
     pub fn build(r: &weir_config::filter::Redirect) -> Result<Redirect, String> {
-        let regex = match &r.path_regex {
-            Some(p) => Some((
-                weir_config::filter::PathRegex::compile(&p.pattern)?,
-                p.replacement.clone(),
-            )),
-            None => None,
-        };
+        let regex = r.path_regex.as_ref().map(|p| p.compiled()).transpose()?;
         Ok(Redirect {
             scheme: r.scheme.map(|s| match s {
                 RedirectScheme::Http => "http",

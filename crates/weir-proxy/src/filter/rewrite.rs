@@ -21,13 +21,7 @@ pub struct Rewrite {
 
 impl Rewrite {
     pub fn build(r: &weir_config::filter::Rewrite) -> Result<Rewrite, String> {
-        let regex = match &r.path_regex {
-            Some(p) => Some((
-                weir_config::filter::PathRegex::compile(&p.pattern)?,
-                p.replacement.clone(),
-            )),
-            None => None,
-        };
+        let regex = r.path_regex.as_ref().map(|p| p.compiled()).transpose()?;
         Ok(Rewrite {
             // `/api/` strips as `/api` does: the slash stays with the rest of the path.
             strip_prefix: r
