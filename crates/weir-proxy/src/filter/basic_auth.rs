@@ -66,8 +66,9 @@ struct Users {
     /// success the new file may not grant.
     generation: AtomicU64,
     cache: Mutex<HashMap<String, Remembered>>,
-    /// The HMAC key for remembered passwords, random per process.
-    key: [u8; 32],
+    /// HMAC keyed for remembered passwords (the key random per process), cloned per check:
+    /// keying it again on every request would cost two more SHA-256 blocks.
+    keyed: Hmac<Sha256>,
     verifying: Arc<Semaphore>,
 }
 
@@ -91,7 +92,8 @@ impl BasicAuth {
             hashes: ArcSwap::from_pointee(by_name(list)),
             generation: AtomicU64::new(0),
             cache: Mutex::new(HashMap::new()),
-            key: rand::random(),
+            keyed: <Hmac<Sha256> as Mac>::new_from_slice(&rand::random::<[u8; 32]>())
+                .expect("any key length"),
             verifying: Arc::new(Semaphore::new(verifiers())),
         });
         // Built outside a runtime only by unit tests, which watch nothing.
@@ -169,7 +171,7 @@ fn credentials(h: &HeaderMap) -> Option<(String, Vec<u8>)> {
 
 impl Users {
     fn digest(&self, password: &[u8]) -> [u8; 32] {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("any key length");
+        let mut mac = self.keyed.clone();
         mac.update(password);
         mac.finalize().into_bytes().into()
     }

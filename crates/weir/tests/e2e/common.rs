@@ -207,24 +207,39 @@ impl Weir {
 
     /// Rewrites the config and sends SIGHUP; waits for the outcome line and
     /// returns it ("config reloaded", "reload rejected", "config unchanged").
+    ///
+    /// The file watcher loads the file too, before or after the SIGHUP's load, and an
+    /// earlier `reload`'s watcher load may land after this one began: so the outcome taken
+    /// is the one that follows this SIGHUP's "SIGHUP: reloading" line (weir's loads run one
+    /// at a time, each logging its outcome before the next starts). When that load found
+    /// the file unchanged, the watcher had already loaded this content: its outcome, since
+    /// `from`, is the answer.
     pub fn reload(&self, toml: &str) -> String {
         let from = self.log_lines();
-        // Write to a temp name and rename, as editors do; the watcher may fire
-        // too, which is fine: the second load sees no change.
+        // Write to a temp name and rename, as editors do.
         let tmp = self.dir.path().join(".weir.toml.tmp");
         std::fs::write(&tmp, toml).unwrap();
         std::fs::rename(&tmp, &self.config).unwrap();
         self.signal(libc::SIGHUP);
+        let outcome = |l: &str| {
+            l.contains("config reloaded")
+                || l.contains("reload rejected")
+                || l.contains("reload failed")
+                || l.contains("config unchanged")
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             {
                 let log = self.log.lock().unwrap();
-                for l in log.iter().skip(from) {
-                    if l.contains("config reloaded")
-                        || l.contains("reload rejected")
-                        || l.contains("reload failed")
-                    {
-                        return l.clone();
+                let lines: Vec<&String> = log.iter().skip(from).collect();
+                let marker = lines.iter().position(|l| l.contains("SIGHUP: reloading"));
+                if let Some(m) = marker {
+                    if let Some(l) = lines[m + 1..].iter().find(|l| outcome(l)) {
+                        if !l.contains("config unchanged") {
+                            return l.to_string();
+                        }
+                        let earlier = lines[..m].iter().rev().find(|l| outcome(l));
+                        return earlier.unwrap_or(l).to_string();
                     }
                 }
             }
