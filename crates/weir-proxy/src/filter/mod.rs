@@ -1,8 +1,10 @@
 //! Route filters (issue 26): a route's ordered chain of named steps, each kind a file here.
 //!
-//! A chain is built once per config (`Chain::build`, when the snapshot is built: regexes
-//! compiled, literal header values made) and carried by the route's `router::Target`; a route
-//! without filters has an empty chain and the request path pays one emptiness check. For one
+//! Each filter is built once per config (`Filter::build` in `Proxy::prepare`: regexes
+//! compiled, literal header values made, files read; one whose settings did not change is
+//! kept, with its state), and each route's `Chain` of them (`Chain::of`, when the snapshot is
+//! built) is carried by its `router::Target`; a route without filters has an empty chain and
+//! the request path pays one emptiness check. For one
 //! request, `http/forward/mod.rs` runs each filter's request phase in order (`request`): a
 //! filter may change the request, or answer itself (`Verdict::Answer`, with the reason the
 //! answer is counted and logged under), which ends the chain. Then, once the response is there
@@ -52,8 +54,8 @@ pub enum Filter {
     ForwardAuth(forward_auth::ForwardAuth),
 }
 
-/// A filter the config holds but that cannot be built (a regex the config check passed but
-/// this process cannot compile: the same crate, so only on a limit change).
+/// A filter the config holds but that cannot be built: a file it names (users, a page) that
+/// no longer reads, or a regex this process cannot compile. The change is refused.
 #[derive(Debug, thiserror::Error)]
 #[error("filter `{name}`: {why}")]
 pub struct BuildError {
