@@ -18,12 +18,10 @@ pub struct Target {
     pub route: Option<Arc<str>>,
     pub pool: Arc<PoolRt>,
     pub metrics: TargetMetrics,
-    /// `https_redirect`: plain-HTTP requests are answered 308 to https.
-    pub https_redirect: bool,
-    pub https_port: u16,
     /// `hsts`: the `Strict-Transport-Security` value for answers over TLS.
     pub hsts: Option<http::HeaderValue>,
-    /// The route's filters (empty for none, and for a listener's default pool).
+    /// The route's filters, its `https_redirect` first (empty for none, and for a listener's
+    /// default pool).
     pub filters: crate::filter::Chain,
 }
 
@@ -188,8 +186,6 @@ mod tests {
             route: Some(name.into()),
             pool: Arc::new(PoolRt::for_test(name)),
             metrics: metrics(),
-            https_redirect: false,
-            https_port: 443,
             hsts: None,
             filters: Default::default(),
         }
@@ -223,8 +219,6 @@ mod tests {
             route: None,
             pool: Arc::new(PoolRt::for_test("d")),
             metrics: metrics(),
-            https_redirect: false,
-            https_port: 443,
             hsts: None,
             filters: Default::default(),
         }));

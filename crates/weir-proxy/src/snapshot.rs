@@ -285,8 +285,6 @@ impl Snapshot {
                     route: None,
                     metrics: series.target(&lname, "", &pool),
                     pool,
-                    https_redirect: false,
-                    https_port: 443,
                     hsts: None,
                     filters: Chain::default(),
                 }
@@ -301,13 +299,15 @@ impl Snapshot {
                     route: Some(rname.as_str().into()),
                     metrics: series.target(&lname, rname, &pool),
                     pool,
-                    https_redirect: r.https_redirect,
-                    https_port: r.https_port,
                     hsts: r
                         .hsts
                         .as_deref()
                         .and_then(|v| http::HeaderValue::from_str(v).ok()),
-                    filters: Chain::of(&r.filters, &filters),
+                    filters: Chain::of(
+                        &r.filters,
+                        &filters,
+                        r.https_redirect.then_some(r.https_port),
+                    ),
                 };
                 // An SNI is looked up as a host is (exact, then the longest `*.` suffix).
                 let matcher = if l.sni_routing { &r.sni } else { &r.host };
@@ -348,7 +348,7 @@ impl Snapshot {
                 trusted: (!l.trusted_proxies.is_empty()).then(|| l.trusted_proxies.clone().into()),
                 proxy_protocol: proxy_counts,
                 sends_proxy,
-                filters: Chain::of(&l.filters, &filters),
+                filters: Chain::of(&l.filters, &filters, None),
             });
         }
         series.finish();

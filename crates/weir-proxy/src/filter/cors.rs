@@ -94,6 +94,7 @@ impl Cors {
     }
 
     pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        cx.origin = req.headers().get(header::ORIGIN).cloned();
         let Some(origin) = &cx.origin else {
             return Verdict::Continue;
         };

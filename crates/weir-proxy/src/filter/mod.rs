@@ -95,7 +95,10 @@ impl Filter {
             Filter::Ip(f) => f.request(cx),
             Filter::BodyLimit(f) => f.request(req),
             Filter::Cors(f) => f.request(cx, req),
-            Filter::ErrorPages(_) => Verdict::Continue,
+            Filter::ErrorPages(_) => {
+                cx.accept = req.headers().get(http::header::ACCEPT).cloned();
+                Verdict::Continue
+            }
             Filter::Compress(f) => f.request(cx, req),
             Filter::BasicAuth(f) => f.request(cx, req).await,
             Filter::ForwardAuth(f) => f.request(cx, req).await,
@@ -126,15 +129,21 @@ pub enum Verdict {
 pub struct Chain(Option<Arc<[Arc<Filter>]>>);
 
 impl Chain {
-    /// The filters `names` refers to, from those built for this config.
-    pub fn of(names: &[String], built: &std::collections::HashMap<String, Arc<Filter>>) -> Chain {
-        if names.is_empty() {
+    /// The filters `names` refers to, from those built for this config; a route's
+    /// `https_redirect` (its `https_port`) is a redirect filter ahead of them.
+    pub fn of(
+        names: &[String],
+        built: &std::collections::HashMap<String, Arc<Filter>>,
+        https_redirect: Option<u16>,
+    ) -> Chain {
+        let https = https_redirect
+            .map(|port| Arc::new(Filter::Redirect(redirect::Redirect::to_https(port))));
+        if names.is_empty() && https.is_none() {
             return Chain(None);
         }
         // The config check made sure every name exists.
-        Chain(Some(
-            names.iter().filter_map(|n| built.get(n).cloned()).collect(),
-        ))
+        let named = names.iter().filter_map(|n| built.get(n).cloned());
+        Chain(Some(https.into_iter().chain(named).collect()))
     }
 
     #[inline]
@@ -173,9 +182,9 @@ pub struct Cx<'a> {
     pub request_id: Option<HeaderValue>,
     /// How many filters' request phases ran (their response phases run).
     entered: usize,
-    /// The request's `Origin` (cors).
+    /// The request's `Origin`, kept by a cors filter's request phase for its response phase.
     pub origin: Option<HeaderValue>,
-    /// The request's `Accept` (error_pages: a page or problem+json).
+    /// The request's `Accept`, kept by an error_pages filter (a page or problem+json).
     pub accept: Option<HeaderValue>,
     /// Whether the request is a gRPC call (error_pages leaves those alone).
     pub grpc: bool,
@@ -203,8 +212,8 @@ impl<'a> Cx<'a> {
             host,
             request_id: None,
             entered: 0,
-            origin: req.headers().get(http::header::ORIGIN).cloned(),
-            accept: req.headers().get(http::header::ACCEPT).cloned(),
+            origin: None,
+            accept: None,
             grpc,
             compress: None,
             user: None,

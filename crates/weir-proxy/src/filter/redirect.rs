@@ -1,6 +1,8 @@
 //! `kind = "redirect"`: weir answers with a 3xx whose `Location` is the request's URL with the
-//! configured parts changed. A request already at that URL passes on (a `scheme = "https"`
-//! redirect does nothing over TLS), and with `path_regex` only a matching path redirects.
+//! configured parts changed. A request already at that URL passes on, and so does one already
+//! on the scheme of a redirect that changes only the scheme (and port), as Traefik's
+//! RedirectScheme: a `scheme = "https"` redirect does nothing over TLS. With `path_regex` only
+//! a matching path redirects. A route's `https_redirect` is one of these (`to_https`).
 
 use http::header::{self, HeaderValue};
 use http::{Request, StatusCode};
@@ -21,6 +23,8 @@ pub struct Redirect {
     regex: Option<(Regex, String)>,
     status: u16,
     keep_query: bool,
+    /// What the answer is counted under: `redirected`, or `https_redirect` for a route's.
+    reason: Reason,
 }
 
 impl Redirect {
@@ -37,12 +41,32 @@ impl Redirect {
             regex,
             status: r.status,
             keep_query: r.keep_query,
+            reason: Reason::Redirected,
         })
+    }
+
+    /// A route's `https_redirect`: plain HTTP answered 308 to the same host, path and query
+    /// on https, at `port` (left out of the URL when 443).
+    pub fn to_https(port: u16) -> Redirect {
+        Redirect {
+            scheme: Some("https"),
+            host: None,
+            port: Some(port),
+            path: None,
+            regex: None,
+            status: 308,
+            keep_query: true,
+            reason: Reason::HttpsRedirect,
+        }
     }
 
     pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         let here = cx.scheme();
         let scheme = self.scheme.unwrap_or(here);
+        let scheme_only = self.host.is_none() && self.path.is_none() && self.regex.is_none();
+        if scheme_only && scheme == here {
+            return Verdict::Continue;
+        }
         let (req_host, req_port) =
             split_host(cx.host.as_ref().and_then(|h| h.to_str().ok()).unwrap_or(""));
         let host = self.host.as_deref().unwrap_or(req_host);
@@ -89,10 +113,10 @@ impl Redirect {
         let Ok(location) = HeaderValue::from_str(&url) else {
             return Verdict::Continue;
         };
-        let mut resp = error_response_as(self.status, Reason::Redirected);
+        let mut resp = error_response_as(self.status, self.reason);
         debug_assert!(StatusCode::from_u16(self.status).is_ok_and(|s| s.is_redirection()));
         resp.headers_mut().insert(header::LOCATION, location);
-        Verdict::Answer(Box::new(resp), Reason::Redirected)
+        Verdict::Answer(Box::new(resp), self.reason)
     }
 }
 

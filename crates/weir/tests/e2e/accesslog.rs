@@ -1,13 +1,13 @@
 //! Access logs: JSON lines with timings and a reason for every failure,
 //! reopened on SIGUSR1.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use weir_testkit::client;
 use weir_testkit::HttpUpstream;
 
-use crate::common::{endpoints, free_addr, raw_exchange, Weir};
+use crate::common::{access_log, endpoints, free_addr, raw_exchange, Weir};
 
 fn lines(path: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -15,17 +15,6 @@ fn lines(path: &std::path::Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
         .collect()
-}
-
-fn wait_lines(path: &std::path::Path, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let l = lines(path);
-        if l.len() >= n || Instant::now() > deadline {
-            return l;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -85,7 +74,7 @@ attempts = 0
     assert_eq!(get("dead.test", "/").await.status, 502);
     assert_eq!(get("slow.test", "/?hang=1").await.status, 504);
 
-    let entries = wait_lines(&log, 4);
+    let entries = access_log(&log, 4);
     assert_eq!(entries.len(), 4, "{entries:#?}");
     let ok = &entries[0];
     assert_eq!(ok["method"], "GET");
@@ -131,7 +120,7 @@ attempts = 0
     w.wait_log(from, "reopening access logs", Duration::from_secs(5));
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(get("ok.test", "/after").await.status, 200);
-    let fresh = wait_lines(&log, 1);
+    let fresh = access_log(&log, 1);
     assert_eq!(fresh.len(), 1);
     assert_eq!(fresh[0]["path"], "/after");
     assert_eq!(lines(&rotated).len(), 4);
@@ -172,7 +161,7 @@ max_header_bytes = 8192
     let text = raw_exchange(listen, big.as_bytes(), Duration::from_secs(3)).await;
     assert!(text.starts_with("HTTP/1.1 431 "), "{text}");
 
-    let entries = wait_lines(&log, 2);
+    let entries = access_log(&log, 2);
     assert_eq!(entries.len(), 2, "{entries:#?}");
     for (e, status) in entries.iter().zip([400, 431]) {
         assert_eq!(e["status"], status, "{e}");

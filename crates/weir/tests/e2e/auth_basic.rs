@@ -81,21 +81,6 @@ fn values(r: &Resp, name: &str) -> Vec<String> {
         .collect()
 }
 
-fn log_lines(path: &Path, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let l: Vec<Value> = std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        if l.len() >= n || Instant::now() > deadline {
-            return l;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn config(listen: std::net::SocketAddr, up: &HttpUpstream, users: &Path, log: &Path) -> String {
     format!(
         r#"
@@ -186,7 +171,7 @@ async fn credentials_are_checked_and_the_user_passed_on() {
         401
     );
 
-    let entries = log_lines(&log, 10);
+    let entries = crate::common::access_log(&log, 10);
     assert_eq!(entries.len(), 10, "{entries:#?}");
     for e in &entries[..5] {
         assert_eq!(e["status"], 401, "{e}");

@@ -378,18 +378,7 @@ async fn a_no_is_returned_as_sent_and_failures_fail_closed() {
     assert_eq!(up.requests(), 0);
     w.wait_log(0, "auth service unavailable", Duration::from_secs(5));
 
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let entries: Vec<Value> = loop {
-        let e: Vec<Value> = std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        if e.len() >= 7 || Instant::now() > deadline {
-            break e;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let entries = crate::common::access_log(&log, 7);
     let got: Vec<(u64, &str)> = entries
         .iter()
         .map(|e| {

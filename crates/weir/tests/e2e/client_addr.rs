@@ -4,7 +4,7 @@
 //! apart by the loopback address a test connects from (127.0.0.1 trusted, 127.0.0.2 not).
 
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use weir_testkit::HttpUpstream;
@@ -28,22 +28,6 @@ pub async fn raw_from(src: &str, addr: SocketAddr, bytes: &[u8]) -> String {
 pub fn get(path: &str, extra: &str) -> Vec<u8> {
     format!("GET {path} HTTP/1.1\r\nHost: app.test\r\n{extra}Connection: close\r\n\r\n")
         .into_bytes()
-}
-
-/// The access log's lines once there are at least `n` (waits up to 10 s).
-pub fn log_lines(path: &std::path::Path, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let lines: Vec<Value> = std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        if lines.len() >= n || Instant::now() > deadline {
-            return lines;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The X-Forwarded-For the backend saw, from its `/headers` answer.
@@ -121,7 +105,7 @@ endpoints = [{{ addr = "{}" }}]
         "{r}"
     );
 
-    let lines = log_lines(&log, 3);
+    let lines = crate::common::access_log(&log, 3);
     let clients: Vec<&str> = lines
         .iter()
         .map(|l| l["client"].as_str().unwrap())

@@ -313,3 +313,22 @@ pool = "app"
 "#
     )
 }
+
+/// The JSON lines of the access log at `path` once it has at least `n` (or whatever it has
+/// after 20 s, for the caller's assertion to show). Only whole lines count: the writer may be
+/// half-way through the last one.
+pub fn access_log(path: &std::path::Path, n: usize) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let whole = text.rsplit_once('\n').map_or("", |(done, _)| done);
+        let lines: Vec<serde_json::Value> = whole
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+            .collect();
+        if lines.len() >= n || Instant::now() > deadline {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -325,7 +325,7 @@ filters = ["no-loopback"]
     let prefix = "weir_requests_total{listener=\"web\",route=\"office\",pool=\"app\",endpoint=\"\",code=\"403\",reason=\"forbidden\"}";
     assert_eq!(crate::tls_kit::wait_metric(w.admin, prefix, 1.0).await, 1.0);
     // The access log names the route and the reason.
-    let lines = wait_log_lines(&log, 3);
+    let lines = crate::common::access_log(&log, 3);
     let office: Value = lines
         .iter()
         .find(|l| l["route"] == "office")
@@ -335,21 +335,6 @@ filters = ["no-loopback"]
         (office["status"].clone(), office["reason"].clone()),
         (json!(403), json!("forbidden"))
     );
-}
-
-fn wait_log_lines(path: &std::path::Path, n: usize) -> Vec<Value> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let lines: Vec<Value> = std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        if lines.len() >= n || std::time::Instant::now() > deadline {
-            return lines;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

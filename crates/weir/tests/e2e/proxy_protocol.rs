@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use weir_testkit::certs::Ca;
 use weir_testkit::HttpUpstream;
 
-use crate::client_addr::{get, log_lines, raw_from, seen_xff};
+use crate::client_addr::{get, raw_from, seen_xff};
 use crate::common::{free_addr, Weir};
 use crate::tls_kit::{curl, wait_metric};
 
@@ -87,7 +87,7 @@ endpoints = [{{ addr = "{}" }}]
     req.extend(get("/headers", ""));
     let r = raw_from("127.0.0.1", listen, &req).await;
     assert_eq!(seen_xff(&r), "127.0.0.1", "{r}");
-    let lines = log_lines(&log, 3);
+    let lines = crate::common::access_log(&log, 3);
     let clients: Vec<&str> = lines
         .iter()
         .map(|l| l["client"].as_str().unwrap())

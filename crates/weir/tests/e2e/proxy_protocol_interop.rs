@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use weir_testkit::HttpUpstream;
 
-use crate::client_addr::{get, log_lines, raw_from, seen_xff};
+use crate::client_addr::{get, raw_from, seen_xff};
 use crate::common::{free_addr, Weir};
 
 /// A child process killed when the test ends.
@@ -94,7 +94,7 @@ endpoints = [{{ addr = "{}" }}]
     .await;
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     assert_eq!(seen_xff(&r), "127.0.0.9");
-    let lines = log_lines(&log, 1);
+    let lines = crate::common::access_log(&log, 1);
     let client = lines[0]["client"].as_str().unwrap();
     assert!(client.starts_with("127.0.0.9:"), "{lines:?}");
 }

@@ -559,6 +559,7 @@ endpoints = [{{ addr = "{}" }}]
     .await;
     assert!(r.starts_with("HTTP/1.1 308"), "{r}");
     assert!(r.contains("location: https://shop.test/cart?id=7"), "{r}");
+    assert!(r.contains("x-weir-reason: https_redirect"), "{r}");
     let r = crate::common::raw_exchange(
         plain,
         b"GET / HTTP/1.1\r\nHost: port.test\r\nConnection: close\r\n\r\n",

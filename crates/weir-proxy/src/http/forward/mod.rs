@@ -34,7 +34,6 @@ mod fail;
 mod host;
 mod keys;
 mod overflow;
-mod redirect;
 mod refused;
 mod rewrite;
 mod route;
@@ -49,7 +48,6 @@ use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::http::grpc;
 use crate::http::tries::{self, Attempts, Ended};
-use crate::reason::Reason;
 use crate::upstream::upbody::prepare;
 
 use accounting::Accounting;
@@ -94,10 +92,6 @@ async fn forward(
         Ok(r) => r,
         Err(reason) => return error_response(reason),
     };
-    if routed.https_redirect && ctx.tls.is_none() {
-        acct.count_as(&routed.metrics, None, Some(Reason::HttpsRedirect));
-        return redirect::to_https(&req, routed.https_port);
-    }
     // HSTS only means something over TLS (browsers ignore it on plain HTTP).
     let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());
     let mut resp = match routed.filters.is_empty() {

@@ -26,8 +26,6 @@ pub struct Routed {
     pub route: Option<Arc<str>>,
     pub pool: Arc<PoolRt>,
     pub metrics: TargetMetrics,
-    pub https_redirect: bool,
-    pub https_port: u16,
     pub hsts: Option<HeaderValue>,
     pub filters: Chain,
 }
@@ -53,8 +51,6 @@ pub fn route<B>(ctx: &ConnCtx, req: &Request<B>, acct: &mut Accounting) -> Resul
             route: t.route.clone(),
             pool: t.pool.clone(),
             metrics: t.metrics.clone(),
-            https_redirect: t.https_redirect,
-            https_port: t.https_port,
             hsts: t.hsts.clone(),
             filters: t.filters.clone(),
             host: host_hdr,
