@@ -5,7 +5,9 @@ use std::process::{Command, Stdio};
 
 use crate::common::WEIR;
 
-fn check_file(content: &str) -> (i32, String, String) {
+/// `weir check` on `content` in a file: (exit code, stdout, stderr), the file named
+/// `weir.toml` in both.
+pub fn check_file(content: &str) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weir.toml");
     std::fs::write(&path, content).unwrap();

@@ -12,7 +12,7 @@ use http_body_util::Full;
 use weir_testkit::client::{self, Resp};
 use weir_testkit::HttpUpstream;
 
-use crate::common::{endpoints, free_addr, Weir, WEIR};
+use crate::common::{endpoints, free_addr, Weir};
 use crate::filters_error_pages::raw_upstream;
 
 const ALLOW_FIELDS: [&str; 5] = [
@@ -327,10 +327,7 @@ async fn actual_answers_get_the_filters_fields_and_vary_origin() {
 
 #[test]
 fn check_reports_bad_cors_settings_at_line_and_column() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("weir.toml");
-    std::fs::write(
-        &path,
+    let (code, out, err) = crate::check::check_file(
         r#"[listeners.web]
 bind = "127.0.0.1:8080"
 
@@ -348,17 +345,10 @@ allow_origins = ["*", "https://app.example.com/"]
 max_age = "ten minutes"
 allow_credentials = true
 "#,
-    )
-    .unwrap();
-    let out = std::process::Command::new(WEIR)
-        .arg("check")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let text =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    let file = path.display().to_string();
+    );
+    assert_ne!(code, 0);
+    let text = err + &out;
+    let file = "weir.toml";
     for want in [
         format!("{file}:14:18: error: allow_origins = [\"*\"] cannot be used with allow_credentials = true"),
         format!("{file}:14:23: error: invalid origin \"https://app.example.com/\": an origin has no path"),
