@@ -20,15 +20,14 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use http::header::{Entry, AUTHORIZATION, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderName, HeaderValue, Request};
 use sha2::Sha256;
-use subtle::ConstantTimeEq;
-use tokio::sync::Semaphore;
+use tokio::sync::{OnceCell, Semaphore};
 use tracing::{error, info};
 use weir_config::filter::htpasswd::{self, Scheme};
 
-use super::{Cx, Verdict};
+use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
 use crate::http::error::error_response;
 use crate::reason::Reason;
@@ -59,17 +58,19 @@ pub struct BasicAuth {
 
 /// The users of the file and what was verified; shared with the file's watch.
 struct Users {
+    /// The filter's name, for the log.
+    filter: String,
     path: PathBuf,
     /// By name: the scheme and hash.
     hashes: ArcSwap<HashMap<String, (Scheme, Arc<str>)>>,
     /// Bumped when the users change, so a check that began before does not remember a
     /// success the new file may not grant.
     generation: AtomicU64,
-    cache: Mutex<HashMap<String, Remembered>>,
-    /// HMAC keyed for remembered passwords (the key random per process), cloned per check:
+    cache: Mutex<Cache>,
+    /// HMAC keyed for remembered tokens (the key random per process), cloned per check:
     /// keying it again on every request would cost two more SHA-256 blocks.
     keyed: Hmac<Sha256>,
-    verifying: Arc<Semaphore>,
+    verifiers: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for Users {
@@ -78,23 +79,44 @@ impl std::fmt::Debug for Users {
     }
 }
 
+/// Credentials by the keyed digest of their `Authorization` token, so a remembered client
+/// costs one HMAC and a lookup: no base64, no copy of the password, and no password kept in
+/// memory.
+#[derive(Default)]
+struct Cache {
+    known: HashMap<[u8; 32], Remembered>,
+    /// Being verified: the clients that send the same new credentials at once (a browser's
+    /// parallel requests, a load test's connections) wait for one verification instead of
+    /// each paying for its own.
+    verifying: HashMap<[u8; 32], Arc<OnceCell<Option<User>>>>,
+}
+
 struct Remembered {
-    digest: [u8; 32],
+    user: User,
     until: Instant,
 }
 
+/// A user let in: the name for the access log, and as a header value for `user_header`
+/// (`None` if the name could not be one).
+#[derive(Clone)]
+struct User {
+    name: Arc<str>,
+    value: Option<HeaderValue>,
+}
+
 impl BasicAuth {
-    pub fn build(b: &weir_config::filter::BasicAuth) -> Result<BasicAuth, String> {
+    pub fn build(name: &str, b: &weir_config::filter::BasicAuth) -> Result<BasicAuth, String> {
         let list = htpasswd::read(&b.users_file).map_err(|e| e.to_string())?;
         let challenge = format!("Basic realm=\"{}\", charset=\"UTF-8\"", b.realm);
         let users = Arc::new(Users {
+            filter: name.to_string(),
             path: b.users_file.clone(),
             hashes: ArcSwap::from_pointee(by_name(list)),
             generation: AtomicU64::new(0),
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(Cache::default()),
             keyed: <Hmac<Sha256> as Mac>::new_from_slice(&rand::random::<[u8; 32]>())
                 .expect("any key length"),
-            verifying: Arc::new(Semaphore::new(verifiers())),
+            verifiers: Arc::new(Semaphore::new(verifiers())),
         });
         // Built outside a runtime only by unit tests, which watch nothing.
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -105,32 +127,32 @@ impl BasicAuth {
             user_header: b
                 .user_header
                 .as_deref()
-                .map(|n| HeaderName::from_bytes(n.as_bytes()))
-                .transpose()
-                .map_err(|e| e.to_string())?,
+                .map(|n| statics::name(n).ok_or_else(|| format!("{n}: not a header name")))
+                .transpose()?,
             users,
         })
     }
 
     pub async fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
-        // Only weir says who the user is.
-        if let Some(h) = &self.user_header {
-            req.headers_mut().remove(h);
-        }
-        let Some((user, password)) = credentials(req.headers()) else {
+        // The password is for weir, not for the upstream; a request it does not let in
+        // goes nowhere.
+        let Some(field) = only_one(req.headers_mut(), AUTHORIZATION) else {
             return self.deny();
         };
-        if !self.users.check(&user, password).await {
+        let Some(token) = token(&field) else {
             return self.deny();
-        }
-        // The password is for weir, not for the upstream.
-        req.headers_mut().remove(AUTHORIZATION);
+        };
+        let Some(user) = self.users.check(token).await else {
+            return self.deny();
+        };
+        // Only weir says who the user is.
         if let Some(h) = &self.user_header {
-            if let Ok(v) = HeaderValue::from_bytes(user.as_bytes()) {
-                req.headers_mut().insert(h.clone(), v);
-            }
+            match user.value {
+                Some(v) => req.headers_mut().insert(h.clone(), v),
+                None => req.headers_mut().remove(h),
+            };
         }
-        cx.user = Some(user);
+        cx.user = Some(user.name);
         Verdict::Continue
     }
 
@@ -148,21 +170,29 @@ fn by_name(list: Vec<htpasswd::User>) -> HashMap<String, (Scheme, Arc<str>)> {
         .collect()
 }
 
-/// The user and password of one `Authorization: Basic` field (RFC 7617); anything else,
-/// two fields included, is no credentials.
-fn credentials(h: &HeaderMap) -> Option<(String, Vec<u8>)> {
-    let mut all = h.get_all(AUTHORIZATION).iter();
-    let v = all.next()?;
-    if all.next().is_some() {
+/// Takes the fields named `name` out of `h`: the value if there was exactly one.
+fn only_one(h: &mut HeaderMap, name: HeaderName) -> Option<HeaderValue> {
+    let Entry::Occupied(e) = h.entry(name) else {
         return None;
-    }
+    };
+    let mut all = e.remove_entry_mult().1;
+    let first = all.next();
+    all.next().is_none().then_some(first).flatten()
+}
+
+/// The token of an `Authorization: Basic` field (RFC 7617); of any other, none.
+fn token(v: &HeaderValue) -> Option<&[u8]> {
     let v = v.to_str().ok()?.trim();
     let (scheme, token) = v.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
+    scheme
+        .eq_ignore_ascii_case("basic")
+        .then_some(token.trim_start().as_bytes())
+}
+
+/// The user and password a token holds.
+fn credentials(token: &[u8]) -> Option<(String, Vec<u8>)> {
     let raw = base64::engine::general_purpose::STANDARD
-        .decode(token.trim_start())
+        .decode(token)
         .ok()?;
     let colon = raw.iter().position(|&b| b == b':')?;
     let user = std::str::from_utf8(&raw[..colon]).ok()?.to_string();
@@ -170,52 +200,84 @@ fn credentials(h: &HeaderMap) -> Option<(String, Vec<u8>)> {
 }
 
 impl Users {
-    fn digest(&self, password: &[u8]) -> [u8; 32] {
+    fn digest(&self, token: &[u8]) -> [u8; 32] {
         let mut mac = self.keyed.clone();
-        mac.update(password);
+        mac.update(token);
         mac.finalize().into_bytes().into()
     }
 
-    async fn check(&self, user: &str, password: Vec<u8>) -> bool {
-        let digest = self.digest(&password);
+    /// The user `token` lets in, from the cache or verified now.
+    async fn check(&self, token: &[u8]) -> Option<User> {
+        let digest = self.digest(token);
         let generation = self.generation.load(Relaxed);
-        if let Some(r) = self.cache.lock().unwrap().get(user) {
-            if r.until > Instant::now() && bool::from(r.digest.ct_eq(&digest)) {
-                return true;
+        let verdict = {
+            let mut cache = self.cache.lock().unwrap();
+            // Found by its digest: equal, so no comparison is left to time.
+            if let Some(r) = cache.known.get(&digest) {
+                if r.until > Instant::now() {
+                    return Some(r.user.clone());
+                }
             }
-        }
-        let hash = self.hashes.load().get(user).cloned();
-        let Ok(permit) = self.verifying.clone().acquire_owned().await else {
-            return false;
+            cache.verifying.entry(digest).or_default().clone()
         };
+        // If the client whose check runs it leaves, one of those waiting takes over.
+        verdict
+            .get_or_init(|| self.verify(token, digest, generation))
+            .await
+            .clone()
+    }
+
+    /// Verifies `token` (off the runtime, at most one per CPU at a time) and remembers a
+    /// success, unless the users changed since `generation`.
+    async fn verify(&self, token: &[u8], digest: [u8; 32], generation: u64) -> Option<User> {
+        let user = self.verify_now(token).await;
+        let mut cache = self.cache.lock().unwrap();
+        cache.verifying.remove(&digest);
+        let user = user?;
+        if self.generation.load(Relaxed) == generation {
+            if cache.known.len() >= CACHE_MAX {
+                let now = Instant::now();
+                cache.known.retain(|_, r| r.until > now);
+                if cache.known.len() >= CACHE_MAX {
+                    cache.known.clear();
+                }
+            }
+            let remembered = Remembered {
+                user: user.clone(),
+                until: Instant::now() + CACHE_TTL,
+            };
+            cache.known.insert(digest, remembered);
+        }
+        Some(user)
+    }
+
+    async fn verify_now(&self, token: &[u8]) -> Option<User> {
+        let (name, password) = credentials(token)?;
+        let hash = self.hashes.load().get(&name).cloned();
+        let permit = self.verifiers.clone().acquire_owned().await.ok()?;
         // The permit goes with the work: a client that leaves does not free the slot
         // before the CPU is done.
+        let scheme = match &hash {
+            Some((Scheme::Bcrypt, _)) => "bcrypt",
+            Some((Scheme::Argon2, _)) => "argon2",
+            None => "no such user",
+        };
         let ok = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             verify(hash, &password)
         })
         .await
         .unwrap_or(false);
-        if ok {
-            let mut cache = self.cache.lock().unwrap();
-            if self.generation.load(Relaxed) == generation {
-                if cache.len() >= CACHE_MAX {
-                    let now = Instant::now();
-                    cache.retain(|_, r| r.until > now);
-                    if cache.len() >= CACHE_MAX {
-                        cache.clear();
-                    }
-                }
-                cache.insert(
-                    user.to_string(),
-                    Remembered {
-                        digest,
-                        until: Instant::now() + CACHE_TTL,
-                    },
-                );
-            }
-        }
-        ok
+        // Once per new credentials (then cached): what the CPU went to, and failed logins.
+        let verdict = if ok { "accepted" } else { "refused" };
+        info!(
+            filter = %self.filter,
+            "basic_auth: password of {name:?} {verdict} ({scheme})"
+        );
+        ok.then(|| User {
+            value: statics::value(&name),
+            name: name.into(),
+        })
     }
 
     /// Takes a new list of users: remembered successes are forgotten.
@@ -223,7 +285,8 @@ impl Users {
         let mut cache = self.cache.lock().unwrap();
         self.hashes.store(Arc::new(by_name(list)));
         self.generation.fetch_add(1, Relaxed);
-        cache.clear();
+        // Verifications under way finish for those already waiting; later checks start anew.
+        *cache = Cache::default();
     }
 }
 
@@ -323,17 +386,22 @@ mod tests {
 
     #[test]
     fn reads_credentials() {
+        let read = |h: &HeaderMap| {
+            only_one(&mut h.clone(), AUTHORIZATION)
+                .as_ref()
+                .and_then(|v| token(v).and_then(credentials))
+        };
         assert_eq!(
-            credentials(&basic("alice:pa:ss")),
+            read(&basic("alice:pa:ss")),
             Some(("alice".to_string(), b"pa:ss".to_vec()))
         );
-        assert_eq!(credentials(&basic("nocolon")), None);
+        assert_eq!(read(&basic("nocolon")), None);
         let mut h = HeaderMap::new();
         h.insert(AUTHORIZATION, "Bearer abc".parse().unwrap());
-        assert_eq!(credentials(&h), None);
+        assert_eq!(read(&h), None);
         let mut two = basic("a:b");
         two.append(AUTHORIZATION, "Basic YTpi".parse().unwrap());
-        assert_eq!(credentials(&two), None);
+        assert_eq!(read(&two), None);
     }
 
     #[test]

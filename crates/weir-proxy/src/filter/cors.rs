@@ -11,7 +11,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use weir_config::filter::{normalize_origin, Names, OriginPattern, SAFELISTED_HEADERS};
 
-use super::{Cx, Verdict};
+use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
 use crate::http::body::ProxyBody;
 use crate::reason::Reason;
@@ -44,7 +44,7 @@ pub struct Cors {
 
 impl Cors {
     pub fn build(c: &weir_config::filter::Cors) -> Cors {
-        let join = |v: &[String]| HeaderValue::from_str(&v.join(", ")).ok();
+        let join = |v: &[String]| statics::value(&v.join(", "));
         let methods: Vec<Method> = c
             .allow_methods
             .iter()
@@ -98,11 +98,13 @@ impl Cors {
         let Some(origin) = &cx.origin else {
             return Verdict::Continue;
         };
+        if req.method() != Method::OPTIONS {
+            return Verdict::Continue;
+        }
         let h = req.headers();
-        let asked = match h.get(REQUEST_METHOD) {
-            Some(m) if req.method() == Method::OPTIONS => m,
-            // An OPTIONS without the field is an actual request: it goes upstream.
-            _ => return Verdict::Continue,
+        // An OPTIONS without the field is an actual request: it goes upstream.
+        let Some(asked) = h.get(REQUEST_METHOD) else {
+            return Verdict::Continue;
         };
         let mut resp = Response::new(ProxyBody::full(Bytes::new()));
         *resp.status_mut() = StatusCode::NO_CONTENT;
@@ -164,8 +166,11 @@ impl Cors {
         let Some(origin) = &cx.origin else { return };
         let allowed = self.origin_allowed(origin) && self.methods.contains(&cx.method);
         let h = resp.headers_mut();
-        for name in &OWNED {
-            h.remove(name);
+        // Most answers hold none of them: one pass over the names, not six removes.
+        if h.keys().any(|k| OWNED.contains(k)) {
+            for name in &OWNED {
+                h.remove(name);
+            }
         }
         add_vary_origin(h);
         if !allowed {
@@ -205,6 +210,10 @@ fn requested_headers(h: &HeaderMap) -> Option<Vec<String>> {
 /// `Origin` added to `Vary`, merged into the fields already there (one field, so a cache
 /// that reads only the first still sees them all); nothing when they name it or `*`.
 fn add_vary_origin(h: &mut HeaderMap) {
+    if let header::Entry::Vacant(e) = h.entry(header::VARY) {
+        e.insert(HeaderValue::from_static("Origin"));
+        return;
+    }
     let mut parts: Vec<&str> = Vec::new();
     for v in h.get_all(header::VARY) {
         let Ok(s) = v.to_str() else { continue };

@@ -4,6 +4,7 @@
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response};
 
+use super::statics;
 use super::template::Value;
 use super::{Cx, Verdict};
 use crate::codec::client_body::ClientBody;
@@ -29,7 +30,7 @@ struct Ops {
 impl Ops {
     fn build(o: &weir_config::filter::HeaderOps) -> Ops {
         // Names were checked and lower-cased by the config.
-        let name = |n: &String| HeaderName::from_bytes(n.as_bytes()).ok();
+        let name = |n: &String| statics::name(n);
         let pair = |(n, t): &(String, weir_config::filter::Template)| {
             name(n).map(|n| (n, Value::build(t)))
         };
@@ -63,10 +64,7 @@ impl Headers {
         Headers {
             request: Ops::build(&h.request),
             response: Ops::build(&h.response),
-            request_id: h
-                .request_id
-                .as_deref()
-                .and_then(|n| HeaderName::from_bytes(n.as_bytes()).ok()),
+            request_id: h.request_id.as_deref().and_then(statics::name),
         }
     }
 
@@ -74,10 +72,12 @@ impl Headers {
         if let Some(name) = &self.request_id {
             // A client's id is believed only from a proxy the listener trusts; anyone else
             // could pick ids to collide with other requests' in the logs.
-            let theirs = req
-                .headers()
-                .get(name)
-                .filter(|v| cx.conn.trusted.is_some() && valid_id(v))
+            let theirs = cx
+                .conn
+                .trusted
+                .as_ref()
+                .and_then(|_| req.headers().get(name))
+                .filter(|v| valid_id(v))
                 .cloned();
             let id = match theirs {
                 Some(v) => cx.request_id.insert(v).clone(),

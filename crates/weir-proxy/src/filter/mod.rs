@@ -25,6 +25,7 @@ mod headers;
 mod ip;
 mod redirect;
 mod rewrite;
+mod statics;
 mod template;
 
 use std::net::IpAddr;
@@ -80,7 +81,9 @@ impl Filter {
             F::Cors(c) => Filter::Cors(cors::Cors::build(c)),
             F::ErrorPages(e) => Filter::ErrorPages(error_pages::ErrorPages::build(e).map_err(err)?),
             F::Compress(c) => Filter::Compress(compress::Compress::build(c)),
-            F::BasicAuth(b) => Filter::BasicAuth(basic_auth::BasicAuth::build(b).map_err(err)?),
+            F::BasicAuth(b) => {
+                Filter::BasicAuth(basic_auth::BasicAuth::build(name, b).map_err(err)?)
+            }
             F::ForwardAuth(f) => {
                 Filter::ForwardAuth(forward_auth::ForwardAuth::build(name, f).map_err(err)?)
             }
@@ -191,7 +194,7 @@ pub struct Cx<'a> {
     /// What the request's Accept-Encoding and Range asked, for a compress filter.
     pub compress: Option<compress::Asked>,
     /// The user an auth filter let in, for the access log.
-    pub user: Option<String>,
+    pub user: Option<Arc<str>>,
 }
 
 impl<'a> Cx<'a> {

@@ -5,7 +5,7 @@ use http::header::HeaderValue;
 use http::{Request, Uri};
 use regex::Regex;
 
-use super::{Cx, Verdict};
+use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
 
 const X_FORWARDED_PREFIX: &str = "x-forwarded-prefix";
@@ -31,10 +31,7 @@ impl Rewrite {
             regex,
             add_prefix: r.add_prefix.clone(),
             replace_path: r.replace_path.clone(),
-            host: r
-                .host
-                .as_deref()
-                .and_then(|h| HeaderValue::from_str(h).ok()),
+            host: r.host.as_deref().and_then(statics::value),
         })
     }
 

@@ -4,7 +4,7 @@
 use http::HeaderValue;
 use weir_config::filter::{Piece, Template, Var};
 
-use super::Cx;
+use super::{statics, Cx};
 
 #[derive(Debug)]
 pub struct Value {
@@ -17,7 +17,7 @@ impl Value {
     pub fn build(t: &Template) -> Value {
         Value {
             // The config check allows only what a header value may hold.
-            fixed: t.literal().and_then(|s| HeaderValue::from_str(s).ok()),
+            fixed: t.literal().and_then(statics::value),
             pieces: t.pieces.clone(),
         }
     }

@@ -193,6 +193,53 @@ async fn credentials_are_checked_and_the_user_passed_on() {
     );
 }
 
+/// Clients that send the same new credentials at once (a browser's parallel requests, a
+/// pool of connections starting) wait for one verification: bcrypt is paid once, not once
+/// per request in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_requests_with_new_credentials_share_one_verification() {
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("htpasswd");
+    // Cost 12: a verification long enough that the requests below arrive during it.
+    let out = Command::new("htpasswd")
+        .args(["-B", "-C", "12", "-b", "-c"])
+        .arg(&users)
+        .args(["alice", "alice-pw"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let log = dir.path().join("access.log");
+    let listen = free_addr();
+    let w = Weir::start(&config(listen, &up, &users, &log), &[listen]);
+    let alice = basic("alice", "alice-pw");
+    let all: Vec<_> = (0..12)
+        .map(|_| {
+            let alice = alice.clone();
+            tokio::spawn(async move { get(listen, "/", &[("authorization", &alice)]).await.status })
+        })
+        .collect();
+    for r in all {
+        assert_eq!(r.await.unwrap(), 200);
+    }
+    let wrong = basic("alice", "nope");
+    assert_eq!(
+        get(listen, "/", &[("authorization", &wrong)]).await.status,
+        401
+    );
+    w.wait_log(
+        0,
+        "password of \"alice\" refused (bcrypt)",
+        Duration::from_secs(20),
+    );
+    let accepted = w
+        .log_text()
+        .lines()
+        .filter(|l| l.contains("password of \"alice\" accepted (bcrypt)"))
+        .count();
+    assert_eq!(accepted, 1, "{}", w.log_text());
+}
+
 /// Polls until `auth` gets `want` (the file is looked at once a second).
 async fn until_status(listen: std::net::SocketAddr, auth: &str, want: u16) {
     let deadline = Instant::now() + Duration::from_secs(15);

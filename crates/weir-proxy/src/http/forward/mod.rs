@@ -117,7 +117,8 @@ async fn filtered(
     grpc: bool,
     acct: &mut Accounting,
 ) -> Response<ProxyBody> {
-    let chain = routed.filters.clone();
+    // Taken, not cloned: the proxy step does not need it, and a clone is a shared count.
+    let chain = std::mem::take(&mut routed.filters);
     let client = acct.client.unwrap_or(ctx.client).ip();
     let mut cx = filter::Cx::new(ctx, client, &req, routed.host.clone(), grpc);
     let mut resp = match filter::request(&chain, &mut cx, &mut req).await {
