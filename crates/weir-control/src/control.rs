@@ -172,15 +172,16 @@ impl RunningConfig {
         }
         let _one = self.writes.lock().await;
         self.source.accepts(&changes)?;
-        let touched: Vec<(Kind, String)> = changes.iter().map(change_key).collect();
+        let touched = crate::source::keys(&changes);
         let current = self.state();
         let (source, model, proxy) = (self.source.clone(), self.model.clone(), self.proxy.clone());
-        let keys = touched.clone();
         // The store's commit waits for an fsync.
         let result = tokio::task::spawn_blocking(move || {
             let mut model = model.lock().unwrap();
             let mut taken = false;
-            let mut check = |state: &State| check(&proxy, &mut model, state, &keys, &mut taken);
+            let mut check = |state: &State, keys: &[(Kind, String)]| {
+                check(&proxy, &mut model, state, keys, &mut taken)
+            };
             let result = source.commit(&current, changes, &mut check);
             if result.is_err() && taken {
                 // The model took the change, but it was refused after all (a bind failed, the
@@ -238,7 +239,11 @@ impl RunningConfig {
         let outside = match self.source.reread(&current) {
             Ok(Some(next)) => next,
             Ok(None) => {
-                info!("config unchanged");
+                // A file re-read on SIGHUP says so; a watch's echo of this replica's own
+                // commit is not news.
+                if self.source.rereads() {
+                    info!("config unchanged");
+                }
                 return;
             }
             Err(e) => {
@@ -396,12 +401,6 @@ fn apply_error_field(config: &Config, e: ApplyError) -> FieldError {
     FieldError {
         field,
         message: e.to_string(),
-    }
-}
-
-fn change_key(c: &Change) -> (Kind, String) {
-    match c {
-        Change::Put { kind, name, .. } | Change::Delete { kind, name, .. } => (*kind, name.clone()),
     }
 }
 

@@ -280,7 +280,11 @@ impl Proxy {
                 .unwrap_or_default();
             let addr = bound.addr;
             let running = listener::start(bound, slot, self.shared.clone())?;
-            info!(bind = %addr, "listening");
+            match addr.port() {
+                // Port 0 (replicas on one machine sharing one config): the port it got.
+                0 => info!(bind = %addr, local = %running.local_addr, "listening"),
+                _ => info!(bind = %addr, "listening"),
+            }
             installed.listeners.insert(addr, running);
         }
         let keep: Vec<SocketAddr> = cfg.listeners.values().map(|l| l.bind).collect();

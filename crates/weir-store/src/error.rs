@@ -25,6 +25,14 @@ pub enum StoreError {
     UnknownFormat { found: u64, supported: u64 },
     #[error("config store is damaged: {0}")]
     Corrupt(String),
+    /// A shared store (etcd) did not answer: nothing was written.
+    #[error("config store {store} is unreachable: {reason}")]
+    Unreachable { store: String, reason: String },
+    /// Other replicas' commits kept landing between this one's read and its write.
+    #[error(
+        "config store {store}: other replicas committed first {attempts} times in a row; try again"
+    )]
+    Contended { store: String, attempts: usize },
 }
 
 // redb reports each operation with its own error type; all of them fold into redb::Error.

@@ -77,6 +77,23 @@ pub struct RunArgs {
     /// [default: admin.listen from the file, else 127.0.0.1:9901].
     #[arg(long, value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
+    /// A store shared by several weirs: etcd://HOST:PORT[,HOST:PORT...]/PREFIX. Every weir
+    /// given the same URL serves the same config; a change through any of them reaches all.
+    /// Needs a weir built with `--features etcd`.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["config", "data"])]
+    pub store: Option<String>,
+    /// The CA certificate (PEM) that signs etcd's; with it weir talks TLS to etcd.
+    #[arg(long, value_name = "FILE", requires = "store")]
+    pub store_ca: Option<PathBuf>,
+    /// A client certificate (PEM) for etcd's client-certificate authentication.
+    #[arg(long, value_name = "FILE", requires_all = ["store", "store_key"])]
+    pub store_cert: Option<PathBuf>,
+    /// The key (PEM) of --store-cert.
+    #[arg(long, value_name = "FILE", requires_all = ["store", "store_cert"])]
+    pub store_key: Option<PathBuf>,
+    /// A file whose first line is USER:PASSWORD, for etcd's authentication.
+    #[arg(long, value_name = "FILE", requires = "store")]
+    pub store_user_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -57,7 +57,10 @@ pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtim
 type Opened = (Arc<dyn Source>, SocketAddr, Option<PathBuf>);
 
 /// The source of the config, and the admin listener's address and token file.
-fn source(args: &RunArgs) -> Result<Opened, String> {
+async fn source(args: &RunArgs) -> Result<Opened, String> {
+    if let Some(url) = &args.store {
+        return shared(args, url).await;
+    }
     match &args.config {
         Some(path) => {
             let f = FileSource::open(path.clone())?;
@@ -69,15 +72,7 @@ fn source(args: &RunArgs) -> Result<Opened, String> {
             let dir = args.data.clone().unwrap_or_else(|| DEFAULT_DATA.into());
             let store = Store::open(&dir).map_err(|e| e.to_string())?;
             info!("config store: {}", store.path().display());
-            let admin = args
-                .admin
-                .unwrap_or_else(|| DEFAULT_ADMIN.parse().expect("a valid address"));
-            let token = args.token_file.clone();
-            // Validation sees the admin listener, so no listener can be added on its port.
-            let mut preamble = format!("[admin]\nlisten = \"{admin}\"\n");
-            if let Some(t) = &token {
-                preamble.push_str(&format!("token_file = {:?}\n", t.display().to_string()));
-            }
+            let (admin, token, preamble) = admin_of(args);
             Ok((
                 Arc::new(StoreSource::new(Arc::new(store), preamble)),
                 admin,
@@ -87,8 +82,48 @@ fn source(args: &RunArgs) -> Result<Opened, String> {
     }
 }
 
+/// The admin address and token file without a config file, and `[admin]` as TOML for
+/// validation (which must see the admin listener, so no listener can take its port).
+fn admin_of(args: &RunArgs) -> (SocketAddr, Option<PathBuf>, String) {
+    let admin = args
+        .admin
+        .unwrap_or_else(|| DEFAULT_ADMIN.parse().expect("a valid address"));
+    let token = args.token_file.clone();
+    let mut preamble = format!("[admin]\nlisten = \"{admin}\"\n");
+    if let Some(t) = &token {
+        preamble.push_str(&format!("token_file = {:?}\n", t.display().to_string()));
+    }
+    (admin, token, preamble)
+}
+
+/// `--store etcd://...`: a store shared by replicas.
+#[cfg(feature = "etcd")]
+async fn shared(args: &RunArgs, url: &str) -> Result<Opened, String> {
+    let url = weir_etcd::StoreUrl::parse(url).map_err(|e| e.to_string())?;
+    let (admin, token, preamble) = admin_of(args);
+    let source = weir_etcd::EtcdSource::connect(weir_etcd::Options {
+        url,
+        ca: args.store_ca.clone(),
+        cert: args.store_cert.clone(),
+        key: args.store_key.clone(),
+        user_file: args.store_user_file.clone(),
+        preamble,
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok((Arc::new(source), admin, token))
+}
+
+#[cfg(not(feature = "etcd"))]
+async fn shared(_args: &RunArgs, url: &str) -> Result<Opened, String> {
+    Err(format!(
+        "--store {url}: this weir was built without etcd support; build it with \
+         `cargo build --release --features etcd` (which needs protoc: apt-get install protobuf-compiler)"
+    ))
+}
+
 async fn serve(args: RunArgs) -> Result<(), String> {
-    let (source, admin, token_file) = source(&args)?;
+    let (source, admin, token_file) = source(&args).await?;
     let token = match &token_file {
         Some(p) => Some(Auth::read_token(p).map_err(|e| e.to_string())?),
         None => None,

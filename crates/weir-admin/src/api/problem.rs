@@ -6,6 +6,7 @@ use http::{header, HeaderValue, Response, StatusCode};
 use http_body_util::Full;
 use serde::Serialize;
 use weir_control::{FieldError, Refused};
+use weir_store::StoreError;
 
 /// Boxed: it travels in every `Result` of the API, and most of those are `Ok`.
 #[derive(Debug)]
@@ -193,6 +194,12 @@ pub fn refused(e: Refused, single: bool) -> Problem {
             StatusCode::CONFLICT,
             "file-mode",
             "the config comes from a file",
+            e.to_string(),
+        ),
+        Refused::Store(e @ StoreError::Unreachable { .. }) => Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store-unreachable",
+            "the config store is unreachable; nothing was changed",
             e.to_string(),
         ),
         Refused::Store(e) => Problem::new(

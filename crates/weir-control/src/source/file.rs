@@ -140,7 +140,7 @@ impl Source for FileSource {
         let applied =
             weir_store::apply::<crate::compile::Invalid>((**current).clone(), changes.clone())
                 .map_err(super::refused)?;
-        let checked = check(&applied.state)?;
+        let checked = check(&applied.state, &super::keys(&changes))?;
         self.now
             .lock()
             .unwrap()

@@ -8,7 +8,7 @@ pub mod store;
 
 use std::sync::Arc;
 
-use weir_store::{Change, CommitError, Committed, State};
+use weir_store::{Change, CommitError, Committed, Kind, State};
 
 use crate::compile::Invalid;
 use crate::control::{Refused, StartError};
@@ -29,8 +29,10 @@ pub struct Outside {
 }
 
 /// The validation a commit must pass, run on the whole resulting state inside the source's
-/// transaction; what it returns comes back with the commit.
-pub type Check<'a, T> = &'a mut dyn FnMut(&State) -> Result<T, Invalid>;
+/// transaction, with the keys in which that state differs from the running one (the
+/// changes'; for a store shared by replicas, also what others committed that this replica
+/// has not applied yet); what it returns comes back with the commit.
+pub type Check<'a, T> = &'a mut dyn FnMut(&State, &[(Kind, String)]) -> Result<T, Invalid>;
 
 /// A committed batch: what each change committed as, the whole new state, and what the
 /// check made of it.
@@ -82,8 +84,20 @@ pub trait Source: Send + Sync {
     fn accept(&self, _outside: Outside) {}
 }
 
+/// The resources `changes` write.
+pub fn keys(changes: &[Change]) -> Vec<(Kind, String)> {
+    changes
+        .iter()
+        .map(|c| match c {
+            Change::Put { kind, name, .. } | Change::Delete { kind, name, .. } => {
+                (*kind, name.clone())
+            }
+        })
+        .collect()
+}
+
 /// A refused commit as the API answers it: the store names the failing change.
-pub(crate) fn refused(e: CommitError<Invalid>) -> Refused {
+pub fn refused(e: CommitError<Invalid>) -> Refused {
     match e {
         CommitError::NotFound { index } => Refused::NotFound { index },
         CommitError::AlreadyExists { index, current } => Refused::AlreadyExists { index, current },

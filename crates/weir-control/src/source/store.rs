@@ -44,9 +44,10 @@ impl Source for StoreSource {
         check: Check<'_, Checked>,
     ) -> Result<Commit<Checked>, Refused> {
         // The store applies to its own last committed state, which is `current`.
+        let keys = super::keys(&changes);
         let done = self
             .store
-            .commit_with(changes, |s| check(s))
+            .commit_with(changes, |s| check(s, &keys))
             .map_err(refused)?;
         Ok(Commit {
             committed: done.committed,

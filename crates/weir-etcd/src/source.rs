@@ -1,0 +1,440 @@
+//! [`EtcdSource`]: weir-control's `Source` over etcd.
+//!
+//! - **Reads** come from this replica's copy (`known`): the first full read, then every event
+//!   of a watch on the prefix, applied in revision order. A lost or compacted watch reads the
+//!   whole prefix again at one revision, so a replica never applies a partial state.
+//! - **Commits** read the prefix fresh, apply the changes (preconditions against what etcd
+//!   holds now), validate the whole result, and write it in one etcd transaction that compares
+//!   the revision key: if another replica committed in between, nothing is written and the
+//!   commit starts over from the new state. So two changes that are each valid but together
+//!   invalid can never both commit.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use etcd_client::{
+    Certificate, Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, Identity,
+    TlsOptions, Txn, TxnOp, WatchOptions,
+};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+use weir_control::compile::Invalid;
+use weir_control::source::{keys, refused, Check, Commit, Initial, Outside, Source};
+use weir_control::{Checked, Refused, StartError};
+use weir_store::{Change, Kind, State, StoreError};
+
+use crate::layout::{Bad, Entry, Layout};
+use crate::url::StoreUrl;
+
+/// How often a commit starts over when other replicas' commits keep landing first.
+const ATTEMPTS: usize = 10;
+/// How long a lost watch waits between reads of the prefix while etcd is away.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// How to reach etcd.
+pub struct Options {
+    pub url: StoreUrl,
+    /// CA certificate (PEM) that signs etcd's: the client talks TLS when given.
+    pub ca: Option<PathBuf>,
+    /// Client certificate and key (PEM), for etcd's `--client-cert-auth`.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// A file whose first line is `USER:PASSWORD`, for etcd's authentication.
+    pub user_file: Option<PathBuf>,
+    /// `[admin]` as TOML: validation must know the admin address.
+    pub preamble: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: expected USER:PASSWORD on its first line", .0.display())]
+    UserFile(PathBuf),
+    #[error("--store-cert and --store-key go together")]
+    HalfIdentity,
+    #[error("etcd at {url} is unreachable: {reason}")]
+    Unreachable { url: String, reason: String },
+}
+
+pub struct EtcdSource {
+    url: StoreUrl,
+    layout: Layout,
+    client: Client,
+    rt: tokio::runtime::Handle,
+    preamble: String,
+    /// The config as this replica last read it: the first read, then the watch's events.
+    known: Arc<Mutex<Arc<State>>>,
+    /// Taken by `watch()`: a message whenever `known` changed.
+    changed: Mutex<Option<mpsc::Receiver<()>>>,
+}
+
+/// A full read of the prefix.
+struct Read {
+    state: State,
+    /// The revision key's `mod_revision` (0 before the first commit): what a commit compares.
+    committed_at: i64,
+    bad: Vec<Bad>,
+}
+
+impl EtcdSource {
+    /// Connects, reads the prefix, and starts watching it. Must run inside the runtime.
+    pub async fn connect(o: Options) -> Result<EtcdSource, ConnectError> {
+        let tls = o.ca.is_some() || o.cert.is_some();
+        let mut opts = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(3))
+            .with_timeout(Duration::from_secs(5))
+            .with_keep_alive(Duration::from_secs(5), Duration::from_secs(3))
+            // A member cut off from the others must not serve a watch that never fires.
+            .with_require_leader(true);
+        if let Some(f) = &o.user_file {
+            let text = read(f)?;
+            let text = String::from_utf8_lossy(&text);
+            let line = text.lines().next().unwrap_or_default().trim();
+            let (user, password) = line
+                .split_once(':')
+                .ok_or_else(|| ConnectError::UserFile(f.clone()))?;
+            opts = opts.with_user(user, password);
+        }
+        if tls {
+            let mut t = TlsOptions::new();
+            if let Some(ca) = &o.ca {
+                t = t.ca_certificate(Certificate::from_pem(read(ca)?));
+            }
+            match (&o.cert, &o.key) {
+                (Some(c), Some(k)) => t = t.identity(Identity::from_pem(read(c)?, read(k)?)),
+                (None, None) => {}
+                _ => return Err(ConnectError::HalfIdentity),
+            }
+            opts = opts.with_tls(t);
+        }
+        let scheme = if tls { "https" } else { "http" };
+        let endpoints: Vec<String> = o
+            .url
+            .members
+            .iter()
+            .map(|m| format!("{scheme}://{m}"))
+            .collect();
+        let unreachable = |e: etcd_client::Error| ConnectError::Unreachable {
+            url: o.url.to_string(),
+            reason: e.to_string(),
+        };
+        let client = Client::connect(endpoints, Some(opts))
+            .await
+            .map_err(unreachable)?;
+        let layout = Layout::new(&o.url.prefix);
+        let first = read_all(&client, &layout, None)
+            .await
+            .map_err(unreachable)?;
+        report(&first.bad);
+        info!(
+            "config store: {} at revision {} ({} resources)",
+            o.url,
+            first.state.revision,
+            first.state.resources.len()
+        );
+        let from = first.state.revision as i64 + 1;
+        let known = Arc::new(Mutex::new(Arc::new(first.state)));
+        let (tx, rx) = mpsc::channel(1);
+        tokio::spawn(watch(
+            client.clone(),
+            layout.clone(),
+            known.clone(),
+            tx,
+            from,
+        ));
+        Ok(EtcdSource {
+            url: o.url,
+            layout,
+            client,
+            rt: tokio::runtime::Handle::current(),
+            preamble: o.preamble,
+            known,
+            changed: Mutex::new(Some(rx)),
+        })
+    }
+
+    fn known(&self) -> Arc<State> {
+        self.known.lock().unwrap().clone()
+    }
+
+    fn unreachable(&self, e: etcd_client::Error) -> Refused {
+        Refused::Store(StoreError::Unreachable {
+            store: self.url.to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    async fn commit_now(
+        &self,
+        current: &State,
+        changes: Vec<Change>,
+        check: Check<'_, Checked>,
+    ) -> Result<Commit<Checked>, Refused> {
+        // What the model must take: the changes, and what others committed that this
+        // replica has not applied yet (kept over attempts: each may have read a newer state).
+        let mut touched: BTreeSet<(Kind, String)> = keys(&changes).into_iter().collect();
+        let mut client = self.client.clone();
+        for _ in 0..ATTEMPTS {
+            let read = read_all(&client, &self.layout, Some(&self.known()))
+                .await
+                .map_err(|e| self.unreachable(e))?;
+            touched.extend(differ(current, &read.state));
+            let applied =
+                weir_store::apply::<Invalid>(read.state, changes.clone()).map_err(refused)?;
+            let all: Vec<(Kind, String)> = touched.iter().cloned().collect();
+            let checked = check(&applied.state, &all)?;
+            let mut ops = Vec::with_capacity(applied.touched.len() + 1);
+            for (kind, name) in &applied.touched {
+                let key = self.layout.key(*kind, name);
+                ops.push(match applied.state.get(*kind, name) {
+                    Some(v) => TxnOp::put(key, v.body.to_string(), None),
+                    None => TxnOp::delete(key, None),
+                });
+            }
+            ops.push(TxnOp::put(
+                self.layout.revision_key(),
+                format!("{{\"by\":{}}}", std::process::id()),
+                None,
+            ));
+            let txn = Txn::new()
+                .when(vec![Compare::mod_revision(
+                    self.layout.revision_key(),
+                    CompareOp::Equal,
+                    read.committed_at,
+                )])
+                .and_then(ops);
+            let resp = client.txn(txn).await.map_err(|e| self.unreachable(e))?;
+            if !resp.succeeded() {
+                // Another replica committed after the read: read again, validate again.
+                continue;
+            }
+            let revision = resp.header().map_or(0, |h| h.revision()) as u64;
+            let mut state = applied.state;
+            state.revision = revision;
+            for key in &applied.touched {
+                if let Some(v) = state.resources.get_mut(key) {
+                    v.version = revision;
+                }
+            }
+            let committed = applied
+                .committed
+                .into_iter()
+                .map(|mut c| {
+                    c.revision = revision;
+                    if c.version != 0 {
+                        c.version = revision;
+                    }
+                    c
+                })
+                .collect();
+            return Ok(Commit {
+                committed,
+                state: Arc::new(state),
+                checked,
+            });
+        }
+        Err(Refused::Store(StoreError::Contended {
+            store: self.url.to_string(),
+            attempts: ATTEMPTS,
+        }))
+    }
+}
+
+impl Source for EtcdSource {
+    fn describe(&self) -> (&'static str, String) {
+        ("etcd", self.url.to_string())
+    }
+
+    fn initial(&self) -> Result<Initial, StartError> {
+        Ok(Initial {
+            state: (*self.known()).clone(),
+            preamble: self.preamble.clone(),
+        })
+    }
+
+    fn accepts(&self, _changes: &[Change]) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn commit(
+        &self,
+        current: &Arc<State>,
+        changes: Vec<Change>,
+        check: Check<'_, Checked>,
+    ) -> Result<Commit<Checked>, Refused> {
+        // Called on a blocking thread (the store's commits wait for an fsync there too).
+        self.rt.block_on(self.commit_now(current, changes, check))
+    }
+
+    fn watch(&self) -> Option<mpsc::Receiver<()>> {
+        self.changed.lock().unwrap().take()
+    }
+
+    fn reread(&self, current: &State) -> Result<Option<Outside>, String> {
+        let known = self.known();
+        if known.resources == current.resources {
+            return Ok(None);
+        }
+        Ok(Some(Outside {
+            state: (*known).clone(),
+            preamble: self.preamble.clone(),
+            admin_changed: false,
+        }))
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, ConnectError> {
+    std::fs::read(path).map_err(|source| ConnectError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The whole prefix at one revision. A key that does not read keeps what `last` had.
+async fn read_all(
+    client: &Client,
+    layout: &Layout,
+    last: Option<&State>,
+) -> Result<Read, etcd_client::Error> {
+    let resp = client
+        .kv_client()
+        .get(layout.range(), Some(GetOptions::new().with_prefix()))
+        .await?;
+    let revision = resp.header().map_or(0, |h| h.revision());
+    let revision_key = layout.revision_key();
+    let committed_at = resp
+        .kvs()
+        .iter()
+        .find(|kv| kv.key() == revision_key.as_bytes())
+        .map_or(0, |kv| kv.mod_revision());
+    let (state, bad) = layout.state(
+        resp.kvs()
+            .iter()
+            .map(|kv| (kv.key(), kv.value(), kv.mod_revision())),
+        revision,
+        last,
+    );
+    Ok(Read {
+        state,
+        committed_at,
+        bad,
+    })
+}
+
+fn report(bad: &[Bad]) {
+    for b in bad {
+        warn!("config store: ignored {b}; the last good value (if any) stays");
+    }
+}
+
+/// The resources in which `a` and `b` differ.
+fn differ(a: &State, b: &State) -> Vec<(Kind, String)> {
+    let changed = a
+        .resources
+        .iter()
+        .filter(|(k, v)| b.resources.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone());
+    let added = b
+        .resources
+        .keys()
+        .filter(|k| !a.resources.contains_key(*k))
+        .cloned();
+    changed.chain(added).collect()
+}
+
+/// Follows the prefix from revision `from` until weir stops: each batch of events updates
+/// `known` and says so on `tx`. A lost or compacted watch reads the prefix again.
+async fn watch(
+    mut client: Client,
+    layout: Layout,
+    known: Arc<Mutex<Arc<State>>>,
+    tx: mpsc::Sender<()>,
+    mut from: i64,
+) {
+    loop {
+        match follow(&mut client, &layout, &known, &tx, &mut from).await {
+            Ok(()) => return,
+            Err(why) => warn!("config store: the watch stopped ({why}); reading the config again"),
+        }
+        loop {
+            if tx.is_closed() {
+                return;
+            }
+            let last = known.lock().unwrap().clone();
+            match read_all(&client, &layout, Some(&last)).await {
+                Ok(read) => {
+                    report(&read.bad);
+                    from = read.state.revision as i64 + 1;
+                    *known.lock().unwrap() = Arc::new(read.state);
+                    let _ = tx.try_send(());
+                    break;
+                }
+                Err(e) => {
+                    warn!("config store unreachable ({e}); serving the last applied config");
+                    tokio::time::sleep(RETRY).await;
+                }
+            }
+        }
+    }
+}
+
+/// One watch stream; `Ok` when weir no longer listens.
+async fn follow(
+    client: &mut Client,
+    layout: &Layout,
+    known: &Mutex<Arc<State>>,
+    tx: &mpsc::Sender<()>,
+    from: &mut i64,
+) -> Result<(), String> {
+    let opts = WatchOptions::new().with_prefix().with_start_revision(*from);
+    let mut stream = client
+        .watch(layout.range(), Some(opts))
+        .await
+        .map_err(|e| e.to_string())?;
+    while let Some(resp) = stream.message().await.map_err(|e| e.to_string())? {
+        if resp.compact_revision() != 0 || resp.canceled() {
+            return Err(format!(
+                "canceled by etcd: {} (compacted at revision {})",
+                resp.cancel_reason(),
+                resp.compact_revision()
+            ));
+        }
+        if resp.events().is_empty() {
+            continue;
+        }
+        let mut state = (**known.lock().unwrap()).clone();
+        let mut bad = Vec::new();
+        for ev in resp.events() {
+            let Some(kv) = ev.kv() else { continue };
+            state.revision = state.revision.max(kv.mod_revision() as u64);
+            match ev.event_type() {
+                EventType::Put => match layout.read(kv.key(), kv.value(), kv.mod_revision()) {
+                    Ok(Entry::Resource(kind, name, v)) => {
+                        state.resources.insert((kind, name), v);
+                    }
+                    Ok(Entry::Meta) => {}
+                    Err(b) => bad.push(b),
+                },
+                EventType::Delete => {
+                    if let Ok((Some(kind), Some(name))) = layout.name(kv.key()) {
+                        state.resources.remove(&(kind, name));
+                    }
+                }
+            }
+        }
+        report(&bad);
+        *from = state.revision as i64 + 1;
+        *known.lock().unwrap() = Arc::new(state);
+        // Full: a refresh is already due, and it reads the newest `known`.
+        if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
+            return Ok(());
+        }
+    }
+    Err("the stream ended".into())
+}
