@@ -6,13 +6,15 @@
 //! (`stop`/`start`), streaming bodies, close-delimited bodies, hanging requests. `tls`
 //! puts a TLS front (rustls) before any of them, with certificates made per test.
 //! With the `grpc` feature, [`grpc`] is a real gRPC backend (tonic: an Echo service with
-//! every kind of stream, and the standard health service) and its clients.
+//! every kind of stream, and the standard health service) and its clients. [`etcd`] starts
+//! real etcd clusters (the installed `/usr/bin/etcd`) for the store's tests.
 
 mod black_hole;
 mod body;
 pub mod certs;
 pub mod client;
 mod conn;
+pub mod etcd;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 mod http;
