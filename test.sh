@@ -10,8 +10,11 @@ cd "$(dirname "$0")"
 # trust the system's certificate store. haproxy and nginx: the PROXY protocol
 # interop tests run them as plain processes with their own configs. python3-brotli and
 # python3-zstandard: the compress tests decode each coding. apache2-utils: the basic_auth
-# tests make users files with its htpasswd.
-DEBS=(openssl ca-certificates curl haproxy nginx python3-brotli python3-zstandard apache2-utils)
+# tests make users files with its htpasswd. etcd-server and etcd-client: the replica tests
+# start real etcd members and write into them with etcdctl; protobuf-compiler: the etcd
+# client crate compiles etcd's .proto files with protoc (weir's `etcd` feature).
+DEBS=(openssl ca-certificates curl haproxy nginx python3-brotli python3-zstandard apache2-utils
+  etcd-server etcd-client protobuf-compiler)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -64,9 +67,10 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 # The testkit's gRPC backend (its `grpc` feature) is in: weir's e2e tests ask for it.
-cargo clippy --workspace --all-targets -- -D warnings
+# weir's `etcd` feature too: its replica tests run against real etcd.
+cargo clippy --workspace --all-targets --features weir/etcd -- -D warnings
 echo "== cargo test"
-cargo test --workspace 2>&1 | tee /tmp/weir-test.log
+cargo test --workspace --features weir/etcd 2>&1 | tee /tmp/weir-test.log
 # The dashboard in real headless Chromium (installs chromium and
 # playwright-core when missing).
 tests/browser/run.sh 2>&1 | tee /tmp/weir-browser.log

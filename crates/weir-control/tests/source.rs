@@ -58,12 +58,13 @@ impl Source for Memory {
         changes: Vec<Change>,
         check: Check<'_, Checked>,
     ) -> Result<Commit<Checked>, Refused> {
+        let keys = weir_control::source::keys(&changes);
         let applied =
             weir_store::apply::<()>((**current).clone(), changes).map_err(|e| match e {
                 weir_store::CommitError::NotFound { index } => Refused::NotFound { index },
                 e => panic!("{e:?}"),
             })?;
-        let checked = check(&applied.state)?;
+        let checked = check(&applied.state, &keys)?;
         Ok(Commit {
             committed: applied.committed,
             state: Arc::new(applied.state),

@@ -23,6 +23,8 @@ mod demo;
 mod draining;
 mod duplicates;
 mod ejection;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod filters;
 mod grpc;
 mod grpc_answers;

@@ -1,0 +1,278 @@
+//! Replicas sharing one config through real etcd (`weir run --store etcd://...`, issue 19):
+//! a change through any replica is served by all, two changes valid alone but not together
+//! never both commit, bad data written by someone else is ignored, and losing etcd stops
+//! writes (503) but never traffic.
+//!
+//! The replicas run on one machine, so their shared listeners bind port 0: each replica gets
+//! its own free port and logs it.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use weir_testkit::etcd::Etcd;
+use weir_testkit::{client, HttpUpstream};
+
+use crate::api_client::{add, call, get, json, version};
+use crate::common::Weir;
+
+const PREFIX: &str = "/weir";
+
+fn replica(etcd: &Etcd) -> Weir {
+    let url = etcd.url(PREFIX);
+    let mut w = Weir::command(&["run", "--store", &url, "--threads", "2"], &[]);
+    let admin = w.admin;
+    w.wait_listening(admin);
+    w
+}
+
+/// The address a replica's listener on port 0 got, from its log (the `n`th such line).
+fn bound(w: &Weir, n: usize) -> SocketAddr {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found: Vec<SocketAddr> = w
+            .log_text()
+            .lines()
+            .filter(|l| l.contains("listening") && l.contains("local="))
+            .filter_map(|l| {
+                l.split("local=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        if let Some(a) = found.get(n) {
+            return *a;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no listener bound:\n{}",
+            w.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Polls `GET path` on `admin` until `done` holds for its status and body.
+async fn until(admin: SocketAddr, path: &str, done: impl Fn(u16, &str) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = get(admin, path).await;
+        if done(r.status.as_u16(), &r.text()) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "GET {path} on {admin}: still {} {}",
+            r.status,
+            r.text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Polls `GET /` through `listen` until it answers `want`.
+async fn until_served(listen: SocketAddr, want: u16) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = client::get(listen, "/")
+            .await
+            .map(|r| r.status.as_u16())
+            .ok();
+        if got == Some(want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{listen}: still {got:?}, not {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Pool `app` with `up`, and listener `web` on port 0 in front of it, through `admin`.
+async fn setup(admin: SocketAddr, up: &HttpUpstream) {
+    add(admin, "pools/app", json!({})).await;
+    add(
+        admin,
+        &format!("pools/app/endpoints/{}", up.addr()),
+        json!({}),
+    )
+    .await;
+    add(
+        admin,
+        "listeners/web",
+        json!({"bind": "127.0.0.1:0", "pool": "app"}),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_through_any_replica_is_served_by_all() {
+    let etcd = Etcd::start(1);
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let (a, b) = (replica(&etcd), replica(&etcd));
+    setup(a.admin, &up).await;
+    let (on_a, on_b) = (bound(&a, 0), bound(&b, 0));
+    until_served(on_a, 200).await;
+    until_served(on_b, 200).await;
+    // One version everywhere: etcd's mod_revision.
+    let v = version(&get(a.admin, "pools/app").await);
+    until(b.admin, "pools/app", |s, _| s == 200).await;
+    assert_eq!(version(&get(b.admin, "pools/app").await), v);
+
+    // Back the other way: the endpoint removed through B leaves A nothing to send to.
+    let path = format!("pools/app/endpoints/{}", up.addr());
+    let tag = format!("\"{}\"", version(&get(b.admin, &path).await));
+    let r = call(b.admin, "DELETE", &path, &[("if-match", &tag)], None).await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    until_served(on_a, 503).await;
+
+    // A replica started now reads the whole config first.
+    add(a.admin, &path, json!({})).await;
+    let c = replica(&etcd);
+    until_served(bound(&c, 0), 200).await;
+    let r = json(&get(c.admin, "config").await);
+    assert_eq!(r["mode"], "etcd", "{r}");
+}
+
+/// The race the issue names: a route added on A to a pool deleted on B at the same moment.
+/// Each is valid alone; together they are not; exactly one may commit, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_valid_alone_but_not_together_never_both_commit() {
+    let etcd = Etcd::start(1);
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let (a, b) = (replica(&etcd), replica(&etcd));
+    setup(a.admin, &up).await;
+    for i in 0..12 {
+        let pool = format!("pools/p{i}");
+        let v = add(a.admin, &pool, json!({})).await;
+        until(b.admin, &pool, |s, _| s == 200).await;
+        let route =
+            json!({"listener": "web", "path_prefix": format!("/p{i}"), "pool": format!("p{i}")});
+        let tag = format!("\"{v}\"");
+        let route_path = format!("routes/r{i}");
+        let (absent, matching) = ([("if-none-match", "*")], [("if-match", tag.as_str())]);
+        let (added, deleted) = tokio::join!(
+            call(a.admin, "PUT", &route_path, &absent, Some(route)),
+            call(b.admin, "DELETE", &pool, &matching, None),
+        );
+        let ok = |s: http::StatusCode| s.is_success();
+        assert!(
+            ok(added.status) != ok(deleted.status),
+            "round {i}: route {} {}, pool delete {} {}",
+            added.status,
+            added.text(),
+            deleted.status,
+            deleted.text()
+        );
+        // The loser was refused for the config the winner left, naming what it broke.
+        let loser = if ok(added.status) { &deleted } else { &added };
+        assert_eq!(loser.status, 422, "round {i}: {}", loser.text());
+        // Both replicas end with the winner's config.
+        let (want_route, want_pool) = match ok(added.status) {
+            true => (200, 200),
+            false => (404, 404),
+        };
+        for admin in [a.admin, b.admin] {
+            until(admin, &route_path, |s, _| s == want_route).await;
+            until(admin, &pool, |s, _| s == want_pool).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_data_written_by_someone_else_is_ignored() {
+    let etcd = Etcd::start(1);
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let (a, b) = (replica(&etcd), replica(&etcd));
+    setup(a.admin, &up).await;
+    let on_b = bound(&b, 0);
+    until_served(on_b, 200).await;
+    let v = version(&get(a.admin, "pools/app").await);
+    until(b.admin, "pools/app", |s, _| s == 200).await;
+
+    // Not JSON: ignored with the key named; the last good pool stays.
+    let from = b.log_lines();
+    let key = format!("{PREFIX}/pool/app");
+    tokio::task::block_in_place(|| etcd.put(&key, "{not json"));
+    b.wait_log(
+        from,
+        "ignored /weir/pool/app: not JSON",
+        Duration::from_secs(20),
+    );
+    assert_eq!(version(&get(b.admin, "pools/app").await), v);
+    until_served(on_b, 200).await;
+
+    // JSON, but not a valid spec: the whole config is refused, the running one stays.
+    let from = b.log_lines();
+    let key = format!("{PREFIX}/pool/other");
+    tokio::task::block_in_place(|| etcd.put(&key, r#"{"balance": "nope"}"#));
+    let line = b.wait_log(from, "running config unchanged", Duration::from_secs(20));
+    assert!(line.contains("reload failed"), "{line}");
+    assert_eq!(get(b.admin, "pools/other").await.status, 404);
+    until_served(on_b, 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_etcd_writes_fail_clearly_and_traffic_flows() {
+    let mut etcd = Etcd::start(1);
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let (a, b) = (replica(&etcd), replica(&etcd));
+    setup(a.admin, &up).await;
+    let on_a = bound(&a, 0);
+    until_served(on_a, 200).await;
+    until(b.admin, "listeners/web", |s, _| s == 200).await;
+
+    tokio::task::block_in_place(|| etcd.kill(0));
+    // Traffic, reads and readiness go on from the replica's copy.
+    until_served(on_a, 200).await;
+    assert_eq!(get(a.admin, "pools/app").await.status, 200);
+    assert_eq!(client::get(a.admin, "/readyz").await.unwrap().status, 200);
+    // A write is refused, naming the store, and changes nothing.
+    let r = call(
+        a.admin,
+        "PUT",
+        "pools/more",
+        &[("if-none-match", "*")],
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/problem+json"),
+        "{}",
+        r.text()
+    );
+    let p = json(&r);
+    assert!(
+        p["type"].as_str().unwrap().ends_with("store-unreachable"),
+        "{p}"
+    );
+    assert!(p["detail"].as_str().unwrap().contains("etcd://"), "{p}");
+    assert_eq!(get(a.admin, "pools/more").await.status, 404);
+
+    // etcd back: a change through B reaches A without a restart.
+    tokio::task::block_in_place(|| etcd.restart(0));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = call(
+            b.admin,
+            "PUT",
+            "pools/more",
+            &[("if-none-match", "*")],
+            Some(json!({})),
+        )
+        .await;
+        if r.status == 201 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {} {}", r.status, r.text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    until(a.admin, "pools/more", |s, _| s == 200).await;
+    until_served(on_a, 200).await;
+}
