@@ -62,7 +62,7 @@ enum Plan {
 
 pub struct RunningConfig {
     proxy: Arc<Proxy>,
-    source: Arc<dyn Source>,
+    pub(crate) source: Arc<dyn Source>,
     /// The typed config, kept in step with `view`.
     model: Arc<Mutex<Resources>>,
     /// `[admin]` and `[global]` as TOML, for `export`.
@@ -94,7 +94,7 @@ impl RunningConfig {
             leases: Leases::default(),
         });
         // Leases live in memory: after a restart each gets a fresh ttl to be renewed in.
-        control.leases.sync(&state, &state_keys(&state));
+        control.sync_leases(&state, &state_keys(&state));
         if let Some(changes) = control.source.watch() {
             tokio::spawn(follow(Arc::downgrade(&control), changes));
         }
@@ -197,7 +197,7 @@ impl RunningConfig {
         let started = Instant::now();
         self.install(plan, &config);
         weir_proxy::metrics::config_apply::observe(took + started.elapsed());
-        self.leases.sync(&state, &touched);
+        self.sync_leases(&state, &touched);
         // An audit trail of runtime changes, one line per commit.
         let what: Vec<String> = touched
             .iter()
@@ -291,7 +291,7 @@ impl RunningConfig {
                     self.proxy.note_reload(true);
                     info!("config reloaded: {}", weir_config::summary(&config));
                     // Not a renewal: only leases whose endpoint is gone are dropped.
-                    self.leases.sync(&state, &[]);
+                    self.sync_leases(&state, &[]);
                     *self.preamble.write().unwrap() = outside.preamble.clone();
                     self.source.accept(outside);
                     *self.view.write().unwrap() = Arc::new(state);

@@ -82,15 +82,28 @@ pub enum HeartbeatError {
     NotFound,
     #[error("the endpoint has no lease (it was added without a ttl)")]
     NoLease,
+    /// The store that keeps the lease did not answer.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl RunningConfig {
     /// `POST .../heartbeat`: renews the lease of endpoint `name`.
-    pub fn heartbeat(&self, name: &str) -> Result<Duration, HeartbeatError> {
+    pub async fn heartbeat(&self, name: &str) -> Result<Duration, HeartbeatError> {
         if self.state().get(Kind::Endpoint, name).is_none() {
             return Err(HeartbeatError::NotFound);
         }
+        if self.source.keeps_leases() {
+            return self.source.renew(name).await;
+        }
         self.leases.renew(name).ok_or(HeartbeatError::NoLease)
+    }
+
+    /// Leases in memory follow the committed state, unless the source keeps them.
+    pub(crate) fn sync_leases(&self, state: &State, touched: &[(Kind, String)]) {
+        if !self.source.keeps_leases() {
+            self.leases.sync(state, touched);
+        }
     }
 
     /// Deletes endpoints whose lease ran out, until the RunningConfig is dropped.

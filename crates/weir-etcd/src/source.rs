@@ -9,20 +9,20 @@
 //!   commit starts over from the new state. So two changes that are each valid but together
 //!   invalid can never both commit.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etcd_client::{
     Certificate, Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, Identity,
-    TlsOptions, Txn, TxnOp, WatchOptions,
+    PutOptions, TlsOptions, Txn, TxnOp, WatchOptions,
 };
 use tokio::sync::mpsc;
 use tracing::{info, warn};
-use weir_control::compile::Invalid;
-use weir_control::source::{keys, refused, Check, Commit, Initial, Outside, Source};
-use weir_control::{Checked, Refused, StartError};
+use weir_control::compile::{ttl_of, Invalid};
+use weir_control::source::{keys, refused, Check, Commit, Initial, Outside, Renewal, Source};
+use weir_control::{Checked, HeartbeatError, Refused, StartError};
 use weir_store::{Change, Kind, State, StoreError};
 
 use crate::layout::{Bad, Entry, Layout};
@@ -72,11 +72,18 @@ pub struct EtcdSource {
     known: Arc<Mutex<Arc<State>>>,
     /// Taken by `watch()`: a message whenever `known` changed.
     changed: Mutex<Option<mpsc::Receiver<()>>>,
+    /// The etcd lease of each endpoint registered with a ttl, kept like `known`.
+    leases: Arc<Mutex<Leases>>,
 }
+
+/// Endpoint name → (lease id, the key's mod_revision when it was seen): a heartbeat through
+/// any replica renews the lease whichever replica granted it.
+type Leases = HashMap<String, (i64, i64)>;
 
 /// A full read of the prefix.
 struct Read {
     state: State,
+    leases: Leases,
     /// The revision key's `mod_revision` (0 before the first commit): what a commit compares.
     committed_at: i64,
     bad: Vec<Bad>,
@@ -140,11 +147,15 @@ impl EtcdSource {
         );
         let from = first.state.revision as i64 + 1;
         let known = Arc::new(Mutex::new(Arc::new(first.state)));
+        let leases = Arc::new(Mutex::new(first.leases));
         let (tx, rx) = mpsc::channel(1);
         tokio::spawn(watch(
             client.clone(),
             layout.clone(),
-            known.clone(),
+            Copy {
+                known: known.clone(),
+                leases: leases.clone(),
+            },
             tx,
             from,
         ));
@@ -156,6 +167,7 @@ impl EtcdSource {
             preamble: o.preamble,
             known,
             changed: Mutex::new(Some(rx)),
+            leases,
         })
     }
 
@@ -190,12 +202,29 @@ impl EtcdSource {
             let all: Vec<(Kind, String)> = touched.iter().cloned().collect();
             let checked = check(&applied.state, &all)?;
             let mut ops = Vec::with_capacity(applied.touched.len() + 1);
+            let mut granted = Vec::new();
             for (kind, name) in &applied.touched {
                 let key = self.layout.key(*kind, name);
-                ops.push(match applied.state.get(*kind, name) {
-                    Some(v) => TxnOp::put(key, v.body.to_string(), None),
-                    None => TxnOp::delete(key, None),
-                });
+                let Some(v) = applied.state.get(*kind, name) else {
+                    ops.push(TxnOp::delete(key, None));
+                    continue;
+                };
+                // A registration (an endpoint with a ttl) lives as long as an etcd lease:
+                // renewed through any replica, expired by etcd, outliving weir restarts.
+                let lease = match v.body.get("ttl").map(ttl_of) {
+                    Some(Ok(ttl)) => {
+                        let secs = ttl.as_secs_f64().ceil() as i64;
+                        let id = client
+                            .lease_grant(secs, None)
+                            .await
+                            .map_err(|e| self.unreachable(e))?
+                            .id();
+                        granted.push((name.clone(), id));
+                        Some(PutOptions::new().with_lease(id))
+                    }
+                    _ => None,
+                };
+                ops.push(TxnOp::put(key, v.body.to_string(), lease));
             }
             ops.push(TxnOp::put(
                 self.layout.revision_key(),
@@ -212,9 +241,17 @@ impl EtcdSource {
             let resp = client.txn(txn).await.map_err(|e| self.unreachable(e))?;
             if !resp.succeeded() {
                 // Another replica committed after the read: read again, validate again.
+                // Leases granted for it go unused; they end on their own at their ttl.
                 continue;
             }
             let revision = resp.header().map_or(0, |h| h.revision()) as u64;
+            // Known before the watch echoes the commit: a heartbeat right after a
+            // registration finds its lease.
+            let mut leases = self.leases.lock().unwrap();
+            for (name, id) in granted {
+                leases.insert(name, (id, revision as i64));
+            }
+            drop(leases);
             let mut state = applied.state;
             state.revision = revision;
             for key in &applied.touched {
@@ -276,6 +313,29 @@ impl Source for EtcdSource {
         self.changed.lock().unwrap().take()
     }
 
+    fn keeps_leases(&self) -> bool {
+        true
+    }
+
+    fn renew<'a>(&'a self, name: &'a str) -> Renewal<'a> {
+        Box::pin(async move {
+            let lease = self.leases.lock().unwrap().get(name).map(|(id, _)| *id);
+            let id = lease.ok_or(HeartbeatError::NoLease)?;
+            let unavailable = |e: etcd_client::Error| {
+                HeartbeatError::Unavailable(format!("config store {}: {e}", self.url))
+            };
+            let mut client = self.client.clone();
+            let (mut keeper, mut answers) =
+                client.lease_keep_alive(id).await.map_err(unavailable)?;
+            keeper.keep_alive().await.map_err(unavailable)?;
+            match answers.message().await.map_err(unavailable)? {
+                Some(a) if a.ttl() > 0 => Ok(Duration::from_secs(a.ttl() as u64)),
+                // Expired meanwhile: etcd deletes the endpoint, and the watch brings that.
+                _ => Err(HeartbeatError::NotFound),
+            }
+        })
+    }
+
     fn reread(&self, current: &State) -> Result<Option<Outside>, String> {
         let known = self.known();
         if known.resources == current.resources {
@@ -320,11 +380,30 @@ async fn read_all(
         revision,
         last,
     );
+    let mut leases = Leases::new();
+    for kv in resp.kvs() {
+        note_lease(layout, &mut leases, kv.key(), kv.lease(), kv.mod_revision());
+    }
     Ok(Read {
         state,
+        leases,
         committed_at,
         bad,
     })
+}
+
+/// Notes which lease (0: none) endpoint `key` is attached to as of `revision`.
+fn note_lease(layout: &Layout, leases: &mut Leases, key: &[u8], lease: i64, revision: i64) {
+    let Ok((Some(Kind::Endpoint), Some(name))) = layout.name(key) else {
+        return;
+    };
+    if leases.get(&name).is_some_and(|(_, seen)| *seen > revision) {
+        return;
+    }
+    match lease {
+        0 => leases.remove(&name),
+        id => leases.insert(name, (id, revision)),
+    };
 }
 
 fn report(bad: &[Bad]) {
@@ -353,12 +432,12 @@ fn differ(a: &State, b: &State) -> Vec<(Kind, String)> {
 async fn watch(
     mut client: Client,
     layout: Layout,
-    known: Arc<Mutex<Arc<State>>>,
+    copy: Copy,
     tx: mpsc::Sender<()>,
     mut from: i64,
 ) {
     loop {
-        match follow(&mut client, &layout, &known, &tx, &mut from).await {
+        match follow(&mut client, &layout, &copy, &tx, &mut from).await {
             Ok(()) => return,
             Err(why) => warn!("config store: the watch stopped ({why}); reading the config again"),
         }
@@ -366,12 +445,13 @@ async fn watch(
             if tx.is_closed() {
                 return;
             }
-            let last = known.lock().unwrap().clone();
+            let last = copy.known.lock().unwrap().clone();
             match read_all(&client, &layout, Some(&last)).await {
                 Ok(read) => {
                     report(&read.bad);
                     from = read.state.revision as i64 + 1;
-                    *known.lock().unwrap() = Arc::new(read.state);
+                    *copy.leases.lock().unwrap() = read.leases;
+                    *copy.known.lock().unwrap() = Arc::new(read.state);
                     let _ = tx.try_send(());
                     break;
                 }
@@ -384,11 +464,17 @@ async fn watch(
     }
 }
 
+/// What the watch keeps up to date.
+struct Copy {
+    known: Arc<Mutex<Arc<State>>>,
+    leases: Arc<Mutex<Leases>>,
+}
+
 /// One watch stream; `Ok` when weir no longer listens.
 async fn follow(
     client: &mut Client,
     layout: &Layout,
-    known: &Mutex<Arc<State>>,
+    copy: &Copy,
     tx: &mpsc::Sender<()>,
     from: &mut i64,
 ) -> Result<(), String> {
@@ -408,11 +494,17 @@ async fn follow(
         if resp.events().is_empty() {
             continue;
         }
-        let mut state = (**known.lock().unwrap()).clone();
+        let mut state = (**copy.known.lock().unwrap()).clone();
         let mut bad = Vec::new();
+        let mut leases = copy.leases.lock().unwrap();
         for ev in resp.events() {
             let Some(kv) = ev.kv() else { continue };
             state.revision = state.revision.max(kv.mod_revision() as u64);
+            let lease = match ev.event_type() {
+                EventType::Put => kv.lease(),
+                EventType::Delete => 0,
+            };
+            note_lease(layout, &mut leases, kv.key(), lease, kv.mod_revision());
             match ev.event_type() {
                 EventType::Put => match layout.read(kv.key(), kv.value(), kv.mod_revision()) {
                     Ok(Entry::Resource(kind, name, v)) => {
@@ -428,9 +520,10 @@ async fn follow(
                 }
             }
         }
+        drop(leases);
         report(&bad);
         *from = state.revision as i64 + 1;
-        *known.lock().unwrap() = Arc::new(state);
+        *copy.known.lock().unwrap() = Arc::new(state);
         // Full: a refresh is already due, and it reads the newest `known`.
         if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
             return Ok(());

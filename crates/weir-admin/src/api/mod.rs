@@ -96,7 +96,7 @@ async fn dispatch(
             if method != Method::POST {
                 return Err(Problem::method_not_allowed("POST"));
             }
-            resource::heartbeat(control, &name)
+            resource::heartbeat(control, &name).await
         }
         Target::Transaction => {
             if method != Method::POST {

@@ -155,7 +155,7 @@ async fn register(control: &RunningConfig, name: &str, spec: Value) -> Reply {
                 "this endpoint was added without a lease; change it with If-Match: \"<version>\"",
             )),
             Some(v) if *v.body == spec => {
-                control.heartbeat(name).ok();
+                control.heartbeat(name).await.ok();
                 return Ok(written(Kind::Endpoint, name, false, v.version, &spec));
             }
             Some(v) => Precondition::Version(v.version),
@@ -187,8 +187,8 @@ async fn register(control: &RunningConfig, name: &str, spec: Value) -> Reply {
     ))
 }
 
-pub fn heartbeat(control: &RunningConfig, name: &str) -> Reply {
-    match control.heartbeat(name) {
+pub async fn heartbeat(control: &RunningConfig, name: &str) -> Reply {
+    match control.heartbeat(name).await {
         Ok(_) => {
             let ttl = control
                 .state()
@@ -206,6 +206,12 @@ pub fn heartbeat(control: &RunningConfig, name: &str) -> Reply {
             "no-lease",
             "the endpoint has no lease",
             e.to_string(),
+        )),
+        Err(weir_control::HeartbeatError::Unavailable(why)) => Err(Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store-unreachable",
+            "the config store is unreachable; the lease was not renewed",
+            why,
         )),
     }
 }

@@ -12,6 +12,7 @@ use weir_store::{Change, CommitError, Committed, Kind, State};
 
 use crate::compile::Invalid;
 use crate::control::{Refused, StartError};
+use crate::leases::HeartbeatError;
 
 /// What a source starts with: its resources, and the process settings (`[admin]`,
 /// `[global]`) as TOML.
@@ -82,7 +83,24 @@ pub trait Source: Send + Sync {
 
     /// A re-read state was applied: it is the source's state from now on.
     fn accept(&self, _outside: Outside) {}
+
+    /// Whether the source keeps endpoint leases itself (etcd's: shared by every replica,
+    /// outliving a restart, expired by the store). Otherwise `RunningConfig` keeps them in
+    /// memory and deletes what expires.
+    fn keeps_leases(&self) -> bool {
+        false
+    }
+
+    /// Renews the lease of endpoint `name` (only asked when [`Source::keeps_leases`]).
+    fn renew<'a>(&'a self, _name: &'a str) -> Renewal<'a> {
+        Box::pin(std::future::ready(Err(HeartbeatError::NoLease)))
+    }
 }
+
+/// A lease renewal under way: the lease's ttl once renewed.
+pub type Renewal<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<std::time::Duration, HeartbeatError>> + Send + 'a>,
+>;
 
 /// The resources `changes` write.
 pub fn keys(changes: &[Change]) -> Vec<(Kind, String)> {

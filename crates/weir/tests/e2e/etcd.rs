@@ -276,3 +276,45 @@ async fn without_etcd_writes_fail_clearly_and_traffic_flows() {
     until(a.admin, "pools/more", |s, _| s == 200).await;
     until_served(on_a, 200).await;
 }
+
+/// A registration (an endpoint PUT with a ttl) is an etcd lease: kept alive by heartbeats
+/// through any replica, there after the registering replica restarts, and gone from every
+/// replica once nobody renews it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_lives_as_long_as_its_etcd_lease() {
+    let etcd = Etcd::start(1);
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let (a, b) = (replica(&etcd), replica(&etcd));
+    add(a.admin, "pools/app", json!({})).await;
+    add(
+        a.admin,
+        "listeners/web",
+        json!({"bind": "127.0.0.1:0", "pool": "app"}),
+    )
+    .await;
+    let on_b = bound(&b, 0);
+    let path = format!("pools/app/endpoints/{}", up.addr());
+    let r = call(a.admin, "PUT", &path, &[], Some(json!({"ttl": "5s"}))).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    until_served(on_b, 200).await;
+
+    // Renewed through B for longer than the ttl, with the registering replica restarted
+    // meanwhile: still there.
+    let beat = format!("{path}/heartbeat");
+    let renewed_until = Instant::now() + Duration::from_secs(8);
+    drop(a);
+    let a = replica(&etcd);
+    while Instant::now() < renewed_until {
+        let r = call(b.admin, "POST", &beat, &[], None).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(get(a.admin, &path).await.status, 200);
+    until_served(bound(&a, 0), 200).await;
+
+    // Nobody renews it: etcd ends the lease, and every replica drops the endpoint.
+    for admin in [a.admin, b.admin] {
+        until(admin, &path, |s, _| s == 404).await;
+    }
+    until_served(on_b, 503).await;
+}
