@@ -116,7 +116,16 @@ async fn route(
     }
     let proxy = &admin.proxy;
     match path.as_str() {
-        "/healthz" => text(StatusCode::OK, "text/plain; charset=utf-8", "ok\n"),
+        // Alive either way: a restart would not bring the store back, and the running
+        // config keeps serving. But it says so.
+        "/healthz" => match admin.control.store_problem() {
+            None => text(StatusCode::OK, "text/plain; charset=utf-8", "ok\n"),
+            Some(why) => text(
+                StatusCode::OK,
+                "text/plain; charset=utf-8",
+                format!("ok; config store unreachable ({why}): serving the last applied config, refusing changes\n"),
+            ),
+        },
         "/readyz" if proxy.is_ready() => {
             text(StatusCode::OK, "text/plain; charset=utf-8", "ready\n")
         }

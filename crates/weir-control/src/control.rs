@@ -95,6 +95,7 @@ impl RunningConfig {
         });
         // Leases live in memory: after a restart each gets a fresh ttl to be renewed in.
         control.sync_leases(&state, &state_keys(&state));
+        control.source.applied(&control.state());
         if let Some(changes) = control.source.watch() {
             tokio::spawn(follow(Arc::downgrade(&control), changes));
         }
@@ -113,6 +114,11 @@ impl RunningConfig {
             source,
             revision: self.state().revision,
         }
+    }
+
+    /// Why the config source cannot be reached now (a shared store away), if it cannot.
+    pub fn store_problem(&self) -> Option<String> {
+        self.source.problem()
     }
 
     /// The refusal for writing a resource the source does not take, if it does not.
@@ -196,6 +202,7 @@ impl RunningConfig {
         let Checked { config, plan, took } = result.checked;
         let started = Instant::now();
         self.install(plan, &config);
+        self.source.applied(&state);
         weir_proxy::metrics::config_apply::observe(took + started.elapsed());
         self.sync_leases(&state, &touched);
         // An audit trail of runtime changes, one line per commit.
@@ -294,7 +301,9 @@ impl RunningConfig {
                     self.sync_leases(&state, &[]);
                     *self.preamble.write().unwrap() = outside.preamble.clone();
                     self.source.accept(outside);
-                    *self.view.write().unwrap() = Arc::new(state);
+                    let state = Arc::new(state);
+                    self.source.applied(&state);
+                    *self.view.write().unwrap() = state;
                 }
                 Err(e) => {
                     self.proxy.note_reload(false);

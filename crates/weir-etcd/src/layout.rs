@@ -36,6 +36,11 @@ impl Layout {
         }
     }
 
+    /// The prefix, without a trailing `/`.
+    pub fn prefix(&self) -> String {
+        self.prefix.clone()
+    }
+
     /// Every key weir reads and watches starts with this.
     pub fn range(&self) -> String {
         format!("{}/", self.prefix)

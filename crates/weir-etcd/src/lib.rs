@@ -11,6 +11,7 @@
 //! Nothing here is on the request path: the data plane runs the last applied snapshot whatever
 //! etcd does.
 
+mod cache;
 mod layout;
 mod source;
 mod url;

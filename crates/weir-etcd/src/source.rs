@@ -25,6 +25,7 @@ use weir_control::source::{keys, refused, Check, Commit, Initial, Outside, Renew
 use weir_control::{Checked, HeartbeatError, Refused, StartError};
 use weir_store::{Change, Kind, State, StoreError};
 
+use crate::cache;
 use crate::layout::{Bad, Entry, Layout};
 use crate::url::StoreUrl;
 
@@ -45,6 +46,8 @@ pub struct Options {
     pub user_file: Option<PathBuf>,
     /// `[admin]` as TOML: validation must know the admin address.
     pub preamble: String,
+    /// Where the last applied config is kept, to start from while etcd is away.
+    pub cache: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +77,32 @@ pub struct EtcdSource {
     changed: Mutex<Option<mpsc::Receiver<()>>>,
     /// The etcd lease of each endpoint registered with a ttl, kept like `known`.
     leases: Arc<Mutex<Leases>>,
+    /// Why etcd cannot be reached now; `None` while it can.
+    problem: Problem,
+    cache: PathBuf,
+}
+
+/// Why etcd cannot be reached, shared by the watch and the commits.
+#[derive(Clone, Default)]
+struct Problem(Arc<Mutex<Option<String>>>);
+
+impl Problem {
+    fn set(&self, why: Option<String>) {
+        weir_proxy::metrics::config_store::set_up(why.is_none());
+        let mut p = self.0.lock().unwrap();
+        match (&*p, &why) {
+            (None, Some(w)) => warn!(
+                "config store unreachable ({w}); serving the last applied config, refusing changes"
+            ),
+            (Some(_), None) => info!("config store reachable again"),
+            _ => {}
+        }
+        *p = why;
+    }
+
+    fn get(&self) -> Option<String> {
+        self.0.lock().unwrap().clone()
+    }
 }
 
 /// Endpoint name → (lease id, the key's mod_revision when it was seen): a heartbeat through
@@ -127,24 +156,17 @@ impl EtcdSource {
             .iter()
             .map(|m| format!("{scheme}://{m}"))
             .collect();
-        let unreachable = |e: etcd_client::Error| ConnectError::Unreachable {
-            url: o.url.to_string(),
-            reason: e.to_string(),
-        };
-        let client = Client::connect(endpoints, Some(opts))
-            .await
-            .map_err(unreachable)?;
+        // Lazy: it connects on the first request, so etcd may still be away.
+        let client = Client::connect(endpoints, Some(opts)).await.map_err(|e| {
+            ConnectError::Unreachable {
+                url: o.url.to_string(),
+                reason: e.to_string(),
+            }
+        })?;
         let layout = Layout::new(&o.url.prefix);
-        let first = read_all(&client, &layout, None)
-            .await
-            .map_err(unreachable)?;
+        let problem = Problem::default();
+        let first = first_read(&client, &layout, &o, &problem).await;
         report(&first.bad);
-        info!(
-            "config store: {} at revision {} ({} resources)",
-            o.url,
-            first.state.revision,
-            first.state.resources.len()
-        );
         let from = first.state.revision as i64 + 1;
         let known = Arc::new(Mutex::new(Arc::new(first.state)));
         let leases = Arc::new(Mutex::new(first.leases));
@@ -155,6 +177,7 @@ impl EtcdSource {
             Copy {
                 known: known.clone(),
                 leases: leases.clone(),
+                problem: problem.clone(),
             },
             tx,
             from,
@@ -168,6 +191,8 @@ impl EtcdSource {
             known,
             changed: Mutex::new(Some(rx)),
             leases,
+            problem,
+            cache: o.cache,
         })
     }
 
@@ -176,6 +201,7 @@ impl EtcdSource {
     }
 
     fn unreachable(&self, e: etcd_client::Error) -> Refused {
+        self.problem.set(Some(e.to_string()));
         Refused::Store(StoreError::Unreachable {
             store: self.url.to_string(),
             reason: e.to_string(),
@@ -244,6 +270,7 @@ impl EtcdSource {
                 // Leases granted for it go unused; they end on their own at their ttl.
                 continue;
             }
+            self.problem.set(None);
             let revision = resp.header().map_or(0, |h| h.revision()) as u64;
             // Known before the watch echoes the commit: a heartbeat right after a
             // registration finds its lease.
@@ -315,6 +342,21 @@ impl Source for EtcdSource {
 
     fn keeps_leases(&self) -> bool {
         true
+    }
+
+    fn applied(&self, state: &Arc<State>) {
+        let (path, prefix, state) = (self.cache.clone(), self.layout.prefix(), state.clone());
+        // Off the runtime: it fsyncs. Commits and reloads come one at a time, and a slow
+        // disk at worst leaves an older cache.
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = cache::write(&path, &prefix, &state) {
+                warn!("config store cache {} not written: {e}", path.display());
+            }
+        });
+    }
+
+    fn problem(&self) -> Option<String> {
+        self.problem.get()
     }
 
     fn renew<'a>(&'a self, name: &'a str) -> Renewal<'a> {
@@ -406,7 +448,58 @@ fn note_lease(layout: &Layout, leases: &mut Leases, key: &[u8], lease: i64, revi
     };
 }
 
+/// The first config: etcd's; while etcd is away, the cached one (the replica starts and
+/// says so); without a cache, it waits: the admin listener, and so `/readyz`, opens only
+/// once there is a config to serve.
+async fn first_read(client: &Client, layout: &Layout, o: &Options, problem: &Problem) -> Read {
+    let mut waited = 0u32;
+    loop {
+        let e = match read_all(client, layout, None).await {
+            Ok(read) => {
+                problem.set(None);
+                info!(
+                    "config store: {} at revision {} ({} resources)",
+                    o.url,
+                    read.state.revision,
+                    read.state.resources.len()
+                );
+                return read;
+            }
+            Err(e) => e,
+        };
+        match cache::read(&o.cache, &layout.prefix()) {
+            Ok(state) => {
+                warn!(
+                    "config store {} unreachable ({e}): starting from the config this replica last applied (revision {}, cached in {}); changes are refused until etcd answers",
+                    o.url,
+                    state.revision,
+                    o.cache.display()
+                );
+                problem.set(Some(e.to_string()));
+                return Read {
+                    state,
+                    leases: Leases::new(),
+                    committed_at: 0,
+                    bad: Vec::new(),
+                };
+            }
+            Err(no_cache) => {
+                if waited.is_multiple_of(10) {
+                    warn!(
+                        "config store {} unreachable ({e}) and no cached config ({no_cache}): waiting for it, not ready",
+                        o.url
+                    );
+                }
+                problem.set(Some(e.to_string()));
+            }
+        }
+        waited += 1;
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
 fn report(bad: &[Bad]) {
+    weir_proxy::metrics::config_store::ignored(bad.len());
     for b in bad {
         warn!("config store: ignored {b}; the last good value (if any) stays");
     }
@@ -448,6 +541,7 @@ async fn watch(
             let last = copy.known.lock().unwrap().clone();
             match read_all(&client, &layout, Some(&last)).await {
                 Ok(read) => {
+                    copy.problem.set(None);
                     report(&read.bad);
                     from = read.state.revision as i64 + 1;
                     *copy.leases.lock().unwrap() = read.leases;
@@ -456,7 +550,7 @@ async fn watch(
                     break;
                 }
                 Err(e) => {
-                    warn!("config store unreachable ({e}); serving the last applied config");
+                    copy.problem.set(Some(e.to_string()));
                     tokio::time::sleep(RETRY).await;
                 }
             }
@@ -468,6 +562,7 @@ async fn watch(
 struct Copy {
     known: Arc<Mutex<Arc<State>>>,
     leases: Arc<Mutex<Leases>>,
+    problem: Problem,
 }
 
 /// One watch stream; `Ok` when weir no longer listens.

@@ -94,6 +94,10 @@ pub struct RunArgs {
     /// A file whose first line is USER:PASSWORD, for etcd's authentication.
     #[arg(long, value_name = "FILE", requires = "store")]
     pub store_user_file: Option<PathBuf>,
+    /// Where this replica keeps the last config it applied from --store, to start from
+    /// while etcd is away [default: ./weir-data/store-cache.json].
+    #[arg(long, value_name = "FILE", requires = "store")]
+    pub store_cache: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -108,6 +108,10 @@ async fn shared(args: &RunArgs, url: &str) -> Result<Opened, String> {
         key: args.store_key.clone(),
         user_file: args.store_user_file.clone(),
         preamble,
+        cache: args
+            .store_cache
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA).join("store-cache.json")),
     })
     .await
     .map_err(|e| e.to_string())?;

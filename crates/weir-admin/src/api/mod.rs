@@ -35,11 +35,22 @@ pub async fn handle(
     rest: &str,
     req: Request<Incoming>,
 ) -> Response<Full<Bytes>> {
-    match dispatch(control, proxy, auth, rest, req).await {
+    let read = matches!(*req.method(), Method::GET | Method::HEAD);
+    let mut resp = match dispatch(control, proxy, auth, rest, req).await {
         Ok(r) => r,
         Err(p) => p.into_response(),
+    };
+    // A read answered from this replica's copy while the shared store is away: it may
+    // miss what other replicas committed since.
+    if read && resp.status().is_success() && control.store_problem().is_some() {
+        resp.headers_mut()
+            .insert(STALE, HeaderValue::from_static("store-unreachable"));
     }
+    resp
 }
+
+/// On reads answered while the config store is unreachable.
+const STALE: &str = "x-weir-stale";
 
 // HEAD answers carry the GET answer's headers; hyper leaves the body out.
 async fn dispatch(

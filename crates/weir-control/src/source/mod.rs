@@ -84,6 +84,17 @@ pub trait Source: Send + Sync {
     /// A re-read state was applied: it is the source's state from now on.
     fn accept(&self, _outside: Outside) {}
 
+    /// The data plane now runs `state` (a commit's, a re-read's, or the first): a shared
+    /// store keeps it as the replica's last known good config, to start from when the store
+    /// is away.
+    fn applied(&self, _state: &Arc<State>) {}
+
+    /// Why the source cannot be reached now (the running config stays, writes are refused);
+    /// `None` when it can, or when it is local.
+    fn problem(&self) -> Option<String> {
+        None
+    }
+
     /// Whether the source keeps endpoint leases itself (etcd's: shared by every replica,
     /// outliving a restart, expired by the store). Otherwise `RunningConfig` keeps them in
     /// memory and deletes what expires.

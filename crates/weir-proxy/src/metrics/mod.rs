@@ -4,6 +4,7 @@
 //! `render`, the JSON of `/api/v1/stats` by `stats`.
 
 pub mod config_apply;
+pub mod config_store;
 pub mod counts;
 pub mod endpoint;
 pub mod h2;

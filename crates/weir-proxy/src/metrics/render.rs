@@ -346,6 +346,23 @@ impl Collector for Weir {
             "Time to validate a config change and publish it to the data plane (the store's fsync excluded).",
             &[(Labels::default(), &*crate::metrics::config_apply::APPLY)],
         )?;
+        if let Some(up) = crate::metrics::config_store::up() {
+            gauge(
+                &mut enc,
+                "weir_config_store_up",
+                "Whether the config store shared by the replicas (etcd) answered the last time it was asked: 1 yes, 0 no (the running config stays).",
+                &[(vec![], up as i64)],
+            )?;
+            counter(
+                &mut enc,
+                "weir_config_store_ignored",
+                "Keys under the shared store's prefix that did not read (not JSON, not a resource) and were ignored.",
+                &[(
+                    vec![],
+                    crate::metrics::config_store::IGNORED.load(Relaxed),
+                )],
+            )?;
+        }
         tls(&mut enc, &snap)?;
         let goaways: Vec<(Labels, u64)> = crate::metrics::h2::goaways()
             .into_iter()

@@ -7,6 +7,7 @@
 //! its own free port and logs it.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -18,12 +19,43 @@ use crate::common::Weir;
 
 const PREFIX: &str = "/weir";
 
-fn replica(etcd: &Etcd) -> Weir {
-    let url = etcd.url(PREFIX);
-    let mut w = Weir::command(&["run", "--store", &url, "--threads", "2"], &[]);
+/// A replica whose cache of the last applied config is `cache`.
+fn replica_with(etcd: &Etcd, cache: &Path) -> Weir {
+    let mut w = start(etcd, cache);
     let admin = w.admin;
     w.wait_listening(admin);
     w
+}
+
+/// Starts a replica without waiting for its admin listener.
+fn start(etcd: &Etcd, cache: &Path) -> Weir {
+    let (url, cache) = (etcd.url(PREFIX), cache.display().to_string());
+    Weir::command(
+        &[
+            "run",
+            "--store",
+            &url,
+            "--store-cache",
+            &cache,
+            "--threads",
+            "2",
+        ],
+        &[],
+    )
+}
+
+/// Replicas with their caches in one temporary directory.
+struct Replicas(tempfile::TempDir, usize);
+
+impl Replicas {
+    fn new() -> Replicas {
+        Replicas(tempfile::tempdir().unwrap(), 0)
+    }
+
+    fn start(&mut self, etcd: &Etcd) -> Weir {
+        self.1 += 1;
+        replica_with(etcd, &self.0.path().join(format!("cache-{}.json", self.1)))
+    }
 }
 
 /// The address a replica's listener on port 0 got, from its log (the `n`th such line).
@@ -92,6 +124,13 @@ async fn until_served(listen: SocketAddr, want: u16) {
     }
 }
 
+/// Whether /metrics says the store is up (1) or not (0).
+fn store_up(metrics: &str, v: u8) -> bool {
+    metrics
+        .lines()
+        .any(|l| l.starts_with("weir_config_store_up") && l.ends_with(&format!(" {v}")))
+}
+
 /// Pool `app` with `up`, and listener `web` on port 0 in front of it, through `admin`.
 async fn setup(admin: SocketAddr, up: &HttpUpstream) {
     add(admin, "pools/app", json!({})).await;
@@ -113,7 +152,8 @@ async fn setup(admin: SocketAddr, up: &HttpUpstream) {
 async fn a_change_through_any_replica_is_served_by_all() {
     let etcd = Etcd::start(1);
     let up = HttpUpstream::spawn("app").await.unwrap();
-    let (a, b) = (replica(&etcd), replica(&etcd));
+    let mut replicas = Replicas::new();
+    let (a, b) = (replicas.start(&etcd), replicas.start(&etcd));
     setup(a.admin, &up).await;
     let (on_a, on_b) = (bound(&a, 0), bound(&b, 0));
     until_served(on_a, 200).await;
@@ -132,7 +172,7 @@ async fn a_change_through_any_replica_is_served_by_all() {
 
     // A replica started now reads the whole config first.
     add(a.admin, &path, json!({})).await;
-    let c = replica(&etcd);
+    let c = replicas.start(&etcd);
     until_served(bound(&c, 0), 200).await;
     let r = json(&get(c.admin, "config").await);
     assert_eq!(r["mode"], "etcd", "{r}");
@@ -144,7 +184,8 @@ async fn a_change_through_any_replica_is_served_by_all() {
 async fn changes_valid_alone_but_not_together_never_both_commit() {
     let etcd = Etcd::start(1);
     let up = HttpUpstream::spawn("app").await.unwrap();
-    let (a, b) = (replica(&etcd), replica(&etcd));
+    let mut replicas = Replicas::new();
+    let (a, b) = (replicas.start(&etcd), replicas.start(&etcd));
     setup(a.admin, &up).await;
     for i in 0..12 {
         let pool = format!("pools/p{i}");
@@ -187,7 +228,8 @@ async fn changes_valid_alone_but_not_together_never_both_commit() {
 async fn bad_data_written_by_someone_else_is_ignored() {
     let etcd = Etcd::start(1);
     let up = HttpUpstream::spawn("app").await.unwrap();
-    let (a, b) = (replica(&etcd), replica(&etcd));
+    let mut replicas = Replicas::new();
+    let (a, b) = (replicas.start(&etcd), replicas.start(&etcd));
     setup(a.admin, &up).await;
     let on_b = bound(&b, 0);
     until_served(on_b, 200).await;
@@ -205,6 +247,12 @@ async fn bad_data_written_by_someone_else_is_ignored() {
     );
     assert_eq!(version(&get(b.admin, "pools/app").await), v);
     until_served(on_b, 200).await;
+    let m = client::get(b.admin, "/metrics").await.unwrap().text();
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("weir_config_store_ignored_total") && l.ends_with(" 1")),
+        "{m}"
+    );
 
     // JSON, but not a valid spec: the whole config is refused, the running one stays.
     let from = b.log_lines();
@@ -220,7 +268,8 @@ async fn bad_data_written_by_someone_else_is_ignored() {
 async fn without_etcd_writes_fail_clearly_and_traffic_flows() {
     let mut etcd = Etcd::start(1);
     let up = HttpUpstream::spawn("app").await.unwrap();
-    let (a, b) = (replica(&etcd), replica(&etcd));
+    let mut replicas = Replicas::new();
+    let (a, b) = (replicas.start(&etcd), replicas.start(&etcd));
     setup(a.admin, &up).await;
     let on_a = bound(&a, 0);
     until_served(on_a, 200).await;
@@ -229,8 +278,24 @@ async fn without_etcd_writes_fail_clearly_and_traffic_flows() {
     tokio::task::block_in_place(|| etcd.kill(0));
     // Traffic, reads and readiness go on from the replica's copy.
     until_served(on_a, 200).await;
-    assert_eq!(get(a.admin, "pools/app").await.status, 200);
     assert_eq!(client::get(a.admin, "/readyz").await.unwrap().status, 200);
+    // Once the replica noticed (its watch broke), it says so: /healthz (still 200: a
+    // restart would not help), the metric, and a header on reads from its copy.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let h = client::get(a.admin, "/healthz").await.unwrap();
+        assert_eq!(h.status, 200);
+        if h.text().contains("config store unreachable") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", h.text());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = get(a.admin, "pools/app").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("x-weir-stale"), Some("store-unreachable"));
+    let m = client::get(a.admin, "/metrics").await.unwrap().text();
+    assert!(store_up(&m, 0), "{m}");
     // A write is refused, naming the store, and changes nothing.
     let r = call(
         a.admin,
@@ -275,6 +340,79 @@ async fn without_etcd_writes_fail_clearly_and_traffic_flows() {
     }
     until(a.admin, "pools/more", |s, _| s == 200).await;
     until_served(on_a, 200).await;
+    let r = get(a.admin, "pools/more").await;
+    assert_eq!(r.header("x-weir-stale"), None);
+    let m = client::get(a.admin, "/metrics").await.unwrap().text();
+    assert!(store_up(&m, 1), "{m}");
+}
+
+/// A replica that starts while etcd is away serves the config it last applied (its cache)
+/// and says so; one without a cache waits, not ready, until etcd answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_started_while_etcd_is_away_serves_its_cache_or_waits() {
+    let mut etcd = Etcd::start(1);
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("a.json");
+    let a = replica_with(&etcd, &cache);
+    setup(a.admin, &up).await;
+    until_served(bound(&a, 0), 200).await;
+    // The cache follows every applied change (written off the request, so wait for it).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&cache).is_ok_and(|t| t.contains("listener")) {
+        assert!(Instant::now() < deadline, "no cache written");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(a);
+    tokio::task::block_in_place(|| etcd.kill(0));
+
+    let a = replica_with(&etcd, &cache);
+    let line = a.wait_log(
+        0,
+        "starting from the config this replica last applied",
+        Duration::from_secs(20),
+    );
+    assert!(line.contains("a.json"), "{line}");
+    until_served(bound(&a, 0), 200).await;
+    assert_eq!(client::get(a.admin, "/readyz").await.unwrap().status, 200);
+    let r = call(
+        a.admin,
+        "PUT",
+        "pools/more",
+        &[("if-none-match", "*")],
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(r.status, 503, "{}", r.text());
+
+    // No cache: it waits, and its admin listener (so /readyz) is not up.
+    let b = start(&etcd, &tmp.path().join("b.json"));
+    b.wait_log(0, "waiting for it, not ready", Duration::from_secs(20));
+    assert!(std::net::TcpStream::connect(b.admin).is_err());
+
+    // etcd back: B starts with the shared config; A takes changes again.
+    tokio::task::block_in_place(|| etcd.restart(0));
+    let mut b = b;
+    let admin = b.admin;
+    b.wait_listening(admin);
+    until_served(bound(&b, 0), 200).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = call(
+            a.admin,
+            "PUT",
+            "pools/more",
+            &[("if-none-match", "*")],
+            Some(json!({})),
+        )
+        .await;
+        if r.status == 201 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {} {}", r.status, r.text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    until(b.admin, "pools/more", |s, _| s == 200).await;
 }
 
 /// A registration (an endpoint PUT with a ttl) is an etcd lease: kept alive by heartbeats
@@ -284,7 +422,8 @@ async fn without_etcd_writes_fail_clearly_and_traffic_flows() {
 async fn a_registration_lives_as_long_as_its_etcd_lease() {
     let etcd = Etcd::start(1);
     let up = HttpUpstream::spawn("app").await.unwrap();
-    let (a, b) = (replica(&etcd), replica(&etcd));
+    let mut replicas = Replicas::new();
+    let (a, b) = (replicas.start(&etcd), replicas.start(&etcd));
     add(a.admin, "pools/app", json!({})).await;
     add(
         a.admin,
@@ -303,7 +442,7 @@ async fn a_registration_lives_as_long_as_its_etcd_lease() {
     let beat = format!("{path}/heartbeat");
     let renewed_until = Instant::now() + Duration::from_secs(8);
     drop(a);
-    let a = replica(&etcd);
+    let a = replicas.start(&etcd);
     while Instant::now() < renewed_until {
         let r = call(b.admin, "POST", &beat, &[], None).await;
         assert_eq!(r.status, 200, "{}", r.text());
