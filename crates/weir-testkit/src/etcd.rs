@@ -304,6 +304,23 @@ impl Etcd {
         rev
     }
 
+    /// The index of the member that leads now (for a test that kills the leader).
+    pub fn leader(&self) -> usize {
+        let out: serde_json::Value =
+            serde_json::from_str(&self.etcdctl(&["endpoint", "status", "-w", "json"])).unwrap();
+        let leading = out.as_array().unwrap().iter().find(|s| {
+            let st = &s["Status"];
+            st["leader"].as_u64().is_some() && st["leader"] == st["header"]["member_id"]
+        });
+        let endpoint = leading
+            .and_then(|s| s["Endpoint"].as_str())
+            .unwrap_or_else(|| panic!("no leader in {out}"));
+        self.members
+            .iter()
+            .position(|m| endpoint.ends_with(&format!(":{}", m.client_port)))
+            .unwrap_or_else(|| panic!("{endpoint} is not a member"))
+    }
+
     /// Runs etcdctl (v3 API) against the running members and returns its stdout; panics
     /// with its stderr and the members' logs if it fails.
     fn etcdctl(&self, args: &[&str]) -> String {

@@ -457,3 +457,77 @@ async fn a_registration_lives_as_long_as_its_etcd_lease() {
     }
     until_served(on_b, 503).await;
 }
+
+/// Three etcd members, the leader killed while changes are written through both replicas
+/// and requests flow through both: every acknowledged change is there afterwards, on etcd
+/// and on both replicas, and no request fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_etcd_leader_loses_no_acknowledged_write_and_no_request() {
+    let mut etcd = Etcd::start(3);
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let mut replicas = Replicas::new();
+    let (a, b) = (replicas.start(&etcd), replicas.start(&etcd));
+    setup(a.admin, &up).await;
+    let listeners = [bound(&a, 0), bound(&b, 0)];
+    for l in listeners {
+        until_served(l, 200).await;
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let traffic: Vec<_> = listeners
+        .into_iter()
+        .map(|l| {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let (mut sent, mut failed) = (0u32, Vec::new());
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    match client::get(l, "/").await {
+                        Ok(r) if r.status == 200 => {}
+                        other => failed.push(format!("{other:?}")),
+                    }
+                    sent += 1;
+                }
+                (sent, failed)
+            })
+        })
+        .collect();
+
+    let (admins, mut acked) = ([a.admin, b.admin], Vec::new());
+    let write = |i: usize| async move {
+        let path = format!("pools/w{i}");
+        let r = call(admins[i % 2], "PUT", &path, &[("if-none-match", "*")], Some(json!({}))).await;
+        (path, r.status.as_u16())
+    };
+    for i in 0..20 {
+        let (path, status) = write(i).await;
+        assert_eq!(status, 201, "{path} before the kill");
+        acked.push(path);
+    }
+    let leader = tokio::task::block_in_place(|| etcd.leader());
+    tokio::task::block_in_place(|| etcd.kill(leader));
+    // While the others elect a leader, writes may be refused (503), never half done.
+    for i in 20..60 {
+        let (path, status) = write(i).await;
+        match status {
+            201 => acked.push(path),
+            503 => {}
+            s => panic!("{path}: {s}"),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in traffic {
+        let (sent, failed) = t.await.unwrap();
+        assert!(sent > 0);
+        assert!(failed.is_empty(), "{} of {sent} failed: {failed:?}", failed.len());
+    }
+    assert!(acked.len() > 20, "no write acknowledged after the kill");
+    for path in &acked {
+        let key = format!("{PREFIX}/pool/{}", path.trim_start_matches("pools/"));
+        assert!(
+            tokio::task::block_in_place(|| etcd.get(&key)).is_some(),
+            "{key} acknowledged but not in etcd"
+        );
+        for admin in admins {
+            until(admin, path, |s, _| s == 200).await;
+        }
+    }
+}
