@@ -12,6 +12,8 @@ here) and run verbatim from the repository root:
   runs this script, so it is not run again here);
 - a block starting with `$ COMMAND`: the command's output must be exactly the
   lines that follow it;
+- "Running several replicas": `cargo build --features etcd`, etcd and two weirs in the
+  background, a write through one and a read through the other (`check_replicas`);
 - the "Without a file" session: each line in turn, in a scratch directory (with
   `target` linked to the real one, `weir` on PATH and a `./my-service` that
   answers on the address it registers); a line ending in `&`, and `weir ctl
@@ -373,6 +375,52 @@ def check_without_a_file(block):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+# ---- "Running several replicas" ------------------------------------------------
+
+
+def check_replicas(block):
+    """Each line in turn in a scratch directory: a build, etcd and two weirs in the
+    background (each waited for: etcd's client port, each weir's --admin), a write through
+    the first replica and a read through the second, which must show it."""
+    scratch = tempfile.mkdtemp(prefix="weir-readme-replicas-")
+    os.symlink(TARGET, os.path.join(scratch, "target"))
+    env = dict(os.environ)
+    env["PATH"] = os.path.join(TARGET, "release") + os.pathsep + env["PATH"]
+    jobs = []
+    out = ""
+    try:
+        for line in block.lines:
+            if not line.strip():
+                continue
+            if line.startswith("cargo build"):
+                # From the repository, as a reader would; the scratch dir links its target.
+                code, o, e = shell(line, ROOT, env, timeout=1800)
+                check(code == 0, f"`{line}` exits 0", f"   exit {code}\n{o[-2000:]}{e[-2000:]}")
+                continue
+            if line.endswith("&"):
+                cmd = line.rstrip("&").strip()
+                log = f"replicas-job{len(jobs)}.log"
+                p = background(cmd, scratch, log, env)
+                jobs.append((cmd, p, log))
+                m = re.search(r"--admin (\S+)", cmd)
+                addr = m.group(1) if m else "127.0.0.1:2379"
+                check(wait_for(addr, lambda: listening(addr), p),
+                      f"`{cmd}` listens on {addr}", tail(log))
+                continue
+            code, out, err = shell(line, scratch, env)
+            check(code == 0, f"`{line}` exits 0", f"   exit {code}\n{out}{err}")
+        check(re.search(r"^app\s", out, re.M) is not None,
+              "the second replica lists the pool created through the first", f"   {out}")
+    finally:
+        for cmd, p, log in reversed(jobs):
+            status = interrupt(p)
+            # etcd ends on SIGINT with its own status; only weir's is promised.
+            if "weir run" in cmd:
+                check(status == 0, f"Ctrl-C ends `{cmd}` with exit status 0",
+                      f"   exit status {status}\n{tail(log)}")
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 # ---- all of it -----------------------------------------------------------------
 
 
@@ -407,6 +455,8 @@ def main():
             check_transcript(b)
         elif "Without a file" in b.before:
             check_without_a_file(b)
+        elif "Two replicas, one etcd" in b.before:
+            check_replicas(b)
         else:
             check(False, f"a check for {b}", "   tests/readme/run.py does not know this block; add one")
 
