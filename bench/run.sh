@@ -7,10 +7,13 @@
 #                  https-small https-conn https-resume (= group "tls")
 #                  h2-small grpc-unary (= group "h2")
 #                  http-filters http-gzip (= group "filters"; http-gzip: compression next to nginx's gzip)
-#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls, h2, filters
+#                  config-replicas (= group "config"; issue 19: 3 replicas sharing their config through etcd)
+#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls, h2, filters,
+#                  config
 #
-# Installs wrk, h2load (nghttp2-client), haproxy, nginx (+ stream module) from Debian when missing, builds
-# weir in release mode (for grpc-unary also ghz, with Go, and the testkit's grpc-upstream), then runs
+# Installs wrk, h2load (nghttp2-client), haproxy, nginx (+ stream module), etcd (etcd-server, etcd-client) and
+# protoc (protobuf-compiler) from Debian when missing, builds weir in release mode with its etcd feature
+# (for grpc-unary also ghz, with Go, and the testkit's grpc-upstream), then runs
 # bench/lib/bench.py. See bench/README.md for the
 # environment knobs (BENCH_QUICK=1, BENCH_ROUNDS, BENCH_SECONDS, BENCH_PROXIES, ...).
 set -euo pipefail
@@ -33,6 +36,11 @@ if [ ! -e /usr/lib/nginx/modules/ngx_stream_module.so ] \
     need+=(libnginx-mod-stream)
 fi
 command -v python3 >/dev/null || need+=(python3)
+# config-replicas: a real etcd member (etcdctl to look into it after a run), and protoc,
+# which weir's etcd feature needs to compile etcd's .proto files at build time
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v etcdctl >/dev/null || need+=(etcd-client)
+command -v protoc >/dev/null || need+=(protobuf-compiler)
 # syscall counting is optional: perf if it works, else strace
 command -v perf >/dev/null || command -v strace >/dev/null || need+=(strace)
 
@@ -42,7 +50,7 @@ if [ ${#need[@]} -gt 0 ] && [ "${BENCH_SKIP_INSTALL:-0}" = 0 ]; then
         exit 1
     fi
     log "installing ${need[*]}"
-    # Debian would start nginx/haproxy as services (port 80) on install: forbid
+    # Debian would start nginx/haproxy/etcd as services (ports 80, 2379) on install: forbid
     # that for the duration of the install, unless a policy already exists.
     policy_added=0
     if [ ! -e /usr/sbin/policy-rc.d ]; then
@@ -65,14 +73,18 @@ export BENCH_OUT_DIR=${BENCH_OUT_DIR:-$ROOT/bench/out/$STAMP}
 mkdir -p "$BENCH_OUT_DIR"
 export BENCH_COMMAND="bench/run.sh${*:+ $*}"
 for v in BENCH_QUICK BENCH_ROUNDS BENCH_SECONDS BENCH_PROXIES BENCH_TCP_BYTES BENCH_TCP_STREAMS BENCH_WRK_THREADS \
-         BENCH_SYSCALL_SECONDS BENCH_PEER_DEFER BENCH_PIN BENCH_CAPACITY_SECONDS BENCH_RESILIENCE_SECONDS; do
+         BENCH_SYSCALL_SECONDS BENCH_PEER_DEFER BENCH_PIN BENCH_CAPACITY_SECONDS BENCH_RESILIENCE_SECONDS \
+         BENCH_CONFIG_CHANGES; do
     [ -n "${!v:-}" ] && BENCH_COMMAND="$v=${!v} $BENCH_COMMAND"
 done
 
 if [ "${BENCH_SKIP_BUILD:-0}" = 0 ]; then
     command -v cargo >/dev/null || { echo "bench: cargo not found (install Rust)" >&2; exit 1; }
-    log "building (cargo build --release -p weir -p weir-bench -p weir-testkit), log: $BENCH_OUT_DIR/build.log"
-    if ! cargo build --release -p weir -p weir-bench -p weir-testkit >"$BENCH_OUT_DIR/build.log" 2>&1; then
+    # weir with its etcd feature (`--store etcd://...`), for config-replicas; the feature adds
+    # the etcd client and nothing on the request path, so every other scenario runs the same weir.
+    log "building (cargo build --release -p weir -p weir-bench -p weir-testkit --features weir/etcd), log: $BENCH_OUT_DIR/build.log"
+    if ! cargo build --release -p weir -p weir-bench -p weir-testkit --features weir/etcd \
+        >"$BENCH_OUT_DIR/build.log" 2>&1; then
         # weir may not build while it is being written: go on with the peers and
         # report weir's rows as failed, as long as the load generator builds.
         err=$(grep -m1 -E '^error' "$BENCH_OUT_DIR/build.log" || tail -1 "$BENCH_OUT_DIR/build.log")

@@ -6,7 +6,8 @@ usage: bench.py [scenario|group ...]      (default: all)
 
 Groups: all (every scenario, the default), perf (http-small, http-large, http-conn,
 tcp-stream, tcp-conn), resilience (resilience-flap, resilience-idle, resilience-rolling),
-tls (https-small, https-conn, https-resume), h2 (h2-small, grpc-unary).
+tls (https-small, https-conn, https-resume), h2 (h2-small, grpc-unary), filters
+(http-filters, http-gzip), config (config-replicas).
 
 Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
 BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),
@@ -15,6 +16,7 @@ BENCH_PIN (1: one-thread proxies on their own CPU, see harness.Pinning), BENCH_P
 (18000), BENCH_QUICK=1 (1 round x 3 s, 256 MiB), BENCH_OUT_DIR, BENCH_BIN_DIR.
 The capacity and resilience scenarios have their own durations (BENCH_CAPACITY_SECONDS,
 20; BENCH_RESILIENCE_SECONDS, 12; quick: 5) and run 1 round unless BENCH_ROUNDS is set.
+config-replicas makes BENCH_CONFIG_CHANGES (100) changes per row, 1 round unless BENCH_ROUNDS is set.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def measure(sc: Scenario, ctx: Ctx, v, upstreams, opts: dict, tag: str, syscalls
             raise BenchError(f"died during the load: {p.why_dead()}")
         rss = vm_hwm_kib(pids)
     finally:
-        PROCS.stop(p)
+        sc.stop(p)
     units = m["units"]
     user, sys_ = cpu_delta_us(a, b)
     k = units * sc.cpu_scale

@@ -8,6 +8,8 @@ resilience scenarios can reuse the same machinery.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import shutil
 import subprocess
@@ -260,6 +262,94 @@ def start_grpc_upstream(ctx: Ctx, i: int) -> Upstream:
     return Upstream(port, opts={"haproxy": "proto h2"}, proc=p)
 
 
+def http_status(port: int, path: str) -> tuple[int, bytes] | None:
+    """One GET on loopback, a new connection; None when nothing answers."""
+    c = http.client.HTTPConnection(HOST, port, timeout=1)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        c.close()
+
+
+def wait_answer(p: Proc, port: int, path: str, done, timeout: float = 30.0) -> None:
+    """Polls `GET path` until `done(status, body)`; BenchError if `p` exits or the time runs out.
+    `p` is checked after each answer too: should its port have been taken, the answer came
+    from whoever holds it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = http_status(port, path)
+        if not p.alive():
+            raise BenchError(p.why_dead())
+        if got is not None and done(*got):
+            return
+        time.sleep(0.02)
+    raise BenchError(f"{p.name}: GET {path} on port {port} not ready within {timeout:.0f}s"
+                     + (f" ({p.log_tail(2)})" if p.log_tail(2) else ""))
+
+
+def etcd_healthy(status: int, body: bytes) -> bool:
+    try:
+        return status == 200 and json.loads(body).get("health") == "true"
+    except ValueError:
+        return False
+
+
+def start_etcd(ctx: Ctx, tag: str, client_port: int, peer_port: int, data: Path) -> Proc:
+    """One etcd member (Debian's etcd-server, 3.4) on loopback with its defaults (heartbeat,
+    election, an fsync of its WAL per commit), data in `data`, log in logs/. Returns once
+    `GET /health` says `{"health":"true"}`: etcd answers so only with a leader, i.e. when it
+    can commit."""
+    exe = shutil.which("etcd")
+    if not exe:
+        raise BenchError("etcd not found (apt-get install etcd-server)")
+    for port in (client_port, peer_port):
+        ensure_port_free(HOST, port)
+    client, peer = f"http://{HOST}:{client_port}", f"http://{HOST}:{peer_port}"
+    argv = [exe, "--name", "m0", "--data-dir", data,
+            "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"m0={peer}", "--initial-cluster-state", "new",
+            # unique: a member of another run on a reused port refuses this cluster instead of joining it
+            "--initial-cluster-token", f"weir-bench-{os.getpid()}-{tag}",
+            # zap, not 3.4's default capnslog (which adds a deprecation warning); stderr, not journald
+            "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"]
+    # etcd reads every ETCD_* variable as a flag: none of the caller's may leak in.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD_")}
+    name = f"{tag}-etcd"
+    p = PROCS.start(name, argv, ctx.out / "logs" / f"{name}.log", env=env)
+    try:
+        wait_answer(p, client_port, "/health", etcd_healthy)
+    except BenchError:
+        PROCS.stop(p)
+        raise
+    return p
+
+
+def start_weir_admin(ctx: Ctx, name: str, args: list, admin_port: int) -> Proc:
+    """weir with its config in a store (`args`: `--data DIR` or `--store URL`) and nothing but
+    its admin listener to begin with, one worker thread, pinned as a one-thread proxy is.
+    Returns once `/readyz` answers 200 (the store read, its config running)."""
+    if ctx.weir_build_error:
+        raise BenchError(ctx.weir_build_error)
+    exe = ctx.bin("weir")
+    if not exe.exists():
+        raise BenchError(f"{exe} not found (build failed?)")
+    ensure_port_free(HOST, admin_port)
+    argv = [exe, "run", *args, "--admin", f"{HOST}:{admin_port}", "--threads", 1]
+    env = dict(os.environ, RUST_LOG=os.environ.get("BENCH_WEIR_LOG", "warn"))
+    p = PROCS.start(name, argv, ctx.out / "logs" / f"{name}.log", env=env, cpus=PIN.for_proxy(1))
+    try:
+        wait_answer(p, admin_port, "/readyz", lambda status, _body: status == 200)
+    except BenchError:
+        PROCS.stop(p)
+        raise
+    return p
+
+
 def versions(ctx: Ctx) -> dict:
     def first_line(argv):
         try:
@@ -273,6 +363,7 @@ def versions(ctx: Ctx) -> dict:
         "wrk": first_line(["wrk", "-v"]),
         "h2load": first_line(["h2load", "--version"]),
         "ghz": ghz.version(),
+        "etcd": first_line(["etcd", "--version"]),
     }
     try:
         rev = subprocess.run(["git", "-C", ctx.root, "rev-parse", "--short", "HEAD"], capture_output=True,

@@ -49,6 +49,7 @@ def render_markdown(results: dict, scenarios: dict) -> str:
         f"weir {v.get('weir', '?')} · {v.get('haproxy', '?')} · {v.get('nginx', '?')} · {v.get('wrk', '?')}"
         + (f" · {v['h2load']}" if v.get("h2load") and any(n.startswith("h2") for n in results["scenarios"]) else "")
         + (f" · {v['ghz']}" if v.get("ghz") and any(n.startswith("grpc") for n in results["scenarios"]) else "")
+        + (f" · {v['etcd']}" if v.get("etcd") and any(n.startswith("config") for n in results["scenarios"]) else "")
         + ".",
         (f"Medians of {o['rounds']} round(s) × {o['seconds']} s per proxy"
          + (f" ({', '.join(own)}: rounds and durations in their sections)" if own else "")
@@ -73,7 +74,7 @@ def render_markdown(results: dict, scenarios: dict) -> str:
             lines.append("")
             continue
         cols = sc.columns
-        lines.append("| proxy | " + " | ".join(c.header for c in cols) + " |")
+        lines.append(f"| {getattr(sc, 'row_header', 'proxy')} | " + " | ".join(c.header for c in cols) + " |")
         lines.append("|---|" + "---:|" * len(cols))
         med = res.get("medians", {})
         for pname in res["variants"]:

@@ -14,21 +14,24 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import re
+import shutil
 import signal
 import ssl
 import subprocess
+import tempfile
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import BenchError, Proc, port_open, process_tree
+from harness import PROCS, BenchError, Proc, port_open, process_tree
 import ghz
-from proxies import (HOST, Ctx, Upstream, Variant, start_bench_upstream, start_fake_upstream,
-                     start_grpc_upstream, start_nginx_upstream, start_proxy)
+from proxies import (HOST, Ctx, Upstream, Variant, start_bench_upstream, start_etcd, start_fake_upstream,
+                     start_grpc_upstream, start_nginx_upstream, start_proxy, start_weir_admin)
 
 LIB = Path(__file__).resolve().parent
 WRK_LUA = LIB.parent / "configs" / "wrk-report.lua"
@@ -55,6 +58,7 @@ class Scenario:
 
     syscall_pass = True  # a separate run per proxy under perf/strace
     own_timing = False   # rounds/duration not from BENCH_ROUNDS/BENCH_SECONDS defaults
+    row_header = "proxy"  # the table's first column: what a row is
 
     def __init__(self, opts: dict):
         self.opts = opts
@@ -87,6 +91,11 @@ class Scenario:
 
     def start(self, ctx: Ctx, v: Variant, upstreams: list[Upstream], tag: str) -> Proc:
         return start_proxy(ctx, v, v.params.get("protocol", self.protocol), upstreams, tag)
+
+    def stop(self, p: Proc) -> None:
+        """Ends a run: stops what `start` started (a scenario that starts more than the
+        process it returns stops the rest too)."""
+        PROCS.stop(p)
 
     def check(self, ctx: Ctx) -> None:
         """One correct exchange through the proxy, or BenchError."""
@@ -1618,9 +1627,276 @@ class HttpGzip(HttpScenario):
         return lines
 
 
+# --------------------------------------------------------------------------
+# config-replicas (issue 19): weir replicas sharing their config through etcd
+
+
+class AdminClient:
+    """weir's admin API on one keep-alive connection, so a timing is weir's answer and not a
+    TCP handshake."""
+
+    def __init__(self, name: str, port: int):
+        self.name, self.port = name, port
+        self.conn = http.client.HTTPConnection(HOST, port, timeout=10)
+
+    def call(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None
+             ) -> tuple[int, bytes]:
+        try:
+            self.conn.request(method, path, body=body, headers=headers or {})
+            r = self.conn.getresponse()
+            return r.status, r.read()
+        except (OSError, http.client.HTTPException) as e:
+            self.conn.close()
+            raise BenchError(f"{method} {path} on {self.name} (port {self.port}): {e!r}") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def nearest_rank(xs: list[float], p: float) -> float:
+    """The p-th percentile by nearest rank: of 100 samples, p50 is the 50th smallest and p99 the
+    99th (no interpolation: every figure is a change that happened)."""
+    s = sorted(xs)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+
+
+def ms_or_missed(x: float) -> str:
+    return "not served" if math.isinf(x) else f"{x:.1f} ms"
+
+
+class ConfigReplicas(Scenario):
+    """Issue 19: "a change written through any replica is served by every replica within 1 s
+    (p99 over 100 changes, 3 replicas)". One real etcd member and 3 weir replicas on one prefix;
+    pool adds one after the other (each a quiet commit: nothing else in flight), change i
+    through replica i mod 3. Per change: the PUT's round trip (write), and the time from
+    sending it until the last replica answered 200 for the new pool (served by all). The
+    embedded store (redb, one weir) takes the same adds, for the write latency next to it:
+    there a commit is one local fsync; through etcd, a read of the prefix and a transaction
+    that etcd commits through raft and its own fsync."""
+    name, title = "config-replicas", "config-replicas"
+    row_header = "store"
+    unit, cpu_unit = "change", "µs/change"
+    syscall_pass = False
+    own_timing = True
+    replicas = 3
+    prefix = "weir-bench"
+    poll_s = 0.001      # between two looks at the replicas that do not serve a change yet
+    deadline_s = 10.0   # a change not served by all by then counts as not served (shown as inf)
+    warmup_changes = 3  # one through each replica before the measured ones (BENCH_WARMUP > 0)
+    goal_ms = 1000.0
+    columns = [Column("changes", "changes", ratio=False),
+               Column("served by all p50 ms", "conv_p50_ms", "{:.1f}", ratio=False),
+               Column("p99 ms", "conv_p99_ms", "{:.1f}", ratio=False),
+               Column("max ms", "conv_max_ms", "{:.1f}", ratio=False),
+               Column("write p50 ms", "write_p50_ms", "{:.1f}", ratio=False),
+               Column("p99 ms", "write_p99_ms", "{:.1f}", ratio=False),
+               Column("max ms", "write_max_ms", "{:.1f}", ratio=False)]
+
+    def __init__(self, opts):
+        super().__init__(opts)
+        self._procs: list[Proc] = []
+        self._dirs: list[Path] = []
+        self._admins: list[AdminClient] = []
+        self._store = ""
+
+    def rounds(self):
+        return self.opts["rounds"] if self.opts.get("rounds_set") else 1
+
+    def changes(self) -> int:
+        return int(env_float("BENCH_CONFIG_CHANGES", 100))
+
+    def variants(self):
+        return [Variant(f"etcd ({self.replicas} replicas)", "weir", 1, params={"store": "etcd"}),
+                Variant("redb (1 weir)", "weir", 1, params={"store": "redb"})]
+
+    def describe(self):
+        return (f"config-replicas (issue 19): one etcd member (defaults: an fsync per commit) and "
+                f"{self.replicas} weir replicas (`weir run --store etcd://127.0.0.1:PORT/{self.prefix} "
+                f"--threads 1`); {self.changes()} pool adds one after the other (`PUT /api/v1/pools/cN`, "
+                f"`If-None-Match: *`, `{{}}`), change N through replica N mod {self.replicas}. write = the "
+                f"PUT's round trip; served by all = from sending the PUT until the last replica answered 200 "
+                f"to `GET /api/v1/pools/cN` (from the PUT's answer on, each replica not serving it yet asked every "
+                f"{self.poll_s * 1000:g} ms, the writer last, on keep-alive connections; the time an answer "
+                f"arrived). redb: one weir on the "
+                f"embedded store (`--data DIR`, an fsync per commit), the same adds. "
+                + (f"{self.warmup_changes} unmeasured adds first" if self.opts["warmup"] > 0 else "No warm-up")
+                + f"; {self.rounds()} round(s)")
+
+    def start_upstreams(self, ctx):
+        return []
+
+    def ports(self, ctx: Ctx) -> tuple[int, int, list[int]]:
+        """etcd's client and peer ports and the replicas' admin ports: BASE+2 on (the embedded
+        store's weir has the usual admin port, BASE+1)."""
+        b = ctx.port_base
+        return b + 2, b + 3, [b + 4 + i for i in range(self.replicas)]
+
+    def scratch(self, ctx: Ctx, what: str) -> Path:
+        """A fresh data dir under the run dir, removed when the run stops: every run starts
+        from an empty store."""
+        d = Path(tempfile.mkdtemp(prefix=f"{what}-", dir=ctx.run / "tmp"))
+        self._dirs.append(d)
+        return d
+
+    def start(self, ctx, v, upstreams, tag):
+        self._procs, self._dirs, self._admins = [], [], []
+        self._store = v.params["store"]
+        try:
+            if self._store == "etcd":
+                return self.start_replicas(ctx, tag)
+            return self.start_embedded(ctx, tag)
+        except BenchError:
+            self.stop(None)
+            raise
+
+    def start_replicas(self, ctx: Ctx, tag: str) -> Proc:
+        client, peer, admins = self.ports(ctx)
+        self._procs.append(start_etcd(ctx, tag, client, peer, self.scratch(ctx, "etcd")))
+        url = f"etcd://{HOST}:{client}/{self.prefix}"
+        for i, port in enumerate(admins, 1):
+            name = f"{tag}-replica{i}"
+            self._procs.append(start_weir_admin(ctx, name, ["--store", url], port))
+            self._admins.append(AdminClient(f"replica {i}", port))
+        return self._procs[1]
+
+    def start_embedded(self, ctx: Ctx, tag: str) -> Proc:
+        p = start_weir_admin(ctx, f"{tag}-redb", ["--data", self.scratch(ctx, "redb")], ctx.admin_port)
+        self._procs.append(p)
+        self._admins.append(AdminClient("redb", ctx.admin_port))
+        return p
+
+    def stop(self, p):
+        for a in self._admins:
+            a.close()
+        for q in reversed(self._procs):  # the replicas before the etcd they follow
+            PROCS.stop(q)
+        for d in self._dirs:
+            shutil.rmtree(d, ignore_errors=True)  # etcd preallocates 64 MiB of WAL
+        self._procs, self._dirs, self._admins = [], [], []
+
+    def check(self, ctx):
+        # every weir says where its config lives: a replica that fell back to another store
+        # would make the convergence figures meaningless
+        want = "etcd" if self._store == "etcd" else "store"
+        for a in self._admins:
+            status, body = a.call("GET", "/api/v1/config")
+            try:
+                mode = json.loads(body).get("mode") if status == 200 else None
+            except ValueError:
+                mode = None
+            if mode != want:
+                raise BenchError(f"{a.name}: GET /api/v1/config: status {status}, mode {mode!r} (want {want!r}): "
+                                 f"{body[:200]!r}")
+
+    def load(self, ctx, seconds, warmup=False):
+        n = self.warmup_changes if warmup else self.changes()
+        rows = [self.change(f"{'w' if warmup else 'c'}{i}", i) for i in range(n)]
+        for q in self._procs:
+            if not q.alive():
+                raise BenchError(f"died during the changes: {q.why_dead()}")
+        return {"units": n} if warmup else self.summarize(rows)
+
+    def change(self, pool: str, i: int) -> dict:
+        """Adds `pool` through admin i mod N; with replicas, waits until every one serves it."""
+        k = i % len(self._admins)
+        writer, path = self._admins[k], f"/api/v1/pools/{pool}"
+        t0 = time.perf_counter()
+        status, body = writer.call("PUT", path, b"{}", {"If-None-Match": "*", "Content-Type": "application/json"})
+        write = time.perf_counter() - t0
+        if status != 201:
+            raise BenchError(f"PUT {path} through {writer.name}: status {status} (want 201): {body[:200]!r}")
+        row = {"pool": pool, "writer": k, "write_ms": write * 1000}
+        if len(self._admins) > 1:
+            at, looks = self.served(path, t0, k)
+            row["served_ms"] = [None if t is None else t * 1000 for t in at]
+            row["served_look"] = looks
+        return row
+
+    def served(self, path: str, t0: float, writer: int) -> tuple[list[float | None], list[int | None]]:
+        """Seconds from t0 until each replica answered 200 for `path` (None: not by the
+        deadline), and at which look (0: the first, right after the PUT's answer). An answer's
+        arrival is later than the moment the replica had the change by at most one GET's round
+        trip, plus up to `poll_s` between looks. Within a look the replicas are asked in turn,
+        the writer's successor first and the writer last (it had the change when it answered):
+        each replica is asked first as often as second, so their times compare; still, only a
+        later look says a replica was slower."""
+        n = len(self._admins)
+        at: list[float | None] = [None] * n
+        looks: list[int | None] = [None] * n
+        order = [(writer + 1 + j) % n for j in range(n)]
+        look = 0
+        while True:
+            tick = time.perf_counter()
+            for k in order:
+                if at[k] is not None:
+                    continue
+                a = self._admins[k]
+                status, body = a.call("GET", path)
+                if status == 200:
+                    at[k], looks[k] = time.perf_counter() - t0, look
+                elif status != 404:
+                    raise BenchError(f"GET {path} on {a.name}: status {status}: {body[:200]!r}")
+            if None not in at or tick - t0 > self.deadline_s:
+                return at, looks
+            look += 1
+            time.sleep(max(0.0, tick + self.poll_s - time.perf_counter()))
+
+    def summarize(self, rows: list[dict]) -> dict:
+        writes = [r["write_ms"] for r in rows]
+        m = {"units": len(rows), "changes": len(rows), "write_p50_ms": nearest_rank(writes, 50),
+             "write_p99_ms": nearest_rank(writes, 99), "write_max_ms": max(writes), "per_change": rows}
+        if "served_ms" in rows[0]:
+            # a change some replica never served counts as infinitely late, not as absent
+            conv = [max(math.inf if t is None else t for t in r["served_ms"]) for r in rows]
+            m.update(conv_p50_ms=nearest_rank(conv, 50), conv_p99_ms=nearest_rank(conv, 99),
+                     conv_max_ms=max(conv), not_served=sum(math.isinf(c) for c in conv))
+        return m
+
+    def notes(self, res):
+        """From the measured changes of every round: how many every replica served at the
+        first look after the PUT's answer, and per replica how soon it served the changes
+        written through the others, how often it alone needed a later look, and its own writes."""
+        rows = [r for m in res.get("rounds", []) for r in m.get("per_change", []) if "served_ms" in r]
+        if not rows:
+            return []
+        first = sum(1 for r in rows if all(look == 0 for look in r["served_look"]))
+        parts = []
+        for k in range(self.replicas):
+            others = [math.inf if r["served_ms"][k] is None else r["served_ms"][k] for r in rows if r["writer"] != k]
+            own = [r["write_ms"] for r in rows if r["writer"] == k]
+            if others and own:
+                parts.append(f"replica {k + 1}: others' changes served p50 {ms_or_missed(nearest_rank(others, 50))}, "
+                             f"max {ms_or_missed(max(others))}, the only one at a later look "
+                             f"{sum(1 for r in rows if self.alone_later(r, k))} ×; writes through it p50 "
+                             f"{nearest_rank(own, 50):.1f} ms, max {max(own):.1f} ms")
+        missed = sum(m.get("not_served", 0) for m in res.get("rounds", []))
+        lines = [f"Every replica served the change at the first look after the PUT's answer in {first} of "
+                 f"{len(rows)} changes. Per replica (all rounds): " + "; ".join(parts) + "."]
+        if missed:
+            lines.append(f"{missed} change(s) not served by every replica within {self.deadline_s:g} s "
+                         f"(counted as infinitely late).")
+        return lines
+
+    @staticmethod
+    def alone_later(r: dict, k: int) -> bool:
+        """Whether replica k served change r at a later look than every other replica (or never)."""
+        mine = math.inf if r["served_look"][k] is None else r["served_look"][k]
+        rest = [math.inf if look is None else look for j, look in enumerate(r["served_look"]) if j != k]
+        return mine > max(rest)
+
+    def goal_line(self, med):
+        e = med.get(f"etcd ({self.replicas} replicas)", {})
+        if e.get("conv_p99_ms") is None:
+            return None
+        ok = e["conv_p99_ms"] <= self.goal_ms
+        return (f"Goal (issue 19): convergence p99 ≤ 1 s ({self.replicas} replicas): "
+                f"{'**met**' if ok else 'not met'} (p99 {ms_or_missed(e['conv_p99_ms'])} over "
+                f"{e['changes']:.0f} changes).")
+
+
 SCENARIOS = {c.name: c for c in (HttpSmall, HttpFilters, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
                                  ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, HttpsSmall, HttpsConn,
-                                 HttpsResume, H2Small, GrpcUnary, HttpGzip)}
+                                 HttpsResume, H2Small, GrpcUnary, HttpGzip, ConfigReplicas)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
@@ -1629,4 +1905,5 @@ GROUPS = {
     "memory": ["idle-http", "idle-tcp"],
     "tls": ["https-small", "https-conn", "https-resume"],
     "h2": ["h2-small", "grpc-unary"],
+    "config": ["config-replicas"],
 }
