@@ -226,15 +226,21 @@ impl RunningConfig {
         Ok(result.committed)
     }
 
-    fn install(&self, plan: Plan, config: &Arc<Config>) {
+    /// Runs `plan` on the data plane; only binding a listener can fail.
+    fn take(&self, plan: Plan, config: &Arc<Config>) -> Result<(), ApplyError> {
         match plan {
-            Plan::Endpoints(pools) => self.proxy.update_pools(config, &pools),
-            Plan::Whole(prepared) => {
-                if let Err(e) = self.proxy.install(prepared, config) {
-                    // Only starting an already bound listener can fail here; the change stands.
-                    error!("committed change not fully applied: {e}");
-                }
+            Plan::Endpoints(pools) => {
+                self.proxy.update_pools(config, &pools);
+                Ok(())
             }
+            Plan::Whole(prepared) => self.proxy.install(prepared, config),
+        }
+    }
+
+    fn install(&self, plan: Plan, config: &Arc<Config>) {
+        if let Err(e) = self.take(plan, config) {
+            // Only starting an already bound listener can fail here; the change stands.
+            error!("committed change not fully applied: {e}");
         }
     }
 
@@ -281,9 +287,21 @@ impl RunningConfig {
             let mut model = self.model.lock().unwrap();
             let old = (model.config().admin.clone(), model.config().global.clone());
             let (admin, global) = compile::settings(&outside.preamble);
+            let same_settings = (&admin, &global) == (&old.0, &old.1);
             model.set_settings(admin, global);
             let mut taken = false;
-            let r = check_whole(&self.proxy, &mut model, &state, &touched, &mut taken);
+            // Endpoints alone (another replica's registration, say) take the same fast path
+            // as a commit's; settings that changed need the whole config prepared.
+            let r = match same_settings {
+                true => check(&self.proxy, &mut model, &state, &touched, &mut taken),
+                false => check_whole(&self.proxy, &mut model, &state, &touched, &mut taken).map(
+                    |(config, prepared)| Checked {
+                        config,
+                        plan: Plan::Whole(prepared),
+                        took: Duration::ZERO,
+                    },
+                ),
+            };
             if r.is_err() {
                 model.set_settings(old.0, old.1);
                 if taken {
@@ -292,9 +310,11 @@ impl RunningConfig {
             }
             r
         };
+        let started = Instant::now();
         match checked {
-            Ok((config, prepared)) => match self.proxy.install(prepared, &config) {
+            Ok(Checked { config, plan, took }) => match self.take(plan, &config) {
                 Ok(()) => {
+                    weir_proxy::metrics::config_apply::observe(took + started.elapsed());
                     self.proxy.note_reload(true);
                     info!("config reloaded: {}", weir_config::summary(&config));
                     // Not a renewal: only leases whose endpoint is gone are dropped.

@@ -494,7 +494,14 @@ async fn killing_the_etcd_leader_loses_no_acknowledged_write_and_no_request() {
     let (admins, mut acked) = ([a.admin, b.admin], Vec::new());
     let write = |i: usize| async move {
         let path = format!("pools/w{i}");
-        let r = call(admins[i % 2], "PUT", &path, &[("if-none-match", "*")], Some(json!({}))).await;
+        let r = call(
+            admins[i % 2],
+            "PUT",
+            &path,
+            &[("if-none-match", "*")],
+            Some(json!({})),
+        )
+        .await;
         (path, r.status.as_u16())
     };
     for i in 0..20 {
@@ -517,7 +524,11 @@ async fn killing_the_etcd_leader_loses_no_acknowledged_write_and_no_request() {
     for t in traffic {
         let (sent, failed) = t.await.unwrap();
         assert!(sent > 0);
-        assert!(failed.is_empty(), "{} of {sent} failed: {failed:?}", failed.len());
+        assert!(
+            failed.is_empty(),
+            "{} of {sent} failed: {failed:?}",
+            failed.len()
+        );
     }
     assert!(acked.len() > 20, "no write acknowledged after the kill");
     for path in &acked {
