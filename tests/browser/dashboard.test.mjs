@@ -65,7 +65,7 @@ let page = null;
 
 function start(name, cmd, args) {
   if (!existsSync(cmd)) {
-    throw new Error(`${cmd} not found: build it with \`cargo build -p weir -p weir-testkit\` (tests/browser/run.sh does)`);
+    throw new Error(`${cmd} not found: build it with \`cargo build -p weir -p weir-testkit --features weir/etcd\` (tests/browser/run.sh does)`);
   }
   const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
   const p = { name, child, out: "", exit: null, listeners: [] };
@@ -247,7 +247,7 @@ async function main() {
   rmSync(SCREENSHOT, { force: true });
   rmSync(CERTS_SCREENSHOT, { force: true });
   tmp = mkdtempSync(path.join(os.tmpdir(), "weir-browser-"));
-  const [listenPort, adminPort, portA, portB, tlsPort] = await freePorts(5);
+  const [listenPort, adminPort, portA, portB, tlsPort, replicaAdminPort, noEtcdPort] = await freePorts(7);
   const listenUrl = `http://127.0.0.1:${listenPort}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const addrA = `127.0.0.1:${portA}`;
@@ -263,6 +263,7 @@ async function main() {
     "a killed upstream shows data-state=\"down\" within 3 s",
     "a page of another origin cannot change the config",
     "after a reload without the TLS listener the Certificates panel is hidden",
+    "a replica whose etcd is away says so on its dashboard; this one (a file) does not",
     "no console errors",
     "screenshot saved",
   ];
@@ -487,11 +488,40 @@ fall = 2
     );
   });
 
+  // Issue 19: a replica started from its cache while its etcd does not answer (nothing
+  // listens on that port) serves its last config and shows why changes are refused.
   await check(later[8], async () => {
-    if (pageErrors.length) throw new Error(`${pageErrors.length}:\n    ${pageErrors.join("\n    ")}`);
+    const cache = path.join(tmp, "store-cache.json");
+    writeFileSync(cache, JSON.stringify({ prefix: "/weir", revision: 1, resources: [] }));
+    const replica = start("replica", WEIR_BIN, [
+      "run", "--store", `etcd://127.0.0.1:${noEtcdPort}/weir`, "--store-cache", cache,
+      "--admin", `127.0.0.1:${replicaAdminPort}`, "--threads", "1",
+    ]);
+    await waitReady(replica, `http://127.0.0.1:${replicaAdminPort}`, 20_000);
+    const other = await context.newPage();
+    try {
+      await other.goto(`http://127.0.0.1:${replicaAdminPort}/`, { waitUntil: "load", timeout: 10_000 });
+      await other.waitForSelector('#store[data-state="unreachable"]:not([hidden])', { timeout: 10_000 });
+      const text = await other.textContent("#store");
+      if (!text.includes(`etcd://127.0.0.1:${noEtcdPort}/weir`) || !text.includes("changes are refused")) {
+        throw new Error(`the store banner says "${text}"`);
+      }
+      const mode = await other.textContent("#source");
+      if (mode !== "etcd") throw new Error(`the replica's dashboard says its config is from "${mode}"`);
+    } finally {
+      await other.close();
+    }
+    if (!(await page.$("#store[hidden]"))) throw new Error("the file-mode dashboard shows a store banner");
+    const mine = await page.textContent("#source");
+    if (mine !== "file") throw new Error(`the file-mode dashboard says its config is from "${mine}"`);
+    return "banner shown on the replica, none on the file-mode weir";
   });
 
   await check(later[9], async () => {
+    if (pageErrors.length) throw new Error(`${pageErrors.length}:\n    ${pageErrors.join("\n    ")}`);
+  });
+
+  await check(later[10], async () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     const size = statSync(SCREENSHOT).size;
     if (size < 1000) throw new Error(`${SCREENSHOT} is only ${size} bytes`);

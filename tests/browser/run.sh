@@ -21,14 +21,23 @@ if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
 fi
 
+# weir's etcd feature (a replica's dashboard is checked) compiles etcd's protos with protoc.
+if ! command -v protoc >/dev/null; then
+  echo "== installing Debian's protobuf-compiler"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq protobuf-compiler
+fi
+
 if [ ! -d "$here/node_modules/playwright-core" ]; then
   echo "== npm ci (tests/browser)"
   (cd "$here" && npm ci --no-audit --no-fund)
 fi
 
 if [ "${WEIR_SKIP_BUILD:-0}" != "1" ]; then
-  echo "== cargo build -p weir -p weir-testkit"
-  (cd "$root" && cargo build -p weir -p weir-testkit)
+  echo "== cargo build -p weir -p weir-testkit --features weir/etcd"
+  (cd "$root" && cargo build -p weir -p weir-testkit --features weir/etcd)
 fi
 
 echo "== dashboard in headless Chromium"

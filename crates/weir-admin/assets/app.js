@@ -195,6 +195,19 @@
     ver.textContent = v === undefined || v === null ? "–" : typeof v === "number" ? "v" + v : String(v);
     ver.dataset.version = v === undefined || v === null ? "" : String(v);
     document.getElementById("uptime").textContent = fmtUptime(data.uptime_secs);
+    // Where the config comes from, and whether a shared store (etcd) answers: while it
+    // does not, this replica serves its last config and refuses changes.
+    const src = data.config_source || {};
+    const mode = document.getElementById("source");
+    mode.textContent = src.mode || "–";
+    mode.dataset.mode = src.mode || "";
+    mode.title = src.source || "";
+    const store = document.getElementById("store");
+    store.hidden = !src.problem;
+    store.dataset.state = src.problem ? "unreachable" : "ok";
+    store.textContent = src.problem
+      ? `config store ${src.source} unreachable (${src.problem}): serving the last applied config; changes are refused until it answers`
+      : "";
   }
 
   function renderOverview(pools) {
