@@ -380,6 +380,11 @@ impl Source for EtcdSource {
 
     fn reread(&self, current: &State) -> Result<Option<Outside>, String> {
         let known = self.known();
+        // Not older than what runs: this replica's own commit may run ahead of its watch,
+        // which then still delivers what others committed before it.
+        if known.revision <= current.revision {
+            return Ok(None);
+        }
         if known.resources == current.resources {
             return Ok(None);
         }
