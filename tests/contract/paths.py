@@ -4,7 +4,9 @@
     paths.py BASE_URL OPENAPI_JSON
 
 1. The document describes exactly the operations of docs/API.md (the list below),
-   and the server serves that very document at /api/v1/openapi.json.
+   and the server serves that very document at /api/v1/openapi.json. With
+   $CONTRACT_MODE and/or $CONTRACT_SOURCE set, GET /api/v1/config answers that
+   `mode` and `source`.
 2. Every operation of the document answers a plausible request with its success
    status (so never 404/405): the resources it needs are created first.
 3. The server has no operation the document lacks: on every documented path, the
@@ -128,6 +130,20 @@ def main():
         except ValueError:
             same = False
         case("the served document is crates/weir-admin/src/api/openapi.json", same, "it differs")
+
+    # GET /api/v1/config names the store weir runs from: $CONTRACT_MODE and $CONTRACT_SOURCE
+    # when set (run.sh sets both).
+    want_mode, want_source = os.environ.get("CONTRACT_MODE"), os.environ.get("CONTRACT_SOURCE")
+    if want_mode or want_source:
+        s, _, b = api.call("GET", "/api/v1/config")
+        try:
+            got = json.loads(b) if s == 200 else {}
+        except ValueError:
+            got = {}
+        case(f"GET /api/v1/config names the store weir runs from ({want_mode}, {want_source})",
+             (not want_mode or got.get("mode") == want_mode)
+             and (not want_source or got.get("source") == want_source),
+             brief(s, b))
 
     # 2. Every documented operation answers a plausible request with its success status.
     star = {"If-None-Match": "*"}
