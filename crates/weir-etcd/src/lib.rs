@@ -7,6 +7,8 @@
 //! - `source.rs`: [`EtcdSource`], weir-control's `Source` over etcd: the first read, commits as
 //!   one etcd transaction each (validated against the whole resulting config), and the watch
 //!   that brings other replicas' commits in.
+//! - `why.rs`: why etcd could not be read, in words an operator can act on (TLS mistakes are
+//!   told apart by a probe handshake of its own).
 //!
 //! Nothing here is on the request path: the data plane runs the last applied snapshot whatever
 //! etcd does.
@@ -15,6 +17,7 @@ mod cache;
 mod layout;
 mod source;
 mod url;
+mod why;
 
 pub use source::{ConnectError, EtcdSource, Options};
 pub use url::{StoreUrl, UrlError};

@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ use weir_store::{Change, Kind, State, StoreError};
 use crate::cache;
 use crate::layout::{Bad, Entry, Layout};
 use crate::url::StoreUrl;
+use crate::why::{brief, Why};
 
 /// How often a commit starts over when other replicas' commits keep landing first.
 const ATTEMPTS: usize = 10;
@@ -57,10 +59,19 @@ pub enum ConnectError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: expected USER:PASSWORD on its first line", .0.display())]
+    #[error("--store-user-file {}: expected USER:PASSWORD on its first line", .0.display())]
     UserFile(PathBuf),
     #[error("--store-cert and --store-key go together")]
     HalfIdentity,
+    #[error("--store-ca/--store-cert: {0}")]
+    Tls(weir_tls::SettingsError),
+    #[error("etcd at {url} refused user `{user}` of --store-user-file {}: {reason}", file.display())]
+    Login {
+        url: String,
+        user: String,
+        file: PathBuf,
+        reason: String,
+    },
     #[error("etcd at {url} is unreachable: {reason}")]
     Unreachable { url: String, reason: String },
 }
@@ -80,6 +91,61 @@ pub struct EtcdSource {
     /// Why etcd cannot be reached now; `None` while it can.
     problem: Problem,
     cache: PathBuf,
+    login: Option<Login>,
+    why: Arc<Why>,
+}
+
+/// `--store-user-file`'s user and password. The client logs in on its first request rather
+/// than in `connect`: etcd-client's `with_user` logs in inside `Client::connect`, which then
+/// fails while etcd is away (and weir with it) instead of starting from the cache or
+/// waiting, as it does without a user.
+#[derive(Clone)]
+struct Login {
+    user: String,
+    password: String,
+    file: PathBuf,
+    done: Arc<AtomicBool>,
+}
+
+impl Login {
+    fn read(file: &Path) -> Result<Login, ConnectError> {
+        let text = read(file)?;
+        let text = String::from_utf8_lossy(&text);
+        let line = text.lines().next().unwrap_or_default().trim();
+        let (user, password) = line
+            .split_once(':')
+            .ok_or_else(|| ConnectError::UserFile(file.to_owned()))?;
+        Ok(Login {
+            user: user.to_string(),
+            password: password.to_string(),
+            file: file.to_owned(),
+            done: Arc::default(),
+        })
+    }
+
+    /// Logs in unless done before. Afterwards the client logs in again by itself whenever
+    /// etcd says the token expired.
+    async fn ensure(&self, client: &Client) -> Result<(), etcd_client::Error> {
+        if self.done.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let creds = (self.user.clone(), self.password.clone());
+        match client.clone().update_user(Some(creds)).await {
+            Ok(()) => {}
+            // As etcd's own Go client does: with authentication off, no token is needed.
+            Err(etcd_client::Error::GRpcStatus(s))
+                if s.message().contains("authentication is not enabled") =>
+            {
+                info!(
+                    "etcd's authentication is off: the user of --store-user-file {} is not needed",
+                    self.file.display()
+                );
+            }
+            Err(e) => return Err(e),
+        }
+        self.done.store(true, Ordering::Release);
+        Ok(())
+    }
 }
 
 /// Why etcd cannot be reached, shared by the watch and the commits.
@@ -98,6 +164,13 @@ impl Problem {
             _ => {}
         }
         *p = why;
+    }
+
+    /// As `set`, without saying so: before the first config the caller says it better
+    /// (there is no "last applied config" to serve yet).
+    fn set_quietly(&self, why: String) {
+        weir_proxy::metrics::config_store::set_up(false);
+        *self.0.lock().unwrap() = Some(why);
     }
 
     fn get(&self) -> Option<String> {
@@ -128,15 +201,15 @@ impl EtcdSource {
             .with_keep_alive(Duration::from_secs(5), Duration::from_secs(3))
             // A member cut off from the others must not serve a watch that never fires.
             .with_require_leader(true);
-        if let Some(f) = &o.user_file {
-            let text = read(f)?;
-            let text = String::from_utf8_lossy(&text);
-            let line = text.lines().next().unwrap_or_default().trim();
-            let (user, password) = line
-                .split_once(':')
-                .ok_or_else(|| ConnectError::UserFile(f.clone()))?;
-            opts = opts.with_user(user, password);
+        let login = o.user_file.as_deref().map(Login::read).transpose()?;
+        if login.is_some() {
+            // etcd's tokens expire: a simple token once unused for --auth-token-ttl (300 s
+            // by default), a JWT at its ttl. Without this, every request after that fails
+            // with "invalid auth token" until weir restarts; with it, the client logs in
+            // again and retries the request once.
+            opts = opts.with_auto_token_refresh(true);
         }
+        let mut probe = None;
         if tls {
             let mut t = TlsOptions::new();
             if let Some(ca) = &o.ca {
@@ -148,6 +221,19 @@ impl EtcdSource {
                 _ => return Err(ConnectError::HalfIdentity),
             }
             opts = opts.with_tls(t);
+            // The same trust and certificate for `Why`'s probe; building it also checks
+            // the files now, naming the bad one, rather than at each handshake.
+            let config = weir_tls::client::client_config(&weir_tls::ClientSettings {
+                trust: match &o.ca {
+                    Some(ca) => weir_tls::Trust::File(ca.clone()),
+                    None => weir_tls::Trust::System,
+                },
+                identity: o.cert.clone().zip(o.key.clone()),
+                alpn: vec![b"h2".to_vec()],
+                ..Default::default()
+            })
+            .map_err(ConnectError::Tls)?;
+            probe = Some((config, o.cert.clone()));
         }
         let scheme = if tls { "https" } else { "http" };
         let endpoints: Vec<String> = o
@@ -165,7 +251,13 @@ impl EtcdSource {
         })?;
         let layout = Layout::new(&o.url.prefix);
         let problem = Problem::default();
-        let first = first_read(&client, &layout, &o, &problem).await;
+        let why = Arc::new(Why {
+            members: o.url.members.clone(),
+            tls: probe,
+            user: login.as_ref().map(|l| (l.user.clone(), l.file.clone())),
+            prefix: o.url.prefix.clone(),
+        });
+        let first = first_read(&client, &layout, &o, &problem, login.as_ref(), &why).await?;
         report(&first.bad);
         let from = first.state.revision as i64 + 1;
         let known = Arc::new(Mutex::new(Arc::new(first.state)));
@@ -178,6 +270,8 @@ impl EtcdSource {
                 known: known.clone(),
                 leases: leases.clone(),
                 problem: problem.clone(),
+                login: login.clone(),
+                why: why.clone(),
             },
             tx,
             from,
@@ -193,6 +287,8 @@ impl EtcdSource {
             leases,
             problem,
             cache: o.cache,
+            login,
+            why,
         })
     }
 
@@ -200,11 +296,12 @@ impl EtcdSource {
         self.known.lock().unwrap().clone()
     }
 
-    fn unreachable(&self, e: etcd_client::Error) -> Refused {
-        self.problem.set(Some(e.to_string()));
+    async fn unreachable(&self, e: etcd_client::Error) -> Refused {
+        let why = self.why.explain(&e).await;
+        self.problem.set(Some(why.clone()));
         Refused::Store(StoreError::Unreachable {
             store: self.url.to_string(),
-            reason: e.to_string(),
+            reason: why,
         })
     }
 
@@ -219,9 +316,17 @@ impl EtcdSource {
         let mut touched: BTreeSet<(Kind, String)> = keys(&changes).into_iter().collect();
         let mut client = self.client.clone();
         for _ in 0..ATTEMPTS {
-            let read = read_all(&client, &self.layout, Some(&self.known()))
-                .await
-                .map_err(|e| self.unreachable(e))?;
+            let read = match read_all(
+                &client,
+                &self.layout,
+                Some(&self.known()),
+                self.login.as_ref(),
+            )
+            .await
+            {
+                Ok(read) => read,
+                Err(e) => return Err(self.unreachable(e).await),
+            };
             touched.extend(differ(current, &read.state));
             let applied =
                 weir_store::apply::<Invalid>(read.state, changes.clone()).map_err(refused)?;
@@ -240,11 +345,10 @@ impl EtcdSource {
                 let lease = match v.body.get("ttl").map(ttl_of) {
                     Some(Ok(ttl)) => {
                         let secs = ttl.as_secs_f64().ceil() as i64;
-                        let id = client
-                            .lease_grant(secs, None)
-                            .await
-                            .map_err(|e| self.unreachable(e))?
-                            .id();
+                        let id = match client.lease_grant(secs, None).await {
+                            Ok(lease) => lease.id(),
+                            Err(e) => return Err(self.unreachable(e).await),
+                        };
                         granted.push((name.clone(), id));
                         Some(PutOptions::new().with_lease(id))
                     }
@@ -264,7 +368,10 @@ impl EtcdSource {
                     read.committed_at,
                 )])
                 .and_then(ops);
-            let resp = client.txn(txn).await.map_err(|e| self.unreachable(e))?;
+            let resp = match client.txn(txn).await {
+                Ok(resp) => resp,
+                Err(e) => return Err(self.unreachable(e).await),
+            };
             if !resp.succeeded() {
                 // Another replica committed after the read: read again, validate again.
                 // Leases granted for it go unused; they end on their own at their ttl.
@@ -364,7 +471,7 @@ impl Source for EtcdSource {
             let lease = self.leases.lock().unwrap().get(name).map(|(id, _)| *id);
             let id = lease.ok_or(HeartbeatError::NoLease)?;
             let unavailable = |e: etcd_client::Error| {
-                HeartbeatError::Unavailable(format!("config store {}: {e}", self.url))
+                HeartbeatError::Unavailable(format!("config store {}: {}", self.url, brief(&e)))
             };
             let mut client = self.client.clone();
             let (mut keeper, mut answers) =
@@ -403,12 +510,17 @@ fn read(path: &Path) -> Result<Vec<u8>, ConnectError> {
     })
 }
 
-/// The whole prefix at one revision. A key that does not read keeps what `last` had.
+/// The whole prefix at one revision (logged in first, with a user). A key that does not
+/// read keeps what `last` had.
 async fn read_all(
     client: &Client,
     layout: &Layout,
     last: Option<&State>,
+    login: Option<&Login>,
 ) -> Result<Read, etcd_client::Error> {
+    if let Some(l) = login {
+        l.ensure(client).await?;
+    }
     let resp = client
         .kv_client()
         .get(layout.range(), Some(GetOptions::new().with_prefix()))
@@ -455,11 +567,19 @@ fn note_lease(layout: &Layout, leases: &mut Leases, key: &[u8], lease: i64, revi
 
 /// The first config: etcd's; while etcd is away, the cached one (the replica starts and
 /// says so); without a cache, it waits: the admin listener, and so `/readyz`, opens only
-/// once there is a config to serve.
-async fn first_read(client: &Client, layout: &Layout, o: &Options, problem: &Problem) -> Read {
+/// once there is a config to serve. etcd refusing the user and password is no reason to
+/// wait: that ends weir, naming the file.
+async fn first_read(
+    client: &Client,
+    layout: &Layout,
+    o: &Options,
+    problem: &Problem,
+    login: Option<&Login>,
+    why: &Why,
+) -> Result<Read, ConnectError> {
     let mut waited = 0u32;
     loop {
-        let e = match read_all(client, layout, None).await {
+        let e = match read_all(client, layout, None, login).await {
             Ok(read) => {
                 problem.set(None);
                 info!(
@@ -468,10 +588,21 @@ async fn first_read(client: &Client, layout: &Layout, o: &Options, problem: &Pro
                     read.state.revision,
                     read.state.resources.len()
                 );
-                return read;
+                return Ok(read);
             }
             Err(e) => e,
         };
+        if let (Some(l), etcd_client::Error::GRpcStatus(s)) = (login, &e) {
+            if s.message().contains("authentication failed") {
+                return Err(ConnectError::Login {
+                    url: o.url.to_string(),
+                    user: l.user.clone(),
+                    file: l.file.clone(),
+                    reason: s.message().to_string(),
+                });
+            }
+        }
+        let e = why.explain(&e).await;
         match cache::read(&o.cache, &layout.prefix()) {
             Ok(state) => {
                 warn!(
@@ -480,13 +611,13 @@ async fn first_read(client: &Client, layout: &Layout, o: &Options, problem: &Pro
                     state.revision,
                     o.cache.display()
                 );
-                problem.set(Some(e.to_string()));
-                return Read {
+                problem.set_quietly(e);
+                return Ok(Read {
                     state,
                     leases: Leases::new(),
                     committed_at: 0,
                     bad: Vec::new(),
-                };
+                });
             }
             Err(no_cache) => {
                 if waited.is_multiple_of(10) {
@@ -495,7 +626,7 @@ async fn first_read(client: &Client, layout: &Layout, o: &Options, problem: &Pro
                         o.url
                     );
                 }
-                problem.set(Some(e.to_string()));
+                problem.set_quietly(e);
             }
         }
         waited += 1;
@@ -544,7 +675,7 @@ async fn watch(
                 return;
             }
             let last = copy.known.lock().unwrap().clone();
-            match read_all(&client, &layout, Some(&last)).await {
+            match read_all(&client, &layout, Some(&last), copy.login.as_ref()).await {
                 Ok(read) => {
                     copy.problem.set(None);
                     report(&read.bad);
@@ -555,7 +686,7 @@ async fn watch(
                     break;
                 }
                 Err(e) => {
-                    copy.problem.set(Some(e.to_string()));
+                    copy.problem.set(Some(copy.why.explain(&e).await));
                     tokio::time::sleep(RETRY).await;
                 }
             }
@@ -568,6 +699,8 @@ struct Copy {
     known: Arc<Mutex<Arc<State>>>,
     leases: Arc<Mutex<Leases>>,
     problem: Problem,
+    login: Option<Login>,
+    why: Arc<Why>,
 }
 
 /// One watch stream; `Ok` when weir no longer listens.
@@ -578,12 +711,16 @@ async fn follow(
     tx: &mpsc::Sender<()>,
     from: &mut i64,
 ) -> Result<(), String> {
+    if let Some(l) = &copy.login {
+        // Not logged in yet if the replica started from its cache.
+        l.ensure(client).await.map_err(|e| brief(&e))?;
+    }
     let opts = WatchOptions::new().with_prefix().with_start_revision(*from);
     let mut stream = client
         .watch(layout.range(), Some(opts))
         .await
-        .map_err(|e| e.to_string())?;
-    while let Some(resp) = stream.message().await.map_err(|e| e.to_string())? {
+        .map_err(|e| brief(&e))?;
+    while let Some(resp) = stream.message().await.map_err(|e| brief(&e))? {
         if resp.compact_revision() != 0 || resp.canceled() {
             return Err(format!(
                 "canceled by etcd: {} (compacted at revision {})",

@@ -4,18 +4,27 @@
 //!
 //! Everything here blocks (child processes, polling): call it from a plain `#[test]`, or
 //! from `spawn_blocking` in an async one.
+//!
+//! [`Etcd::builder`] starts a member that serves its clients over TLS (certificates made per
+//! cluster by rcgen: [`Etcd::tls`] has the CA and a client certificate), optionally only to
+//! clients with a certificate that CA signed (`--client-cert-auth`); [`Etcd::enable_auth`]
+//! turns on etcd's users and passwords. The harness's own etcdctl calls keep working either
+//! way: they get the CA, the client certificate and root's password.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use tempfile::TempDir;
+
+use crate::certs::{Ca, Pair};
 
 const ETCD: &str = "/usr/bin/etcd";
 const ETCDCTL: &str = "/usr/bin/etcdctl";
@@ -30,6 +39,107 @@ const POLL: Duration = Duration::from_millis(50);
 pub struct Etcd {
     token: String,
     members: Vec<Member>,
+    tls: Option<Tls>,
+    /// `--auth-token-ttl` (seconds): how long etcd's simple auth tokens live unused.
+    auth_token_ttl: Option<u32>,
+    /// root's password once [`Etcd::enable_auth`] ran: etcdctl then logs in with it.
+    root_password: Option<String>,
+}
+
+/// How an etcd cluster is started: [`Etcd::builder`].
+#[derive(Debug, Clone)]
+pub struct Builder {
+    members: usize,
+    tls: bool,
+    client_cert_auth: bool,
+    auth_token_ttl: Option<u32>,
+}
+
+impl Builder {
+    /// Clients talk TLS to every member (`https://` client URLs, `--cert-file`/`--key-file`);
+    /// the certificate, for `127.0.0.1`, is signed by a CA made for this cluster. Peers
+    /// still talk plain HTTP to each other.
+    pub fn tls(mut self) -> Builder {
+        self.tls = true;
+        self
+    }
+
+    /// TLS, and only clients with a certificate the cluster's CA signed are taken
+    /// (`--client-cert-auth --trusted-ca-file`).
+    pub fn client_cert_auth(mut self) -> Builder {
+        self.tls = true;
+        self.client_cert_auth = true;
+        self
+    }
+
+    /// `--auth-token-ttl SECS`: once authentication is on, a token unused that long is
+    /// invalid (etcd's default: 300 s), so a client must log in again.
+    pub fn auth_token_ttl(mut self, secs: u32) -> Builder {
+        self.auth_token_ttl = Some(secs);
+        self
+    }
+
+    /// Starts the cluster and returns once every member is healthy (see [`Etcd::start`]).
+    pub fn start(self) -> Etcd {
+        assert!(
+            self.members >= 1,
+            "an etcd cluster needs at least one member"
+        );
+        // Made once: a retry on other ports keeps the same files.
+        let tls = self.tls.then(|| Tls::new(self.client_cert_auth));
+        let mut last = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let mut etcd = Etcd::spawn(&self, tls.clone());
+            let all: Vec<usize> = (0..self.members).collect();
+            match etcd.wait(&all) {
+                Wait::Ready => return etcd,
+                Wait::PortTaken => last = etcd.logs(),
+                Wait::Failed(why) => panic!("etcd did not start: {why}\n{}", etcd.logs()),
+            }
+        }
+        panic!("etcd did not start: ports taken {START_ATTEMPTS} times over\n{last}");
+    }
+}
+
+/// The certificates of a TLS cluster, as PEM files in a directory that lives as long as
+/// the [`Etcd`].
+#[derive(Clone)]
+pub struct Tls {
+    dir: Arc<TempDir>,
+    /// The CA that signed the members' certificate (and the client certificate): what a
+    /// client must trust (weir's `--store-ca`, etcdctl's `--cacert`).
+    pub ca: PathBuf,
+    /// The members' certificate (SANs `127.0.0.1` and `localhost`) and its key.
+    pub server: Pair,
+    /// A client certificate (CN `weir`) the CA signed, and its key: weir's `--store-cert`
+    /// and `--store-key`, etcdctl's `--cert` and `--key`.
+    pub client: Pair,
+    /// Whether the members refuse clients without such a certificate.
+    pub client_cert_auth: bool,
+}
+
+impl Tls {
+    fn new(client_cert_auth: bool) -> Tls {
+        let dir = tempfile::Builder::new()
+            .prefix("weir-etcd-tls-")
+            .tempdir()
+            .unwrap();
+        let ca = Ca::new("weir test etcd CA");
+        Tls {
+            ca: ca.write(dir.path(), "ca"),
+            server: ca
+                .leaf(&["127.0.0.1", "localhost"])
+                .write(dir.path(), "server"),
+            client: ca.leaf(&["weir"]).write(dir.path(), "client"),
+            client_cert_auth,
+            dir: Arc::new(dir),
+        }
+    }
+
+    /// The directory the files are in (a test may write more certificates there).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
 }
 
 struct Member {
@@ -51,29 +161,33 @@ enum Wait {
 }
 
 impl Etcd {
-    /// Starts a new cluster of `members` (1 or 3 in weir's tests) and returns once every
-    /// member answers `GET /health` with `{"health":"true"}`. Panics with the members' logs
-    /// if that does not happen within 30 s.
+    /// Starts a new cluster of `members` (1 or 3 in weir's tests), plain HTTP, no
+    /// authentication, and returns once every member answers `GET /health` with
+    /// `{"health":"true"}`. Panics with the members' logs if that does not happen within 30 s.
     pub fn start(members: usize) -> Etcd {
-        assert!(members >= 1, "an etcd cluster needs at least one member");
-        let mut last = String::new();
-        for _ in 0..START_ATTEMPTS {
-            let mut etcd = Etcd::spawn(members);
-            let all: Vec<usize> = (0..members).collect();
-            match etcd.wait(&all) {
-                Wait::Ready => return etcd,
-                Wait::PortTaken => last = etcd.logs(),
-                Wait::Failed(why) => panic!("etcd did not start: {why}\n{}", etcd.logs()),
-            }
+        Etcd::builder(members).start()
+    }
+
+    /// A cluster of `members` to be started with TLS, client-certificate auth or a short
+    /// auth token ttl: `Etcd::builder(1).client_cert_auth().start()`.
+    pub fn builder(members: usize) -> Builder {
+        Builder {
+            members,
+            tls: false,
+            client_cert_auth: false,
+            auth_token_ttl: None,
         }
-        panic!("etcd did not start: ports taken {START_ATTEMPTS} times over\n{last}");
     }
 
     /// New ports, dirs and cluster token, every member spawned with `--initial-cluster-state new`.
-    fn spawn(members: usize) -> Etcd {
+    fn spawn(b: &Builder, tls: Option<Tls>) -> Etcd {
+        let members = b.members;
         let ports = free_ports(2 * members);
         let mut etcd = Etcd {
             token: unique_token(),
+            tls,
+            auth_token_ttl: b.auth_token_ttl,
+            root_password: None,
             members: (0..members)
                 .map(|i| Member {
                     name: format!("m{i}"),
@@ -100,6 +214,22 @@ impl Etcd {
             .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
             .collect::<Vec<_>>()
             .join(",");
+        let scheme = self.scheme();
+        let mut cmd = Command::new(ETCD);
+        if let Some(t) = &self.tls {
+            cmd.arg("--cert-file")
+                .arg(&t.server.cert)
+                .arg("--key-file")
+                .arg(&t.server.key);
+            if t.client_cert_auth {
+                cmd.arg("--client-cert-auth")
+                    .arg("--trusted-ca-file")
+                    .arg(&t.ca);
+            }
+        }
+        if let Some(secs) = self.auth_token_ttl {
+            cmd.args(["--auth-token-ttl", &secs.to_string()]);
+        }
         let m = &mut self.members[i];
         // Appended to, so a restarted member's log still shows how it died the first time.
         let log = OpenOptions::new()
@@ -107,9 +237,8 @@ impl Etcd {
             .append(true)
             .open(m.log_path())
             .unwrap();
-        let client = format!("http://127.0.0.1:{}", m.client_port);
+        let client = format!("{scheme}://127.0.0.1:{}", m.client_port);
         let peer = format!("http://127.0.0.1:{}", m.peer_port);
-        let mut cmd = Command::new(ETCD);
         cmd.arg("--name")
             .arg(&m.name)
             .arg("--data-dir")
@@ -160,7 +289,7 @@ impl Etcd {
             for &i in &pending {
                 // Healthy counts only if our own process is still alive afterwards: if it
                 // lost its port, the answer came from whoever holds that port.
-                let healthy = healthy(self.members[i].client_port);
+                let healthy = self.healthy(i);
                 let m = &mut self.members[i];
                 let child = m.child.as_mut().expect("waiting for a killed member");
                 if let Some(status) = child.try_wait().unwrap() {
@@ -208,12 +337,45 @@ impl Etcd {
             .collect()
     }
 
-    /// Client URLs, `http://127.0.0.1:PORT`, one per member.
+    /// Client URLs, `http://127.0.0.1:PORT` (`https://` with TLS), one per member.
     pub fn client_urls(&self) -> Vec<String> {
         self.endpoints()
             .iter()
-            .map(|e| format!("http://{e}"))
+            .map(|e| format!("{}://{e}", self.scheme()))
             .collect()
+    }
+
+    /// The certificates, if the members serve their clients over TLS.
+    pub fn tls(&self) -> Option<&Tls> {
+        self.tls.as_ref()
+    }
+
+    /// Turns on etcd's authentication: user `root` with `password` (and the root role),
+    /// then `auth enable`. From then on every client needs a user (or, with client-cert
+    /// auth, a certificate whose CN is one); this harness's etcdctl calls log in as root.
+    pub fn enable_auth(&mut self, password: &str) {
+        self.etcdctl(&["user", "add", "root", "--new-user-password", password]);
+        // etcdctl adds the root role and grants it to root when it is missing.
+        self.etcdctl(&["auth", "enable"]);
+        self.root_password = Some(password.to_string());
+    }
+
+    /// Adds user `name` with `password`, allowed to read and write the keys under `prefix`
+    /// (and nothing else), as an operator would for one weir cluster. Needs no auth on yet,
+    /// or [`Etcd::enable_auth`] first.
+    pub fn add_user(&self, name: &str, password: &str, prefix: &str) {
+        self.etcdctl(&["role", "add", name]);
+        self.etcdctl(&[
+            "role",
+            "grant-permission",
+            name,
+            "readwrite",
+            "--prefix=true",
+            "--",
+            prefix,
+        ]);
+        self.etcdctl(&["user", "add", name, "--new-user-password", password]);
+        self.etcdctl(&["user", "grant-role", name, name]);
     }
 
     /// The store URL weir's `--store` takes: `etcd://HOST:PORT[,HOST:PORT...]/PREFIX`.
@@ -321,6 +483,60 @@ impl Etcd {
             .unwrap_or_else(|| panic!("{endpoint} is not a member"))
     }
 
+    fn scheme(&self) -> &'static str {
+        match self.tls {
+            Some(_) => "https",
+            None => "http",
+        }
+    }
+
+    /// etcdctl (v3 API) for `endpoints`, with the CA, the client certificate and root's
+    /// password as the cluster needs them.
+    fn etcdctl_command(&self, endpoints: &[String]) -> Command {
+        let mut cmd = Command::new(ETCDCTL);
+        cmd.arg("--endpoints")
+            .arg(endpoints.join(","))
+            .stdin(Stdio::null());
+        // As for etcd: any ETCDCTL_* of the caller's would be read as a flag.
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("ETCDCTL_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.env("ETCDCTL_API", "3");
+        if let Some(t) = &self.tls {
+            cmd.arg("--cacert")
+                .arg(&t.ca)
+                .arg("--cert")
+                .arg(&t.client.cert)
+                .arg("--key")
+                .arg(&t.client.key);
+        }
+        if let Some(p) = &self.root_password {
+            cmd.arg("--user").arg(format!("root:{p}"));
+        }
+        cmd
+    }
+
+    /// Member `i` is healthy. Without TLS and auth: `GET /health` (as before). Otherwise
+    /// `etcdctl endpoint health`, which talks TLS with the cluster's CA and client
+    /// certificate and logs in: a read through consensus answered (or refused for
+    /// permissions, which etcdctl counts as healthy too).
+    fn healthy(&self, i: usize) -> bool {
+        let port = self.members[i].client_port;
+        if self.tls.is_none() && self.root_password.is_none() {
+            return healthy(port);
+        }
+        let endpoint = format!("{}://127.0.0.1:{port}", self.scheme());
+        self.etcdctl_command(&[endpoint])
+            .args(["--dial-timeout", "1s", "--command-timeout", "5s"])
+            .args(["endpoint", "health"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
     /// Runs etcdctl (v3 API) against the running members and returns its stdout; panics
     /// with its stderr and the members' logs if it fails.
     fn etcdctl(&self, args: &[&str]) -> String {
@@ -328,17 +544,14 @@ impl Etcd {
             .members
             .iter()
             .filter(|m| m.child.is_some())
-            .map(|m| format!("127.0.0.1:{}", m.client_port))
+            .map(|m| format!("{}://127.0.0.1:{}", self.scheme(), m.client_port))
             .collect();
         assert!(!live.is_empty(), "etcdctl with every etcd member down");
-        let out = Command::new(ETCDCTL)
-            .env("ETCDCTL_API", "3")
-            .arg("--endpoints")
-            .arg(live.join(","))
+        let out = self
+            .etcdctl_command(&live)
             // Above the 2 s / 5 s defaults: a loaded machine can make either slow.
             .args(["--dial-timeout", "10s", "--command-timeout", "20s"])
             .args(args)
-            .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("running {ETCDCTL}: {e}"));
         if !out.status.success() {

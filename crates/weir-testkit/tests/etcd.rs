@@ -51,3 +51,75 @@ fn three_members_survive_losing_one_and_take_it_back() {
     etcd.put("k", "after");
     assert_eq!(etcd.get("k").as_deref(), Some("after"));
 }
+
+/// etcdctl against a member, with the flags given and nothing of the harness's.
+fn etcdctl(endpoint: &str, flags: &[&str], args: &[&str]) -> std::process::Output {
+    std::process::Command::new("/usr/bin/etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", endpoint, "--dial-timeout", "10s"])
+        .args(flags)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_tls_member_wants_its_ca_and_a_client_certificate_and_with_auth_a_password() {
+    let mut etcd = Etcd::builder(1).client_cert_auth().start();
+    let ep = &etcd.endpoints()[0];
+    let url = format!("https://{ep}");
+    assert_eq!(etcd.client_urls(), vec![url.clone()]);
+    assert_eq!(etcd.url("weir"), format!("etcd://{ep}/weir"));
+    let t = etcd.tls().unwrap().clone();
+    assert!(t.client_cert_auth);
+    let (ca, cert, key) = (
+        t.ca.to_str().unwrap(),
+        t.client.cert.to_str().unwrap(),
+        t.client.key.to_str().unwrap(),
+    );
+    etcd.put("/weir/a", "one");
+    assert_eq!(etcd.get("/weir/a").as_deref(), Some("one"));
+    // The harness's etcdctl passes the CA and the certificate; without them etcd refuses.
+    let tls = ["--cacert", ca, "--cert", cert, "--key", key];
+    assert!(etcdctl(&url, &tls, &["get", "/weir/a"]).status.success());
+    assert!(!etcdctl(&url, &["--cacert", ca], &["get", "/weir/a"])
+        .status
+        .success());
+    assert!(!etcdctl(&format!("http://{ep}"), &[], &["get", "/weir/a"])
+        .status
+        .success());
+
+    etcd.enable_auth("root-secret");
+    etcd.add_user("weir", "weir-secret", "/weir/");
+    // The harness logs in as root from now on.
+    etcd.put("/other", "x");
+    assert_eq!(etcd.get("/weir/a").as_deref(), Some("one"));
+    // Without a user, etcd takes the certificate's CN (`weir`), allowed /weir/ only.
+    assert!(etcdctl(&url, &tls, &["get", "/weir/a"]).status.success());
+    assert!(!etcdctl(&url, &tls, &["put", "/other", "y"])
+        .status
+        .success());
+    let user = [&tls[..], &["--user", "weir:weir-secret"]].concat();
+    assert!(etcdctl(&url, &user, &["put", "/weir/b", "two"])
+        .status
+        .success());
+    let wrong = [&tls[..], &["--user", "weir:nope"]].concat();
+    assert!(!etcdctl(&url, &wrong, &["get", "/weir/a"]).status.success());
+
+    // Back on its data (auth still on): the readiness check logs in too.
+    etcd.restart(0);
+    assert_eq!(etcd.get("/weir/b").as_deref(), Some("two"));
+}
+
+#[test]
+fn auth_on_a_plain_member_and_a_restart() {
+    let mut etcd = Etcd::builder(1).auth_token_ttl(1).start();
+    etcd.enable_auth("root-secret");
+    let url = etcd.client_urls()[0].clone();
+    assert!(url.starts_with("http://"));
+    assert!(!etcdctl(&url, &[], &["put", "k", "v"]).status.success());
+    etcd.put("k", "v");
+    etcd.kill(0);
+    etcd.restart(0);
+    assert_eq!(etcd.get("k").as_deref(), Some("v"));
+}

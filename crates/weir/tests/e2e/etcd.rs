@@ -17,7 +17,7 @@ use weir_testkit::{client, HttpUpstream};
 use crate::api_client::{add, call, get, json, version};
 use crate::common::Weir;
 
-const PREFIX: &str = "/weir";
+pub(crate) const PREFIX: &str = "/weir";
 
 /// A replica whose cache of the last applied config is `cache`.
 fn replica_with(etcd: &Etcd, cache: &Path) -> Weir {
@@ -59,7 +59,7 @@ impl Replicas {
 }
 
 /// The address a replica's listener on port 0 got, from its log (the `n`th such line).
-fn bound(w: &Weir, n: usize) -> SocketAddr {
+pub(crate) fn bound(w: &Weir, n: usize) -> SocketAddr {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let found: Vec<SocketAddr> = w
@@ -88,7 +88,7 @@ fn bound(w: &Weir, n: usize) -> SocketAddr {
 }
 
 /// Polls `GET path` on `admin` until `done` holds for its status and body.
-async fn until(admin: SocketAddr, path: &str, done: impl Fn(u16, &str) -> bool) {
+pub(crate) async fn until(admin: SocketAddr, path: &str, done: impl Fn(u16, &str) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = get(admin, path).await;
@@ -106,7 +106,7 @@ async fn until(admin: SocketAddr, path: &str, done: impl Fn(u16, &str) -> bool) 
 }
 
 /// Polls `GET /` through `listen` until it answers `want`.
-async fn until_served(listen: SocketAddr, want: u16) {
+pub(crate) async fn until_served(listen: SocketAddr, want: u16) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let got = client::get(listen, "/")
@@ -132,7 +132,7 @@ fn store_up(metrics: &str, v: u8) -> bool {
 }
 
 /// Pool `app` with `up`, and listener `web` on port 0 in front of it, through `admin`.
-async fn setup(admin: SocketAddr, up: &HttpUpstream) {
+pub(crate) async fn setup(admin: SocketAddr, up: &HttpUpstream) {
     add(admin, "pools/app", json!({})).await;
     add(
         admin,

@@ -25,6 +25,8 @@ mod duplicates;
 mod ejection;
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(feature = "etcd")]
+mod etcd_secure;
 mod filters;
 mod grpc;
 mod grpc_answers;
