@@ -4,9 +4,14 @@
 //! - `url.rs`: the store URL.
 //! - `layout.rs`: one key per resource, its version the key's `mod_revision`, and the revision
 //!   key every commit compares, so commits from all replicas go one at a time.
-//! - `source.rs`: [`EtcdSource`], weir-control's `Source` over etcd: the first read, commits as
-//!   one etcd transaction each (validated against the whole resulting config), and the watch
-//!   that brings other replicas' commits in.
+//! - `source.rs`: [`EtcdSource`], weir-control's `Source` over etcd: connecting, and what the
+//!   control plane asks of a source (reads from the replica's copy, leases, the cache).
+//! - `read.rs`: a full read of the prefix, and the first config (etcd's, or the cache).
+//! - `commit.rs`: a commit as one etcd transaction, validated against the whole resulting
+//!   config, started over when another replica committed first.
+//! - `watch.rs`: the watch that brings other replicas' commits in, in revision order.
+//! - `login.rs` (etcd's users), `problem.rs` (whether etcd answers), `cache.rs` (the last
+//!   applied config on disk).
 //! - `why.rs`: why etcd could not be read, in words an operator can act on (TLS mistakes are
 //!   told apart by a probe handshake of its own).
 //!
@@ -14,9 +19,14 @@
 //! etcd does.
 
 mod cache;
+mod commit;
 mod layout;
+mod login;
+mod problem;
+mod read;
 mod source;
 mod url;
+mod watch;
 mod why;
 
 pub use source::{ConnectError, EtcdSource, Options};

@@ -1,0 +1,146 @@
+//! A commit through this replica: read the prefix fresh, apply and validate the changes on
+//! the whole result, and write it in one etcd transaction compared on the revision key; start
+//! over when another replica committed in between.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use weir_control::compile::{ttl_of, Invalid};
+use weir_control::source::{keys, refused, Check, Commit};
+use weir_control::{Checked, Refused};
+use weir_store::{Change, Kind, State, StoreError};
+
+use crate::read::read_all;
+use crate::source::EtcdSource;
+
+/// How often a commit starts over when other replicas' commits keep landing first.
+const ATTEMPTS: usize = 10;
+
+impl EtcdSource {
+    pub(crate) async fn commit_now(
+        &self,
+        current: &State,
+        changes: Vec<Change>,
+        check: Check<'_, Checked>,
+    ) -> Result<Commit<Checked>, Refused> {
+        // What the model must take: the changes, and what others committed that this
+        // replica has not applied yet (kept over attempts: each may have read a newer state).
+        let mut touched: BTreeSet<(Kind, String)> = keys(&changes).into_iter().collect();
+        let mut client = self.client.clone();
+        for _ in 0..ATTEMPTS {
+            let read = match read_all(
+                &client,
+                &self.layout,
+                Some(&self.known()),
+                self.login.as_ref(),
+            )
+            .await
+            {
+                Ok(read) => read,
+                Err(e) => return Err(self.unreachable(e).await),
+            };
+            touched.extend(differ(current, &read.state));
+            let applied =
+                weir_store::apply::<Invalid>(read.state, changes.clone()).map_err(refused)?;
+            let all: Vec<(Kind, String)> = touched.iter().cloned().collect();
+            let checked = check(&applied.state, &all)?;
+            let mut ops = Vec::with_capacity(applied.touched.len() + 1);
+            let mut granted = Vec::new();
+            for (kind, name) in &applied.touched {
+                let key = self.layout.key(*kind, name);
+                let Some(v) = applied.state.get(*kind, name) else {
+                    ops.push(TxnOp::delete(key, None));
+                    continue;
+                };
+                // A registration (an endpoint with a ttl) lives as long as an etcd lease:
+                // renewed through any replica, expired by etcd, outliving weir restarts.
+                let lease = match v.body.get("ttl").map(ttl_of) {
+                    Some(Ok(ttl)) => {
+                        let secs = ttl.as_secs_f64().ceil() as i64;
+                        let id = match client.lease_grant(secs, None).await {
+                            Ok(lease) => lease.id(),
+                            Err(e) => return Err(self.unreachable(e).await),
+                        };
+                        granted.push((name.clone(), id));
+                        Some(PutOptions::new().with_lease(id))
+                    }
+                    _ => None,
+                };
+                ops.push(TxnOp::put(key, v.body.to_string(), lease));
+            }
+            ops.push(TxnOp::put(
+                self.layout.revision_key(),
+                format!("{{\"by\":{}}}", std::process::id()),
+                None,
+            ));
+            let txn = Txn::new()
+                .when(vec![Compare::mod_revision(
+                    self.layout.revision_key(),
+                    CompareOp::Equal,
+                    read.committed_at,
+                )])
+                .and_then(ops);
+            let resp = match client.txn(txn).await {
+                Ok(resp) => resp,
+                Err(e) => return Err(self.unreachable(e).await),
+            };
+            if !resp.succeeded() {
+                // Another replica committed after the read: read again, validate again.
+                // Leases granted for it go unused; they end on their own at their ttl.
+                continue;
+            }
+            self.problem.set(None);
+            let revision = resp.header().map_or(0, |h| h.revision()) as u64;
+            // Known before the watch echoes the commit: a heartbeat right after a
+            // registration finds its lease.
+            let mut leases = self.leases.lock().unwrap();
+            for (name, id) in granted {
+                leases.insert(name, (id, revision as i64));
+            }
+            drop(leases);
+            let mut state = applied.state;
+            state.revision = revision;
+            for key in &applied.touched {
+                if let Some(v) = state.resources.get_mut(key) {
+                    v.version = revision;
+                }
+            }
+            let committed = applied
+                .committed
+                .into_iter()
+                .map(|mut c| {
+                    c.revision = revision;
+                    if c.version != 0 {
+                        c.version = revision;
+                    }
+                    c
+                })
+                .collect();
+            return Ok(Commit {
+                committed,
+                state: Arc::new(state),
+                checked,
+            });
+        }
+        Err(Refused::Store(StoreError::Contended {
+            store: self.url.to_string(),
+            attempts: ATTEMPTS,
+        }))
+    }
+}
+
+/// The resources in which `a` and `b` differ.
+fn differ(a: &State, b: &State) -> Vec<(Kind, String)> {
+    let changed = a
+        .resources
+        .iter()
+        .filter(|(k, v)| b.resources.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone());
+    let added = b
+        .resources
+        .keys()
+        .filter(|k| !a.resources.contains_key(*k))
+        .cloned();
+    changed.chain(added).collect()
+}

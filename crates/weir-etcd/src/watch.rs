@@ -1,0 +1,128 @@
+//! The watch on the prefix: other replicas' commits (and anyone's writes) applied, in revision
+//! order, to this replica's copy.
+
+use std::sync::{Arc, Mutex};
+
+use etcd_client::{Client, EventType, WatchOptions};
+use tokio::sync::mpsc;
+use tracing::warn;
+use weir_store::State;
+
+use crate::layout::{Entry, Layout};
+use crate::login::Login;
+use crate::problem::Problem;
+use crate::read::{note_lease, read_all, report, Leases, RETRY};
+use crate::why::{brief, Why};
+
+/// Follows the prefix from revision `from` until weir stops: each batch of events updates
+/// `known` and says so on `tx`. A lost or compacted watch reads the prefix again.
+pub(crate) async fn watch(
+    mut client: Client,
+    layout: Layout,
+    copy: Copy,
+    tx: mpsc::Sender<()>,
+    mut from: i64,
+) {
+    loop {
+        match follow(&mut client, &layout, &copy, &tx, &mut from).await {
+            Ok(()) => return,
+            Err(why) => warn!("config store: the watch stopped ({why}); reading the config again"),
+        }
+        loop {
+            if tx.is_closed() {
+                return;
+            }
+            let last = copy.known.lock().unwrap().clone();
+            match read_all(&client, &layout, Some(&last), copy.login.as_ref()).await {
+                Ok(read) => {
+                    copy.problem.set(None);
+                    report(&read.bad);
+                    from = read.state.revision as i64 + 1;
+                    *copy.leases.lock().unwrap() = read.leases;
+                    *copy.known.lock().unwrap() = Arc::new(read.state);
+                    let _ = tx.try_send(());
+                    break;
+                }
+                Err(e) => {
+                    copy.problem.set(Some(copy.why.explain(&e).await));
+                    tokio::time::sleep(RETRY).await;
+                }
+            }
+        }
+    }
+}
+
+/// What the watch keeps up to date.
+pub(crate) struct Copy {
+    pub(crate) known: Arc<Mutex<Arc<State>>>,
+    pub(crate) leases: Arc<Mutex<Leases>>,
+    pub(crate) problem: Problem,
+    pub(crate) login: Option<Login>,
+    pub(crate) why: Arc<Why>,
+}
+
+/// One watch stream; `Ok` when weir no longer listens.
+async fn follow(
+    client: &mut Client,
+    layout: &Layout,
+    copy: &Copy,
+    tx: &mpsc::Sender<()>,
+    from: &mut i64,
+) -> Result<(), String> {
+    if let Some(l) = &copy.login {
+        // Not logged in yet if the replica started from its cache.
+        l.ensure(client).await.map_err(|e| brief(&e))?;
+    }
+    let opts = WatchOptions::new().with_prefix().with_start_revision(*from);
+    let mut stream = client
+        .watch(layout.range(), Some(opts))
+        .await
+        .map_err(|e| brief(&e))?;
+    while let Some(resp) = stream.message().await.map_err(|e| brief(&e))? {
+        if resp.compact_revision() != 0 || resp.canceled() {
+            return Err(format!(
+                "canceled by etcd: {} (compacted at revision {})",
+                resp.cancel_reason(),
+                resp.compact_revision()
+            ));
+        }
+        if resp.events().is_empty() {
+            continue;
+        }
+        let mut state = (**copy.known.lock().unwrap()).clone();
+        let mut bad = Vec::new();
+        let mut leases = copy.leases.lock().unwrap();
+        for ev in resp.events() {
+            let Some(kv) = ev.kv() else { continue };
+            state.revision = state.revision.max(kv.mod_revision() as u64);
+            let lease = match ev.event_type() {
+                EventType::Put => kv.lease(),
+                EventType::Delete => 0,
+            };
+            note_lease(layout, &mut leases, kv.key(), lease, kv.mod_revision());
+            match ev.event_type() {
+                EventType::Put => match layout.read(kv.key(), kv.value(), kv.mod_revision()) {
+                    Ok(Entry::Resource(kind, name, v)) => {
+                        state.resources.insert((kind, name), v);
+                    }
+                    Ok(Entry::Meta) => {}
+                    Err(b) => bad.push(b),
+                },
+                EventType::Delete => {
+                    if let Ok((Some(kind), Some(name))) = layout.name(kv.key()) {
+                        state.resources.remove(&(kind, name));
+                    }
+                }
+            }
+        }
+        drop(leases);
+        report(&bad);
+        *from = state.revision as i64 + 1;
+        *copy.known.lock().unwrap() = Arc::new(state);
+        // Full: a refresh is already due, and it reads the newest `known`.
+        if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
+            return Ok(());
+        }
+    }
+    Err("the stream ended".into())
+}
