@@ -124,6 +124,32 @@ pub(crate) async fn until_served(listen: SocketAddr, want: u16) {
     }
 }
 
+/// `PUT pools/NAME` with `If-None-Match: *` and `{}`: the answer.
+pub(crate) async fn put_pool(admin: SocketAddr, name: &str) -> weir_testkit::client::Resp {
+    let path = format!("pools/{name}");
+    call(
+        admin,
+        "PUT",
+        &path,
+        &[("if-none-match", "*")],
+        Some(json!({})),
+    )
+    .await
+}
+
+/// Adds pool NAME through `admin`, trying again while etcd comes back (503).
+async fn add_pool_once_back(admin: SocketAddr, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = put_pool(admin, name).await;
+        if r.status == 201 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "still {} {}", r.status, r.text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Whether /metrics says the store is up (1) or not (0).
 fn store_up(metrics: &str, v: u8) -> bool {
     metrics
@@ -300,14 +326,7 @@ async fn without_etcd_writes_fail_clearly_and_traffic_flows() {
     let m = client::get(a.admin, "/metrics").await.unwrap().text();
     assert!(store_up(&m, 0), "{m}");
     // A write is refused, naming the store, and changes nothing.
-    let r = call(
-        a.admin,
-        "PUT",
-        "pools/more",
-        &[("if-none-match", "*")],
-        Some(json!({})),
-    )
-    .await;
+    let r = put_pool(a.admin, "more").await;
     assert_eq!(r.status, 503, "{}", r.text());
     assert_eq!(
         r.header("content-type"),
@@ -325,22 +344,7 @@ async fn without_etcd_writes_fail_clearly_and_traffic_flows() {
 
     // etcd back: a change through B reaches A without a restart.
     tokio::task::block_in_place(|| etcd.restart(0));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = call(
-            b.admin,
-            "PUT",
-            "pools/more",
-            &[("if-none-match", "*")],
-            Some(json!({})),
-        )
-        .await;
-        if r.status == 201 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "still {} {}", r.status, r.text());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    add_pool_once_back(b.admin, "more").await;
     until(a.admin, "pools/more", |s, _| s == 200).await;
     until_served(on_a, 200).await;
     let r = get(a.admin, "pools/more").await;
@@ -378,14 +382,7 @@ async fn a_replica_started_while_etcd_is_away_serves_its_cache_or_waits() {
     assert!(line.contains("a.json"), "{line}");
     until_served(bound(&a, 0), 200).await;
     assert_eq!(client::get(a.admin, "/readyz").await.unwrap().status, 200);
-    let r = call(
-        a.admin,
-        "PUT",
-        "pools/more",
-        &[("if-none-match", "*")],
-        Some(json!({})),
-    )
-    .await;
+    let r = put_pool(a.admin, "more").await;
     assert_eq!(r.status, 503, "{}", r.text());
 
     // No cache: it waits, and its admin listener (so /readyz) is not up.
@@ -399,22 +396,7 @@ async fn a_replica_started_while_etcd_is_away_serves_its_cache_or_waits() {
     let admin = b.admin;
     b.wait_listening(admin);
     until_served(bound(&b, 0), 200).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = call(
-            a.admin,
-            "PUT",
-            "pools/more",
-            &[("if-none-match", "*")],
-            Some(json!({})),
-        )
-        .await;
-        if r.status == 201 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "still {} {}", r.status, r.text());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    add_pool_once_back(a.admin, "more").await;
     until(b.admin, "pools/more", |s, _| s == 200).await;
 }
 

@@ -14,7 +14,7 @@ use weir_testkit::HttpUpstream;
 
 use crate::api_client::{add, call, get, version};
 use crate::common::Weir;
-use crate::etcd::{bound, setup, until, until_served, PREFIX};
+use crate::etcd::{bound, put_pool, setup, until, until_served, PREFIX};
 
 /// How long a replica that cannot read etcd may take to say why.
 const SAYS: Duration = Duration::from_secs(20);
@@ -203,14 +203,7 @@ async fn with_a_user_file_replicas_share_changes_and_log_in_again() {
     // Idle for longer than the token lives (a lower bound: a slow machine only makes the
     // token older). Then a change through each replica still commits.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let r = call(
-        b.admin,
-        "PUT",
-        "pools/later",
-        &[("if-none-match", "*")],
-        Some(json!({})),
-    )
-    .await;
+    let r = put_pool(b.admin, "later").await;
     assert_eq!(r.status, 201, "{}", r.text());
     until(a.admin, "pools/later", |s, _| s == 200).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -314,14 +307,7 @@ async fn with_a_user_file_a_replica_started_while_etcd_is_away_waits_for_it() {
     let admin = w.admin;
     tokio::task::block_in_place(|| w.wait_listening(admin));
     until(w.admin, "pools/app", |s, _| s == 200).await;
-    let r = call(
-        w.admin,
-        "PUT",
-        "pools/more",
-        &[("if-none-match", "*")],
-        Some(json!({})),
-    )
-    .await;
+    let r = put_pool(w.admin, "more").await;
     assert_eq!(r.status, 201, "{}", r.text());
     add(w.admin, "pools/third", json!({})).await;
 }
