@@ -12,6 +12,7 @@ pub mod clock;
 pub mod codec;
 pub mod endpoint;
 pub mod error;
+mod file_stamp;
 pub mod filter;
 pub mod health;
 pub mod http;

@@ -11,8 +11,7 @@
 //! that does not read keeps the users there were and says why in the log.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -29,6 +28,7 @@ use weir_config::filter::htpasswd::{self, Scheme};
 
 use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
+use crate::file_stamp::stamp;
 use crate::http::error::error_response;
 use crate::reason::Reason;
 
@@ -310,19 +310,6 @@ fn verify(hash: Option<(Scheme, Arc<str>)>, password: &[u8]) -> bool {
                 .is_ok()
         }
     }
-}
-
-/// What the file looked like: device, inode, size, mtime (ns). Missing = `None`.
-type Stamp = Option<(u64, u64, u64, i64)>;
-
-fn stamp(path: &Path) -> Stamp {
-    let m = std::fs::metadata(path).ok()?;
-    Some((
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-    ))
 }
 
 /// Looks at the users file once a second for as long as the filter is in use (the task

@@ -29,19 +29,23 @@ fn replica_with(etcd: &Etcd, cache: &Path) -> Weir {
 
 /// Starts a replica without waiting for its admin listener.
 fn start(etcd: &Etcd, cache: &Path) -> Weir {
+    start_with(etcd, cache, &[])
+}
+
+/// `weir run --store ... --store-cache CACHE EXTRA...`, waiting for nothing.
+pub(crate) fn start_with(etcd: &Etcd, cache: &Path, extra: &[String]) -> Weir {
     let (url, cache) = (etcd.url(PREFIX), cache.display().to_string());
-    Weir::command(
-        &[
-            "run",
-            "--store",
-            &url,
-            "--store-cache",
-            &cache,
-            "--threads",
-            "2",
-        ],
-        &[],
-    )
+    let mut args = vec![
+        "run",
+        "--store",
+        &url,
+        "--store-cache",
+        &cache,
+        "--threads",
+        "2",
+    ];
+    args.extend(extra.iter().map(String::as_str));
+    Weir::command(&args, &[])
 }
 
 /// Replicas with their caches in one temporary directory.

@@ -14,26 +14,14 @@ use weir_testkit::HttpUpstream;
 
 use crate::api_client::{add, call, get, version};
 use crate::common::Weir;
-use crate::etcd::{bound, put_pool, setup, until, until_served, PREFIX};
+use crate::etcd::{bound, put_pool, setup, start_with, until, until_served, PREFIX};
 
 /// How long a replica that cannot read etcd may take to say why.
 const SAYS: Duration = Duration::from_secs(20);
 
 /// Starts `weir run --store ... EXTRA`, its cache in `dir`, without waiting for anything.
 fn start(etcd: &Etcd, dir: &Path, name: &str, extra: &[String]) -> Weir {
-    let url = etcd.url(PREFIX);
-    let cache = dir.join(format!("cache-{name}.json")).display().to_string();
-    let mut args = vec![
-        "run",
-        "--store",
-        &url,
-        "--store-cache",
-        &cache,
-        "--threads",
-        "2",
-    ];
-    args.extend(extra.iter().map(String::as_str));
-    Weir::command(&args, &[])
+    start_with(etcd, &dir.join(format!("cache-{name}.json")), extra)
 }
 
 /// A replica that read its config from etcd: its admin listener is up.

@@ -4,31 +4,17 @@
 //! file itself would miss after a swap. A change reloads every pair of the listener; a
 //! pair that fails (bad PEM, key not matching, expired) keeps the one before it.
 
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
+use crate::file_stamp::{stamp, Stamp};
 use tracing::{info, warn};
 
 use super::server::TlsServer;
 
 /// How often files are looked at: new pairs are served within this (plus a reload).
 const PERIOD: Duration = Duration::from_secs(1);
-
-/// What a file looked like: device, inode, size, mtime (ns). Missing = `None`.
-type Stamp = Option<(u64, u64, u64, i64)>;
-
-fn stamp(path: &Path) -> Stamp {
-    let m = std::fs::metadata(path).ok()?;
-    Some((
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-    ))
-}
 
 fn stamps(server: &TlsServer) -> Vec<Stamp> {
     server
