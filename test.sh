@@ -63,6 +63,9 @@ if [ ! -x "$TOOLS/h2spec" ] || [ "$(cat "$TOOLS/pins" 2>/dev/null)" != "$pins" ]
 fi
 export WEIR_H2SPEC="$TOOLS/h2spec"
 
+# CI builds once from a clean clone: incremental caches would only add gigabytes to its disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+echo "== disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
@@ -83,6 +86,7 @@ tests/fuzz/run.sh 2>&1 | tee /tmp/weir-fuzz.log
 # builds weir in release mode), the tour's curls, `weir check` on the shown
 # file, the "Without a file" session; Ctrl-C must end each with exit 0.
 python3 tests/readme/run.py 2>&1 | tee /tmp/weir-readme.log
+echo "== disk: target $(du -sh target 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 # One closing line for the whole run.
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f += $3 }

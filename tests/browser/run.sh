@@ -36,8 +36,10 @@ if [ ! -d "$here/node_modules/playwright-core" ]; then
 fi
 
 if [ "${WEIR_SKIP_BUILD:-0}" != "1" ]; then
-  echo "== cargo build -p weir -p weir-testkit --features weir/etcd"
-  (cd "$root" && cargo build -p weir -p weir-testkit --features weir/etcd)
+  # The build test.sh's `cargo test` makes (the same features, so the same artifacts: a
+  # narrower `cargo build -p` resolves features apart and compiles much of the tree again).
+  echo "== cargo test --workspace --features weir/etcd --no-run"
+  (cd "$root" && cargo test -q --workspace --features weir/etcd --no-run)
 fi
 
 echo "== dashboard in headless Chromium"

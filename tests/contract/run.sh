@@ -90,8 +90,9 @@ then
 fi
 
 if [ "${WEIR_SKIP_BUILD:-0}" != "1" ]; then
-  echo "== cargo build -p weir --features etcd"
-  (cd "$root" && cargo build -q -p weir --features etcd)
+  # The build test.sh's `cargo test` makes (the same features, so the same artifacts).
+  echo "== cargo test --workspace --features weir/etcd --no-run"
+  (cd "$root" && cargo test -q --workspace --features weir/etcd --no-run)
 fi
 weir_bin="${WEIR_BIN:-$target/debug/weir}"
 etcd_bin="$(command -v etcd)"
