@@ -282,10 +282,12 @@ kind = "basic_auth"
 users_file = "${USERS}"
 user_header = "X-User"
 
+"""
+# Both weir rows go through this route; weir-chain's has the chain.
+FILTER_ROUTE = """
 [routes.all]
 listener = "web"
 pool = "app"
-filters = ["ids", "rewrite", "office", "cors", "users"]
 """
 # user `bench`, password `bench`, bcrypt cost 10 (`htpasswd -nbB -C 10 bench bench`): the
 # first request pays the bcrypt check, the rest hit basic_auth's cache.
@@ -306,11 +308,12 @@ class HttpFilters(HttpScenario):
                 Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
 
     def start(self, ctx, v, upstreams, tag):
-        extra = ""
+        extra = FILTER_ROUTE
         if v.params.get("chain"):
             users = ctx.run / "bench.htpasswd"
             users.write_text(FILTER_USERS)
-            extra = FILTER_CHAIN.replace("${USERS}", str(users))
+            extra = (FILTER_CHAIN.replace("${USERS}", str(users)) + FILTER_ROUTE
+                     + 'filters = ["ids", "rewrite", "office", "cors", "users"]\n')
         return start_proxy(ctx, v, "http", upstreams, tag, pool_extra=extra)
 
     def describe(self):

@@ -11,6 +11,7 @@
 //! that does not read keeps the users there were and says why in the log.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, Weak};
@@ -84,11 +85,44 @@ impl std::fmt::Debug for Users {
 /// memory.
 #[derive(Default)]
 struct Cache {
-    known: HashMap<[u8; 32], Remembered>,
+    known: HashMap<Digest, Remembered, BuildHasherDefault<DigestHasher>>,
     /// Being verified: the clients that send the same new credentials at once (a browser's
     /// parallel requests, a load test's connections) wait for one verification instead of
     /// each paying for its own.
-    verifying: HashMap<[u8; 32], Arc<OnceCell<Option<User>>>>,
+    verifying: HashMap<Digest, Arc<OnceCell<Option<User>>>, BuildHasherDefault<DigestHasher>>,
+}
+
+/// The keyed digest of a token. Uniform and unguessable without the process's key, so its
+/// first 8 bytes are a hash no client can aim collisions at: the map needs no SipHash of its
+/// own, which cost more than the rest of a remembered check.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Digest([u8; 32]);
+
+impl std::hash::Hash for Digest {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut first = [0; 8];
+        first.copy_from_slice(&self.0[..8]);
+        state.write_u64(u64::from_le_bytes(first));
+    }
+}
+
+/// Passes a [`Digest`]'s `u64` through.
+#[derive(Default)]
+struct DigestHasher(u64);
+
+impl std::hash::Hasher for DigestHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `Digest` is hashed here, through `write_u64`; fold anything else in anyway.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 struct Remembered {
@@ -133,7 +167,9 @@ impl BasicAuth {
         })
     }
 
-    pub async fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+    /// Credentials remembered as verified let the request in now; new ones are verified by
+    /// [`BasicAuth::wait`].
+    pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         // The password is for weir, not for the upstream; a request it does not let in
         // goes nowhere.
         let Some(field) = only_one(req.headers_mut(), AUTHORIZATION) else {
@@ -142,9 +178,30 @@ impl BasicAuth {
         let Some(token) = token(&field) else {
             return self.deny();
         };
-        let Some(user) = self.users.check(token).await else {
+        match self.users.remembered(&self.users.digest(token), cx.start) {
+            Some(user) => self.let_in(cx, req, user),
+            None => {
+                // For `wait`, which verifies it (a rare path: once per new credentials).
+                req.headers_mut().insert(AUTHORIZATION, field);
+                Verdict::Wait
+            }
+        }
+    }
+
+    pub async fn wait(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        let Some(field) = only_one(req.headers_mut(), AUTHORIZATION) else {
             return self.deny();
         };
+        let Some(token) = token(&field) else {
+            return self.deny();
+        };
+        match self.users.check(token).await {
+            Some(user) => self.let_in(cx, req, user),
+            None => self.deny(),
+        }
+    }
+
+    fn let_in(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>, user: User) -> Verdict {
         // Only weir says who the user is.
         if let Some(h) = &self.user_header {
             match user.value {
@@ -180,13 +237,14 @@ fn only_one(h: &mut HeaderMap, name: HeaderName) -> Option<HeaderValue> {
     all.next().is_none().then_some(first).flatten()
 }
 
-/// The token of an `Authorization: Basic` field (RFC 7617); of any other, none.
+/// The token of an `Authorization: Basic` field (RFC 7617); of any other, none. (A token
+/// that is not base64 is refused when it is verified.)
 fn token(v: &HeaderValue) -> Option<&[u8]> {
-    let v = v.to_str().ok()?.trim();
-    let (scheme, token) = v.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("basic")
-        .then_some(token.trim_start().as_bytes())
+    let v = v.as_bytes().trim_ascii();
+    let space = v.iter().position(|&b| b == b' ')?;
+    v[..space]
+        .eq_ignore_ascii_case(b"basic")
+        .then(|| v[space + 1..].trim_ascii_start())
 }
 
 /// The user and password a token holds.
@@ -200,10 +258,18 @@ fn credentials(token: &[u8]) -> Option<(String, Vec<u8>)> {
 }
 
 impl Users {
-    fn digest(&self, token: &[u8]) -> [u8; 32] {
+    fn digest(&self, token: &[u8]) -> Digest {
         let mut mac = self.keyed.clone();
         mac.update(token);
-        mac.finalize().into_bytes().into()
+        Digest(mac.finalize().into_bytes().into())
+    }
+
+    /// The user whose token has this digest, if verified within [`CACHE_TTL`] of `now`.
+    /// Found by its digest: equal, so no comparison is left to time.
+    fn remembered(&self, digest: &Digest, now: Instant) -> Option<User> {
+        let cache = self.cache.lock().unwrap();
+        let r = cache.known.get(digest)?;
+        (r.until > now).then(|| r.user.clone())
     }
 
     /// The user `token` lets in, from the cache or verified now.
@@ -212,7 +278,6 @@ impl Users {
         let generation = self.generation.load(Relaxed);
         let verdict = {
             let mut cache = self.cache.lock().unwrap();
-            // Found by its digest: equal, so no comparison is left to time.
             if let Some(r) = cache.known.get(&digest) {
                 if r.until > Instant::now() {
                     return Some(r.user.clone());
@@ -229,7 +294,7 @@ impl Users {
 
     /// Verifies `token` (off the runtime, at most one per CPU at a time) and remembers a
     /// success, unless the users changed since `generation`.
-    async fn verify(&self, token: &[u8], digest: [u8; 32], generation: u64) -> Option<User> {
+    async fn verify(&self, token: &[u8], digest: Digest, generation: u64) -> Option<User> {
         let user = self.verify_now(token).await;
         let mut cache = self.cache.lock().unwrap();
         cache.verifying.remove(&digest);

@@ -24,7 +24,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use weir_config::filter::{Page, MAX_PAGE};
 
-use super::Cx;
+use super::{Cx, Later};
 use crate::balance::PickKey;
 use crate::http::body::ProxyBody;
 use crate::http::tries::{self, Attempts, Ended};
@@ -75,32 +75,43 @@ impl ErrorPages {
         })
     }
 
-    pub async fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+    /// Replaces the body now when the page is weir's own (a file, problem+json); a page from
+    /// a pool is fetched by [`ErrorPages::wait`].
+    pub fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
         let status = resp.status();
         if !self.statuses.covers(status.as_u16())
             || cx.grpc
             || crate::http::grpc::is_grpc(resp.headers())
         {
-            return;
+            return Later::Done;
         }
         let (body, content_type) = match wants_json(cx.accept.as_ref()) {
             true => problem(status, resp),
             false => match &self.source {
                 Source::File { body, content_type } => (body.clone(), content_type.clone()),
-                Source::Pool {
-                    pool,
-                    path,
-                    timeout,
-                } => {
-                    let path = path.replace("{status}", status.as_str());
-                    match fetch(cx, pool, &path, *timeout).await {
-                        Some(page) => page,
-                        None => return,
-                    }
-                }
+                Source::Pool { .. } => return Later::Wait,
             },
         };
         replace(resp, body, content_type, cx.method == Method::HEAD);
+        Later::Done
+    }
+
+    /// The page for the answer's status from the pool (the answer is left as it is when the
+    /// pool does not give one).
+    pub async fn wait(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+        let Source::Pool {
+            pool,
+            path,
+            timeout,
+        } = &self.source
+        else {
+            return;
+        };
+        let status = resp.status();
+        let path = path.replace("{status}", status.as_str());
+        if let Some((body, content_type)) = fetch(cx, pool, &path, *timeout).await {
+            replace(resp, body, content_type, cx.method == Method::HEAD);
+        }
     }
 }
 

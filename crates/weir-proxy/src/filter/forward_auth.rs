@@ -98,18 +98,28 @@ impl ForwardAuth {
         })
     }
 
-    pub async fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+    /// A request whose key the cache holds goes on now; any other asks the service
+    /// ([`ForwardAuth::wait`]).
+    pub fn request(&self, _cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         // Only the auth service says what these are.
         for n in &self.response_headers {
             req.headers_mut().remove(n);
         }
-        let key = self.cache.as_ref().map(|c| c.key_of(req.headers()));
-        if let (Some(c), Some(k)) = (&self.cache, &key) {
-            if let Some(copied) = c.get(k) {
+        let Some(c) = &self.cache else {
+            return Verdict::Wait;
+        };
+        match c.get(&c.key_of(req.headers())) {
+            Some(copied) => {
                 copy(req.headers_mut(), &copied);
-                return Verdict::Continue;
+                Verdict::Continue
             }
+            None => Verdict::Wait,
         }
+    }
+
+    /// Asks the auth service (within the filter's timeout) and remembers a yes.
+    pub async fn wait(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        let key = self.cache.as_ref().map(|c| c.key_of(req.headers()));
         match tokio::time::timeout(self.timeout, self.ask(cx, req.headers())).await {
             Ok(Asked::Yes(copied)) => {
                 copy(req.headers_mut(), &copied);

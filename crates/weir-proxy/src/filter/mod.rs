@@ -30,6 +30,7 @@ mod template;
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::{HeaderValue, Method, Request, Response, Uri};
 
@@ -90,7 +91,10 @@ impl Filter {
         })
     }
 
-    async fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+    /// The request phase, decided without waiting; a filter that must wait on something (a
+    /// password being verified, an auth service) says [`Verdict::Wait`] and its
+    /// [`Filter::wait`] runs next.
+    fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         match self {
             Filter::Headers(f) => f.request(cx, req),
             Filter::Rewrite(f) => f.request(cx, req),
@@ -103,19 +107,37 @@ impl Filter {
                 Verdict::Continue
             }
             Filter::Compress(f) => f.request(cx, req),
-            Filter::BasicAuth(f) => f.request(cx, req).await,
-            Filter::ForwardAuth(f) => f.request(cx, req).await,
+            Filter::BasicAuth(f) => f.request(cx, req),
+            Filter::ForwardAuth(f) => f.request(cx, req),
         }
     }
 
-    async fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+    /// The rest of a request phase that said [`Verdict::Wait`].
+    async fn wait(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        match self {
+            Filter::BasicAuth(f) => f.wait(cx, req).await,
+            Filter::ForwardAuth(f) => f.wait(cx, req).await,
+            _ => Verdict::Continue,
+        }
+    }
+
+    /// The response phase, done without waiting unless it says [`Later::Wait`] (then
+    /// [`Filter::wait_response`] runs next).
+    fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
         match self {
             Filter::Headers(f) => f.response(cx, resp),
             Filter::Rewrite(_) | Filter::Redirect(_) | Filter::Ip(_) | Filter::BodyLimit(_) => {}
             Filter::Cors(f) => f.response(cx, resp),
-            Filter::ErrorPages(f) => f.response(cx, resp).await,
+            Filter::ErrorPages(f) => return f.response(cx, resp),
             Filter::Compress(f) => f.response(cx, resp),
             Filter::BasicAuth(_) | Filter::ForwardAuth(_) => {}
+        }
+        Later::Done
+    }
+
+    async fn wait_response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+        if let Filter::ErrorPages(f) = self {
+            f.wait(cx, resp).await;
         }
     }
 }
@@ -125,6 +147,25 @@ pub enum Verdict {
     Continue,
     /// weir answers with this, counted and logged under the reason.
     Answer(Box<Response<ProxyBody>>, Reason),
+    /// Not decided without waiting: the filter's `wait` phase decides.
+    Wait,
+}
+
+/// Whether a response phase is done or must wait (for a page fetched from a pool).
+#[derive(PartialEq, Eq)]
+pub enum Later {
+    Done,
+    Wait,
+}
+
+/// Where a chain's request phases stopped.
+pub enum Phase {
+    /// Every filter let the request through.
+    Passed,
+    /// A filter answered.
+    Answered(Box<Response<ProxyBody>>, Reason),
+    /// A filter must wait: [`request_waiting`] goes on from it.
+    Waiting,
 }
 
 /// A route's filters, in order; shared by every snapshot target of the route.
@@ -174,6 +215,9 @@ pub struct Cx<'a> {
     pub conn: &'a ConnCtx,
     /// The client's address: behind trusted proxies, the one their headers name.
     pub client: IpAddr,
+    /// When the request arrived: what filters compare their remembered answers' ages with
+    /// (a clock read fewer per request).
+    pub start: Instant,
     /// The request as it arrived (before any filter changed it), for variables and redirects.
     pub method: Method,
     pub uri: Uri,
@@ -183,7 +227,7 @@ pub struct Cx<'a> {
     pub upstream_host: Option<HeaderValue>,
     /// The request id, once a filter made or kept one.
     pub request_id: Option<HeaderValue>,
-    /// How many filters' request phases ran (their response phases run).
+    /// How many filters' request phases ran (their response phases run, counting it down).
     entered: usize,
     /// The request's `Origin`, kept by a cors filter's request phase for its response phase.
     pub origin: Option<HeaderValue>,
@@ -205,10 +249,12 @@ impl<'a> Cx<'a> {
         req: &Request<B>,
         host: Option<HeaderValue>,
         grpc: bool,
+        start: Instant,
     ) -> Cx<'a> {
         Cx {
             conn,
             client,
+            start,
             method: req.method().clone(),
             uri: req.uri().clone(),
             upstream_host: host.clone(),
@@ -236,26 +282,66 @@ impl<'a> Cx<'a> {
     }
 }
 
-/// Runs the chain's request phases in order until one answers.
-pub async fn request(
+/// Runs the chain's request phases in order until one answers or must wait. Most requests
+/// are decided here without a future: only a filter that waits on I/O needs one
+/// ([`request_waiting`]), and it is boxed by the caller, so that chains that never wait pay
+/// neither its size nor an allocation.
+pub fn request(chain: &Chain, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Phase {
+    let filters = chain.filters();
+    while let Some(f) = filters.get(cx.entered) {
+        cx.entered += 1;
+        match f.request(cx, req) {
+            Verdict::Continue => {}
+            Verdict::Answer(resp, reason) => {
+                // The answering filter made its answer whole; only those before it see it.
+                cx.entered -= 1;
+                return Phase::Answered(resp, reason);
+            }
+            Verdict::Wait => return Phase::Waiting,
+        }
+    }
+    Phase::Passed
+}
+
+/// After [`request`] said [`Phase::Waiting`]: the waiting filter's `wait` phase, then the
+/// rest of the chain. An answer, or `None` when every filter let the request through.
+pub async fn request_waiting(
     chain: &Chain,
     cx: &mut Cx<'_>,
     req: &mut Request<ClientBody>,
-) -> Option<(Response<ProxyBody>, Reason)> {
-    for f in chain.filters() {
-        cx.entered += 1;
-        if let Verdict::Answer(resp, reason) = f.request(cx, req).await {
-            // The answering filter made its answer whole; only those before it see it.
+) -> Option<(Box<Response<ProxyBody>>, Reason)> {
+    loop {
+        let f = &chain.filters()[cx.entered - 1];
+        if let Verdict::Answer(resp, reason) = f.wait(cx, req).await {
             cx.entered -= 1;
-            return Some((*resp, reason));
+            return Some((resp, reason));
+        }
+        match request(chain, cx, req) {
+            Phase::Passed => return None,
+            Phase::Answered(resp, reason) => return Some((resp, reason)),
+            Phase::Waiting => {}
         }
     }
-    None
 }
 
-/// Runs the response phases of the filters whose request phase ran, last first.
-pub async fn response(chain: &Chain, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
-    for f in chain.filters()[..cx.entered].iter().rev() {
-        f.response(cx, resp).await;
+/// Runs the response phases of the filters whose request phase ran, last first, until one
+/// must wait (then [`response_waiting`] goes on from it).
+pub fn response(chain: &Chain, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
+    while cx.entered > 0 {
+        cx.entered -= 1;
+        if chain.filters()[cx.entered].response(cx, resp) == Later::Wait {
+            return Later::Wait;
+        }
+    }
+    Later::Done
+}
+
+/// After [`response`] said [`Later::Wait`]: the waiting filter's phase, then the rest.
+pub async fn response_waiting(chain: &Chain, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+    loop {
+        chain.filters()[cx.entered].wait_response(cx, resp).await;
+        if response(chain, cx, resp) == Later::Done {
+            return;
+        }
     }
 }

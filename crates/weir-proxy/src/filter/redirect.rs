@@ -8,6 +8,7 @@ use http::header::{self, HeaderValue};
 use http::{Request, StatusCode};
 use regex::Regex;
 use weir_config::filter::RedirectScheme;
+use weir_config::filter::Replacement;
 
 use super::{Cx, Verdict};
 use crate::codec::client_body::ClientBody;
@@ -20,7 +21,7 @@ pub struct Redirect {
     host: Option<String>,
     port: Option<u16>,
     path: Option<String>,
-    regex: Option<(Regex, String)>,
+    regex: Option<(Regex, Replacement)>,
     status: u16,
     keep_query: bool,
     /// What the answer is counted under: `redirected`, or `https_redirect` for a route's.
@@ -80,10 +81,9 @@ impl Redirect {
         let path = match (&self.path, &self.regex) {
             (Some(p), _) => p.clone(),
             (None, Some((re, with))) => {
-                if !re.is_match(old_path) {
+                let Some(s) = with.apply(re, old_path) else {
                     return Verdict::Continue;
-                }
-                let s = re.replace(old_path, with.as_str()).into_owned();
+                };
                 match s.starts_with('/') {
                     true => s,
                     false => format!("/{s}"),

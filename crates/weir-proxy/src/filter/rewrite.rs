@@ -1,9 +1,12 @@
 //! `kind = "rewrite"`: the path (prefix stripped, regex replaced, prefix added; or replaced
 //! whole) and the Host the upstream gets. The query is kept as it was.
 
+use std::borrow::Cow;
+
 use http::header::HeaderValue;
 use http::{Request, Uri};
 use regex::Regex;
+use weir_config::filter::Replacement;
 
 use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
@@ -13,7 +16,7 @@ const X_FORWARDED_PREFIX: &str = "x-forwarded-prefix";
 #[derive(Debug)]
 pub struct Rewrite {
     strip_prefix: Option<String>,
-    regex: Option<(Regex, String)>,
+    regex: Option<(Regex, Replacement)>,
     add_prefix: Option<String>,
     replace_path: Option<String>,
     host: Option<HeaderValue>,
@@ -39,37 +42,39 @@ impl Rewrite {
         if let Some(h) = &self.host {
             cx.upstream_host = Some(h.clone());
         }
+        // Borrowed until a step changes it: most rewrites leave most paths as they were.
         let path = req.uri().path();
-        let mut new = match &self.replace_path {
-            Some(p) => p.clone(),
-            None => path.to_string(),
-        };
+        let mut new = Cow::Borrowed(match &self.replace_path {
+            Some(p) => p.as_str(),
+            None => path,
+        });
+        let mut prefix_stripped = None;
         if let Some(prefix) = &self.strip_prefix {
             if let Some(rest) = strip(&new, prefix) {
-                let rest = match rest {
+                new = Cow::Owned(match rest {
                     "" => "/".to_string(),
                     r => r.to_string(),
-                };
-                new = rest;
-                let shown = if prefix.is_empty() { "/" } else { prefix };
-                if let Ok(v) = HeaderValue::from_str(shown) {
-                    req.headers_mut().insert(X_FORWARDED_PREFIX, v);
-                }
+                });
+                prefix_stripped = Some(if prefix.is_empty() { "/" } else { prefix });
             }
         }
         if let Some((re, with)) = &self.regex {
-            if let std::borrow::Cow::Owned(s) = re.replace(&new, with.as_str()) {
-                new = match s.starts_with('/') {
+            if let Some(s) = with.apply(re, &new) {
+                new = Cow::Owned(match s.starts_with('/') {
                     true => s,
                     false => format!("/{s}"),
-                };
+                });
             }
         }
         if let Some(prefix) = &self.add_prefix {
-            new = join(prefix, &new);
+            new = Cow::Owned(join(prefix, &new));
         }
-        if new != req.uri().path() {
+        if new != path {
+            let new = new.into_owned();
             set_path(req, &new);
+        }
+        if let Some(shown) = prefix_stripped.and_then(|p| HeaderValue::from_str(p).ok()) {
+            req.headers_mut().insert(X_FORWARDED_PREFIX, shown);
         }
         Verdict::Continue
     }

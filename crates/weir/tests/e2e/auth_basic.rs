@@ -338,3 +338,61 @@ fn check_refuses_weak_hashes_with_their_lines() {
     );
     assert!(!err.contains("alice"), "{err}");
 }
+
+/// basic_auth in the middle of a chain: a filter that must wait (new credentials, verified
+/// off the runtime) and one that need not (remembered ones) both hand the request on to the
+/// filters after it, request and response phases alike; a refusal ends the chain there, and
+/// only the filters before it see the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_filters_after_a_waiting_check_still_run() {
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("htpasswd");
+    htpasswd(&users, "alice", "alice-pw", true);
+    let listen = free_addr();
+    let config = format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+
+[routes.staff]
+listener = "web"
+pool = "app"
+filters = ["before", "staff", "after"]
+
+[pools.app]
+endpoints = [{{ addr = "{}" }}]
+
+[filters.before]
+kind = "headers"
+response_set = {{ "X-Before" = "1" }}
+
+[filters.staff]
+kind = "basic_auth"
+users_file = "{}"
+
+[filters.after]
+kind = "headers"
+request_set = {{ "X-After" = "2" }}
+response_set = {{ "X-After-Answer" = "3" }}
+"#,
+        up.addr(),
+        users.display()
+    );
+    let _w = Weir::start(&config, &[listen]);
+    let alice = basic("alice", "alice-pw");
+    // New credentials (the check waits for bcrypt), then remembered ones (it does not).
+    for round in ["new", "remembered"] {
+        let r = get(listen, "/headers", &[("authorization", &alice)]).await;
+        assert_eq!(r.status, 200, "{round}: {}", r.text());
+        assert_eq!(values(&r, "x-after"), ["2"], "{round}: {:?}", seen(&r));
+        assert_eq!(r.header("x-before"), Some("1"), "{round}");
+        assert_eq!(r.header("x-after-answer"), Some("3"), "{round}");
+    }
+    let wrong = basic("alice", "nope");
+    let r = get(listen, "/headers", &[("authorization", &wrong)]).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("x-before"), Some("1"));
+    assert_eq!(r.header("x-after-answer"), None);
+    assert_eq!(up.requests(), 2);
+}

@@ -43,7 +43,7 @@ use std::time::Instant;
 use http::{Request, Response};
 
 use crate::codec::client_body::ClientBody;
-use crate::filter;
+use crate::filter::{self, Later, Phase};
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::http::grpc;
@@ -96,8 +96,7 @@ async fn forward(
     let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());
     let mut resp = match routed.filters.is_empty() {
         true => proxy(ctx, req, routed, start, grpc, acct).await,
-        // Boxed: a chain's future (a sub-request, say) would otherwise grow every
-        // request's, filtered or not.
+        // Boxed: a chain's future would otherwise grow every request's, filtered or not.
         false => Box::pin(filtered(ctx, req, routed, start, grpc, acct)).await,
     };
     if let Some(v) = hsts {
@@ -108,7 +107,9 @@ async fn forward(
 }
 
 /// A request through a route with filters: their request phases, then the upstream (unless
-/// one answered), then their response phases.
+/// one answered), then their response phases. The phases run without futures of their own;
+/// only a filter that waits on I/O (verifying a new password, asking an auth service,
+/// fetching an error page) gets one, boxed.
 async fn filtered(
     ctx: &ConnCtx,
     mut req: Request<ClientBody>,
@@ -120,12 +121,17 @@ async fn filtered(
     // Taken, not cloned: the proxy step does not need it, and a clone is a shared count.
     let chain = std::mem::take(&mut routed.filters);
     let client = acct.client.unwrap_or(ctx.client).ip();
-    let mut cx = filter::Cx::new(ctx, client, &req, routed.host.clone(), grpc);
-    let mut resp = match filter::request(&chain, &mut cx, &mut req).await {
+    let mut cx = filter::Cx::new(ctx, client, &req, routed.host.clone(), grpc, start);
+    let answer = match filter::request(&chain, &mut cx, &mut req) {
+        Phase::Passed => None,
+        Phase::Answered(resp, reason) => Some((resp, reason)),
+        Phase::Waiting => Box::pin(filter::request_waiting(&chain, &mut cx, &mut req)).await,
+    };
+    let mut resp = match answer {
         Some((resp, reason)) => {
             acct.routed(routed.route.as_deref(), &routed.pool);
             acct.count_as(&routed.metrics, None, Some(reason));
-            resp
+            *resp
         }
         None => {
             routed.upstream_host = cx
@@ -135,7 +141,9 @@ async fn filtered(
             proxy(ctx, req, routed, start, grpc, acct).await
         }
     };
-    filter::response(&chain, &mut cx, &mut resp).await;
+    if filter::response(&chain, &mut cx, &mut resp) == Later::Wait {
+        Box::pin(filter::response_waiting(&chain, &mut cx, &mut resp)).await;
+    }
     if let Some(id) = &cx.request_id {
         acct.request_id(id);
     }
