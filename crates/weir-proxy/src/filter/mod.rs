@@ -11,6 +11,12 @@
 //! (an upstream's or weir's own), the response phases of the filters whose request phase ran
 //! go in reverse order (`response`), as Envoy's and pingora's filters do.
 //!
+//! Phases are plain calls. A filter that must wait on I/O (a new password verified off the
+//! runtime, an auth service asked, an error page fetched from a pool) says so
+//! (`Verdict::Wait`, `Later::Wait`) and its async `wait` phase runs next, in a future the
+//! caller boxes: a chain that decides at once makes no future per filter, allocates nothing
+//! for one, and does not grow the request's future by the size of the rare one.
+//!
 //! Dispatch is static: `Filter` is an enum and each phase a `match`. To add a kind: its model
 //! and reader in `weir-config/src/filter/`, a file here with `build`, `request` and/or
 //! `response`, a variant below, and its docs (docs/CONFIG.md "Route filters").
