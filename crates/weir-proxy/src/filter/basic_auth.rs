@@ -4,8 +4,10 @@
 //! bcrypt and argon2 are slow on purpose (bcrypt cost 10 is ~50 ms of CPU), so a check runs
 //! on the blocking pool, at most [`verifiers`] at once (a flood of wrong passwords queues
 //! there instead of taking every runtime thread), and a success is remembered for
-//! [`CACHE_TTL`] as an HMAC of the password under a key made per process, compared in
-//! constant time: a user's next requests cost a hash, not a bcrypt. Failures are never
+//! [`CACHE_TTL`] under an HMAC of the `Authorization` token with a key made per process
+//! (found by lookup: without the key, how long a lookup takes tells a client nothing about
+//! another's token): a user's next requests cost a hash, not a bcrypt, and are decided
+//! without waiting; new credentials wait for their check (`wait`). Failures are never
 //! remembered. The file is looked at once a second (a stat, off the runtime's threads); a
 //! changed file that reads replaces the users and forgets every remembered success, one
 //! that does not read keeps the users there were and says why in the log.
