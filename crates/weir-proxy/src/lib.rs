@@ -13,6 +13,7 @@ pub mod codec;
 pub mod endpoint;
 pub mod error;
 mod file_stamp;
+mod file_watch;
 pub mod filter;
 pub mod health;
 pub mod http;

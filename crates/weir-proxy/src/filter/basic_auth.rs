@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
@@ -26,12 +26,12 @@ use http::header::{Entry, AUTHORIZATION, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderName, HeaderValue, Request};
 use sha2::Sha256;
 use tokio::sync::{OnceCell, Semaphore};
-use tracing::{error, info};
+use tracing::info;
 use weir_config::filter::htpasswd::{self, Scheme};
 
 use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
-use crate::file_stamp::stamp;
+use crate::file_watch;
 use crate::http::error::error_response;
 use crate::reason::Reason;
 
@@ -39,8 +39,6 @@ use crate::reason::Reason;
 pub const CACHE_TTL: Duration = Duration::from_secs(300);
 /// At most this many users are remembered at once.
 const CACHE_MAX: usize = 10_000;
-/// How often the users file is looked at.
-const PERIOD: Duration = Duration::from_secs(1);
 /// Verified for a user the file does not have, so an unknown user takes as long as a
 /// known one with a wrong password (cost 10, as `htpasswd -B` writes by default).
 const DUMMY: &str = "$2y$10$qWgnrBnAsATnJNaw0a3f3.91klyMIKQ/P019fuA5S49/pb33J6nLq";
@@ -154,10 +152,19 @@ impl BasicAuth {
                 .expect("any key length"),
             verifiers: Arc::new(Semaphore::new(verifiers())),
         });
-        // Built outside a runtime only by unit tests, which watch nothing.
-        if tokio::runtime::Handle::try_current().is_ok() {
-            watch(&users);
-        }
+        // Looked at once a second, as certificate files are: a rename-replace or a symlink
+        // swap shows as a new stamp.
+        file_watch::watch(
+            &users,
+            b.users_file.clone(),
+            "users file",
+            |p| htpasswd::read(p).map_err(|e| e.to_string()),
+            |users, list| {
+                let n = list.len();
+                users.replace(list);
+                format!("{n} users")
+            },
+        );
         Ok(BasicAuth {
             challenge: HeaderValue::from_str(&challenge).map_err(|e| e.to_string())?,
             user_header: b
@@ -377,54 +384,6 @@ fn verify(hash: Option<(Scheme, Arc<str>)>, password: &[u8]) -> bool {
                 .is_ok()
         }
     }
-}
-
-/// Looks at the users file once a second for as long as the filter is in use (the task
-/// ends once the last snapshot holding it is gone), as certificate files are
-/// (`transport/tls/reload.rs`): a rename-replace or a symlink swap shows as a new stamp.
-fn watch(users: &Arc<Users>) {
-    let weak: Weak<Users> = Arc::downgrade(users);
-    let path = users.path.clone();
-    tokio::spawn(async move {
-        let p = path.clone();
-        let mut seen = tokio::task::spawn_blocking(move || stamp(&p))
-            .await
-            .ok()
-            .flatten();
-        let mut tick = tokio::time::interval(PERIOD);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            if weak.strong_count() == 0 {
-                return;
-            }
-            let p = path.clone();
-            let Ok(now) = tokio::task::spawn_blocking(move || stamp(&p)).await else {
-                continue;
-            };
-            if now == seen {
-                continue;
-            }
-            seen = now;
-            let p = path.clone();
-            let Ok(read) = tokio::task::spawn_blocking(move || htpasswd::read(&p)).await else {
-                continue;
-            };
-            let Some(users) = weak.upgrade() else { return };
-            match read {
-                Ok(list) => {
-                    let n = list.len();
-                    users.replace(list);
-                    info!(file = %path.display(), users = n, "users file reloaded");
-                }
-                Err(e) => error!(
-                    file = %path.display(),
-                    "users file not reloaded, the previous users stay: {e}"
-                ),
-            }
-        }
-    });
 }
 
 #[cfg(test)]

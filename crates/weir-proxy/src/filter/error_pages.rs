@@ -5,8 +5,9 @@
 //!
 //! - `application/problem+json` (RFC 9457) when the client's `Accept` prefers JSON to HTML,
 //!   with weir's reason as `detail` when the answer was weir's;
-//! - else the file's page, read when the filter is built (a changed file is read again when
-//!   the filter is rebuilt, i.e. when its settings change; it is not watched);
+//! - else the file's page, read when the filter is built and looked at once a second after
+//!   (`file_watch.rs`): a changed file that reads replaces the page, one that does not keeps
+//!   the page there was;
 //! - else the pool's page for the status, fetched with a GET through the pool's own tries
 //!   (capacity, balancing, retries), bounded in size and time; when the fetch fails or the
 //!   page is not a 2xx, the answer goes out unchanged.
@@ -18,6 +19,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
@@ -26,6 +28,7 @@ use weir_config::filter::{Page, MAX_PAGE};
 
 use super::{Cx, Later};
 use crate::balance::PickKey;
+use crate::file_watch;
 use crate::http::body::ProxyBody;
 use crate::http::tries::{self, Attempts, Ended};
 use crate::upstream::upbody::Prepared;
@@ -39,7 +42,8 @@ pub struct ErrorPages {
 #[derive(Debug)]
 enum Source {
     File {
-        body: Bytes,
+        /// The file's page; replaced when the file changes (`file_watch.rs`).
+        body: Arc<ArcSwap<Bytes>>,
         content_type: HeaderValue,
     },
     Pool {
@@ -52,13 +56,28 @@ enum Source {
 impl ErrorPages {
     pub fn build(e: &weir_config::filter::ErrorPages) -> Result<ErrorPages, String> {
         let source = match &e.page {
-            Page::File { path, content_type } => Source::File {
-                body: weir_config::filter::read_page(path)
+            Page::File { path, content_type } => {
+                let page = weir_config::filter::read_page(path)
                     .map(Bytes::from)
-                    .map_err(|e| format!("error page: {e}"))?,
-                content_type: HeaderValue::from_str(content_type)
-                    .map_err(|_| format!("invalid content_type {content_type:?}"))?,
-            },
+                    .map_err(|e| format!("error page: {e}"))?;
+                let body = Arc::new(ArcSwap::from_pointee(page));
+                file_watch::watch(
+                    &body,
+                    path.clone(),
+                    "error page",
+                    weir_config::filter::read_page,
+                    |body, page| {
+                        let n = page.len();
+                        body.store(Arc::new(Bytes::from(page)));
+                        format!("{n} bytes")
+                    },
+                );
+                Source::File {
+                    body,
+                    content_type: HeaderValue::from_str(content_type)
+                        .map_err(|_| format!("invalid content_type {content_type:?}"))?,
+                }
+            }
             Page::Pool {
                 pool,
                 path,
@@ -88,7 +107,9 @@ impl ErrorPages {
         let (body, content_type) = match wants_json(cx.accept.as_ref()) {
             true => problem(status, resp),
             false => match &self.source {
-                Source::File { body, content_type } => (body.clone(), content_type.clone()),
+                Source::File { body, content_type } => {
+                    (Bytes::clone(&body.load()), content_type.clone())
+                }
                 Source::Pool { .. } => return Later::Wait,
             },
         };

@@ -5,6 +5,7 @@
 //! chain) go out unchanged.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::Request;
@@ -92,7 +93,7 @@ struct Setup {
     listen: SocketAddr,
     errors: HttpUpstream,
     _app: Raw,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     w: Weir,
 }
 
@@ -169,7 +170,7 @@ endpoints = []
         listen,
         errors,
         _app: app,
-        _dir: dir,
+        dir,
         w,
     }
 }
@@ -412,4 +413,33 @@ pool = "app"
     ] {
         assert!(text.contains(&want), "no {want:?} in:\n{text}");
     }
+}
+
+/// The page file is watched: a new one renamed over it is served without a reload, and one
+/// that does not read (larger than 1 MiB) is refused with a log line, the page there was
+/// staying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_changed_page_file_is_served_without_a_reload() {
+    let s = start().await;
+    let page = s.dir.path().join("5xx.html");
+    let next = s.dir.path().join("5xx.html.new");
+    let body = || async { send(s.listen, "GET", "file.test", "/status/500", &[]).await };
+    assert_eq!(body().await.text(), PAGE);
+
+    std::fs::write(&next, "<h1>Back soon.</h1>\n").unwrap();
+    std::fs::rename(&next, &page).unwrap();
+    let line =
+        s.w.wait_log(0, "error page reloaded", Duration::from_secs(20));
+    assert!(line.contains("20 bytes"), "{line}");
+    let r = body().await;
+    assert_eq!(r.status, 500);
+    assert_eq!(r.text(), "<h1>Back soon.</h1>\n");
+
+    let from = s.w.log_lines();
+    std::fs::write(&next, vec![b'x'; (1 << 20) + 1]).unwrap();
+    std::fs::rename(&next, &page).unwrap();
+    let line =
+        s.w.wait_log(from, "error page not reloaded", Duration::from_secs(20));
+    assert!(line.contains("larger than 1024 KiB"), "{line}");
+    assert_eq!(body().await.text(), "<h1>Back soon.</h1>\n");
 }
