@@ -12,18 +12,20 @@ use std::time::Duration;
 
 use tracing::{error, info};
 
-use crate::file_stamp::stamp;
+use crate::file_stamp::{stamp, Stamp};
 
 /// How often a watched file is looked at.
 pub(crate) const PERIOD: Duration = Duration::from_secs(1);
 
 /// Watches `path` for `state`: each change read with `read`, handed to `apply` when it reads
-/// (which says, for the log, what it took: "3 users"). `what` names the file in the log
-/// ("users file", "error page"). Outside a runtime (unit tests build filters there) nothing
-/// is watched.
+/// (which says, for the log, what it took: "3 users"). `seen` is the file's stamp from
+/// before the caller read it, so a change made while it read is not missed. `what` names the
+/// file in the log ("users file", "error page"). Outside a runtime (unit tests build filters
+/// there) nothing is watched.
 pub(crate) fn watch<T, V>(
     state: &Arc<T>,
     path: PathBuf,
+    seen: Stamp,
     what: &'static str,
     read: fn(&Path) -> Result<V, String>,
     apply: fn(&T, V) -> String,
@@ -36,11 +38,7 @@ pub(crate) fn watch<T, V>(
     }
     let weak: Weak<T> = Arc::downgrade(state);
     tokio::spawn(async move {
-        let p = path.clone();
-        let mut seen = tokio::task::spawn_blocking(move || stamp(&p))
-            .await
-            .ok()
-            .flatten();
+        let mut seen = seen;
         let mut tick = tokio::time::interval(PERIOD);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;

@@ -31,6 +31,7 @@ use weir_config::filter::htpasswd::{self, Scheme};
 
 use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
+use crate::file_stamp::stamp;
 use crate::file_watch;
 use crate::http::error::error_response;
 use crate::reason::Reason;
@@ -140,6 +141,8 @@ struct User {
 
 impl BasicAuth {
     pub fn build(name: &str, b: &weir_config::filter::BasicAuth) -> Result<BasicAuth, String> {
+        // Stamped first: a change made while it is read is seen by the watch below.
+        let seen = stamp(&b.users_file);
         let list = htpasswd::read(&b.users_file).map_err(|e| e.to_string())?;
         let challenge = format!("Basic realm=\"{}\", charset=\"UTF-8\"", b.realm);
         let users = Arc::new(Users {
@@ -157,6 +160,7 @@ impl BasicAuth {
         file_watch::watch(
             &users,
             b.users_file.clone(),
+            seen,
             "users file",
             |p| htpasswd::read(p).map_err(|e| e.to_string()),
             |users, list| {

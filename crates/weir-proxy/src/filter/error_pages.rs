@@ -28,6 +28,7 @@ use weir_config::filter::{Page, MAX_PAGE};
 
 use super::{Cx, Later};
 use crate::balance::PickKey;
+use crate::file_stamp::stamp;
 use crate::file_watch;
 use crate::http::body::ProxyBody;
 use crate::http::tries::{self, Attempts, Ended};
@@ -57,6 +58,8 @@ impl ErrorPages {
     pub fn build(e: &weir_config::filter::ErrorPages) -> Result<ErrorPages, String> {
         let source = match &e.page {
             Page::File { path, content_type } => {
+                // Stamped first: a change made while it is read is seen by the watch.
+                let seen = stamp(path);
                 let page = weir_config::filter::read_page(path)
                     .map(Bytes::from)
                     .map_err(|e| format!("error page: {e}"))?;
@@ -64,6 +67,7 @@ impl ErrorPages {
                 file_watch::watch(
                     &body,
                     path.clone(),
+                    seen,
                     "error page",
                     weir_config::filter::read_page,
                     |body, page| {
