@@ -48,10 +48,6 @@ impl Source for Memory {
         })
     }
 
-    fn accepts(&self, _changes: &[Change]) -> Result<(), Refused> {
-        Ok(())
-    }
-
     fn commit(
         &self,
         current: &Arc<State>,

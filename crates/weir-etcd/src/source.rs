@@ -217,10 +217,6 @@ impl Source for EtcdSource {
         })
     }
 
-    fn accepts(&self, _changes: &[Change]) -> Result<(), Refused> {
-        Ok(())
-    }
-
     fn commit(
         &self,
         current: &Arc<State>,

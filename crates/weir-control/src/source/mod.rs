@@ -50,8 +50,10 @@ pub trait Source: Send + Sync {
     fn initial(&self) -> Result<Initial, StartError>;
 
     /// Refuses changes this source does not take (a file owns its listeners, routes, pools
-    /// and endpoints), before anything is validated.
-    fn accepts(&self, changes: &[Change]) -> Result<(), Refused>;
+    /// and endpoints), before anything is validated. A store takes every change.
+    fn accepts(&self, _changes: &[Change]) -> Result<(), Refused> {
+        Ok(())
+    }
 
     /// Applies `changes` to `current` (the last committed state) all-or-nothing, checking
     /// every precondition and then `check` on the whole result, and makes them durable as

@@ -33,10 +33,6 @@ impl Source for StoreSource {
         })
     }
 
-    fn accepts(&self, _changes: &[Change]) -> Result<(), Refused> {
-        Ok(())
-    }
-
     fn commit(
         &self,
         _current: &Arc<State>,

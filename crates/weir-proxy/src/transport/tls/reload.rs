@@ -5,16 +5,14 @@
 //! pair that fails (bad PEM, key not matching, expired) keeps the one before it.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::SystemTime;
 
 use crate::file_stamp::{stamp, Stamp};
+use crate::file_watch;
 use tracing::{info, warn};
 
 use super::server::TlsServer;
-
-/// How often files are looked at: new pairs are served within this (plus a reload).
-const PERIOD: Duration = Duration::from_secs(1);
 
 fn stamps(server: &TlsServer) -> Vec<Stamp> {
     server
@@ -27,32 +25,10 @@ fn stamps(server: &TlsServer) -> Vec<Stamp> {
 }
 
 /// Watches `server`'s files (not its certificates held in memory, which change only with the
-/// config) for as long as it is in use (the task ends once the last
-/// snapshot holding it is gone).
+/// config) for as long as it is in use (`file_watch.rs`: once a second, off the runtime's
+/// threads).
 pub fn watch(server: &Arc<TlsServer>) {
-    let weak: Weak<TlsServer> = Arc::downgrade(server);
-    let mut seen = stamps(server);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(PERIOD);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let Some(server) = weak.upgrade() else { return };
-            // Stat off the runtime's threads: a slow or hung filesystem must not stall
-            // connections.
-            let s = server.clone();
-            let Ok(now) = tokio::task::spawn_blocking(move || stamps(&s)).await else {
-                continue;
-            };
-            if now == seen {
-                continue;
-            }
-            seen = now;
-            let s = server.clone();
-            if let Ok(()) = tokio::task::spawn_blocking(move || reload(&s)).await {}
-        }
-    });
+    file_watch::on_change(server, stamps(server), stamps, reload);
 }
 
 fn reload(server: &TlsServer) {
