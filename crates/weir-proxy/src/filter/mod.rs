@@ -229,7 +229,7 @@ pub struct Cx<'a> {
     pub uri: Uri,
     /// The request's host as the client sent it (Host, or the absolute target's authority).
     pub host: Option<HeaderValue>,
-    /// The Host to send upstream; a rewrite's `host` replaces it.
+    /// The Host to send upstream instead of `host`, once a rewrite's `host` chose one.
     pub upstream_host: Option<HeaderValue>,
     /// The request id, once a filter made or kept one.
     pub request_id: Option<HeaderValue>,
@@ -263,7 +263,7 @@ impl<'a> Cx<'a> {
             start,
             method: req.method().clone(),
             uri: req.uri().clone(),
-            upstream_host: host.clone(),
+            upstream_host: None,
             host,
             request_id: None,
             entered: 0,

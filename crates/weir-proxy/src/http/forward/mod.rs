@@ -26,11 +26,12 @@
 //! and takes the path it always took, `proxy`); a request-phase filter may
 //! change the request or answer itself (counted like any answer weir makes,
 //! with its reason), and a response-phase filter sees the response before
-//! it is handed to the server codec (`filtered`).
+//! it is handed to the server codec (`filtered.rs`).
 
 mod accounting;
 mod ctx;
 mod fail;
+mod filtered;
 mod host;
 mod keys;
 mod overflow;
@@ -43,7 +44,6 @@ use std::time::Instant;
 use http::{Request, Response};
 
 use crate::codec::client_body::ClientBody;
-use crate::filter::{self, Later, Phase};
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::http::grpc;
@@ -52,6 +52,7 @@ use crate::upstream::upbody::prepare;
 
 use accounting::Accounting;
 use fail::{fail, tries_failed, Where};
+use filtered::Filtered;
 use route::Routed;
 
 pub use ctx::ConnCtx;
@@ -83,49 +84,21 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBo
 
 async fn forward(
     ctx: &ConnCtx,
-    req: Request<ClientBody>,
+    mut req: Request<ClientBody>,
     start: Instant,
     grpc: bool,
     acct: &mut Accounting,
 ) -> Response<ProxyBody> {
-    let routed = match route::route(ctx, &req, acct) {
+    let mut routed = match route::route(ctx, &req, acct) {
         Ok(r) => r,
         Err(reason) => return error_response(reason),
     };
     // HSTS only means something over TLS (browsers ignore it on plain HTTP).
     let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());
-    let mut resp = match routed.filters.is_empty() {
-        true => proxy(ctx, req, routed, start, grpc, acct).await,
-        // Boxed: a chain's future would otherwise grow every request's, filtered or not.
-        false => Box::pin(filtered(ctx, req, routed, start, grpc, acct)).await,
-    };
-    if let Some(v) = hsts {
-        resp.headers_mut()
-            .insert(http::header::STRICT_TRANSPORT_SECURITY, v);
-    }
-    resp
-}
-
-/// A request through a route with filters: their request phases, then the upstream (unless
-/// one answered), then their response phases. The phases run without futures of their own;
-/// only a filter that waits on I/O (verifying a new password, asking an auth service,
-/// fetching an error page) gets one, boxed.
-async fn filtered(
-    ctx: &ConnCtx,
-    mut req: Request<ClientBody>,
-    mut routed: Routed,
-    start: Instant,
-    grpc: bool,
-    acct: &mut Accounting,
-) -> Response<ProxyBody> {
-    // Taken, not cloned: the proxy step does not need it, and a clone is a shared count.
-    let chain = std::mem::take(&mut routed.filters);
-    let client = acct.client.unwrap_or(ctx.client).ip();
-    let mut cx = filter::Cx::new(ctx, client, &req, routed.host.clone(), grpc, start);
-    let answer = match filter::request(&chain, &mut cx, &mut req) {
-        Phase::Passed => None,
-        Phase::Answered(resp, reason) => Some((resp, reason)),
-        Phase::Waiting => Box::pin(filter::request_waiting(&chain, &mut cx, &mut req)).await,
+    let mut filtered = Filtered::start(ctx, &req, &mut routed, acct, grpc, start);
+    let answer = match &mut filtered {
+        Some(f) => f.request(&mut req, &mut routed).await,
+        None => None,
     };
     let mut resp = match answer {
         Some((resp, reason)) => {
@@ -133,22 +106,14 @@ async fn filtered(
             acct.count_as(&routed.metrics, None, Some(reason));
             *resp
         }
-        None => {
-            routed.upstream_host = cx
-                .upstream_host
-                .take()
-                .filter(|h| Some(h) != routed.host.as_ref());
-            proxy(ctx, req, routed, start, grpc, acct).await
-        }
+        None => proxy(ctx, req, routed, start, grpc, acct).await,
     };
-    if filter::response(&chain, &mut cx, &mut resp) == Later::Wait {
-        Box::pin(filter::response_waiting(&chain, &mut cx, &mut resp)).await;
+    if let Some(f) = filtered {
+        f.response(&mut resp, acct).await;
     }
-    if let Some(id) = &cx.request_id {
-        acct.request_id(id);
-    }
-    if let Some(user) = &cx.user {
-        acct.user(user);
+    if let Some(v) = hsts {
+        resp.headers_mut()
+            .insert(http::header::STRICT_TRANSPORT_SECURITY, v);
     }
     resp
 }

@@ -1,0 +1,93 @@
+//! A request's route filters around its upstream exchange (steps 3 and 7 of `forward`).
+//!
+//! `Filtered` holds the chain and what its filters share (`filter::Cx`), boxed: the
+//! request's future carries one pointer across the exchange, whether the route has filters or
+//! not, and the exchange itself is awaited in the same place for both (an earlier shape wrapped
+//! the whole exchange in a boxed future of its own, 8.7 KB allocated and copied per filtered
+//! request).
+
+use std::time::Instant;
+
+use http::{Request, Response};
+
+use super::accounting::Accounting;
+use super::route::Routed;
+use super::ConnCtx;
+use crate::codec::client_body::ClientBody;
+use crate::filter::{self, Chain, Cx, Later, Phase};
+use crate::http::body::ProxyBody;
+use crate::reason::Reason;
+
+pub struct Filtered<'a> {
+    chain: Chain,
+    cx: Cx<'a>,
+}
+
+/// An answer a request-phase filter made, with the reason it is counted under.
+pub type Answer = (Box<Response<ProxyBody>>, Reason);
+
+impl<'a> Filtered<'a> {
+    /// The route's chain, when it has one, taken out of `routed` (the exchange does not need
+    /// it, and a clone is a shared count).
+    pub fn start(
+        ctx: &'a ConnCtx,
+        req: &Request<ClientBody>,
+        routed: &mut Routed,
+        acct: &Accounting,
+        grpc: bool,
+        start: Instant,
+    ) -> Option<Box<Filtered<'a>>> {
+        if routed.filters.is_empty() {
+            return None;
+        }
+        let client = acct.client.unwrap_or(ctx.client).ip();
+        Some(Box::new(Filtered {
+            chain: std::mem::take(&mut routed.filters),
+            cx: Cx::new(ctx, client, req, routed.host.clone(), grpc, start),
+        }))
+    }
+
+    /// The request phases: an answer of one of them, or `None` when the request goes on (with
+    /// the Host a rewrite chose, in `routed`). Only a filter that waits on I/O makes a future
+    /// of its own, boxed.
+    pub async fn request(
+        &mut self,
+        req: &mut Request<ClientBody>,
+        routed: &mut Routed,
+    ) -> Option<Answer> {
+        let answer = match filter::request(&self.chain, &mut self.cx, req) {
+            Phase::Passed => None,
+            Phase::Answered(resp, reason) => Some((resp, reason)),
+            Phase::Waiting => {
+                Box::pin(filter::request_waiting(&self.chain, &mut self.cx, req)).await
+            }
+        };
+        if answer.is_none() {
+            routed.upstream_host = self
+                .cx
+                .upstream_host
+                .take()
+                .filter(|h| Some(h) != routed.host.as_ref());
+        }
+        answer
+    }
+
+    /// The response phases of the filters whose request phase ran, then what they decided
+    /// that the access log shows.
+    pub async fn response(
+        mut self: Box<Self>,
+        resp: &mut Response<ProxyBody>,
+        acct: &mut Accounting,
+    ) {
+        let s = &mut *self;
+        if filter::response(&s.chain, &mut s.cx, resp) == Later::Wait {
+            Box::pin(filter::response_waiting(&s.chain, &mut s.cx, resp)).await;
+        }
+        if let Some(id) = &s.cx.request_id {
+            acct.request_id(id);
+        }
+        if let Some(user) = &s.cx.user {
+            acct.user(user);
+        }
+    }
+}
