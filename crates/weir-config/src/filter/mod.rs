@@ -28,7 +28,7 @@ pub use forward_auth::ForwardAuth;
 pub use headers::{HeaderOps, HeaderRules};
 pub use ip::IpList;
 pub use redirect::{Redirect, RedirectScheme};
-pub use regex::{PathRegex, Replacement};
+pub use regex::{PathRegex, PathRewrite};
 pub use rewrite::Rewrite;
 pub use template::{Piece, Template, Var};
 

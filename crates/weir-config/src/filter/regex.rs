@@ -2,7 +2,11 @@
 //! redirect. The `regex` crate matches in linear time; the compiled program is bounded too, so
 //! no pattern costs weir more than `MAX_PROGRAM` of memory per use.
 
-use ::regex::{Regex, RegexBuilder};
+use std::borrow::Cow;
+
+use regex_automata::meta::{self, Regex};
+use regex_automata::util::primitives::NonMaxUsize;
+use regex_automata::{Input, PatternID};
 
 use crate::read::{self, Fields, Sink};
 
@@ -20,13 +24,14 @@ pub struct PathRegex {
 
 impl PathRegex {
     /// The pattern compiled, with its replacement taken apart: what a filter runs.
-    pub fn compiled(&self) -> Result<(Regex, Replacement), String> {
+    pub fn compiled(&self) -> Result<PathRewrite, String> {
         let re = Self::compile(&self.pattern)?;
         let with = Replacement::parse(&re, &self.replacement)?;
-        Ok((re, with))
+        Ok(PathRewrite { re, with })
     }
 
-    /// The compiled pattern, with the limits every user of it must apply.
+    /// The compiled pattern, with the limits every user of it must apply (the `regex` crate's
+    /// defaults otherwise, and its messages).
     pub fn compile(pattern: &str) -> Result<Regex, String> {
         if pattern.len() > MAX_PATTERN {
             return Err(format!(
@@ -34,18 +39,100 @@ impl PathRegex {
                 pattern.len()
             ));
         }
-        RegexBuilder::new(pattern)
-            .size_limit(MAX_PROGRAM)
-            .dfa_size_limit(MAX_PROGRAM)
-            .build()
-            .map_err(|e| match e {
-                ::regex::Error::CompiledTooBig(_) => format!(
+        let limits = meta::Config::new()
+            .nfa_size_limit(Some(MAX_PROGRAM))
+            .onepass_size_limit(Some(MAX_PROGRAM))
+            .dfa_size_limit(Some(MAX_PROGRAM))
+            .hybrid_cache_capacity(MAX_PROGRAM);
+        meta::Builder::new()
+            .configure(limits)
+            .build(pattern)
+            .map_err(|e| match (e.size_limit(), e.syntax_error()) {
+                (Some(_), _) => format!(
                     "the pattern compiles to more than {} KiB; make it simpler",
                     MAX_PROGRAM / 1024
                 ),
-                e => e.to_string(),
+                (None, Some(syntax)) => syntax.to_string(),
+                (None, None) => e.to_string(),
             })
     }
+}
+
+/// A path regex with its replacement, ready to run on requests.
+#[derive(Debug)]
+pub struct PathRewrite {
+    re: Regex,
+    with: Replacement,
+}
+
+/// Capture slots a search keeps on the stack: two per group, for up to 16 groups (more take
+/// a `Vec`).
+const STACK_SLOTS: usize = 32;
+
+impl PathRewrite {
+    /// `s` with the first match replaced (what `Regex::replace` gives), or `None` when the
+    /// pattern does not match. A capture that took part in no match stands for nothing. When
+    /// the replacement gives `s` back, it is `s` itself, not a copy: a rewrite that leaves most
+    /// paths as they are does not allocate for them.
+    pub fn apply<'s>(&self, s: &'s str) -> Option<Cow<'s, str>> {
+        let n = self.re.group_info().slot_len();
+        let mut stack = [None; STACK_SLOTS];
+        let mut heap = Vec::new();
+        let slots: &mut [Option<NonMaxUsize>] = match n <= STACK_SLOTS {
+            true => &mut stack[..n],
+            false => {
+                heap.resize(n, None);
+                &mut heap
+            }
+        };
+        self.re.search_slots(&Input::new(s), slots)?;
+        let slots = &*slots;
+        let span = |i: usize| {
+            let at = |j: usize| slots.get(j).copied().flatten().map(NonMaxUsize::get);
+            Some((at(2 * i)?, at(2 * i + 1)?))
+        };
+        let (start, end) = span(0)?;
+        fn piece<'a>(
+            p: &'a Piece,
+            s: &'a str,
+            span: impl Fn(usize) -> Option<(usize, usize)>,
+        ) -> &'a str {
+            match p {
+                Piece::Text(t) => t,
+                Piece::Capture(i) => span(*i).map_or("", |(a, b)| &s[a..b]),
+            }
+        }
+        let text = |p| piece(p, s, span);
+        // The replacement, compared with what it replaces before anything is built.
+        let mut rest = &s[start..end];
+        let same = self
+            .with
+            .0
+            .iter()
+            .all(|p| match rest.strip_prefix(text(p)) {
+                Some(r) => {
+                    rest = r;
+                    true
+                }
+                None => false,
+            })
+            && rest.is_empty();
+        if same {
+            return Some(Cow::Borrowed(s));
+        }
+        let mut out = String::with_capacity(s.len() + 16);
+        out.push_str(&s[..start]);
+        for p in &self.with.0 {
+            out.push_str(text(p));
+        }
+        out.push_str(&s[end..]);
+        Some(Cow::Owned(out))
+    }
+}
+
+/// The names of `re`'s groups, by index (`None` for an unnamed one).
+fn names(re: &Regex) -> impl Iterator<Item = Option<&str>> {
+    re.group_info().pattern_names(PatternID::ZERO)
 }
 
 /// Reads `path_regex` with `path_replacement` (both or neither).
@@ -136,13 +223,13 @@ impl Replacement {
             };
             let index = match name.parse::<usize>() {
                 Ok(n) => (n < re.captures_len()).then_some(n),
-                Err(_) => re.capture_names().position(|n| n == Some(name)),
+                Err(_) => names(re).position(|n| n == Some(name)),
             };
             let Some(index) = index else {
                 return Err(format!(
                     "`${name}` is not a capture of path_regex (its numbered groups: {}{})",
                     re.captures_len() - 1,
-                    match re.capture_names().flatten().collect::<Vec<_>>() {
+                    match names(re).flatten().collect::<Vec<_>>() {
                         names if names.is_empty() => String::new(),
                         names => format!(", named: {}", names.join(", ")),
                     }
@@ -159,27 +246,6 @@ impl Replacement {
             pieces.push(Piece::Text(text));
         }
         Ok(Replacement(pieces))
-    }
-
-    /// `s` with `re`'s first match replaced (what `Regex::replace` gives), or `None` when
-    /// `re` does not match. A capture that took part in no match stands for nothing.
-    pub fn apply(&self, re: &Regex, s: &str) -> Option<String> {
-        let mut locs = re.capture_locations();
-        let whole = re.captures_read(&mut locs, s)?;
-        let mut out = String::with_capacity(s.len() + 16);
-        out.push_str(&s[..whole.start()]);
-        for p in &self.0 {
-            match p {
-                Piece::Text(t) => out.push_str(t),
-                Piece::Capture(i) => {
-                    if let Some((a, b)) = locs.get(*i) {
-                        out.push_str(&s[a..b]);
-                    }
-                }
-            }
-        }
-        out.push_str(&s[whole.end()..]);
-        Some(out)
     }
 }
 
@@ -201,14 +267,31 @@ mod tests {
                 "/left-right",
             ),
             ("^/nomatch$", "/x", "/other"),
+            ("^/(a)(b)?$", "/$1$2", "/a"),
+            ("^/(a)(b)?$", "/$1$2", "/ab"),
+            ("/(x+)", "/${1}y", "/xx/x"),
+            ("/(x+)", "/$1", "/xx/x"),
         ];
         for (pattern, with, path) in cases {
-            let re = PathRegex::compile(pattern).unwrap();
-            let parsed = Replacement::parse(&re, with).unwrap();
+            let rewrite = PathRegex {
+                pattern: pattern.into(),
+                replacement: with.into(),
+            }
+            .compiled()
+            .unwrap();
+            let re = ::regex::Regex::new(pattern).unwrap();
             let want = re
                 .is_match(path)
                 .then(|| re.replace(path, with).into_owned());
-            assert_eq!(parsed.apply(&re, path), want, "{pattern} {with} {path}");
+            let got = rewrite.apply(path);
+            assert_eq!(got.as_deref(), want.as_deref(), "{pattern} {with} {path}");
+            // Borrowed exactly when nothing changed.
+            let unchanged = matches!(got, Some(Cow::Borrowed(_)));
+            assert_eq!(
+                unchanged,
+                want.as_deref() == Some(path),
+                "{pattern} {with} {path}"
+            );
         }
     }
 

@@ -6,9 +6,8 @@
 
 use http::header::{self, HeaderValue};
 use http::{Request, StatusCode};
-use regex::Regex;
+use weir_config::filter::PathRewrite;
 use weir_config::filter::RedirectScheme;
-use weir_config::filter::Replacement;
 
 use super::{Cx, Verdict};
 use crate::codec::client_body::ClientBody;
@@ -21,7 +20,7 @@ pub struct Redirect {
     host: Option<String>,
     port: Option<u16>,
     path: Option<String>,
-    regex: Option<(Regex, Replacement)>,
+    regex: Option<PathRewrite>,
     status: u16,
     keep_query: bool,
     /// What the answer is counted under: `redirected`, or `https_redirect` for a route's.
@@ -80,12 +79,12 @@ impl Redirect {
         let old_path = req.uri().path();
         let path = match (&self.path, &self.regex) {
             (Some(p), _) => p.clone(),
-            (None, Some((re, with))) => {
-                let Some(s) = with.apply(re, old_path) else {
+            (None, Some(rewrite)) => {
+                let Some(s) = rewrite.apply(old_path) else {
                     return Verdict::Continue;
                 };
                 match s.starts_with('/') {
-                    true => s,
+                    true => s.into_owned(),
                     false => format!("/{s}"),
                 }
             }

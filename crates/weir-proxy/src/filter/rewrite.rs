@@ -5,8 +5,7 @@ use std::borrow::Cow;
 
 use http::header::HeaderValue;
 use http::{Request, Uri};
-use regex::Regex;
-use weir_config::filter::Replacement;
+use weir_config::filter::PathRewrite;
 
 use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
@@ -16,7 +15,7 @@ const X_FORWARDED_PREFIX: &str = "x-forwarded-prefix";
 #[derive(Debug)]
 pub struct Rewrite {
     strip_prefix: Option<String>,
-    regex: Option<(Regex, Replacement)>,
+    regex: Option<PathRewrite>,
     add_prefix: Option<String>,
     replace_path: Option<String>,
     host: Option<HeaderValue>,
@@ -58,12 +57,14 @@ impl Rewrite {
                 prefix_stripped = Some(if prefix.is_empty() { "/" } else { prefix });
             }
         }
-        if let Some((re, with)) = &self.regex {
-            if let Some(s) = with.apply(re, &new) {
-                new = Cow::Owned(match s.starts_with('/') {
-                    true => s,
-                    false => format!("/{s}"),
-                });
+        if let Some(rewrite) = &self.regex {
+            let changed = match rewrite.apply(&new) {
+                Some(Cow::Owned(s)) if s.starts_with('/') => Some(s),
+                Some(s) if !s.starts_with('/') => Some(format!("/{s}")),
+                _ => None,
+            };
+            if let Some(s) = changed {
+                new = Cow::Owned(s);
             }
         }
         if let Some(prefix) = &self.add_prefix {
