@@ -4,7 +4,7 @@
 //! bcrypt and argon2 are slow on purpose (bcrypt cost 10 is ~50 ms of CPU), so a check runs
 //! on the blocking pool, at most [`verifiers`] at once (a flood of wrong passwords queues
 //! there instead of taking every runtime thread), and a success is remembered for
-//! [`CACHE_TTL`] under an HMAC of the `Authorization` token with a key made per process
+//! [`CACHE_TTL`] under a keyed SHA-256 of the `Authorization` token (the key made per process)
 //! (found by lookup: without the key, how long a lookup takes tells a client nothing about
 //! another's token): a user's next requests cost a hash, not a bcrypt, and are decided
 //! without waiting; new credentials wait for their check (`wait`). Failures are never
@@ -21,10 +21,9 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use http::header::{Entry, AUTHORIZATION, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderName, HeaderValue, Request};
-use sha2::Sha256;
+use sha2::{Digest as _, Sha256};
 use tokio::sync::{OnceCell, Semaphore};
 use tracing::info;
 use weir_config::filter::htpasswd::{self, Scheme};
@@ -69,9 +68,11 @@ struct Users {
     /// success the new file may not grant.
     generation: AtomicU64,
     cache: Mutex<Cache>,
-    /// HMAC keyed for remembered tokens (the key random per process), cloned per check:
-    /// keying it again on every request would cost two more SHA-256 blocks.
-    keyed: Hmac<Sha256>,
+    /// SHA-256 that has taken a random 64-byte key (one block, per process), cloned per
+    /// check: a token then costs one more block. Not HMAC, whose outer hash (a second block)
+    /// only guards against length extension, which needs a digest to extend: these never
+    /// leave the process.
+    keyed: Sha256,
     verifiers: Arc<Semaphore>,
 }
 
@@ -82,7 +83,7 @@ impl std::fmt::Debug for Users {
 }
 
 /// Credentials by the keyed digest of their `Authorization` token, so a remembered client
-/// costs one HMAC and a lookup: no base64, no copy of the password, and no password kept in
+/// costs one keyed hash and a lookup: no base64, no copy of the password, and no password kept in
 /// memory.
 #[derive(Default)]
 struct Cache {
@@ -151,8 +152,7 @@ impl BasicAuth {
             hashes: ArcSwap::from_pointee(by_name(list)),
             generation: AtomicU64::new(0),
             cache: Mutex::new(Cache::default()),
-            keyed: <Hmac<Sha256> as Mac>::new_from_slice(&rand::random::<[u8; 32]>())
-                .expect("any key length"),
+            keyed: Sha256::new_with_prefix(rand::random::<[u8; 64]>()),
             verifiers: Arc::new(Semaphore::new(verifiers())),
         });
         // Looked at once a second, as certificate files are: a rename-replace or a symlink
@@ -272,9 +272,9 @@ fn credentials(token: &[u8]) -> Option<(String, Vec<u8>)> {
 
 impl Users {
     fn digest(&self, token: &[u8]) -> Digest {
-        let mut mac = self.keyed.clone();
-        mac.update(token);
-        Digest(mac.finalize().into_bytes().into())
+        let mut keyed = self.keyed.clone();
+        keyed.update(token);
+        Digest(keyed.finalize().into())
     }
 
     /// The user whose token has this digest, if verified within [`CACHE_TTL`] of `now`.

@@ -111,5 +111,8 @@ pub fn new_request_id() -> HeaderValue {
         *b = HEX[(n & 0xf) as usize];
         n >>= 4;
     }
-    HeaderValue::from_bytes(&out).expect("hex digits are a header value")
+    // Owned as it is, with its count in the same allocation: `from_bytes` would copy it into
+    // a `Vec`, and the first clone (the request's field, then the answer's) allocate again.
+    HeaderValue::from_maybe_shared(bytes::Bytes::from_owner(out))
+        .expect("hex digits are a header value")
 }
