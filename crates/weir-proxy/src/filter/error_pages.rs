@@ -238,8 +238,8 @@ async fn fetch(
     let (mut parts, ()) = Request::get(path).body(()).ok()?.into_parts();
     // The client's host, so one error service can serve pages per site.
     let host = cx
-        .host
-        .clone()
+        .host()
+        .cloned()
         .or_else(|| HeaderValue::from_str(&pool.name).ok())?;
     parts.headers.insert(header::HOST, host);
     parts.headers.insert(

@@ -229,7 +229,10 @@ impl ForwardAuth {
             X_FORWARDED_METHOD.clone(),
             HeaderValue::from_str(cx.method.as_str()).expect("a method is a header value"),
         );
-        let pq = cx.uri.path_and_query().map_or("/", |p| p.as_str());
+        let pq = cx
+            .uri()
+            .and_then(|u| u.path_and_query())
+            .map_or("/", |p| p.as_str());
         if let Ok(v) = HeaderValue::from_str(pq) {
             h.insert(X_FORWARDED_URI.clone(), v);
         }
@@ -246,13 +249,7 @@ impl ForwardAuth {
                 }
             }
         }
-        add_forwarded(
-            h,
-            &cx.conn.client_ip,
-            cx.host.as_ref(),
-            cx.scheme(),
-            trusted,
-        );
+        add_forwarded(h, &cx.conn.client_ip, cx.host(), cx.scheme(), trusted);
         // The request's host; HTTP/1.0 may have none, and HTTP/2 needs one.
         let host = cx
             .host

@@ -6,7 +6,7 @@ use http::{Request, Response};
 
 use super::statics;
 use super::template::Value;
-use super::{Cx, Verdict};
+use super::{Cx, Reads, Verdict};
 use crate::codec::client_body::ClientBody;
 use crate::http::body::ProxyBody;
 
@@ -41,6 +41,10 @@ impl Ops {
         }
     }
 
+    fn reads(&self) -> impl Iterator<Item = Reads> + '_ {
+        self.set.iter().chain(&self.add).map(|(_, v)| v.reads())
+    }
+
     fn apply(&self, cx: &mut Cx<'_>, h: &mut HeaderMap) {
         for n in &self.remove {
             h.remove(n);
@@ -66,6 +70,12 @@ impl Headers {
             response: Ops::build(&h.response),
             request_id: h.request_id.as_deref().and_then(statics::name),
         }
+    }
+
+    /// What the values' variables read of the request as it arrived.
+    pub fn reads(&self) -> Reads {
+        let all = self.request.reads().chain(self.response.reads());
+        all.fold(Reads::default(), Reads::or)
     }
 
     pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {

@@ -5,7 +5,7 @@
 //! kept, with its state), and each route's `Chain` of them (`Chain::of`, when the snapshot is
 //! built) is carried by its `router::Target`; a route without filters has an empty chain and
 //! the request path pays one emptiness check. For one
-//! request, `http/forward/mod.rs` runs each filter's request phase in order (`request`): a
+//! request, `http/forward/filtered.rs` runs each filter's request phase in order (`request`): a
 //! filter may change the request, or answer itself (`Verdict::Answer`, with the reason the
 //! answer is counted and logged under), which ends the chain. Then, once the response is there
 //! (an upstream's or weir's own), the response phases of the filters whose request phase ran
@@ -97,6 +97,29 @@ impl Filter {
         })
     }
 
+    /// What this filter reads of the request as it arrived, through [`Cx`]'s `uri` and
+    /// `host`: a filter that reads either must say so here, or finds it empty.
+    fn reads(&self) -> Reads {
+        match self {
+            Filter::Headers(f) => f.reads(),
+            // A redirect's URL; the Host a pool's error page is fetched with.
+            Filter::Redirect(_) | Filter::ErrorPages(_) => Reads {
+                uri: false,
+                host: true,
+            },
+            Filter::ForwardAuth(_) => Reads {
+                uri: true,
+                host: true,
+            },
+            Filter::Rewrite(_)
+            | Filter::Ip(_)
+            | Filter::BodyLimit(_)
+            | Filter::Cors(_)
+            | Filter::Compress(_)
+            | Filter::BasicAuth(_) => Reads::default(),
+        }
+    }
+
     /// The request phase, decided without waiting; a filter that must wait on something (a
     /// password being verified, an auth service) says [`Verdict::Wait`] and its
     /// [`Filter::wait`] runs next.
@@ -174,9 +197,35 @@ pub enum Phase {
     Waiting,
 }
 
+/// What of the request as it arrived a chain's filters read after it may have changed (a
+/// rewrite) or gone upstream (a response phase): [`Cx`] keeps a copy of only that, since each
+/// copy is a shared count taken and dropped per request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// The target (`{path}`, forward_auth's `X-Forwarded-Uri`).
+    pub uri: bool,
+    /// The host (`{host}`, a redirect's, forward_auth's `X-Forwarded-Host`).
+    pub host: bool,
+}
+
+impl Reads {
+    pub(crate) fn or(self, o: Reads) -> Reads {
+        Reads {
+            uri: self.uri || o.uri,
+            host: self.host || o.host,
+        }
+    }
+}
+
 /// A route's filters, in order; shared by every snapshot target of the route.
 #[derive(Debug, Clone, Default)]
-pub struct Chain(Option<Arc<[Arc<Filter>]>>);
+pub struct Chain(Option<Arc<Filters>>);
+
+#[derive(Debug)]
+struct Filters {
+    list: Box<[Arc<Filter>]>,
+    reads: Reads,
+}
 
 impl Chain {
     /// The filters `names` refers to, from those built for this config; a route's
@@ -193,7 +242,14 @@ impl Chain {
         }
         // The config check made sure every name exists.
         let named = names.iter().filter_map(|n| built.get(n).cloned());
-        Chain(Some(https.into_iter().chain(named).collect()))
+        let list: Box<[Arc<Filter>]> = https.into_iter().chain(named).collect();
+        let reads = list.iter().fold(Reads::default(), |r, f| r.or(f.reads()));
+        Chain(Some(Arc::new(Filters { list, reads })))
+    }
+
+    /// What the chain's filters read of the request as it arrived.
+    pub fn reads(&self) -> Reads {
+        self.0.as_ref().map_or(Reads::default(), |f| f.reads)
     }
 
     #[inline]
@@ -211,7 +267,7 @@ impl Chain {
     }
 
     fn filters(&self) -> &[Arc<Filter>] {
-        self.0.as_deref().unwrap_or(&[])
+        self.0.as_deref().map_or(&[], |f| &f.list)
     }
 }
 
@@ -226,9 +282,11 @@ pub struct Cx<'a> {
     pub start: Instant,
     /// The request as it arrived (before any filter changed it), for variables and redirects.
     pub method: Method,
-    pub uri: Uri,
-    /// The request's host as the client sent it (Host, or the absolute target's authority).
-    pub host: Option<HeaderValue>,
+    /// Kept only when the chain [`Reads`] it: see [`Cx::uri`].
+    uri: Option<Uri>,
+    /// Kept only when the chain [`Reads`] it: see [`Cx::host`].
+    host: Option<HeaderValue>,
+    reads: Reads,
     /// The Host to send upstream instead of `host`, once a rewrite's `host` chose one.
     pub upstream_host: Option<HeaderValue>,
     /// The request id, once a filter made or kept one.
@@ -248,12 +306,14 @@ pub struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
-    /// `client`: the request's client (behind trusted proxies, the one they name).
+    /// `client`: the request's client (behind trusted proxies, the one they name); `host`
+    /// and the request's target are kept as far as `reads` says.
     pub fn new<B>(
         conn: &'a ConnCtx,
         client: IpAddr,
         req: &Request<B>,
-        host: Option<HeaderValue>,
+        host: Option<&HeaderValue>,
+        reads: Reads,
         grpc: bool,
         start: Instant,
     ) -> Cx<'a> {
@@ -262,9 +322,10 @@ impl<'a> Cx<'a> {
             client,
             start,
             method: req.method().clone(),
-            uri: req.uri().clone(),
+            uri: reads.uri.then(|| req.uri().clone()),
+            host: host.filter(|_| reads.host).cloned(),
+            reads,
             upstream_host: None,
-            host,
             request_id: None,
             entered: 0,
             origin: None,
@@ -273,6 +334,23 @@ impl<'a> Cx<'a> {
             compress: None,
             user: None,
         }
+    }
+
+    /// The request's target as it arrived. Only for a filter whose [`Filter::reads`] says
+    /// so (a debug build panics otherwise, so a test finds the omission).
+    pub fn uri(&self) -> Option<&Uri> {
+        debug_assert!(
+            self.reads.uri,
+            "a filter reads the target without saying so"
+        );
+        self.uri.as_ref()
+    }
+
+    /// The request's host as the client sent it (Host, or the absolute target's authority).
+    /// Only for a filter whose [`Filter::reads`] says so (a debug build panics otherwise).
+    pub fn host(&self) -> Option<&HeaderValue> {
+        debug_assert!(self.reads.host, "a filter reads the host without saying so");
+        self.host.as_ref()
     }
 
     /// `https` over TLS, else `http`.

@@ -68,7 +68,7 @@ impl Redirect {
             return Verdict::Continue;
         }
         let (req_host, req_port) =
-            split_host(cx.host.as_ref().and_then(|h| h.to_str().ok()).unwrap_or(""));
+            split_host(cx.host().and_then(|h| h.to_str().ok()).unwrap_or(""));
         let host = self.host.as_deref().unwrap_or(req_host);
         // A port given wins; else the request's, unless the scheme changes (its default then).
         let port = match (self.port, scheme == here) {

@@ -4,7 +4,7 @@
 use http::HeaderValue;
 use weir_config::filter::{Piece, Template, Var};
 
-use super::{statics, Cx};
+use super::{statics, Cx, Reads};
 
 #[derive(Debug)]
 pub struct Value {
@@ -14,6 +14,15 @@ pub struct Value {
 }
 
 impl Value {
+    /// What of the request as it arrived the value's variables read.
+    pub fn reads(&self) -> Reads {
+        self.pieces.iter().fold(Reads::default(), |r, p| match p {
+            Piece::Var(Var::Path) => Reads { uri: true, ..r },
+            Piece::Var(Var::Host) => Reads { host: true, ..r },
+            _ => r,
+        })
+    }
+
     pub fn build(t: &Template) -> Value {
         Value {
             // The config check allows only what a header value may hold.
@@ -55,7 +64,7 @@ fn var(cx: &mut Cx<'_>, v: Var, out: &mut Vec<u8>) {
             let _ = write!(out, "{}", cx.client);
         }
         Var::Host => {
-            if let Some(h) = &cx.host {
+            if let Some(h) = cx.host() {
                 out.extend_from_slice(h.as_bytes());
             }
         }
@@ -66,6 +75,45 @@ fn var(cx: &mut Cx<'_>, v: Var, out: &mut Vec<u8>) {
         }
         Var::Scheme => out.extend_from_slice(cx.scheme().as_bytes()),
         Var::Method => out.extend_from_slice(cx.method.as_str().as_bytes()),
-        Var::Path => out.extend_from_slice(cx.uri.path().as_bytes()),
+        Var::Path => {
+            if let Some(u) = cx.uri() {
+                out.extend_from_slice(u.path().as_bytes());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain keeps the request's target and host only for the variables that read them.
+    #[test]
+    fn values_say_what_they_read() {
+        let reads = |vars: &[Var]| {
+            let mut pieces = vec![Piece::Text("x".into())];
+            pieces.extend(vars.iter().map(|v| Piece::Var(*v)));
+            Value::build(&Template { pieces }).reads()
+        };
+        let none = Reads::default();
+        assert_eq!(reads(&[]), none);
+        let others = [
+            Var::ClientIp,
+            Var::Method,
+            Var::Scheme,
+            Var::RequestId,
+            Var::TlsSni,
+        ];
+        assert_eq!(reads(&others), none);
+        let uri = Reads {
+            uri: true,
+            host: false,
+        };
+        assert_eq!(reads(&[Var::Path]), uri);
+        let both = Reads {
+            uri: true,
+            host: true,
+        };
+        assert_eq!(reads(&[Var::Host, Var::Method, Var::Path]), both);
     }
 }

@@ -41,9 +41,10 @@ impl<'a> Filtered<'a> {
             return None;
         }
         let client = acct.client.unwrap_or(ctx.client).ip();
+        let reads = routed.filters.reads();
         Some(Box::new(Filtered {
             chain: std::mem::take(&mut routed.filters),
-            cx: Cx::new(ctx, client, req, routed.host.clone(), grpc, start),
+            cx: Cx::new(ctx, client, req, routed.host.as_ref(), reads, grpc, start),
         }))
     }
 
