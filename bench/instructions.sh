@@ -12,9 +12,9 @@
 # the same route with the five-filter chain; every request carries the Origin and Basic
 # credentials of that scenario. One warm-up of 2000 requests first (basic_auth's one bcrypt
 # check, connection set-up), counted from the next request on. Under valgrind the sha2 crate
-# takes its portable code (valgrind has no SHA extensions), so basic_auth's keyed SHA-256 counts about
-# ten times what it costs on a CPU with them: the line "SHA-256" says how much of the chain
-# that is.
+# takes its portable code (valgrind has no SHA extensions), so basic_auth's keyed SHA-256
+# counts about ten times what it costs on a CPU with them: the line "SHA-256" says how much
+# of the chain that is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-20000}"

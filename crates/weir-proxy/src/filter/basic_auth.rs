@@ -83,8 +83,8 @@ impl std::fmt::Debug for Users {
 }
 
 /// Credentials by the keyed digest of their `Authorization` token, so a remembered client
-/// costs one keyed hash and a lookup: no base64, no copy of the password, and no password kept in
-/// memory.
+/// costs one keyed hash and a lookup: no base64, no copy of the password, and no password
+/// kept in memory.
 #[derive(Default)]
 struct Cache {
     known: HashMap<Digest, Remembered, BuildHasherDefault<DigestHasher>>,

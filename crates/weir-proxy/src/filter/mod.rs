@@ -97,8 +97,9 @@ impl Filter {
         })
     }
 
-    /// What this filter reads of the request as it arrived, through [`Cx`]'s `uri` and
-    /// `host`: a filter that reads either must say so here, or finds it empty.
+    /// What this filter reads of the request as it arrived, through [`Cx::uri`] and
+    /// [`Cx::host`]: a filter that reads either must say so here (a debug build panics where
+    /// one does not; a release build would find it empty).
     fn reads(&self) -> Reads {
         match self {
             Filter::Headers(f) => f.reads(),
