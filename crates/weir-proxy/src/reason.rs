@@ -31,7 +31,8 @@ pub enum Reason {
     CorsRefused,
     /// A basic_auth filter found no valid credentials, or a forward_auth service said no.
     Unauthorized,
-    /// A forward_auth service could not be asked (down, failing, too slow): fail closed.
+    /// A forward_auth service could not be asked (down, failing, too slow), or a
+    /// basic_auth filter has too many new passwords waiting to be checked: fail closed.
     AuthUnavailable,
 }
 

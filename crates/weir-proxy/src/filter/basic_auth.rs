@@ -3,7 +3,8 @@
 //!
 //! bcrypt and argon2 are slow on purpose (bcrypt cost 10 is ~50 ms of CPU), so a check runs
 //! on the blocking pool, at most [`verifiers`] at once (a flood of wrong passwords queues
-//! there instead of taking every runtime thread), and a success is remembered for
+//! there instead of taking every runtime thread; past [`PENDING_PER_VERIFIER`] each waiting,
+//! new credentials get 503 `auth_unavailable`), and a success is remembered for
 //! [`CACHE_TTL`] under a keyed SHA-256 of the `Authorization` token (the key made per process)
 //! (found by lookup: without the key, how long a lookup takes tells a client nothing about
 //! another's token): a user's next requests cost a hash, not a bcrypt, and are decided
@@ -15,7 +16,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -49,6 +50,12 @@ fn verifiers() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
+/// How many checks of new credentials may wait per verifier (bcrypt cost 10: about 1.6 s of
+/// queue). Beyond, new credentials get 503 `auth_unavailable` at once: a flood of made-up
+/// passwords would otherwise hold every later login, and the requests' memory, for as long
+/// as it lasts. Remembered credentials never wait, so their users are not affected.
+const PENDING_PER_VERIFIER: usize = 32;
+
 #[derive(Debug)]
 pub struct BasicAuth {
     /// `Basic realm="...", charset="UTF-8"`.
@@ -68,6 +75,9 @@ struct Users {
     /// success the new file may not grant.
     generation: AtomicU64,
     cache: Mutex<Cache>,
+    /// Checks of new credentials waiting or running, and how many may.
+    pending: AtomicUsize,
+    max_pending: usize,
     /// SHA-256 that has taken a random 64-byte key (one block, per process), cloned per
     /// check: a token then costs one more block. Not HMAC, whose outer hash (a second block)
     /// only guards against length extension, which needs a digest to extend: these never
@@ -91,7 +101,33 @@ struct Cache {
     /// Being verified: the clients that send the same new credentials at once (a browser's
     /// parallel requests, a load test's connections) wait for one verification instead of
     /// each paying for its own.
-    verifying: HashMap<Digest, Arc<OnceCell<Option<User>>>, BuildHasherDefault<DigestHasher>>,
+    verifying: HashMap<Digest, Arc<OnceCell<Checked>>, BuildHasherDefault<DigestHasher>>,
+}
+
+/// What a check of new credentials found.
+#[derive(Clone)]
+enum Checked {
+    Let(User),
+    Refused,
+    /// Too many checks waiting: not checked (never remembered).
+    Busy,
+}
+
+/// A place among the checks that may wait, given back when dropped (also when the client
+/// leaves while its check waits).
+struct Pending<'a>(&'a AtomicUsize);
+
+impl<'a> Pending<'a> {
+    fn take(count: &'a AtomicUsize, max: usize) -> Option<Pending<'a>> {
+        let taken = count.fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1));
+        taken.ok().map(|_| Pending(count))
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }
 
 /// The keyed digest of a token. Uniform and unguessable without the process's key, so its
@@ -154,6 +190,8 @@ impl BasicAuth {
             cache: Mutex::new(Cache::default()),
             keyed: Sha256::new_with_prefix(rand::random::<[u8; 64]>()),
             verifiers: Arc::new(Semaphore::new(verifiers())),
+            pending: AtomicUsize::new(0),
+            max_pending: verifiers() * PENDING_PER_VERIFIER,
         });
         // Looked at once a second, as certificate files are: a rename-replace or a symlink
         // swap shows as a new stamp.
@@ -209,8 +247,12 @@ impl BasicAuth {
             return self.deny();
         };
         match self.users.check(token).await {
-            Some(user) => self.let_in(cx, req, user),
-            None => self.deny(),
+            Checked::Let(user) => self.let_in(cx, req, user),
+            Checked::Refused => self.deny(),
+            Checked::Busy => Verdict::Answer(
+                Box::new(error_response(Reason::AuthUnavailable)),
+                Reason::AuthUnavailable,
+            ),
         }
     }
 
@@ -286,14 +328,14 @@ impl Users {
     }
 
     /// The user `token` lets in, from the cache or verified now.
-    async fn check(&self, token: &[u8]) -> Option<User> {
+    async fn check(&self, token: &[u8]) -> Checked {
         let digest = self.digest(token);
         let generation = self.generation.load(Relaxed);
         let verdict = {
             let mut cache = self.cache.lock().unwrap();
             if let Some(r) = cache.known.get(&digest) {
                 if r.until > Instant::now() {
-                    return Some(r.user.clone());
+                    return Checked::Let(r.user.clone());
                 }
             }
             cache.verifying.entry(digest).or_default().clone()
@@ -305,13 +347,22 @@ impl Users {
             .clone()
     }
 
-    /// Verifies `token` (off the runtime, at most one per CPU at a time) and remembers a
-    /// success, unless the users changed since `generation`.
-    async fn verify(&self, token: &[u8], digest: Digest, generation: u64) -> Option<User> {
-        let user = self.verify_now(token).await;
+    /// Verifies `token` (off the runtime, at most one per CPU at a time, at most
+    /// [`PENDING_PER_VERIFIER`] each waiting) and remembers a success, unless the users
+    /// changed since `generation`.
+    async fn verify(&self, token: &[u8], digest: Digest, generation: u64) -> Checked {
+        let checked = match Pending::take(&self.pending, self.max_pending) {
+            Some(_pending) => match self.verify_now(token).await {
+                Some(user) => Checked::Let(user),
+                None => Checked::Refused,
+            },
+            None => Checked::Busy,
+        };
         let mut cache = self.cache.lock().unwrap();
         cache.verifying.remove(&digest);
-        let user = user?;
+        let Checked::Let(user) = checked else {
+            return checked;
+        };
         if self.generation.load(Relaxed) == generation {
             if cache.known.len() >= CACHE_MAX {
                 let now = Instant::now();
@@ -326,7 +377,7 @@ impl Users {
             };
             cache.known.insert(digest, remembered);
         }
-        Some(user)
+        Checked::Let(user)
     }
 
     async fn verify_now(&self, token: &[u8]) -> Option<User> {

@@ -1,7 +1,8 @@
 //! `basic_auth` filters through the real binary: users files made by Debian's `htpasswd`
 //! (bcrypt) and the argon2 crate, right / wrong / missing credentials, the user passed
 //! upstream (and a forged value removed), the access log's `user`, the file watched (a new
-//! file picked up, a bad one keeping the old users), refused schemes at `weir check`.
+//! file picked up, a bad one keeping the old users), refused schemes at `weir check`, a flood
+//! of new credentials refused beyond what may wait.
 
 use std::path::Path;
 use std::process::Command;
@@ -238,6 +239,71 @@ async fn concurrent_requests_with_new_credentials_share_one_verification() {
         .filter(|l| l.contains("password of \"alice\" accepted (bcrypt)"))
         .count();
     assert_eq!(accepted, 1, "{}", w.log_text());
+}
+
+/// A flood of new credentials (a password-guessing run) waits for the checks only so far:
+/// past 32 waiting per CPU, new credentials are answered 503 `auth_unavailable` without a
+/// check, and a remembered user still gets in while the flood waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_new_credentials_waits_only_so_far_and_remembered_users_get_in() {
+    let up = HttpUpstream::spawn("app").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("htpasswd");
+    // Cost 13: each check takes long enough that the flood, 1.5 times what may wait, has
+    // arrived well before the checks under way could make room for it.
+    let out = Command::new("htpasswd")
+        .args(["-B", "-C", "13", "-b", "-c"])
+        .arg(&users)
+        .args(["alice", "alice-pw"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let log = dir.path().join("access.log");
+    let listen = free_addr();
+    let w = Weir::start(&config(listen, &up, &users, &log), &[listen]);
+    let alice = basic("alice", "alice-pw");
+    assert_eq!(
+        get(listen, "/", &[("authorization", &alice)]).await.status,
+        200
+    );
+
+    // What weir allows: 32 per CPU it may use, counted the same way.
+    let may_wait = 32 * std::thread::available_parallelism().map_or(2, |n| n.get());
+    let excess = may_wait / 2;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let flood: Vec<_> = (0..may_wait + excess)
+        .map(|i| {
+            let (tx, guess) = (tx.clone(), basic("alice", &format!("guess-{i}")));
+            tokio::spawn(async move {
+                let r = get(listen, "/", &[("authorization", &guess)]).await;
+                let reason = r.headers.get("x-weir-reason").cloned();
+                let _ = tx.send((r.status, reason));
+            })
+        })
+        .collect();
+    let mut refused = 0;
+    while refused == 0 {
+        let (status, reason) = tokio::time::timeout(Duration::from_secs(120), rx.recv())
+            .await
+            .expect("past what may wait, new credentials are answered without a check")
+            .unwrap();
+        // A check may finish meanwhile (401, a wrong guess); nothing else comes back.
+        match status.as_u16() {
+            503 => {
+                assert_eq!(reason.unwrap(), "auth_unavailable");
+                refused += 1;
+            }
+            401 => {}
+            other => panic!("a guess got {other}"),
+        }
+    }
+    // The flood is still waiting for its checks; a remembered user is not.
+    let during = get(listen, "/", &[("authorization", &alice)]).await;
+    assert_eq!(during.status, 200);
+    for t in flood {
+        t.abort();
+    }
+    drop(w);
 }
 
 /// Polls until `auth` gets `want` (the file is looked at once a second).
