@@ -20,8 +20,13 @@ use crate::common::{free_addr, Weir, WEIR};
 
 /// `htpasswd -B -C 5 -b [-c] FILE user pass` (cost 5 keeps the tests quick).
 pub fn htpasswd(file: &Path, user: &str, pass: &str, create: bool) {
+    htpasswd_cost(file, user, pass, create, 5);
+}
+
+/// `htpasswd -B -C COST -b [-c] FILE user pass`.
+fn htpasswd_cost(file: &Path, user: &str, pass: &str, create: bool, cost: u32) {
     let mut cmd = Command::new("htpasswd");
-    cmd.args(["-B", "-C", "5", "-b"]);
+    cmd.args(["-B", "-C", &cost.to_string(), "-b"]);
     if create {
         cmd.arg("-c");
     }
@@ -203,13 +208,7 @@ async fn concurrent_requests_with_new_credentials_share_one_verification() {
     let dir = tempfile::tempdir().unwrap();
     let users = dir.path().join("htpasswd");
     // Cost 12: a verification long enough that the requests below arrive during it.
-    let out = Command::new("htpasswd")
-        .args(["-B", "-C", "12", "-b", "-c"])
-        .arg(&users)
-        .args(["alice", "alice-pw"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    htpasswd_cost(&users, "alice", "alice-pw", true, 12);
     let log = dir.path().join("access.log");
     let listen = free_addr();
     let w = Weir::start(&config(listen, &up, &users, &log), &[listen]);
@@ -251,13 +250,7 @@ async fn a_flood_of_new_credentials_waits_only_so_far_and_remembered_users_get_i
     let users = dir.path().join("htpasswd");
     // Cost 13: each check takes long enough that the flood, 1.5 times what may wait, has
     // arrived well before the checks under way could make room for it.
-    let out = Command::new("htpasswd")
-        .args(["-B", "-C", "13", "-b", "-c"])
-        .arg(&users)
-        .args(["alice", "alice-pw"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    htpasswd_cost(&users, "alice", "alice-pw", true, 13);
     let log = dir.path().join("access.log");
     let listen = free_addr();
     let w = Weir::start(&config(listen, &up, &users, &log), &[listen]);
