@@ -21,6 +21,7 @@
 
 pub mod frame;
 pub mod hpack;
+pub mod server;
 
 /// An HTTP/2 error code (RFC 9113 §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,0 +1,178 @@
+//! A request's field block made a request head, with the rules of RFC 9113 §8.2 and §8.3
+//! checked as each field arrives (a malformed request is the stream's PROTOCOL_ERROR).
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{HeaderMap, Method, Uri};
+
+/// A request as its HEADERS said it.
+#[derive(Debug)]
+pub struct RequestHead {
+    pub method: Method,
+    pub uri: Uri,
+    /// `:protocol` of an extended CONNECT (RFC 8441), e.g. `websocket`.
+    pub protocol: Option<Bytes>,
+    pub headers: HeaderMap,
+    /// `content-length`, which the stream's DATA must add up to.
+    pub content_length: Option<u64>,
+}
+
+/// Why a field block is not a well-formed request (or trailers).
+pub type Malformed = &'static str;
+
+/// Collects a request's fields in order.
+#[derive(Default)]
+pub struct Builder {
+    method: Option<Method>,
+    scheme: Option<Bytes>,
+    authority: Option<Bytes>,
+    path: Option<Bytes>,
+    protocol: Option<Bytes>,
+    headers: HeaderMap,
+    regular_seen: bool,
+    content_length: Option<u64>,
+    /// The first rule broken; later fields are ignored.
+    pub error: Option<Malformed>,
+}
+
+impl Builder {
+    pub fn new(expected_fields: usize) -> Builder {
+        Builder {
+            headers: HeaderMap::with_capacity(expected_fields),
+            ..Builder::default()
+        }
+    }
+
+    /// One field. `trailers`: a trailer section's, where no pseudo-field may be.
+    pub fn field(&mut self, name: &[u8], value: &[u8], sensitive: bool, trailers: bool) {
+        if self.error.is_none() {
+            if let Err(why) = self.add(name, value, sensitive, trailers) {
+                self.error = Some(why);
+            }
+        }
+    }
+
+    fn add(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        sensitive: bool,
+        trailers: bool,
+    ) -> Result<(), Malformed> {
+        if let Some(pseudo) = name.strip_prefix(b":") {
+            if trailers {
+                return Err("a pseudo-field in trailers");
+            }
+            if self.regular_seen {
+                return Err("a pseudo-field after a regular field");
+            }
+            let slot = match pseudo {
+                b"method" => {
+                    if self.method.is_some() {
+                        return Err("two :method fields");
+                    }
+                    let m = Method::from_bytes(value).map_err(|_| "an invalid :method")?;
+                    self.method = Some(m);
+                    return Ok(());
+                }
+                b"scheme" => &mut self.scheme,
+                b"authority" => &mut self.authority,
+                b"path" => &mut self.path,
+                b"protocol" => &mut self.protocol,
+                _ => return Err("an unknown pseudo-field"),
+            };
+            if slot.is_some() {
+                return Err("a pseudo-field given twice");
+            }
+            *slot = Some(Bytes::copy_from_slice(value));
+            return Ok(());
+        }
+        self.regular_seen = true;
+        if name.iter().any(u8::is_ascii_uppercase) {
+            return Err("an upper-case field name");
+        }
+        let name = HeaderName::from_bytes(name).map_err(|_| "an invalid field name")?;
+        // Fields that describe an HTTP/1 connection have no place in HTTP/2 (§8.2.2).
+        if matches!(
+            name.as_str(),
+            "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
+        ) {
+            return Err("a connection-specific field");
+        }
+        if name == http::header::TE && value != b"trailers" {
+            return Err("te other than trailers");
+        }
+        if value.first().is_some_and(|b| matches!(b, b' ' | b'\t'))
+            || value.last().is_some_and(|b| matches!(b, b' ' | b'\t'))
+        {
+            return Err("a field value with leading or trailing whitespace");
+        }
+        let mut value = HeaderValue::from_bytes(value).map_err(|_| "an invalid field value")?;
+        if name == CONTENT_LENGTH && !trailers {
+            let n = std::str::from_utf8(value.as_bytes())
+                .ok()
+                .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|s| s.parse().ok())
+                .ok_or("an invalid content-length")?;
+            if self.content_length.is_some_and(|prev| prev != n) {
+                return Err("differing content-length values");
+            }
+            self.content_length = Some(n);
+        }
+        value.set_sensitive(sensitive);
+        self.headers.append(name, value);
+        Ok(())
+    }
+
+    /// The request head, once every field is in. `connect_protocol`: whether this end
+    /// allowed extended CONNECT (SETTINGS_ENABLE_CONNECT_PROTOCOL).
+    pub fn request(self, connect_protocol: bool) -> Result<RequestHead, Malformed> {
+        if let Some(why) = self.error {
+            return Err(why);
+        }
+        let method = self.method.ok_or("no :method")?;
+        let uri = if method == Method::CONNECT && self.protocol.is_none() {
+            // Plain CONNECT (§8.5): an authority and nothing else.
+            if self.scheme.is_some() || self.path.is_some() {
+                return Err("CONNECT with :scheme or :path");
+            }
+            let a = self.authority.ok_or("CONNECT without :authority")?;
+            Uri::from(Authority::from_maybe_shared(a).map_err(|_| "an invalid :authority")?)
+        } else {
+            if self.protocol.is_some() && (!connect_protocol || method != Method::CONNECT) {
+                return Err(":protocol outside an extended CONNECT");
+            }
+            let scheme = self.scheme.ok_or("no :scheme")?;
+            let path = self.path.ok_or("no :path")?;
+            if path.is_empty() {
+                return Err("an empty :path");
+            }
+            let mut parts = http::uri::Parts::default();
+            parts.path_and_query =
+                Some(PathAndQuery::from_maybe_shared(path).map_err(|_| "an invalid :path")?);
+            if let Some(a) = self.authority {
+                parts.scheme =
+                    Some(Scheme::try_from(&scheme[..]).map_err(|_| "an invalid :scheme")?);
+                parts.authority =
+                    Some(Authority::from_maybe_shared(a).map_err(|_| "an invalid :authority")?);
+            }
+            Uri::from_parts(parts).map_err(|_| "an invalid request target")?
+        };
+        Ok(RequestHead {
+            method,
+            uri,
+            protocol: self.protocol,
+            headers: self.headers,
+            content_length: self.content_length,
+        })
+    }
+
+    /// A trailer section's fields.
+    pub fn trailers(self) -> Result<HeaderMap, Malformed> {
+        match self.error {
+            Some(why) => Err(why),
+            None => Ok(self.headers),
+        }
+    }
+}

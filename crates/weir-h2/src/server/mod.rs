@@ -1,0 +1,794 @@
+//! The server side of one HTTP/2 connection, sans I/O: bytes read from the client go in
+//! ([`Connection::recv`]) and come out as [`Event`]s (a request head, its body's DATA, its
+//! trailers, a reset); answers go in as calls ([`Connection::send_headers`],
+//! [`Connection::send_data`], ...) and everything to write collects in one buffer
+//! ([`Connection::output`]), so the caller writes once for as many frames and streams as
+//! are ready.
+//!
+//! Here: the preface and SETTINGS, stream states and their rules (RFC 9113 §5.1), header
+//! blocks with their CONTINUATION frames and HPACK, request heads checked (§8), both flow
+//! control windows each way, PING, GOAWAY. Limits that protect weir: concurrent streams
+//! (REFUSED_STREAM beyond), the header list size (431), the size of a block being gathered
+//! (CONTINUATION flood, CVE-2024-27316: GOAWAY), and the control frames queued for a client
+//! that sends SETTINGS or PING without reading the answers (GOAWAY). How often a client may
+//! reset streams it opened (rapid reset) needs a clock and is the caller's: each reset is an
+//! [`Event::Reset`].
+
+mod head;
+mod stream;
+
+use std::collections::{HashMap, VecDeque};
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::{HeaderMap, StatusCode};
+
+use crate::frame::{
+    self, write, Frame, Settings, StreamId, DEFAULT_MAX_FRAME, MAX_WINDOW, PREFACE,
+};
+use crate::hpack::{encode, Decoder};
+use crate::Reason;
+use head::Builder;
+pub use head::RequestHead;
+use stream::Stream;
+
+/// What this server allows its clients.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub max_streams: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: a request whose fields decode to more is answered 431.
+    pub max_header_list: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE: what one stream's body may have in flight; at least
+    /// 65 535 (the default the client uses until it reads the SETTINGS).
+    pub stream_window: u32,
+    /// The connection's receive window, shared by its streams.
+    pub connection_window: u32,
+    /// SETTINGS_ENABLE_CONNECT_PROTOCOL (extended CONNECT, RFC 8441).
+    pub connect_protocol: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_streams: 100,
+            max_header_list: 64 * 1024,
+            stream_window: 65_535,
+            connection_window: 65_535,
+            connect_protocol: false,
+        }
+    }
+}
+
+/// What the client did, for the caller to act on.
+#[derive(Debug)]
+pub enum Event {
+    /// A new stream's request; `end_stream` when it has no body.
+    Request {
+        stream: StreamId,
+        head: RequestHead,
+        end_stream: bool,
+    },
+    /// Part of a request's body. Give it back with [`Connection::release`] once taken, so
+    /// that the client may send more.
+    Data {
+        stream: StreamId,
+        data: Bytes,
+        end_stream: bool,
+    },
+    /// A request's trailers (its end).
+    Trailers { stream: StreamId, fields: HeaderMap },
+    /// The stream is gone: the client reset it (`by_client`), or it broke a rule and weir
+    /// reset it. Its request is to be cancelled.
+    Reset {
+        stream: StreamId,
+        code: Reason,
+        by_client: bool,
+    },
+    /// The client's window for the stream (or, for stream 0, the connection's) grew: data
+    /// that waited may go.
+    Window { stream: StreamId },
+    /// The client is going away: it opens no more streams.
+    GoAway { last_stream: StreamId, code: Reason },
+}
+
+/// A connection error: GOAWAY is in the output, and the connection is over once it is
+/// written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("HTTP/2 connection error {reason}: {why}")]
+pub struct ConnectionError {
+    pub reason: Reason,
+    pub why: &'static str,
+}
+
+/// Closed streams remembered, to tell a frame on one of them (STREAM_CLOSED) from one on a
+/// stream that never was (PROTOCOL_ERROR).
+const RECENTLY_CLOSED: usize = 128;
+/// Control frames (SETTINGS and PING answers, resets) queued while the caller has not taken
+/// the output: past this, a client sends them faster than it reads the answers.
+const MAX_CONTROL_QUEUED: usize = 10_000;
+
+/// A header block being gathered from HEADERS and CONTINUATION frames.
+struct Block {
+    stream: StreamId,
+    bytes: Vec<u8>,
+    end_stream: bool,
+    kind: BlockKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    Request,
+    Trailers,
+    /// Decoded (the HPACK state must follow it) but refused with this code.
+    Refused(Reason),
+    /// Decoded and ignored: a stream opened after weir's GOAWAY.
+    Ignored,
+}
+
+pub struct Connection {
+    cfg: Config,
+    preface_left: usize,
+    settings_seen: bool,
+    peer_max_frame: u32,
+    peer_initial_window: u32,
+    hpack: Decoder,
+    streams: HashMap<StreamId, Stream>,
+    last_stream: StreamId,
+    recently_closed: VecDeque<StreamId>,
+    block: Option<Block>,
+    send_window: i64,
+    recv_window: i64,
+    released: u32,
+    out: Vec<u8>,
+    scratch: Vec<u8>,
+    events: VecDeque<Event>,
+    goaway_sent: Option<StreamId>,
+    closed: bool,
+    control_queued: usize,
+}
+
+impl Connection {
+    /// A connection whose SETTINGS (and connection window) are already in the output.
+    pub fn new(mut cfg: Config) -> Connection {
+        cfg.stream_window = cfg.stream_window.clamp(65_535, MAX_WINDOW);
+        cfg.connection_window = cfg.connection_window.clamp(65_535, MAX_WINDOW);
+        let mut out = Vec::with_capacity(4096);
+        let settings = Settings {
+            max_concurrent_streams: Some(cfg.max_streams),
+            initial_window_size: Some(cfg.stream_window),
+            max_header_list_size: Some(cfg.max_header_list),
+            enable_connect_protocol: cfg.connect_protocol.then_some(true),
+            ..Settings::default()
+        };
+        write::settings(&mut out, &settings.pairs());
+        if cfg.connection_window > 65_535 {
+            write::window_update(&mut out, 0, cfg.connection_window - 65_535);
+        }
+        Connection {
+            cfg,
+            preface_left: PREFACE.len(),
+            settings_seen: false,
+            peer_max_frame: DEFAULT_MAX_FRAME,
+            peer_initial_window: 65_535,
+            hpack: Decoder::new(4096),
+            streams: HashMap::new(),
+            last_stream: 0,
+            recently_closed: VecDeque::new(),
+            block: None,
+            send_window: 65_535,
+            recv_window: i64::from(cfg.connection_window),
+            released: 0,
+            out,
+            scratch: Vec::new(),
+            events: VecDeque::new(),
+            goaway_sent: None,
+            closed: false,
+            control_queued: 0,
+        }
+    }
+
+    /// Reads every whole frame in `buf` (what is left is the start of the next one).
+    pub fn recv(&mut self, buf: &mut BytesMut) -> Result<(), ConnectionError> {
+        if self.closed {
+            buf.clear();
+            return Ok(());
+        }
+        while self.preface_left > 0 {
+            if buf.is_empty() {
+                return Ok(());
+            }
+            let at = PREFACE.len() - self.preface_left;
+            let n = self.preface_left.min(buf.len());
+            if buf[..n] != PREFACE[at..at + n] {
+                return Err(self.fail(Reason::PROTOCOL_ERROR, "not the HTTP/2 connection preface"));
+            }
+            buf.advance(n);
+            self.preface_left -= n;
+        }
+        loop {
+            let f = match frame::read(buf, DEFAULT_MAX_FRAME) {
+                Ok(Some(f)) => f,
+                Ok(None) => return Ok(()),
+                Err(frame::Error::Connection(r, why)) => return Err(self.fail(r, why)),
+                Err(frame::Error::Stream(..)) if self.block.is_some() => {
+                    return Err(self.fail(Reason::PROTOCOL_ERROR, "a frame inside a header block"))
+                }
+                Err(frame::Error::Stream(s, r, _)) => {
+                    self.stream_error(s, r);
+                    continue;
+                }
+            };
+            self.frame(f)?;
+            if self.control_queued > MAX_CONTROL_QUEUED {
+                return Err(self.fail(
+                    Reason::ENHANCE_YOUR_CALM,
+                    "control frames sent faster than their answers are read",
+                ));
+            }
+        }
+    }
+
+    /// The next thing the client did.
+    pub fn next_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// What to write to the client. The caller writes it and clears it.
+    pub fn output(&mut self) -> &mut Vec<u8> {
+        self.control_queued = 0;
+        &mut self.out
+    }
+
+    /// Whether a connection error ended the connection (its GOAWAY is in the output).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Whether no stream is open.
+    pub fn is_idle(&self) -> bool {
+        self.streams.is_empty() && self.block.is_none()
+    }
+
+    /// The highest stream id the client opened.
+    pub fn last_stream(&self) -> StreamId {
+        self.last_stream
+    }
+
+    /// Sends GOAWAY with the last stream id: streams opened up to it go on; later ones are
+    /// ignored, and the client knows they were not processed.
+    pub fn go_away(&mut self, code: Reason) {
+        if self.goaway_sent.is_none() && !self.closed {
+            self.goaway_sent = Some(self.last_stream);
+            write::goaway(&mut self.out, self.last_stream, code, b"");
+        }
+    }
+
+    /// A response head (an informational one leaves the stream waiting for the final).
+    /// False when the stream is gone (the client reset it).
+    pub fn send_headers(
+        &mut self,
+        stream: StreamId,
+        status: StatusCode,
+        headers: &HeaderMap,
+        end_stream: bool,
+    ) -> bool {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return false;
+        };
+        let informational = status.is_informational();
+        if s.send_closed || s.answered || (informational && end_stream) {
+            return false;
+        }
+        s.answered = !informational;
+        self.scratch.clear();
+        encode::status(&mut self.scratch, status.as_u16());
+        fields(&mut self.scratch, headers);
+        write::headers(
+            &mut self.out,
+            stream,
+            &self.scratch,
+            end_stream,
+            self.peer_max_frame,
+        );
+        if end_stream {
+            self.end_sent(stream);
+        }
+        true
+    }
+
+    /// Sends what the windows allow of `data` (the rest waits for an [`Event::Window`]);
+    /// END_STREAM goes with its last byte when `end_stream`. How many bytes went.
+    pub fn send_data(&mut self, stream: StreamId, data: &[u8], end_stream: bool) -> usize {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return 0;
+        };
+        if s.send_closed || !s.answered {
+            return 0;
+        }
+        if data.is_empty() {
+            if end_stream {
+                write::data(&mut self.out, stream, &[], true);
+                self.end_sent(stream);
+            }
+            return 0;
+        }
+        let mut sent = 0;
+        while sent < data.len() {
+            let room = self
+                .send_window
+                .min(s.send_window)
+                .min(i64::from(self.peer_max_frame));
+            if room <= 0 {
+                break;
+            }
+            let n = (data.len() - sent).min(room as usize);
+            let last = end_stream && sent + n == data.len();
+            write::data(&mut self.out, stream, &data[sent..sent + n], last);
+            self.send_window -= n as i64;
+            s.send_window -= n as i64;
+            sent += n;
+        }
+        if end_stream && sent == data.len() {
+            self.end_sent(stream);
+        }
+        sent
+    }
+
+    /// How much DATA the stream may send now.
+    pub fn window(&self, stream: StreamId) -> usize {
+        let s = self.streams.get(&stream).map_or(0, |s| s.send_window);
+        s.min(self.send_window).max(0) as usize
+    }
+
+    /// A response's trailers, ending the stream.
+    pub fn send_trailers(&mut self, stream: StreamId, trailers: &HeaderMap) -> bool {
+        match self.streams.get(&stream) {
+            Some(s) if s.answered && !s.send_closed => {}
+            _ => return false,
+        }
+        self.scratch.clear();
+        fields(&mut self.scratch, trailers);
+        write::headers(
+            &mut self.out,
+            stream,
+            &self.scratch,
+            true,
+            self.peer_max_frame,
+        );
+        self.end_sent(stream);
+        true
+    }
+
+    /// Resets a stream (weir gives up on it: the upstream failed mid-answer, the client
+    /// stopped reading).
+    pub fn reset(&mut self, stream: StreamId, code: Reason) {
+        if self.streams.remove(&stream).is_some() {
+            self.closed_now(stream);
+            write::rst_stream(&mut self.out, stream, code);
+        }
+    }
+
+    /// `n` bytes of the stream's request body were taken: the client may send as many more
+    /// (given back in WINDOW_UPDATEs once half a window has been taken).
+    pub fn release(&mut self, stream: StreamId, n: usize) {
+        let n = n as u32;
+        self.release_connection(n);
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.released = s.released.saturating_add(n);
+            if !s.recv_closed && s.released >= self.cfg.stream_window / 2 {
+                write::window_update(&mut self.out, stream, s.released);
+                s.recv_window += i64::from(s.released);
+                s.released = 0;
+            }
+        }
+    }
+
+    fn release_connection(&mut self, n: u32) {
+        self.released = self.released.saturating_add(n);
+        if self.released >= self.cfg.connection_window / 2 {
+            write::window_update(&mut self.out, 0, self.released);
+            self.recv_window += i64::from(self.released);
+            self.released = 0;
+        }
+    }
+
+    fn fail(&mut self, reason: Reason, why: &'static str) -> ConnectionError {
+        if !self.closed {
+            self.closed = true;
+            write::goaway(&mut self.out, self.last_stream, reason, why.as_bytes());
+        }
+        ConnectionError { reason, why }
+    }
+
+    /// A stream error: RST_STREAM, and the stream's request cancelled if it had one.
+    fn stream_error(&mut self, stream: StreamId, code: Reason) {
+        self.control_queued += 1;
+        write::rst_stream(&mut self.out, stream, code);
+        if self.streams.remove(&stream).is_some() {
+            self.closed_now(stream);
+            self.events.push_back(Event::Reset {
+                stream,
+                code,
+                by_client: false,
+            });
+        }
+    }
+
+    fn closed_now(&mut self, stream: StreamId) {
+        if self.recently_closed.len() == RECENTLY_CLOSED {
+            self.recently_closed.pop_front();
+        }
+        self.recently_closed.push_back(stream);
+    }
+
+    fn end_sent(&mut self, stream: StreamId) {
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.send_closed = true;
+            if s.done() {
+                self.streams.remove(&stream);
+                self.closed_now(stream);
+            }
+        }
+    }
+
+    fn end_received(&mut self, stream: StreamId) {
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.recv_closed = true;
+            if s.done() {
+                self.streams.remove(&stream);
+                self.closed_now(stream);
+            }
+        }
+    }
+
+    /// A stream id the client never opened (above the last, or even: a server's).
+    fn idle(&self, stream: StreamId) -> bool {
+        stream > self.last_stream || stream.is_multiple_of(2)
+    }
+
+    fn frame(&mut self, f: Frame) -> Result<(), ConnectionError> {
+        if !self.settings_seen && !matches!(f, Frame::Settings(_)) {
+            return Err(self.fail(
+                Reason::PROTOCOL_ERROR,
+                "the preface not followed by SETTINGS",
+            ));
+        }
+        if let Some(b) = &self.block {
+            match f {
+                Frame::Continuation { stream, .. } if stream == b.stream => {}
+                _ => return Err(self.fail(Reason::PROTOCOL_ERROR, "a frame inside a header block")),
+            }
+        }
+        match f {
+            Frame::Settings(s) => self.settings(s)?,
+            Frame::SettingsAck | Frame::Priority { .. } | Frame::Unknown { .. } => {}
+            Frame::Ping {
+                ack: false,
+                payload,
+            } => {
+                self.control_queued += 1;
+                write::ping(&mut self.out, true, payload);
+            }
+            Frame::Ping { ack: true, .. } => {}
+            Frame::GoAway {
+                last_stream, code, ..
+            } => self.events.push_back(Event::GoAway {
+                last_stream,
+                code: Reason(code),
+            }),
+            Frame::PushPromise { .. } => {
+                return Err(self.fail(Reason::PROTOCOL_ERROR, "PUSH_PROMISE from a client"))
+            }
+            Frame::WindowUpdate {
+                stream: 0,
+                increment,
+            } => {
+                self.send_window += i64::from(increment);
+                if self.send_window > i64::from(MAX_WINDOW) {
+                    return Err(
+                        self.fail(Reason::FLOW_CONTROL_ERROR, "connection window above 2^31-1")
+                    );
+                }
+                self.events.push_back(Event::Window { stream: 0 });
+            }
+            Frame::WindowUpdate { stream, increment } => {
+                if self.idle(stream) {
+                    return Err(
+                        self.fail(Reason::PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream")
+                    );
+                }
+                if let Some(s) = self.streams.get_mut(&stream) {
+                    s.send_window += i64::from(increment);
+                    if s.send_window > i64::from(MAX_WINDOW) {
+                        self.stream_error(stream, Reason::FLOW_CONTROL_ERROR);
+                    } else {
+                        self.events.push_back(Event::Window { stream });
+                    }
+                }
+            }
+            Frame::RstStream { stream, code } => {
+                if self.idle(stream) {
+                    return Err(self.fail(Reason::PROTOCOL_ERROR, "RST_STREAM on an idle stream"));
+                }
+                if self.streams.remove(&stream).is_some() {
+                    self.closed_now(stream);
+                    self.events.push_back(Event::Reset {
+                        stream,
+                        code: Reason(code),
+                        by_client: true,
+                    });
+                }
+            }
+            Frame::Headers {
+                stream,
+                block,
+                end_stream,
+                end_headers,
+            } => self.headers(stream, block, end_stream, end_headers)?,
+            Frame::Continuation {
+                block, end_headers, ..
+            } => {
+                let Some(b) = self.block.as_mut() else {
+                    return Err(self.fail(Reason::PROTOCOL_ERROR, "CONTINUATION without HEADERS"));
+                };
+                b.bytes.extend_from_slice(&block);
+                // A block far past the list size (CONTINUATION flood, CVE-2024-27316).
+                if b.bytes.len() > 2 * self.cfg.max_header_list as usize + 16_384 {
+                    return Err(self.fail(
+                        Reason::ENHANCE_YOUR_CALM,
+                        "a header block past any allowed size",
+                    ));
+                }
+                if end_headers {
+                    if let Some(b) = self.block.take() {
+                        self.block_done(b)?;
+                    }
+                }
+            }
+            Frame::Data {
+                stream,
+                data,
+                end_stream,
+                flow_len,
+            } => self.data(stream, data, end_stream, flow_len)?,
+        }
+        Ok(())
+    }
+
+    fn settings(&mut self, s: Settings) -> Result<(), ConnectionError> {
+        self.settings_seen = true;
+        if let Some(w) = s.initial_window_size {
+            let delta = i64::from(w) - i64::from(self.peer_initial_window);
+            self.peer_initial_window = w;
+            for st in self.streams.values_mut() {
+                st.send_window += delta;
+                if st.send_window > i64::from(MAX_WINDOW) {
+                    return Err(
+                        self.fail(Reason::FLOW_CONTROL_ERROR, "a stream window above 2^31-1")
+                    );
+                }
+            }
+            if delta > 0 {
+                self.events.push_back(Event::Window { stream: 0 });
+            }
+        }
+        if let Some(m) = s.max_frame_size {
+            self.peer_max_frame = m;
+        }
+        // SETTINGS_HEADER_TABLE_SIZE is the client's decoder's: weir's encoder keeps no
+        // table, so any size suits it.
+        self.control_queued += 1;
+        write::settings_ack(&mut self.out);
+        Ok(())
+    }
+
+    fn headers(
+        &mut self,
+        stream: StreamId,
+        block: Bytes,
+        end_stream: bool,
+        end_headers: bool,
+    ) -> Result<(), ConnectionError> {
+        let kind = if let Some(s) = self.streams.get(&stream) {
+            if s.recv_closed {
+                // Its block must still be decoded (the table), then the stream is reset.
+                BlockKind::Refused(Reason::STREAM_CLOSED)
+            } else if !end_stream {
+                BlockKind::Refused(Reason::PROTOCOL_ERROR)
+            } else {
+                BlockKind::Trailers
+            }
+        } else if stream.is_multiple_of(2) {
+            return Err(self.fail(Reason::PROTOCOL_ERROR, "a client stream with an even id"));
+        } else if stream <= self.last_stream {
+            let (r, why) = match self.recently_closed.contains(&stream) {
+                true => (Reason::STREAM_CLOSED, "HEADERS on a closed stream"),
+                false => (Reason::PROTOCOL_ERROR, "a stream id below the last one"),
+            };
+            return Err(self.fail(r, why));
+        } else {
+            self.last_stream = stream;
+            if self.goaway_sent.is_some() {
+                BlockKind::Ignored
+            } else if self.streams.len() >= self.cfg.max_streams as usize {
+                BlockKind::Refused(Reason::REFUSED_STREAM)
+            } else {
+                BlockKind::Request
+            }
+        };
+        let b = Block {
+            stream,
+            bytes: block.to_vec(),
+            end_stream,
+            kind,
+        };
+        if end_headers {
+            self.block_done(b)
+        } else {
+            self.block = Some(b);
+            Ok(())
+        }
+    }
+
+    fn block_done(&mut self, b: Block) -> Result<(), ConnectionError> {
+        let trailers = b.kind == BlockKind::Trailers;
+        let mut fields = Builder::new(16);
+        let mut list = 0usize;
+        let decoded = self.hpack.decode(&b.bytes, |n, v, sensitive| {
+            list += n.len() + v.len() + 32;
+            fields.field(n, v, sensitive, trailers);
+        });
+        if decoded.is_err() {
+            return Err(self.fail(
+                Reason::COMPRESSION_ERROR,
+                "a header block that does not decode",
+            ));
+        }
+        let stream = b.stream;
+        match b.kind {
+            BlockKind::Ignored => Ok(()),
+            BlockKind::Refused(code) => {
+                self.stream_error(stream, code);
+                Ok(())
+            }
+            BlockKind::Request => {
+                if list > self.cfg.max_header_list as usize {
+                    self.too_large(stream, b.end_stream);
+                    return Ok(());
+                }
+                match fields.request(self.cfg.connect_protocol) {
+                    Err(_) => self.stream_error(stream, Reason::PROTOCOL_ERROR),
+                    Ok(head) => {
+                        let mut s = Stream::new(
+                            self.peer_initial_window,
+                            self.cfg.stream_window,
+                            head.content_length,
+                        );
+                        if b.end_stream {
+                            if s.content_length.is_some_and(|n| n != 0) {
+                                self.stream_error(stream, Reason::PROTOCOL_ERROR);
+                                return Ok(());
+                            }
+                            s.recv_closed = true;
+                        }
+                        self.streams.insert(stream, s);
+                        self.events.push_back(Event::Request {
+                            stream,
+                            head,
+                            end_stream: b.end_stream,
+                        });
+                    }
+                }
+                Ok(())
+            }
+            BlockKind::Trailers => {
+                let Some(s) = self.streams.get(&stream) else {
+                    return Ok(());
+                };
+                if s.content_length.is_some_and(|n| n != s.received) {
+                    self.stream_error(stream, Reason::PROTOCOL_ERROR);
+                    return Ok(());
+                }
+                match fields.trailers() {
+                    Err(_) => self.stream_error(stream, Reason::PROTOCOL_ERROR),
+                    Ok(fields) => {
+                        self.events.push_back(Event::Trailers { stream, fields });
+                        self.end_received(stream);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A request whose fields are over the list size: 431, never seen by the caller.
+    fn too_large(&mut self, stream: StreamId, end_stream: bool) {
+        let mut s = Stream::new(self.peer_initial_window, self.cfg.stream_window, None);
+        s.recv_closed = end_stream;
+        self.streams.insert(stream, s);
+        self.send_headers(
+            stream,
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            &HeaderMap::new(),
+            true,
+        );
+        // Its body, if any, is not wanted.
+        if !end_stream {
+            self.reset(stream, Reason::NO_ERROR);
+        }
+    }
+
+    fn data(
+        &mut self,
+        stream: StreamId,
+        data: Bytes,
+        end_stream: bool,
+        flow_len: u32,
+    ) -> Result<(), ConnectionError> {
+        self.recv_window -= i64::from(flow_len);
+        if self.recv_window < 0 {
+            return Err(self.fail(
+                Reason::FLOW_CONTROL_ERROR,
+                "DATA past the connection window",
+            ));
+        }
+        if self.idle(stream) {
+            return Err(self.fail(Reason::PROTOCOL_ERROR, "DATA on an idle stream"));
+        }
+        // Padding is never handed over: given back now.
+        let padding = flow_len - data.len() as u32;
+        let Some(s) = self.streams.get_mut(&stream) else {
+            // A closed stream: refused, and its bytes given back to the connection.
+            self.release_connection(flow_len);
+            self.stream_error(stream, Reason::STREAM_CLOSED);
+            return Ok(());
+        };
+        if s.recv_closed {
+            self.release_connection(flow_len);
+            self.stream_error(stream, Reason::STREAM_CLOSED);
+            return Ok(());
+        }
+        s.recv_window -= i64::from(flow_len);
+        s.received += data.len() as u64;
+        let over = s
+            .content_length
+            .is_some_and(|n| s.received > n || (end_stream && s.received != n));
+        if s.recv_window < 0 || over {
+            let code = if over {
+                Reason::PROTOCOL_ERROR
+            } else {
+                Reason::FLOW_CONTROL_ERROR
+            };
+            self.release_connection(flow_len);
+            self.stream_error(stream, code);
+            return Ok(());
+        }
+        if padding > 0 {
+            self.release(stream, padding as usize);
+        }
+        self.events.push_back(Event::Data {
+            stream,
+            data,
+            end_stream,
+        });
+        if end_stream {
+            self.end_received(stream);
+        }
+        Ok(())
+    }
+}
+
+/// A message's fields, never-indexed when sensitive.
+fn fields(dst: &mut Vec<u8>, headers: &HeaderMap) {
+    for (name, value) in headers {
+        encode::field(
+            dst,
+            name.as_str().as_bytes(),
+            value.as_bytes(),
+            value.is_sensitive(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,42 @@
+//! One stream's state on the server side (RFC 9113 §5.1): whether each direction has ended,
+//! and its two flow-control windows.
+
+/// A stream the client opened and that is not yet closed both ways.
+#[derive(Debug)]
+pub struct Stream {
+    /// END_STREAM received: half-closed (remote).
+    pub recv_closed: bool,
+    /// END_STREAM sent: half-closed (local).
+    pub send_closed: bool,
+    /// A response head (a final one) has gone out.
+    pub answered: bool,
+    /// What weir may still send (the client's window; may go below 0 when the client
+    /// lowers SETTINGS_INITIAL_WINDOW_SIZE).
+    pub send_window: i64,
+    /// What the client may still send before weir gives some back.
+    pub recv_window: i64,
+    /// Taken by the consumer, not yet given back in a WINDOW_UPDATE.
+    pub released: u32,
+    /// From content-length: what the DATA must add up to.
+    pub content_length: Option<u64>,
+    pub received: u64,
+}
+
+impl Stream {
+    pub fn new(send_window: u32, recv_window: u32, content_length: Option<u64>) -> Stream {
+        Stream {
+            recv_closed: false,
+            send_closed: false,
+            answered: false,
+            send_window: i64::from(send_window),
+            recv_window: i64::from(recv_window),
+            released: 0,
+            content_length,
+            received: 0,
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.recv_closed && self.send_closed
+    }
+}

@@ -1,0 +1,600 @@
+//! The server connection driven by a client made of this crate's frame writer and HPACK
+//! encoder: what it hands over, what it answers, and every rule it enforces.
+
+use bytes::BytesMut;
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+
+use super::*;
+use crate::frame::{flag, kind, Setting, MAX_MAX_FRAME};
+use crate::hpack::encode;
+
+const GET: &[(&str, &str)] = &[
+    (":method", "GET"),
+    (":scheme", "https"),
+    (":path", "/a?b"),
+    (":authority", "example.com"),
+];
+
+fn block(fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for (n, v) in fields {
+        encode::field(&mut b, n.as_bytes(), v.as_bytes(), false);
+    }
+    b
+}
+
+/// A server that has read the preface and the client's SETTINGS, its first output taken.
+fn open(cfg: Config) -> Connection {
+    let mut c = Connection::new(cfg);
+    let mut input = BytesMut::from(PREFACE);
+    let mut s = Vec::new();
+    write::settings(&mut s, &[]);
+    input.extend_from_slice(&s);
+    c.recv(&mut input).unwrap();
+    let out = frames(c.output());
+    assert!(matches!(out[0], Frame::Settings(_)), "{out:?}");
+    assert_eq!(out.last(), Some(&Frame::SettingsAck));
+    c
+}
+
+fn send(c: &mut Connection, bytes: &[u8]) -> Result<(), ConnectionError> {
+    c.recv(&mut BytesMut::from(bytes))
+}
+
+fn headers(stream: u32, fields: &[(&str, &str)], end_stream: bool) -> Vec<u8> {
+    let mut w = Vec::new();
+    write::headers(
+        &mut w,
+        stream,
+        &block(fields),
+        end_stream,
+        DEFAULT_MAX_FRAME,
+    );
+    w
+}
+
+fn data(stream: u32, payload: &[u8], end_stream: bool) -> Vec<u8> {
+    let mut w = Vec::new();
+    write::data(&mut w, stream, payload, end_stream);
+    w
+}
+
+/// The frames in (and taken out of) the output.
+fn frames(out: &mut Vec<u8>) -> Vec<Frame> {
+    let mut buf = BytesMut::from(&out[..]);
+    out.clear();
+    let mut v = Vec::new();
+    while let Some(f) = frame::read(&mut buf, MAX_MAX_FRAME).unwrap() {
+        v.push(f);
+    }
+    assert!(buf.is_empty());
+    v
+}
+
+fn events(c: &mut Connection) -> Vec<Event> {
+    std::iter::from_fn(|| c.next_event()).collect()
+}
+
+fn rst(stream: u32, code: Reason) -> Frame {
+    Frame::RstStream {
+        stream,
+        code: code.0,
+    }
+}
+
+fn goaway_reason(c: &mut Connection, r: Result<(), ConnectionError>) -> Reason {
+    let e = r.expect_err("a connection error");
+    let out = frames(c.output());
+    match out.last() {
+        Some(Frame::GoAway { code, .. }) => assert_eq!(Reason(*code), e.reason),
+        other => panic!("no GOAWAY last: {other:?}"),
+    }
+    assert!(c.is_closed());
+    e.reason
+}
+
+#[test]
+fn a_request_and_its_answer() {
+    let mut c = open(Config::default());
+    send(
+        &mut c,
+        &headers(
+            1,
+            &[
+                GET,
+                &[("user-agent", "t"), ("cookie", "a=1"), ("cookie", "b=2")],
+            ]
+            .concat(),
+            true,
+        ),
+    )
+    .unwrap();
+    let ev = events(&mut c);
+    let [Event::Request {
+        stream: 1,
+        head,
+        end_stream: true,
+    }] = &ev[..]
+    else {
+        panic!("{ev:?}")
+    };
+    assert_eq!(head.method, Method::GET);
+    assert_eq!(head.uri, "https://example.com/a?b");
+    assert_eq!(head.headers["user-agent"], "t");
+    assert_eq!(head.headers.get_all("cookie").iter().count(), 2);
+
+    let mut h = HeaderMap::new();
+    h.insert("content-type", HeaderValue::from_static("text/plain"));
+    assert!(c.send_headers(1, StatusCode::OK, &h, false));
+    assert_eq!(c.send_data(1, b"hello", true), 5);
+    let out = frames(c.output());
+    let [Frame::Headers {
+        stream: 1,
+        block,
+        end_stream: false,
+        end_headers: true,
+    }, Frame::Data {
+        stream: 1,
+        data,
+        end_stream: true,
+        ..
+    }] = &out[..]
+    else {
+        panic!("{out:?}")
+    };
+    assert_eq!(&data[..], b"hello");
+    let mut got = Vec::new();
+    Decoder::new(4096)
+        .decode(block, |n, v, _| got.push((n.to_vec(), v.to_vec())))
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![
+            (b":status".to_vec(), b"200".to_vec()),
+            (b"content-type".to_vec(), b"text/plain".to_vec())
+        ]
+    );
+    assert!(c.is_idle(), "closed both ways, the stream is gone");
+}
+
+#[test]
+fn a_body_and_trailers_come_as_events_and_the_window_is_given_back() {
+    let mut c = open(Config {
+        stream_window: 100_000,
+        connection_window: 100_000,
+        ..Config::default()
+    });
+    let mut input = headers(
+        1,
+        &[
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", "/"),
+            ("content-length", "70000"),
+        ],
+        false,
+    );
+    input.extend(data(1, &[1; 16_384], false));
+    input.extend(data(1, &[2; 16_384], false));
+    input.extend(data(1, &[3; 16_384], false));
+    input.extend(data(1, &[4; 16_384], false));
+    input.extend(data(1, &[5; 4464], false));
+    let mut t = Vec::new();
+    write::headers(
+        &mut t,
+        1,
+        &block(&[("grpc-status", "0")]),
+        true,
+        DEFAULT_MAX_FRAME,
+    );
+    input.extend(t);
+    send(&mut c, &input).unwrap();
+    let ev = events(&mut c);
+    assert!(matches!(
+        ev[0],
+        Event::Request {
+            end_stream: false,
+            ..
+        }
+    ));
+    let body: usize = ev
+        .iter()
+        .map(|e| match e {
+            Event::Data { data, .. } => data.len(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(body, 70_000);
+    let Some(Event::Trailers { stream: 1, fields }) = ev.last() else {
+        panic!("{ev:?}")
+    };
+    assert_eq!(fields["grpc-status"], "0");
+    // Taking the body gives the connection's window back (the stream's own has ended).
+    c.release(1, 70_000);
+    let out = frames(c.output());
+    assert_eq!(
+        out,
+        vec![Frame::WindowUpdate {
+            stream: 0,
+            increment: 70_000
+        }]
+    );
+}
+
+#[test]
+fn data_waits_for_the_window() {
+    let mut c = open(Config::default());
+    let mut s = Vec::new();
+    write::settings(&mut s, &[(Setting::InitialWindowSize, 10)]);
+    send(&mut c, &s).unwrap();
+    send(&mut c, &headers(1, GET, true)).unwrap();
+    events(&mut c);
+    assert!(c.send_headers(1, StatusCode::OK, &HeaderMap::new(), false));
+    assert_eq!(c.send_data(1, &[7; 25], true), 10);
+    assert_eq!(c.window(1), 0);
+    let mut w = Vec::new();
+    write::window_update(&mut w, 1, 100);
+    send(&mut c, &w).unwrap();
+    assert!(matches!(events(&mut c)[..], [Event::Window { stream: 1 }]));
+    assert_eq!(c.send_data(1, &[7; 15], true), 15);
+    let out = frames(c.output());
+    let sizes: Vec<(usize, bool)> = out
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Data {
+                data, end_stream, ..
+            } => Some((data.len(), *end_stream)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sizes, vec![(10, false), (15, true)]);
+    assert!(c.is_idle());
+}
+
+#[test]
+fn ping_and_settings_are_answered() {
+    let mut c = open(Config::default());
+    let mut w = Vec::new();
+    write::ping(&mut w, false, *b"abcdefgh");
+    write::settings(&mut w, &[(Setting::MaxFrameSize, 1 << 20)]);
+    send(&mut c, &w).unwrap();
+    assert_eq!(
+        frames(c.output()),
+        vec![
+            Frame::Ping {
+                ack: true,
+                payload: *b"abcdefgh"
+            },
+            Frame::SettingsAck
+        ]
+    );
+}
+
+#[test]
+fn a_client_reset_cancels_the_request() {
+    let mut c = open(Config::default());
+    send(&mut c, &headers(1, GET, false)).unwrap();
+    events(&mut c);
+    let mut w = Vec::new();
+    write::rst_stream(&mut w, 1, Reason::CANCEL);
+    send(&mut c, &w).unwrap();
+    assert!(matches!(
+        events(&mut c)[..],
+        [Event::Reset {
+            stream: 1,
+            code: Reason::CANCEL,
+            by_client: true
+        }]
+    ));
+    assert!(!c.send_headers(1, StatusCode::OK, &HeaderMap::new(), true));
+    assert!(c.is_idle());
+    // A HEADERS frame on it now: STREAM_CLOSED.
+    let r = send(&mut c, &headers(1, GET, true));
+    assert_eq!(goaway_reason(&mut c, r), Reason::STREAM_CLOSED);
+}
+
+#[test]
+fn malformed_requests_are_reset_and_never_handed_over() {
+    let bad: Vec<Vec<(&str, &str)>> = vec![
+        vec![(":method", "GET"), (":scheme", "http")],
+        vec![(":method", "GET"), (":path", "/")],
+        vec![(":method", "GET"), (":scheme", "http"), (":path", "")],
+        [GET, &[("Upper", "x")]].concat(),
+        [GET, &[("connection", "close")]].concat(),
+        [GET, &[("te", "gzip")]].concat(),
+        [GET, &[("x", " padded")]].concat(),
+        [&[("x", "y")], GET].concat(),
+        [GET, &[(":status", "200")]].concat(),
+        [GET, &[(":method", "GET")]].concat(),
+        [GET, &[(":protocol", "websocket")]].concat(),
+        [GET, &[("content-length", "x")]].concat(),
+        vec![(":method", "CONNECT"), (":scheme", "http"), (":path", "/")],
+    ];
+    let mut c = open(Config::default());
+    for (i, fields) in bad.iter().enumerate() {
+        let stream = 2 * i as u32 + 1;
+        send(&mut c, &headers(stream, fields, true)).unwrap();
+        assert!(events(&mut c).is_empty(), "{fields:?}");
+        assert_eq!(
+            frames(c.output()),
+            vec![rst(stream, Reason::PROTOCOL_ERROR)],
+            "{fields:?}"
+        );
+    }
+    // Allowed: te: trailers, a CONNECT with only an authority, an extended CONNECT when
+    // enabled.
+    let mut c = open(Config {
+        connect_protocol: true,
+        ..Config::default()
+    });
+    send(
+        &mut c,
+        &headers(1, &[GET, &[("te", "trailers")]].concat(), true),
+    )
+    .unwrap();
+    send(
+        &mut c,
+        &headers(
+            3,
+            &[(":method", "CONNECT"), (":authority", "example.com:443")],
+            true,
+        ),
+    )
+    .unwrap();
+    let ws = [
+        (":method", "CONNECT"),
+        (":protocol", "websocket"),
+        (":scheme", "https"),
+        (":path", "/chat"),
+        (":authority", "a"),
+    ];
+    send(&mut c, &headers(5, &ws, false)).unwrap();
+    let ev = events(&mut c);
+    assert_eq!(ev.len(), 3, "{ev:?}");
+    let Event::Request { head, .. } = &ev[2] else {
+        panic!()
+    };
+    assert_eq!(head.protocol.as_deref(), Some(&b"websocket"[..]));
+}
+
+#[test]
+fn body_length_must_match_content_length() {
+    let mut c = open(Config::default());
+    let post = [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/"),
+        ("content-length", "3"),
+    ];
+    let mut w = headers(1, &post, false);
+    w.extend(data(1, b"abcd", true));
+    send(&mut c, &w).unwrap();
+    assert!(matches!(
+        events(&mut c)[..],
+        [
+            Event::Request { .. },
+            Event::Reset {
+                stream: 1,
+                code: Reason::PROTOCOL_ERROR,
+                by_client: false
+            }
+        ]
+    ));
+    let mut w = headers(3, &post, false);
+    w.extend(data(3, b"ab", true));
+    send(&mut c, &w).unwrap();
+    assert!(matches!(
+        events(&mut c)[..],
+        [Event::Request { .. }, Event::Reset { stream: 3, .. }]
+    ));
+    // Announced but absent.
+    send(&mut c, &headers(5, &post, true)).unwrap();
+    assert!(events(&mut c).is_empty());
+}
+
+#[test]
+fn limits_are_kept() {
+    // Streams past the limit are refused.
+    let mut c = open(Config {
+        max_streams: 1,
+        ..Config::default()
+    });
+    send(&mut c, &headers(1, GET, false)).unwrap();
+    send(&mut c, &headers(3, GET, true)).unwrap();
+    assert_eq!(events(&mut c).len(), 1);
+    assert_eq!(frames(c.output()), vec![rst(3, Reason::REFUSED_STREAM)]);
+
+    // A header list past the limit is answered 431 by the connection itself.
+    let mut c = open(Config {
+        max_header_list: 200,
+        ..Config::default()
+    });
+    let big = "v".repeat(300);
+    send(
+        &mut c,
+        &headers(1, &[GET, &[("x-big", big.as_str())]].concat(), true),
+    )
+    .unwrap();
+    assert!(events(&mut c).is_empty());
+    let out = frames(c.output());
+    let [Frame::Headers {
+        block,
+        end_stream: true,
+        ..
+    }] = &out[..]
+    else {
+        panic!("{out:?}")
+    };
+    let mut status = Vec::new();
+    Decoder::new(4096)
+        .decode(block, |_, v, _| status.push(v.to_vec()))
+        .unwrap();
+    assert_eq!(status, vec![b"431".to_vec()]);
+
+    // DATA past the stream's window (within the connection's).
+    let mut c = open(Config {
+        connection_window: 1 << 20,
+        ..Config::default()
+    });
+    let mut w = headers(
+        1,
+        &[(":method", "POST"), (":scheme", "http"), (":path", "/")],
+        false,
+    );
+    for _ in 0..4 {
+        w.extend(data(1, &[0; 16_384], false));
+    }
+    send(&mut c, &w).unwrap();
+    let ev = events(&mut c);
+    assert!(
+        matches!(
+            ev.last(),
+            Some(Event::Reset {
+                code: Reason::FLOW_CONTROL_ERROR,
+                ..
+            })
+        ),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn floods_end_the_connection() {
+    // CONTINUATION without end.
+    let mut c = open(Config {
+        max_header_list: 1000,
+        ..Config::default()
+    });
+    let mut w = Vec::new();
+    write::head(&mut w, 0, kind::HEADERS, 0, 1);
+    let mut r = send(&mut c, &w);
+    for _ in 0..10 {
+        let mut w = Vec::new();
+        write::head(&mut w, 4000, kind::CONTINUATION, 0, 1);
+        w.extend([0x82; 4000]);
+        r = send(&mut c, &w);
+        if r.is_err() {
+            break;
+        }
+    }
+    assert_eq!(goaway_reason(&mut c, r), Reason::ENHANCE_YOUR_CALM);
+
+    // PINGs whose answers are never taken.
+    let mut c = open(Config::default());
+    let mut w = Vec::new();
+    for _ in 0..=MAX_CONTROL_QUEUED {
+        write::ping(&mut w, false, [0; 8]);
+    }
+    let r = send(&mut c, &w);
+    assert_eq!(goaway_reason(&mut c, r), Reason::ENHANCE_YOUR_CALM);
+}
+
+#[test]
+fn connection_rules_are_kept() {
+    let cases: Vec<(Vec<u8>, Reason)> = vec![
+        (headers(2, GET, true), Reason::PROTOCOL_ERROR),
+        (data(1, b"x", true), Reason::PROTOCOL_ERROR),
+        (
+            {
+                let mut w = Vec::new();
+                write::rst_stream(&mut w, 7, Reason::CANCEL);
+                w
+            },
+            Reason::PROTOCOL_ERROR,
+        ),
+        (
+            {
+                let mut w = Vec::new();
+                write::window_update(&mut w, 0, MAX_WINDOW);
+                w
+            },
+            Reason::FLOW_CONTROL_ERROR,
+        ),
+        (
+            {
+                // A frame between HEADERS and its CONTINUATION.
+                let mut w = Vec::new();
+                write::head(&mut w, 0, kind::HEADERS, 0, 1);
+                write::ping(&mut w, false, [0; 8]);
+                w
+            },
+            Reason::PROTOCOL_ERROR,
+        ),
+        (
+            {
+                let mut w = Vec::new();
+                write::head(&mut w, 0, kind::PUSH_PROMISE, flag::END_HEADERS, 1);
+                w.truncate(w.len() - 9);
+                write::head(&mut w, 4, kind::PUSH_PROMISE, flag::END_HEADERS, 1);
+                w.extend([0, 0, 0, 2]);
+                w
+            },
+            Reason::PROTOCOL_ERROR,
+        ),
+        (
+            {
+                let mut w = Vec::new();
+                write::head(&mut w, 1, kind::CONTINUATION, flag::END_HEADERS, 1);
+                w.push(0x82);
+                w
+            },
+            Reason::PROTOCOL_ERROR,
+        ),
+        (vec![0x40, 0x01, 0x00], Reason::COMPRESSION_ERROR),
+    ];
+    for (i, (bytes, expect)) in cases.into_iter().enumerate() {
+        let mut c = open(Config::default());
+        let bytes = if i == 7 {
+            // A HEADERS frame whose block does not decode.
+            let mut w = Vec::new();
+            write::headers(&mut w, 1, &bytes, true, DEFAULT_MAX_FRAME);
+            w
+        } else {
+            bytes
+        };
+        let r = send(&mut c, &bytes);
+        assert_eq!(goaway_reason(&mut c, r), expect, "case {i}");
+    }
+    // A lower stream id than one already opened.
+    let mut c = open(Config::default());
+    send(&mut c, &headers(5, GET, true)).unwrap();
+    let r = send(&mut c, &headers(3, GET, true));
+    assert_eq!(goaway_reason(&mut c, r), Reason::PROTOCOL_ERROR);
+}
+
+#[test]
+fn the_preface_and_first_settings_are_required() {
+    let mut c = Connection::new(Config::default());
+    let r = c.recv(&mut BytesMut::from(&b"GET / HTTP/1.1\r\n\r\n"[..]));
+    assert_eq!(goaway_reason(&mut c, r), Reason::PROTOCOL_ERROR);
+    let mut c = Connection::new(Config::default());
+    let mut w = PREFACE.to_vec();
+    write::ping(&mut w, false, [0; 8]);
+    let r = c.recv(&mut BytesMut::from(&w[..]));
+    assert_eq!(goaway_reason(&mut c, r), Reason::PROTOCOL_ERROR);
+    // The preface may come a byte at a time.
+    let mut c = Connection::new(Config::default());
+    for b in PREFACE {
+        c.recv(&mut BytesMut::from(&[*b][..])).unwrap();
+    }
+}
+
+#[test]
+fn after_goaway_new_streams_are_ignored_and_open_ones_finish() {
+    let mut c = open(Config::default());
+    send(&mut c, &headers(1, GET, true)).unwrap();
+    events(&mut c);
+    c.go_away(Reason::NO_ERROR);
+    assert!(matches!(
+        frames(c.output())[..],
+        [Frame::GoAway {
+            last_stream: 1,
+            code: 0,
+            ..
+        }]
+    ));
+    send(&mut c, &headers(3, GET, true)).unwrap();
+    assert!(events(&mut c).is_empty());
+    assert!(c.send_headers(1, StatusCode::NO_CONTENT, &HeaderMap::new(), true));
+    assert!(c.is_idle());
+}
