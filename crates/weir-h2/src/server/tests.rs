@@ -598,3 +598,54 @@ fn after_goaway_new_streams_are_ignored_and_open_ones_finish() {
     assert!(c.send_headers(1, StatusCode::NO_CONTENT, &HeaderMap::new(), true));
     assert!(c.is_idle());
 }
+
+/// Whatever follows the preface, in whatever pieces: no panic, and once a connection error
+/// is reported, the connection stays closed. Frames are built from random types, flags,
+/// streams and payloads (often valid HPACK), so that deep paths are reached too.
+#[test]
+fn random_input_never_panics() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..3000 {
+        let mut c = open(Config {
+            max_streams: 4,
+            max_header_list: 300,
+            ..Config::default()
+        });
+        let mut input = Vec::new();
+        for _ in 0..(next() % 12) {
+            let kind = (next() % 11) as u8;
+            let flags = (next() & 0x2d) as u8;
+            let stream = (next() % 8) as u32;
+            let len = (next() % 40) as usize;
+            let payload: Vec<u8> = match next() % 3 {
+                0 => block(&GET[..(next() % 5) as usize]),
+                _ => (0..len).map(|_| next() as u8).collect(),
+            };
+            write::head(&mut input, payload.len(), kind, flags, stream);
+            input.extend_from_slice(&payload);
+        }
+        let mut buf = BytesMut::new();
+        let mut at = 0;
+        while at < input.len() {
+            let n = (1 + next() % 64) as usize;
+            buf.extend_from_slice(&input[at..(at + n).min(input.len())]);
+            at += n;
+            let was_closed = c.is_closed();
+            let r = c.recv(&mut buf);
+            assert!(!(was_closed && r.is_err()), "an error after the close");
+            while let Some(ev) = c.next_event() {
+                if let Event::Request { stream, .. } = ev {
+                    c.send_headers(stream, StatusCode::OK, &HeaderMap::new(), false);
+                    c.send_data(stream, b"x", true);
+                }
+            }
+            c.output().clear();
+        }
+    }
+}
