@@ -34,7 +34,7 @@ async fn main() {
     }
 }
 
-async fn serve(mut sock: TcpStream) {
+pub async fn serve(mut sock: TcpStream) {
     let mut c = Connection::new(Config {
         max_streams: 100,
         max_header_list: 64 * 1024,
