@@ -10,7 +10,8 @@
 //! control windows each way, PING, GOAWAY. Limits that protect weir: concurrent streams
 //! (REFUSED_STREAM beyond), the header list size (431), the size of a block being gathered
 //! (CONTINUATION flood, CVE-2024-27316: GOAWAY), and the control frames queued for a client
-//! that sends SETTINGS or PING without reading the answers (GOAWAY). How often a client may
+//! that sends SETTINGS or PING without reading the answers (GOAWAY), and the streams reset
+//! for the client's own errors (GOAWAY past [`MAX_ERROR_RESETS`]). How often a client may
 //! reset streams it opened (rapid reset) needs a clock and is the caller's: each reset is an
 //! [`Event::Reset`].
 
@@ -106,6 +107,9 @@ const RECENTLY_CLOSED: usize = 128;
 /// Control frames (SETTINGS and PING answers, resets) queued while the caller has not taken
 /// the output: past this, a client sends them faster than it reads the answers.
 const MAX_CONTROL_QUEUED: usize = 10_000;
+/// Streams reset for the client's own errors (malformed requests, windows overrun) on one
+/// connection: past this, a client that provokes resets on purpose is sent GOAWAY.
+const MAX_ERROR_RESETS: usize = 1024;
 
 /// A header block being gathered from HEADERS and CONTINUATION frames.
 struct Block {
@@ -145,6 +149,7 @@ pub struct Connection {
     goaway_sent: Option<StreamId>,
     closed: bool,
     control_queued: usize,
+    error_resets: usize,
 }
 
 impl Connection {
@@ -184,6 +189,7 @@ impl Connection {
             goaway_sent: None,
             closed: false,
             control_queued: 0,
+            error_resets: 0,
         }
     }
 
@@ -219,6 +225,12 @@ impl Connection {
                 }
             };
             self.frame(f)?;
+            if self.error_resets > MAX_ERROR_RESETS {
+                return Err(self.fail(
+                    Reason::ENHANCE_YOUR_CALM,
+                    "too many streams reset for the client's errors",
+                ));
+            }
             if self.control_queued > MAX_CONTROL_QUEUED {
                 return Err(self.fail(
                     Reason::ENHANCE_YOUR_CALM,
@@ -334,6 +346,11 @@ impl Connection {
         sent
     }
 
+    /// Whether the stream is open for sending (not reset, not ended by weir).
+    pub fn is_sending(&self, stream: StreamId) -> bool {
+        self.streams.get(&stream).is_some_and(|s| !s.send_closed)
+    }
+
     /// How much DATA the stream may send now.
     pub fn window(&self, stream: StreamId) -> usize {
         let s = self.streams.get(&stream).map_or(0, |s| s.send_window);
@@ -403,6 +420,9 @@ impl Connection {
     /// A stream error: RST_STREAM, and the stream's request cancelled if it had one.
     fn stream_error(&mut self, stream: StreamId, code: Reason) {
         self.control_queued += 1;
+        if code != Reason::REFUSED_STREAM {
+            self.error_resets += 1;
+        }
         write::rst_stream(&mut self.out, stream, code);
         if self.streams.remove(&stream).is_some() {
             self.closed_now(stream);

@@ -479,6 +479,19 @@ fn floods_end_the_connection() {
     }
     assert_eq!(goaway_reason(&mut c, r), Reason::ENHANCE_YOUR_CALM);
 
+    // Malformed requests, one stream reset after another.
+    let mut c = open(Config::default());
+    let mut r = Ok(());
+    for i in 0..=MAX_ERROR_RESETS as u32 {
+        r = send(&mut c, &headers(2 * i + 1, &[(":method", "GET")], true));
+        c.output().clear();
+        if r.is_err() {
+            break;
+        }
+    }
+    let e = r.expect_err("GOAWAY after the bound");
+    assert_eq!(e.reason, Reason::ENHANCE_YOUR_CALM);
+
     // PINGs whose answers are never taken.
     let mut c = open(Config::default());
     let mut w = Vec::new();

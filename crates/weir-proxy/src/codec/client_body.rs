@@ -15,7 +15,7 @@ use crate::reason::Reason;
 #[derive(Default)]
 pub enum ClientBody {
     H1(server::ReqBody),
-    H2(h2::body::StreamBody),
+    H2(h2::request_body::RequestBody),
     /// No body: an HTTP/2 extended CONNECT's request, whose stream is the tunnel.
     #[default]
     Empty,
@@ -41,9 +41,9 @@ impl ClientBody {
     }
 }
 
-impl From<h2::body::StreamBody> for ClientBody {
+impl From<h2::request_body::RequestBody> for ClientBody {
     #[inline]
-    fn from(b: h2::body::StreamBody) -> Self {
+    fn from(b: h2::request_body::RequestBody) -> Self {
         ClientBody::H2(b)
     }
 }
@@ -60,8 +60,8 @@ impl From<server::ReqBody> for ClientBody {
 pub enum ClientBodyError {
     #[error(transparent)]
     H1(#[from] server::BodyError),
-    #[error("HTTP/2 stream: {0}")]
-    H2(#[from] ::h2::Error),
+    #[error(transparent)]
+    H2(#[from] h2::shared::StreamGone),
     #[error("the request body is larger than the route's body_limit of {0} bytes")]
     TooLarge(u64),
 }
@@ -72,7 +72,7 @@ impl ClientBodyError {
         match self {
             ClientBodyError::H1(e) => e.is_malformed(),
             // A reset from the client is it going away; a protocol error, its mistake.
-            ClientBodyError::H2(e) => e.reason() == Some(::h2::Reason::PROTOCOL_ERROR),
+            ClientBodyError::H2(e) => e.is_malformed(),
             ClientBodyError::TooLarge(_) => false,
         }
     }

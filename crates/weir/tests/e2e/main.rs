@@ -30,6 +30,7 @@ mod etcd_secure;
 mod filters;
 mod grpc;
 mod grpc_answers;
+mod h2_tunnel;
 mod health;
 mod http2;
 mod http_basic;

@@ -323,7 +323,7 @@ async fn websocket_over_http2_extended_connect() {
     let (resp, send) = client.send_request(req, false).unwrap();
     let resp = resp.await.unwrap();
     assert_eq!(resp.status(), 200, "{:?}", resp.headers());
-    let io = weir_proxy::codec::h2::tunnel::Tunnel::new(resp.into_body(), send);
+    let io = crate::h2_tunnel::Tunnel::new(resp.into_body(), send);
     let mut ws = WebSocketStream::from_raw_socket(
         io,
         tokio_tungstenite::tungstenite::protocol::Role::Client,

@@ -1,5 +1,5 @@
-//! An HTTP/2 stream's received body (a request's on the server side, a response's on the
-//! client side): DATA frames as they come (each returned to the stream's flow-control
+//! An upstream HTTP/2 stream's received body (a response's, on the `h2` crate): DATA
+//! frames as they come (each returned to the stream's flow-control
 //! window once taken, so the peer may send more), then trailers.
 
 use std::pin::Pin;

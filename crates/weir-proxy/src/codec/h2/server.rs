@@ -1,33 +1,47 @@
 //! HTTP/2 server side: one client connection's streams, each a request through the
-//! handler (the proxy pipeline, the same as HTTP/1.1's), all in the connection's one task.
+//! handler (the proxy pipeline, the same as HTTP/1.1's), all in the connection's one task,
+//! on weir's own HTTP/2 connection (`weir_h2::server`, sans I/O).
 //!
-//! `h2` enforces the limits set here (concurrent streams, header list size, windows) and
-//! defends against rapid reset (streams reset before weir accepted them are bounded,
-//! CVE-2023-44487) and CONTINUATION floods (CVE-2024-27316). A drain sends GOAWAY with the
-//! last stream id; streams in flight finish. A stream the client resets while its request
-//! is in flight cancels the request, as a client closing an HTTP/1 connection does. An
-//! idle connection gets GOAWAY before its close. A WebSocket extended CONNECT (RFC 8441)
-//! goes through the handler as an HTTP/1.1 upgrade (`websocket.rs`) and, once switched,
-//! its stream is the tunnel the handler relays (`tunnel.rs`).
+//! The loop (`run`) makes passes: it takes everything that is ready (the pipeline's
+//! answers, response bodies' next frames, tunnels that ended, what the pipeline took of
+//! request bodies, the socket's bytes) and then writes the output once, so one write
+//! carries the frames of every stream that was ready. A response body is pulled a frame at
+//! a time (`Pump`) and sent as the client's window allows; one that waits for window longer
+//! than the stall time is reset. Request bodies and tunnels go through `shared.rs`.
+//!
+//! weir-h2 enforces the protocol and the limits set here (concurrent streams, header list
+//! size, windows, CONTINUATION and control-frame floods, streams reset for the client's
+//! errors). Rapid reset (CVE-2023-44487) is counted here: a client that resets more than
+//! [`MAX_RESETS_PER_SEC`] streams in flight within a second is sent GOAWAY. A drain sends
+//! GOAWAY with the last stream id; streams in flight finish. A stream the client resets
+//! while its request is in flight cancels the request, as a client closing an HTTP/1
+//! connection does. An idle connection gets GOAWAY before its close. A WebSocket extended
+//! CONNECT (RFC 8441) goes through the handler as an HTTP/1.1 upgrade (`websocket.rs`) and,
+//! once switched, its stream is the tunnel the handler relays (`tunnel.rs`).
 
+use std::collections::HashMap;
 use std::fmt::Display;
 use std::future::{poll_fn, Future};
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering::Relaxed;
-use std::task::Poll;
-use std::time::Duration;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use h2::server::SendResponse;
-use h2::SendStream;
 use http::{header, HeaderMap, Request, Response, StatusCode, Version};
 use http_body::Body;
+use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
+use weir_h2::frame::StreamId;
+use weir_h2::server::{Config, Connection, Event, RequestHead};
+use weir_h2::Reason;
 
-use super::body::StreamBody;
 use super::io::Joined;
+use super::request_body::RequestBody;
+use super::shared::{ConnShared, Shared};
 use super::tunnel::Tunnel;
 use super::websocket;
 use crate::codec::h1::server::DrainFlags;
@@ -36,7 +50,7 @@ use crate::codec::h1::server::DrainFlags;
 pub trait Handler: Sync {
     /// A stream's body, or none (`Default`) for an extended CONNECT, whose stream is
     /// the tunnel.
-    type ReqBody: From<StreamBody> + Default;
+    type ReqBody: From<RequestBody> + Default + Send;
     type Body: Body<Data = Bytes> + Unpin + Send;
     fn call(
         &self,
@@ -89,16 +103,18 @@ pub struct Limits {
 const STREAM_WINDOW: u32 = 256 * 1024;
 /// The connection's receive window, shared by its streams.
 const CONNECTION_WINDOW: u32 = 1024 * 1024;
-/// Streams reset by the client before weir accepted them, kept at most: beyond, the
-/// connection is closed with GOAWAY (rapid reset).
-const MAX_PENDING_RESETS: usize = 20;
 /// Streams the client may reset (after weir accepted them) per second before it is sent
 /// GOAWAY (ENHANCE_YOUR_CALM): far above what cancelling clients do (a browser leaving a
 /// page resets a few dozen), far below an attack's thousands.
 pub const MAX_RESETS_PER_SEC: u32 = 200;
-/// Streams weir resets because the client misbehaved, per connection, before it gives up
-/// on the client (h2's own defence against a peer provoking resets).
-const MAX_ERROR_RESETS: usize = 1024;
+/// How much the loop reads at a time.
+const READ_SIZE: usize = 16 * 1024;
+/// Output that is written before the loop takes more: a client with a large window and a
+/// fast upstream must not make weir gather a whole response in memory before a write.
+const WRITE_HIGH: usize = 256 * 1024;
+
+type Call<'h, B> = Pin<Box<dyn Future<Output = (StreamId, Option<Response<B>>)> + Send + 'h>>;
+type TunnelRun<'h> = Pin<Box<dyn Future<Output = StreamId> + Send + 'h>>;
 
 /// Serves the connection until the client closes it, an error ends it, or a drain's GOAWAY
 /// has let every stream finish.
@@ -107,98 +123,517 @@ const MAX_ERROR_RESETS: usize = 1024;
 /// last stream id) goes out before the close, so a client whose new stream crossed it
 /// knows the stream was not processed and may send it again.
 pub async fn run<H: Handler>(
-    io: Joined,
+    mut io: Joined,
     handler: &H,
     ctl: &DrainFlags,
     drain: &CancellationToken,
     idle: &CancellationToken,
     limits: Limits,
 ) where
-    <H::Body as Body>::Error: Display,
+    <H::Body as Body>::Error: Display + Send + 'static,
 {
-    let mut builder = h2::server::Builder::new();
-    builder
-        .max_concurrent_streams(limits.max_streams)
-        .max_header_list_size(limits.max_header_list)
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .max_pending_accept_reset_streams(MAX_PENDING_RESETS)
-        .max_local_error_reset_streams(Some(MAX_ERROR_RESETS))
-        // WebSocket over HTTP/2 (RFC 8441): SETTINGS_ENABLE_CONNECT_PROTOCOL.
-        .enable_connect_protocol();
-    let mut conn = match builder.handshake::<_, Bytes>(io).await {
-        Ok(c) => c,
-        Err(e) => {
-            debug!("HTTP/2 handshake failed: {e}");
-            return;
-        }
+    let mut l = Loop {
+        h2: Connection::new(Config {
+            max_streams: limits.max_streams,
+            max_header_list: limits.max_header_list,
+            stream_window: STREAM_WINDOW,
+            connection_window: CONNECTION_WINDOW,
+            // WebSocket over HTTP/2 (RFC 8441): SETTINGS_ENABLE_CONNECT_PROTOCOL.
+            connect_protocol: true,
+        }),
+        handler,
+        conn: Arc::new(ConnShared::default()),
+        open: HashMap::new(),
+        blocked: HashMap::new(),
+        stall: limits.stall,
+        calls: FuturesUnordered::new(),
+        pumps: FuturesUnordered::new(),
+        tunnels: FuturesUnordered::new(),
+        resets: Resets::default(),
+        closing: false,
     };
-    let mut streams = FuturesUnordered::new();
+    let mut rbuf = BytesMut::with_capacity(READ_SIZE);
+    let mut dirty = Vec::new();
+    let mut stall_timer = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+    let mut drained = pin!(drain.cancelled());
+    let mut idled = pin!(idle.cancelled());
     let mut draining = false;
-    let mut closing = false;
-    let mut resets = Resets::default();
+    let mut eof = false;
     loop {
-        // Streams first: every stream that can finish queues its frames before the
-        // connection is polled again, so one write carries many streams' answers (polled
-        // the other way round, h2 wrote and flushed after each one).
-        tokio::select! {
-            biased;
-            Some(end) = streams.next(), if !streams.is_empty() => {
-                if end == End::Reset && resets.add() {
-                    debug!("HTTP/2: rapid reset, sending GOAWAY");
-                    handler.abuse(Abuse::RapidReset);
-                    conn.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
+        poll_fn(|cx| {
+            l.conn.register(cx);
+            loop {
+                let mut progress = l.poll_streams(cx, &mut dirty);
+                if !draining && drained.as_mut().poll(cx).is_ready() {
+                    l.h2.go_away(Reason::NO_ERROR);
+                    draining = true;
+                    progress = true;
                 }
-            }
-            accepted = conn.accept() => match accepted {
-                Some(Ok((req, respond))) => {
-                    handler.stream_opened();
-                    streams.push(stream(handler, req, respond, limits.stall));
+                if !l.closing && idled.as_mut().poll(cx).is_ready() {
+                    l.h2.go_away(Reason::NO_ERROR);
+                    l.closing = true;
                 }
-                Some(Err(e)) => {
-                    // h2 has answered it (RST_STREAM or GOAWAY); a connection error ends
-                    // the connection at the next accept.
-                    debug!("HTTP/2: {e}");
-                    // h2's own rapid-reset defence: streams reset before weir accepted
-                    // them, beyond MAX_PENDING_RESETS.
-                    if e.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM) && !e.is_remote() {
-                        handler.abuse(Abuse::RapidReset);
-                    }
-                    if e.is_io() || e.is_go_away() {
-                        break;
+                if !l.blocked.is_empty() && stall_timer.as_mut().poll(cx).is_ready() {
+                    l.stalled();
+                    progress = true;
+                }
+                if let Some(at) = l.next_stall() {
+                    if stall_timer.deadline().into_std() != at {
+                        stall_timer.as_mut().reset(at.into());
                     }
                 }
-                None => break,
-            },
-            _ = drain.cancelled(), if !draining => {
-                conn.graceful_shutdown();
-                draining = true;
+                if !eof && !l.h2.is_closed() && !l.closing {
+                    if rbuf.capacity() - rbuf.len() < READ_SIZE / 4 {
+                        rbuf.reserve(READ_SIZE);
+                    }
+                    match tokio_util::io::poll_read_buf(Pin::new(&mut io), cx, &mut rbuf) {
+                        Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => eof = true,
+                        Poll::Ready(Ok(_)) => {
+                            progress = true;
+                            if let Err(e) = l.h2.recv(&mut rbuf) {
+                                debug!("HTTP/2: {e}");
+                            }
+                            while let Some(ev) = l.h2.next_event() {
+                                l.event(ev);
+                            }
+                        }
+                        Poll::Pending => {}
+                    }
+                }
+                if !progress || eof || l.h2.output().len() >= WRITE_HIGH {
+                    break;
+                }
             }
-            _ = idle.cancelled(), if !closing => {
-                conn.abrupt_shutdown(h2::Reason::NO_ERROR);
-                closing = true;
+            if eof || !l.h2.output().is_empty() || l.done(draining) {
+                return Poll::Ready(());
             }
+            Poll::Pending
+        })
+        .await;
+        ctl.busy.store(!l.open.is_empty(), Relaxed);
+        if eof {
+            break;
         }
-        ctl.busy.store(!streams.is_empty(), Relaxed);
+        let mut out = std::mem::take(l.h2.output());
+        if !out.is_empty() {
+            let wrote = async {
+                io.write_all(&out).await?;
+                io.flush().await
+            };
+            if let Err(e) = wrote.await {
+                debug!("HTTP/2: writing to the client: {e}");
+                break;
+            }
+            out.clear();
+        }
+        *l.h2.output() = out;
+        if l.done(draining) {
+            break;
+        }
     }
     // The connection is done; a stream still here could only fail to send.
-    drop(streams);
+    drop(l);
     ctl.busy.store(false, Relaxed);
+}
+
+/// The connection's state between passes.
+struct Loop<'h, H: Handler> {
+    h2: Connection,
+    handler: &'h H,
+    conn: Arc<ConnShared>,
+    /// Streams the pipeline works on (a call, a body being sent, a tunnel).
+    open: HashMap<StreamId, Open>,
+    /// Response bodies waiting for the client's window.
+    blocked: HashMap<StreamId, Blocked<H::Body>>,
+    stall: Duration,
+    calls: FuturesUnordered<Call<'h, H::Body>>,
+    pumps: FuturesUnordered<Pump<H::Body>>,
+    tunnels: FuturesUnordered<TunnelRun<'h>>,
+    resets: Resets,
+    /// GOAWAY before a close (idle, or abuse): the close follows the write.
+    closing: bool,
+}
+
+struct Open {
+    shared: Arc<Shared>,
+    /// An extended CONNECT for WebSocket: once switched, its stream is a tunnel.
+    tunnel: bool,
+    /// The tunnel's relay ended: the stream is done once what it queued went.
+    relay_over: bool,
+}
+
+/// A response body that waits for window: the data that did not fit, whether it ends the
+/// body, and since when it waits.
+struct Blocked<B> {
+    body: B,
+    rest: Bytes,
+    end: bool,
+    since: Instant,
+}
+
+impl<'h, H: Handler> Loop<'h, H>
+where
+    <H::Body as Body>::Error: Display + Send + 'static,
+{
+    fn done(&mut self, draining: bool) -> bool {
+        self.h2.is_closed()
+            || self.closing
+            || (draining && self.open.is_empty() && self.h2.is_idle())
+    }
+
+    /// Everything the streams have ready: answers, body frames, ended tunnels, bytes
+    /// taken from request bodies or queued for tunnels. Whether anything was.
+    fn poll_streams(&mut self, cx: &mut Context<'_>, dirty: &mut Vec<StreamId>) -> bool {
+        let mut progress = false;
+        while let Poll::Ready(Some((id, resp))) = self.calls.poll_next_unpin(cx) {
+            progress = true;
+            self.answer(id, resp);
+        }
+        while let Poll::Ready(Some((id, body, frame))) = self.pumps.poll_next_unpin(cx) {
+            progress = true;
+            self.frame(id, body, frame);
+        }
+        while let Poll::Ready(Some(id)) = self.tunnels.poll_next_unpin(cx) {
+            progress = true;
+            // The relay is over: the client's side ends once what is queued went.
+            if let Some(o) = self.open.get_mut(&id) {
+                o.relay_over = true;
+                o.shared.shut();
+            }
+        }
+        self.conn.take_dirty(dirty);
+        for &id in dirty.iter() {
+            progress = true;
+            self.dirty(id);
+        }
+        progress
+    }
+
+    fn event(&mut self, ev: Event) {
+        match ev {
+            Event::Request {
+                stream,
+                head,
+                end_stream,
+            } => {
+                self.handler.stream_opened();
+                let shared = Shared::new(stream, self.conn.clone(), end_stream);
+                let (req, tunnel) = request::<H>(head, &shared);
+                let handler = self.handler;
+                let gone = shared.clone();
+                self.calls.push(Box::pin(async move {
+                    let mut call = pin!(handler.call(req));
+                    let resp = poll_fn(|cx| match call.as_mut().poll(cx) {
+                        Poll::Ready(r) => Poll::Ready(Some(r)),
+                        // Reset by the client: the request is cancelled with the future.
+                        Poll::Pending if gone.poll_gone(cx) => Poll::Ready(None),
+                        Poll::Pending => Poll::Pending,
+                    })
+                    .await;
+                    (stream, resp)
+                }));
+                self.open.insert(
+                    stream,
+                    Open {
+                        shared,
+                        tunnel,
+                        relay_over: false,
+                    },
+                );
+            }
+            Event::Data {
+                stream,
+                data,
+                end_stream,
+            } => match self.open.get(&stream) {
+                Some(o) => o.shared.push(data, end_stream),
+                // Nobody reads it (the answer is out): given back at once.
+                None => self.h2.release(stream, data.len()),
+            },
+            Event::Trailers { stream, fields } => {
+                if let Some(o) = self.open.get(&stream) {
+                    o.shared.trailers(fields);
+                }
+            }
+            Event::Reset {
+                stream,
+                code,
+                by_client,
+            } => {
+                self.blocked.remove(&stream);
+                if let Some(o) = self.open.remove(&stream) {
+                    debug!("HTTP/2 stream {stream} reset ({code}) before its response ended");
+                    o.shared.gone(code);
+                    // A tunnel's reset is how a client closes a WebSocket over HTTP/2.
+                    if by_client && !o.tunnel && self.resets.add() && !self.closing {
+                        debug!("HTTP/2: rapid reset, sending GOAWAY");
+                        self.handler.abuse(Abuse::RapidReset);
+                        self.h2.go_away(Reason::ENHANCE_YOUR_CALM);
+                        self.closing = true;
+                    }
+                }
+            }
+            // Window for the bodies and tunnels that wait for it.
+            Event::Window { stream: 0 } => {
+                let ids: Vec<StreamId> = self.blocked.keys().copied().collect();
+                for id in ids {
+                    self.unblock(id);
+                }
+                let tunnels: Vec<StreamId> = self
+                    .open
+                    .iter()
+                    .filter(|(_, o)| o.tunnel)
+                    .map(|(&id, _)| id)
+                    .collect();
+                for id in tunnels {
+                    self.dirty(id);
+                }
+            }
+            Event::Window { stream } => {
+                self.unblock(stream);
+                if self.open.get(&stream).is_some_and(|o| o.tunnel) {
+                    self.dirty(stream);
+                }
+            }
+            Event::GoAway { .. } => {}
+        }
+    }
+
+    /// The pipeline's answer to a stream (`None`: the client reset the stream first).
+    fn answer(&mut self, id: StreamId, resp: Option<Response<H::Body>>) {
+        let (Some(resp), Some(open)) = (resp, self.open.get(&id)) else {
+            return;
+        };
+        if open.tunnel
+            && resp.status() == StatusCode::SWITCHING_PROTOCOLS
+            && self.handler.is_switched(resp.body())
+        {
+            let (head, body) = resp.into_parts();
+            let ok = websocket::accepted(&head.headers);
+            self.h2.send_headers(id, ok.status(), ok.headers(), false);
+            let relay = self.handler.tunnel(body, Tunnel::new(open.shared.clone()));
+            self.tunnels.push(Box::pin(async move {
+                relay.await;
+                id
+            }));
+            return;
+        }
+        let (mut head, body) = resp.into_parts();
+        head.version = Version::HTTP_2;
+        strip_connection_fields(&mut head.headers);
+        let end = body.is_end_stream();
+        if !self.h2.send_headers(id, head.status, &head.headers, end) || end {
+            self.open.remove(&id);
+            return;
+        }
+        self.pumps.push(Pump::new(id, body));
+    }
+
+    /// A response body's next frame.
+    fn frame(&mut self, id: StreamId, body: H::Body, frame: PumpFrame<H::Body>) {
+        match frame {
+            Some(Ok(f)) => match f.into_data() {
+                // The body's last DATA frame carries END_STREAM when the body knows it is
+                // done (a Content-Length met): no empty frame after it.
+                Ok(data) => {
+                    let end = body.is_end_stream();
+                    self.send(id, body, data, end);
+                }
+                Err(f) => match f.into_trailers() {
+                    Ok(t) => {
+                        self.h2.send_trailers(id, &t);
+                        self.open.remove(&id);
+                    }
+                    Err(_) => self.pumps.push(Pump::new(id, body)),
+                },
+            },
+            Some(Err(e)) => {
+                // The upstream's body broke off: the client must not take what it got for
+                // the whole (HTTP/1 closes the connection; here, only this stream).
+                debug!("HTTP/2 response body cut: {e}");
+                self.h2.reset(id, Reason::INTERNAL_ERROR);
+                self.open.remove(&id);
+            }
+            None => {
+                self.h2.send_data(id, &[], true);
+                self.open.remove(&id);
+            }
+        }
+    }
+
+    /// Sends what the window allows; the rest waits (`blocked`).
+    fn send(&mut self, id: StreamId, body: H::Body, data: Bytes, end: bool) {
+        if !self.h2.is_sending(id) {
+            // Reset meanwhile: the body is dropped.
+            self.open.remove(&id);
+            return;
+        }
+        let n = self.h2.send_data(id, &data, end);
+        if n < data.len() {
+            let since = match self.blocked.get(&id) {
+                Some(b) if n == 0 => b.since,
+                _ => Instant::now(),
+            };
+            let rest = data.slice(n..);
+            self.blocked.insert(
+                id,
+                Blocked {
+                    body,
+                    rest,
+                    end,
+                    since,
+                },
+            );
+        } else if end {
+            self.open.remove(&id);
+        } else {
+            self.pumps.push(Pump::new(id, body));
+        }
+    }
+
+    fn unblock(&mut self, id: StreamId) {
+        if let Some(b) = self.blocked.remove(&id) {
+            // Kept as it was if nothing goes: `send` puts it back with its time.
+            let since = b.since;
+            let n_before = b.rest.len();
+            self.send(id, b.body, b.rest, b.end);
+            if let Some(again) = self.blocked.get_mut(&id) {
+                if again.rest.len() == n_before {
+                    again.since = since;
+                }
+            }
+        }
+    }
+
+    /// Bodies that waited for window longer than the stall time: reset.
+    fn stalled(&mut self) {
+        // The timer may wake a hair before a deadline; a stall is not that exact.
+        let now = Instant::now() + Duration::from_millis(5);
+        let stall = self.stall;
+        let late: Vec<StreamId> = self
+            .blocked
+            .iter()
+            .filter(|(_, b)| now >= b.since + stall)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in late {
+            debug!("HTTP/2 stream stalled (no window for {stall:?}): reset");
+            self.blocked.remove(&id);
+            self.h2.reset(id, Reason::CANCEL);
+            if let Some(o) = self.open.remove(&id) {
+                o.shared.gone(Reason::CANCEL);
+            }
+        }
+    }
+
+    fn next_stall(&self) -> Option<Instant> {
+        self.blocked.values().map(|b| b.since + self.stall).min()
+    }
+
+    /// A stream whose pipeline took request body bytes (given back to the window) or
+    /// queued tunnel bytes (sent as the window allows).
+    fn dirty(&mut self, id: StreamId) {
+        let Some(o) = self.open.get(&id) else {
+            return;
+        };
+        let taken = o.shared.take_released();
+        if taken > 0 {
+            self.h2.release(id, taken);
+        }
+        if !o.tunnel {
+            return;
+        }
+        if !self.h2.is_sending(id) {
+            // Its END_STREAM went already (or the stream is gone).
+            if o.relay_over {
+                self.open.remove(&id);
+            }
+            return;
+        }
+        let (out, end) = o.shared.take_out(self.h2.window(id));
+        for b in &out {
+            self.h2.send_data(id, b, false);
+        }
+        if end {
+            // The client may still send (and reset): the relay reads on until it ends.
+            self.h2.send_data(id, &[], true);
+            if o.relay_over {
+                self.open.remove(&id);
+            }
+        }
+    }
+}
+
+/// A request head made the pipeline's request; whether it is a WebSocket extended CONNECT
+/// (its stream is then the tunnel, and the request has no body).
+fn request<H: Handler>(head: RequestHead, shared: &Arc<Shared>) -> (Request<H::ReqBody>, bool) {
+    let mut req = Request::new(());
+    *req.method_mut() = head.method;
+    *req.uri_mut() = head.uri;
+    *req.version_mut() = Version::HTTP_2;
+    *req.headers_mut() = head.headers;
+    if let Some(p) = head
+        .protocol
+        .as_deref()
+        .and_then(|p| std::str::from_utf8(p).ok())
+    {
+        req.extensions_mut().insert(h2::ext::Protocol::from(p));
+    }
+    let (mut parts, ()) = req.into_parts();
+    // A WebSocket's extended CONNECT goes through the pipeline as the HTTP/1.1 upgrade it
+    // stands for; its stream is kept for the tunnel.
+    if websocket::as_upgrade(&mut parts) {
+        return (Request::from_parts(parts, H::ReqBody::default()), true);
+    }
+    let body = RequestBody::new(shared.clone(), head.content_length).into();
+    (Request::from_parts(parts, body), false)
+}
+
+type PumpFrame<B> = Option<Result<http_body::Frame<Bytes>, <B as Body>::Error>>;
+
+/// A response body's next frame, as a future that gives the body back with it.
+struct Pump<B> {
+    id: StreamId,
+    body: Option<B>,
+}
+
+impl<B> Pump<B> {
+    fn new(id: StreamId, body: B) -> Pump<B> {
+        Pump {
+            id,
+            body: Some(body),
+        }
+    }
+}
+
+impl<B: Body<Data = Bytes> + Unpin> Future for Pump<B> {
+    type Output = (StreamId, B, PumpFrame<B>);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let body = this
+            .body
+            .as_mut()
+            .expect("a pump is polled until ready, once");
+        let frame = std::task::ready!(Pin::new(body).poll_frame(cx));
+        let body = this.body.take().expect("checked above");
+        Poll::Ready((this.id, body, frame))
+    }
 }
 
 /// Client resets in the current one-second window.
 #[derive(Default)]
 struct Resets {
-    since: Option<std::time::Instant>,
+    since: Option<Instant>,
     count: u32,
 }
 
 impl Resets {
     /// One more; whether the client is now over the bound.
     fn add(&mut self) -> bool {
-        let now = std::time::Instant::now();
+        let now = Instant::now();
         match self.since {
-            Some(t) if now.duration_since(t) < std::time::Duration::from_secs(1) => {}
+            Some(t) if now.duration_since(t) < Duration::from_secs(1) => {}
             _ => {
                 self.since = Some(now);
                 self.count = 0;
@@ -207,165 +642,6 @@ impl Resets {
         self.count += 1;
         self.count > MAX_RESETS_PER_SEC
     }
-}
-
-/// How a stream ended.
-#[derive(Debug, PartialEq, Eq)]
-enum End {
-    Done,
-    /// The client reset it before its response was complete.
-    Reset,
-}
-
-/// One stream: the request through the handler, then its response.
-async fn stream<H: Handler>(
-    handler: &H,
-    req: Request<h2::RecvStream>,
-    mut respond: SendResponse<Bytes>,
-    stall: Duration,
-) -> End
-where
-    <H::Body as Body>::Error: Display,
-{
-    let (mut parts, recv) = req.into_parts();
-    // A WebSocket's extended CONNECT goes through the pipeline as the HTTP/1.1 upgrade
-    // it stands for; its stream is kept for the tunnel.
-    let (req, tunnel) = match websocket::as_upgrade(&mut parts) {
-        true => (
-            Request::from_parts(parts, H::ReqBody::default()),
-            Some(recv),
-        ),
-        false => {
-            let length = parts
-                .headers
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse().ok());
-            let body = StreamBody::new(recv, length).into();
-            (Request::from_parts(parts, body), None)
-        }
-    };
-    let resp = {
-        let mut call = pin!(handler.call(req));
-        poll_fn(|cx| {
-            if let Poll::Ready(r) = call.as_mut().poll(cx) {
-                return Poll::Ready(Some(r));
-            }
-            // RST_STREAM from the client: the request is cancelled with the future.
-            match respond.poll_reset(cx) {
-                Poll::Ready(_) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
-            }
-        })
-        .await
-    };
-    let Some(resp) = resp else {
-        debug!("HTTP/2 stream reset by the client before its response");
-        return End::Reset;
-    };
-    if let Some(recv) = tunnel {
-        if resp.status() == StatusCode::SWITCHING_PROTOCOLS && handler.is_switched(resp.body()) {
-            let (head, body) = resp.into_parts();
-            let send = match respond.send_response(websocket::accepted(&head.headers), false) {
-                Ok(s) => s,
-                Err(e) => {
-                    debug!("HTTP/2 tunnel not opened: {e}");
-                    return End::Reset;
-                }
-            };
-            handler.tunnel(body, Tunnel::new(recv, send)).await;
-            return End::Done;
-        }
-    }
-    let (mut head, mut body) = resp.into_parts();
-    head.version = Version::HTTP_2;
-    strip_connection_fields(&mut head.headers);
-    let end = body.is_end_stream();
-    let mut send = match respond.send_response(Response::from_parts(head, ()), end) {
-        Ok(s) => s,
-        Err(e) => {
-            debug!("HTTP/2 response not sent: {e}");
-            return End::Reset;
-        }
-    };
-    if end {
-        return End::Done;
-    }
-    loop {
-        match poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
-            Some(Ok(frame)) => match frame.into_data() {
-                // The body's last DATA frame carries END_STREAM when the body knows it is
-                // done (a Content-Length met): no empty frame after it.
-                Ok(data) => match send_data(&mut send, data, stall, body.is_end_stream()).await {
-                    Ok(true) => return End::Done,
-                    Ok(false) => {}
-                    Err(Unsent::Stalled) => {
-                        debug!("HTTP/2 stream stalled (no window for {stall:?}): reset");
-                        send.send_reset(h2::Reason::CANCEL);
-                        return End::Done;
-                    }
-                    Err(Unsent::Gone) => return End::Reset,
-                },
-                Err(frame) => {
-                    if let Ok(trailers) = frame.into_trailers() {
-                        let _ = send.send_trailers(trailers);
-                        return End::Done;
-                    }
-                }
-            },
-            Some(Err(e)) => {
-                // The upstream's body broke off: the client must not take what it got
-                // for the whole (HTTP/1 closes the connection; here, only this stream).
-                debug!("HTTP/2 response body cut: {e}");
-                send.send_reset(h2::Reason::INTERNAL_ERROR);
-                return End::Done;
-            }
-            None => {
-                let _ = send.send_data(Bytes::new(), true);
-                return End::Done;
-            }
-        }
-    }
-}
-
-/// Why a response's data did not go out.
-enum Unsent {
-    /// The stream or connection is gone (reset by the client, connection closed).
-    Gone,
-    /// No window came within the stall time.
-    Stalled,
-}
-
-/// Sends `data` as the stream's flow-control window allows, the last of it with
-/// END_STREAM when `end`; whether the stream ended.
-async fn send_data(
-    send: &mut SendStream<Bytes>,
-    mut data: Bytes,
-    stall: Duration,
-    end: bool,
-) -> Result<bool, Unsent> {
-    if data.is_empty() {
-        if end {
-            send.send_data(data, true).map_err(|_| Unsent::Gone)?;
-        }
-        return Ok(end);
-    }
-    while !data.is_empty() {
-        send.reserve_capacity(data.len());
-        let granted = match tokio::time::timeout(stall, poll_fn(|cx| send.poll_capacity(cx))).await
-        {
-            Ok(Some(Ok(n))) => n,
-            Ok(Some(Err(_)) | None) => return Err(Unsent::Gone),
-            Err(_) => return Err(Unsent::Stalled),
-        };
-        if granted == 0 {
-            continue;
-        }
-        let chunk = data.split_to(granted.min(data.len()));
-        let last = end && data.is_empty();
-        send.send_data(chunk, last).map_err(|_| Unsent::Gone)?;
-    }
-    Ok(end)
 }
 
 /// Fields that describe an HTTP/1 connection, which HTTP/2 forbids in a message

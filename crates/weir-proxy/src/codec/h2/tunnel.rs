@@ -1,44 +1,37 @@
-//! An HTTP/2 stream as a byte stream, for a tunnel through it: WebSocket over HTTP/2
-//! (RFC 8441's extended CONNECT), relayed to an upstream connection that switched to
-//! WebSocket. Reads take DATA frames (each returned to the flow-control window once read,
-//! so the peer may send more); writes wait for window before they send, so a peer that
-//! stops reading holds the writer back instead of filling memory. The stream's END_STREAM
-//! is the tunnel's EOF, both ways. Either side's streams: `h2` uses the same types.
+//! A client's HTTP/2 stream as a byte stream, for a tunnel through it: WebSocket over
+//! HTTP/2 (RFC 8441's extended CONNECT), relayed to an upstream connection that switched to
+//! WebSocket. Reads take the stream's DATA (given back to the client's window once read);
+//! writes queue bytes the connection's loop sends as the client's window allows, and wait
+//! once a bounded amount is queued, so a client that stops reading holds the writer back
+//! instead of filling memory. END_STREAM is the tunnel's EOF, both ways.
 
 use std::io;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
-use h2::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::shared::{Part, Shared, StreamGone};
+
 pub struct Tunnel {
-    recv: RecvStream,
-    send: SendStream<Bytes>,
+    shared: Arc<Shared>,
     /// What the last DATA frame held beyond the reader's buffer.
     pending: Bytes,
-    shut: bool,
 }
 
 impl Tunnel {
-    pub fn new(recv: RecvStream, send: SendStream<Bytes>) -> Tunnel {
+    pub fn new(shared: Arc<Shared>) -> Tunnel {
         Tunnel {
-            recv,
-            send,
+            shared,
             pending: Bytes::new(),
-            shut: false,
         }
     }
 }
 
-fn io_error(e: h2::Error) -> io::Error {
-    match e.get_io() {
-        Some(_) => e
-            .into_io()
-            .unwrap_or_else(|| io::ErrorKind::BrokenPipe.into()),
-        None => io::Error::new(io::ErrorKind::ConnectionReset, e),
-    }
+fn io_error(e: StreamGone) -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionReset, e)
 }
 
 impl AsyncRead for Tunnel {
@@ -48,14 +41,13 @@ impl AsyncRead for Tunnel {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.pending.is_empty() {
-            match ready!(this.recv.poll_data(cx)) {
-                Some(Ok(data)) => {
-                    let _ = this.recv.flow_control().release_capacity(data.len());
-                    this.pending = data;
-                }
+        while this.pending.is_empty() {
+            match std::task::ready!(this.shared.poll_next(cx)) {
+                Some(Ok(Part::Data(d))) => this.pending = d,
+                // Trailers have no place in a tunnel: skipped.
+                Some(Ok(Part::Trailers(_))) => {}
                 Some(Err(e)) => return Poll::Ready(Err(io_error(e))),
-                // END_STREAM: the peer is done sending.
+                // END_STREAM: the client is done sending.
                 None => return Poll::Ready(Ok(())),
             }
         }
@@ -72,39 +64,19 @@ impl AsyncWrite for Tunnel {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        loop {
-            let room = this.send.capacity();
-            if room > 0 {
-                let n = room.min(buf.len());
-                this.send
-                    .send_data(Bytes::copy_from_slice(&buf[..n]), false)
-                    .map_err(io_error)?;
-                return Poll::Ready(Ok(n));
-            }
-            this.send.reserve_capacity(buf.len());
-            match ready!(this.send.poll_capacity(cx)) {
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Poll::Ready(Err(io_error(e))),
-                None => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
-            }
-        }
+        self.shared.poll_put(cx, buf).map_err(io_error)
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // h2's connection writes what the streams queued.
+        // The connection's loop writes what is queued in its next pass.
         Poll::Ready(Ok(()))
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if !this.shut {
-            this.shut = true;
-            this.send.send_data(Bytes::new(), true).map_err(io_error)?;
-        }
+        self.shared.shut();
         Poll::Ready(Ok(()))
     }
 }

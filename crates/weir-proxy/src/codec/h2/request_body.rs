@@ -1,0 +1,55 @@
+//! A client stream's request body, as the pipeline reads it: DATA as the connection's loop
+//! received it, then trailers. What the pipeline takes goes back to the client's window in
+//! the loop's next pass, so a client never has more in flight than the window allows.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+
+use super::shared::{Part, Shared, StreamGone};
+
+pub struct RequestBody {
+    shared: Arc<Shared>,
+    /// From `content-length`, when the client sent one (the connection checked the DATA
+    /// adds up to it).
+    length: Option<u64>,
+}
+
+impl RequestBody {
+    pub fn new(shared: Arc<Shared>, length: Option<u64>) -> RequestBody {
+        RequestBody { shared, length }
+    }
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = StreamGone;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, StreamGone>>> {
+        self.shared.poll_next(cx).map(|p| {
+            p.map(|r| {
+                r.map(|part| match part {
+                    Part::Data(d) => Frame::data(d),
+                    Part::Trailers(t) => Frame::trailers(t),
+                })
+            })
+        })
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.shared.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.length {
+            Some(n) => SizeHint::with_exact(n),
+            None => SizeHint::default(),
+        }
+    }
+}
