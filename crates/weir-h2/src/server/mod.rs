@@ -245,10 +245,16 @@ impl Connection {
         self.events.pop_front()
     }
 
-    /// What to write to the client. The caller writes it and clears it.
+    /// What to write to the client. The caller writes it and clears it (which is when the
+    /// control frames queued in it stop counting against the flood bound).
     pub fn output(&mut self) -> &mut Vec<u8> {
         self.control_queued = 0;
         &mut self.out
+    }
+
+    /// How many bytes wait to be written.
+    pub fn output_len(&self) -> usize {
+        self.out.len()
     }
 
     /// Whether a connection error ended the connection (its GOAWAY is in the output).

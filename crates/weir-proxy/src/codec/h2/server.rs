@@ -200,11 +200,11 @@ pub async fn run<H: Handler>(
                         Poll::Pending => {}
                     }
                 }
-                if !progress || eof || l.h2.output().len() >= WRITE_HIGH {
+                if !progress || eof || l.h2.output_len() >= WRITE_HIGH {
                     break;
                 }
             }
-            if eof || !l.h2.output().is_empty() || l.done(draining) {
+            if eof || l.h2.output_len() > 0 || l.done(draining) {
                 return Poll::Ready(());
             }
             Poll::Pending
