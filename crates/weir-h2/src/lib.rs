@@ -15,9 +15,10 @@
 //!   buffer;
 //! - the Huffman decoder reads 9 bits at a time.
 //!
-//! Status: the framing ([`frame`]) and HPACK ([`hpack`]) layers, tested against the RFCs'
-//! examples and against the `h2` crate as a peer. The connection and stream state machine
-//! and weir's use of it come next; until then weir serves HTTP/2 with the `h2` crate.
+//! What is here: the framing ([`frame`]) and HPACK ([`hpack`]) layers, and the server side
+//! of a connection ([`server`]), which weir-proxy serves HTTP/2 clients with. Tested against
+//! RFC 7541's examples, the `h2` crate's client as a peer, and h2spec (every case). Not yet
+//! here: the client side (weir's HTTP/2 upstreams still use the `h2` crate).
 
 pub mod frame;
 pub mod hpack;
