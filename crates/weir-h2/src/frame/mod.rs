@@ -2,12 +2,14 @@
 //! (`read`), and written into one (`write`). What a frame means for a stream or the
 //! connection (states, windows, limits) is the connection layer's.
 
+mod ids;
 mod read;
 mod settings;
 pub mod write;
 
 use bytes::Bytes;
 
+pub use ids::{IdHasher, StreamMap};
 pub use read::{read, Error};
 pub use settings::{Setting, Settings};
 

@@ -18,13 +18,13 @@
 mod head;
 mod stream;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderMap, StatusCode};
 
 use crate::frame::{
-    self, write, Frame, Settings, StreamId, DEFAULT_MAX_FRAME, MAX_WINDOW, PREFACE,
+    self, write, Frame, Settings, StreamId, StreamMap, DEFAULT_MAX_FRAME, MAX_WINDOW, PREFACE,
 };
 use crate::hpack::{encode, Decoder};
 use crate::Reason;
@@ -136,7 +136,7 @@ pub struct Connection {
     peer_max_frame: u32,
     peer_initial_window: u32,
     hpack: Decoder,
-    streams: HashMap<StreamId, Stream>,
+    streams: StreamMap<Stream>,
     last_stream: StreamId,
     recently_closed: VecDeque<StreamId>,
     block: Option<Block>,
@@ -176,7 +176,7 @@ impl Connection {
             peer_max_frame: DEFAULT_MAX_FRAME,
             peer_initial_window: 65_535,
             hpack: Decoder::new(4096),
-            streams: HashMap::new(),
+            streams: StreamMap::default(),
             last_stream: 0,
             recently_closed: VecDeque::new(),
             block: None,

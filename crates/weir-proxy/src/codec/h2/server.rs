@@ -19,7 +19,6 @@
 //! CONNECT (RFC 8441) goes through the handler as an HTTP/1.1 upgrade (`websocket.rs`) and,
 //! once switched, its stream is the tunnel the handler relays (`tunnel.rs`).
 
-use std::collections::HashMap;
 use std::fmt::Display;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
@@ -35,7 +34,7 @@ use http_body::Body;
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
-use weir_h2::frame::StreamId;
+use weir_h2::frame::{StreamId, StreamMap};
 use weir_h2::server::{Config, Connection, Event, RequestHead};
 use weir_h2::Reason;
 
@@ -143,8 +142,8 @@ pub async fn run<H: Handler>(
         }),
         handler,
         conn: Arc::new(ConnShared::default()),
-        open: HashMap::new(),
-        blocked: HashMap::new(),
+        open: StreamMap::default(),
+        blocked: StreamMap::default(),
         stall: limits.stall,
         calls: FuturesUnordered::new(),
         pumps: FuturesUnordered::new(),
@@ -242,9 +241,9 @@ struct Loop<'h, H: Handler> {
     handler: &'h H,
     conn: Arc<ConnShared>,
     /// Streams the pipeline works on (a call, a body being sent, a tunnel).
-    open: HashMap<StreamId, Open>,
+    open: StreamMap<Open>,
     /// Response bodies waiting for the client's window.
-    blocked: HashMap<StreamId, Blocked<H::Body>>,
+    blocked: StreamMap<Blocked<H::Body>>,
     stall: Duration,
     calls: FuturesUnordered<Call<'h, H::Body>>,
     pumps: FuturesUnordered<Pump<H::Body>>,
