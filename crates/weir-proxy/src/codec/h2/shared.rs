@@ -168,7 +168,7 @@ impl Shared {
         if s.gone.is_some() {
             return true;
         }
-        s.caller = Some(cx.waker().clone());
+        keep_waker(&mut s.caller, cx);
         false
     }
 
@@ -195,7 +195,7 @@ impl Shared {
         if let Some(why) = s.gone {
             return Poll::Ready(Some(Err(StreamGone(why))));
         }
-        s.reader = Some(cx.waker().clone());
+        keep_waker(&mut s.reader, cx);
         Poll::Pending
     }
 
@@ -213,7 +213,7 @@ impl Shared {
         }
         let room = OUT_MAX.saturating_sub(s.out_len);
         if room == 0 {
-            s.writer = Some(cx.waker().clone());
+            keep_waker(&mut s.writer, cx);
             return Poll::Pending;
         }
         let n = room.min(b.len());
@@ -228,6 +228,14 @@ impl Shared {
     pub fn shut(&self) {
         self.state.lock().unwrap().out_end = true;
         self.conn.mark(self.id);
+    }
+}
+
+/// Keeps the task's waker, cloning it only when it is another task's (a call is polled
+/// again and again while it waits upstream).
+fn keep_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
+    if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+        *slot = Some(cx.waker().clone());
     }
 }
 
