@@ -660,9 +660,15 @@ impl Connection {
         let trailers = b.kind == BlockKind::Trailers;
         let mut fields = Builder::new(16);
         let mut list = 0usize;
+        let max = self.cfg.max_header_list as usize;
+        // Fields past the list size are decoded (the table must follow the block) but not
+        // kept: one byte can name a 4 KiB table entry, so a block of such references would
+        // otherwise decode to a thousand times its size (an HPACK bomb).
         let decoded = self.hpack.decode(&b.bytes, |n, v, sensitive| {
             list += n.len() + v.len() + 32;
-            fields.field(n, v, sensitive, trailers);
+            if list <= max {
+                fields.field(n, v, sensitive, trailers);
+            }
         });
         if decoded.is_err() {
             return Err(self.fail(
@@ -678,7 +684,7 @@ impl Connection {
                 Ok(())
             }
             BlockKind::Request => {
-                if list > self.cfg.max_header_list as usize {
+                if list > max {
                     self.too_large(stream, b.end_stream);
                     return Ok(());
                 }
@@ -711,6 +717,10 @@ impl Connection {
                 let Some(s) = self.streams.get(&stream) else {
                     return Ok(());
                 };
+                if list > max {
+                    self.stream_error(stream, Reason::PROTOCOL_ERROR);
+                    return Ok(());
+                }
                 if s.content_length.is_some_and(|n| n != s.received) {
                     self.stream_error(stream, Reason::PROTOCOL_ERROR);
                     return Ok(());

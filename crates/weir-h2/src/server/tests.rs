@@ -431,6 +431,27 @@ fn limits_are_kept() {
         .unwrap();
     assert_eq!(status, vec![b"431".to_vec()]);
 
+    // An HPACK bomb: an entry put in the table once, then named by one byte 33 000 times.
+    // Answered 431 like any list too large. (That the fields past the size are not kept,
+    // `block_done` makes sure of; this test sees only the answer.)
+    let mut c = open(Config::default());
+    let mut b = super::tests::block(GET);
+    b.extend([0x40, 0x01, b'x', 0x01, b'y']);
+    b.extend(std::iter::repeat_n(0xbe, 33_000)); // index 62: that entry
+    let mut w = Vec::new();
+    write::headers(&mut w, 1, &b, true, DEFAULT_MAX_FRAME);
+    send(&mut c, &w).unwrap();
+    assert!(events(&mut c).is_empty());
+    let out = frames(c.output());
+    let [Frame::Headers { block: answer, .. }] = &out[..] else {
+        panic!("{out:?}")
+    };
+    let mut status = Vec::new();
+    Decoder::new(4096)
+        .decode(answer, |_, v, _| status.push(v.to_vec()))
+        .unwrap();
+    assert_eq!(status, vec![b"431".to_vec()]);
+
     // DATA past the stream's window (within the connection's).
     let mut c = open(Config {
         connection_window: 1 << 20,
