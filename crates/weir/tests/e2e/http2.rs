@@ -445,3 +445,98 @@ async fn an_idle_connection_is_sent_goaway_before_it_is_closed() {
     // And the client learnt not to use it.
     assert!(client.clone().ready().await.is_err());
 }
+
+/// Reads what weir sends on `s` until a frame of `kind` on `stream` arrives; its payload.
+async fn read_until_frame(s: &mut TcpStream, kind: u8, stream: u32) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut at = 0;
+        while buf.len() >= at + 9 {
+            let len = usize::from(buf[at]) << 16
+                | usize::from(buf[at + 1]) << 8
+                | usize::from(buf[at + 2]);
+            if buf.len() < at + 9 + len {
+                break;
+            }
+            let id = u32::from_be_bytes([buf[at + 5], buf[at + 6], buf[at + 7], buf[at + 8]]);
+            if buf[at + 3] == kind && id == stream {
+                return buf[at + 9..at + 9 + len].to_vec();
+            }
+            at += 9 + len;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no frame of type {kind} on stream {stream}"
+        );
+        let mut chunk = [0u8; 16384];
+        let n = tokio::time::timeout(Duration::from_secs(20), s.read(&mut chunk))
+            .await
+            .expect("weir answered nothing")
+            .unwrap();
+        assert!(
+            n > 0,
+            "weir closed before a frame of type {kind} on stream {stream}"
+        );
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// An HPACK bomb: one 4000-byte entry put in the table, then a header block of ~130 000
+/// one-byte references to it (half a GB decoded). weir answers 431 without keeping what
+/// the references decode to, and goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_hpack_bomb_gets_431_and_weir_stays_small() {
+    use tokio::io::AsyncWriteExt;
+    let s = start().await;
+    let pid = s.w.child.id();
+    let before = rss_kib(pid);
+    let mut block = vec![0x82, 0x86, 0x84, 0x41, 9]; // :method GET, :scheme http, :path /
+    block.extend_from_slice(b"127.0.0.1"); // :authority
+                                           // x: 4000 bytes, indexed (4000 = 127 + 3873 as an HPACK integer).
+    block.extend_from_slice(&[0x40, 0x01, b'x', 0x7f, 0xa1, 0x1e]);
+    block.extend(std::iter::repeat_n(b'v', 4000));
+    block.extend(std::iter::repeat_n(0xbe, 130_000)); // index 62: that entry
+    let mut wire = PREFACE.to_vec();
+    wire.extend(frame(4, 0, 0, &[]));
+    let chunks: Vec<&[u8]> = block.chunks(16_384).collect();
+    for (i, c) in chunks.iter().enumerate() {
+        // HEADERS with END_STREAM, then CONTINUATION; END_HEADERS on the last.
+        let (kind, mut flags) = if i == 0 { (1, 0x1) } else { (9, 0) };
+        if i + 1 == chunks.len() {
+            flags |= 0x4;
+        }
+        wire.extend(frame(kind, flags, 1, c));
+    }
+    let mut c = TcpStream::connect(s.plain).await.unwrap();
+    c.write_all(&wire).await.unwrap();
+    let head = read_until_frame(&mut c, 1, 1).await;
+    // :status 431 is no static entry: a literal with the name's index (8), "431".
+    assert_eq!(head[..5], [0x08, 3, b'4', b'3', b'1'], "{head:?}");
+    let (status, _) = get(&h2c(s.plain).await, s.plain, "/").await.unwrap();
+    assert_eq!(status, 200);
+    let grew = rss_kib(pid).saturating_sub(before);
+    assert!(grew < 64 * 1024, "weir grew {grew} KiB");
+}
+
+/// A client whose streams weir keeps resetting for its own errors (here, requests without
+/// `:path`) is sent GOAWAY ENHANCE_YOUR_CALM past 1024 of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_provoking_stream_errors_is_sent_goaway() {
+    use tokio::io::AsyncWriteExt;
+    let s = start().await;
+    let mut wire = PREFACE.to_vec();
+    wire.extend(frame(4, 0, 0, &[]));
+    for i in 0..1100u32 {
+        // :method GET, :scheme http, no :path.
+        wire.extend(frame(1, 0x5, 2 * i + 1, &[0x82, 0x86]));
+    }
+    let mut c = TcpStream::connect(s.plain).await.unwrap();
+    c.write_all(&wire).await.unwrap();
+    let goaway = read_until_frame(&mut c, 7, 0).await;
+    assert_eq!(goaway[4..8], 0xbu32.to_be_bytes(), "{goaway:?}");
+    // Others are served.
+    let (status, _) = get(&h2c(s.plain).await, s.plain, "/").await.unwrap();
+    assert_eq!(status, 200);
+}
