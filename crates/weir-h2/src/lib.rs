@@ -20,6 +20,8 @@
 //! RFC 7541's examples, the `h2` crate's client as a peer, and h2spec (every case). Not yet
 //! here: the client side (weir's HTTP/2 upstreams still use the `h2` crate).
 
+pub mod client;
+mod field;
 pub mod frame;
 pub mod hpack;
 pub mod server;

@@ -2,7 +2,6 @@
 //! checked as each field arrives (a malformed request is the stream's PROTOCOL_ERROR).
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderMap, Method, Uri};
 
@@ -18,8 +17,7 @@ pub struct RequestHead {
     pub content_length: Option<u64>,
 }
 
-/// Why a field block is not a well-formed request (or trailers).
-pub type Malformed = &'static str;
+pub use crate::field::Malformed;
 
 /// Collects a request's fields in order.
 #[derive(Default)]
@@ -89,40 +87,14 @@ impl Builder {
             return Ok(());
         }
         self.regular_seen = true;
-        if name.iter().any(u8::is_ascii_uppercase) {
-            return Err("an upper-case field name");
-        }
-        let name = HeaderName::from_bytes(name).map_err(|_| "an invalid field name")?;
-        // Fields that describe an HTTP/1 connection have no place in HTTP/2 (§8.2.2).
-        if matches!(
-            name.as_str(),
-            "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
-        ) {
-            return Err("a connection-specific field");
-        }
-        if name == http::header::TE && value != b"trailers" {
-            return Err("te other than trailers");
-        }
-        if value.first().is_some_and(|b| matches!(b, b' ' | b'\t'))
-            || value.last().is_some_and(|b| matches!(b, b' ' | b'\t'))
-        {
-            return Err("a field value with leading or trailing whitespace");
-        }
-        let mut value = HeaderValue::from_bytes(value).map_err(|_| "an invalid field value")?;
-        if name == CONTENT_LENGTH && !trailers {
-            let n = std::str::from_utf8(value.as_bytes())
-                .ok()
-                .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|s| s.parse().ok())
-                .ok_or("an invalid content-length")?;
-            if self.content_length.is_some_and(|prev| prev != n) {
-                return Err("differing content-length values");
-            }
-            self.content_length = Some(n);
-        }
-        value.set_sensitive(sensitive);
-        self.headers.append(name, value);
-        Ok(())
+        crate::field::regular(
+            &mut self.headers,
+            &mut self.content_length,
+            name,
+            value,
+            sensitive,
+            trailers,
+        )
     }
 
     /// The request head, once every field is in. `connect_protocol`: whether this end
