@@ -9,16 +9,17 @@
 //! its stream store; and its HPACK encoder indexes every response field, walking the dynamic
 //! table for each one (47 comparisons per response against a backend with one varying field).
 //! The HTTP/1 codec is weir's own for the same reason. What this crate does differently:
-//! - a response's fields are encoded without the dynamic table (static indexes and
-//!   literals), as HAProxy does: no lookups, no table to keep;
+//! - fields are encoded without the dynamic table (static indexes and literals), as
+//!   HAProxy encodes its responses: no lookups, no table to keep;
 //! - frames are parsed in place from the read buffer, and written straight into the write
 //!   buffer;
 //! - the Huffman decoder reads 9 bits at a time.
 //!
-//! What is here: the framing ([`frame`]) and HPACK ([`hpack`]) layers, and the server side
-//! of a connection ([`server`]), which weir-proxy serves HTTP/2 clients with. Tested against
-//! RFC 7541's examples, the `h2` crate's client as a peer, and h2spec (every case). Not yet
-//! here: the client side (weir's HTTP/2 upstreams still use the `h2` crate).
+//! What is here: the framing ([`frame`]) and HPACK ([`hpack`]) layers, the server side of a
+//! connection ([`server`]), which weir-proxy serves HTTP/2 clients with, and the client side
+//! ([`client`]), which it speaks to h2c and h2 upstreams with. Tested against RFC 7541's
+//! examples, the `h2` crate's client and server as peers, each side against the other, and
+//! h2spec (every case, against the server side).
 
 pub mod client;
 mod field;

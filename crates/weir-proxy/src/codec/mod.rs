@@ -3,7 +3,8 @@
 //! side (upstream sessions); the proxy pipeline above (`crate::http`) sees
 //! only `http` types, bodies and the seams in `crate::upstream`.
 //!
-//! - `h1`: weir's own HTTP/1.1 codec. HTTP/2 would be `h2` beside it;
+//! - `h1`: weir's own HTTP/1.1 codec;
+//! - `h2`: HTTP/2 both ways, on weir's own connection (the `weir-h2` crate);
 //! - `client_body`: a request body from any server codec (`ClientBody`);
 //! - `send`: what any client codec is asked to send, and its head timer.
 

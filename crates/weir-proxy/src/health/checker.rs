@@ -195,9 +195,7 @@ async fn exchange(
         0 => Scheme::HTTP,
         _ => Scheme::HTTPS,
     };
-    let s = h2c::handshake(stream, 1, tls, Duration::ZERO)
-        .await
-        .map_err(|e| format!("HTTP/2: {e}"))?;
+    let s = h2c::handshake(stream, 1, tls, Duration::ZERO);
     let resp = h2x::send_into::<_, h2x::RecvBody<Full<Bytes>>>(
         s,
         parts,

@@ -37,13 +37,6 @@ pub enum ConnectError {
         chosen: String,
         speaks: super::upstream_tls::Alpn,
     },
-    /// HTTP/2 could not start on the connection.
-    #[error("HTTP/2 with {addr}: {source}")]
-    H2 {
-        addr: SocketAddr,
-        #[source]
-        source: h2::Error,
-    },
 }
 
 pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {

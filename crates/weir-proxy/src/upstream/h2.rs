@@ -33,7 +33,9 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
             (reason, Side::Client, delivery)
         }
         Error::Request(_) => (Reason::BadRequest, Side::Client, Delivery::NotDelivered),
-        Error::H2(_) => (Reason::UpstreamReset, Side::Upstream, delivery),
+        Error::Reset(_) | Error::Malformed(_) | Error::Refused | Error::Connection(_) => {
+            (Reason::UpstreamReset, Side::Upstream, delivery)
+        }
     };
     let cause = match error {
         Error::Timeout => Cause::Timeout {

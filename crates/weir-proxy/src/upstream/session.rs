@@ -81,13 +81,12 @@ impl Session {
             return Ok(Session::H1(Connection::new(stream)));
         }
         let tls = d.tls.map_or(0, |t| t.id);
-        h2c::handshake(stream, d.max_streams, tls, d.idle_timeout)
-            .await
-            .map(Session::H2)
-            .map_err(|e| ConnectError::H2 {
-                addr: d.addr,
-                source: e,
-            })
+        Ok(Session::H2(h2c::handshake(
+            stream,
+            d.max_streams,
+            tls,
+            d.idle_timeout,
+        )))
     }
 
     /// Whether the session can no longer carry a request (the backend

@@ -1,62 +1,121 @@
-//! An upstream HTTP/2 stream's received body (a response's, on the `h2` crate): DATA
-//! frames as they come (each returned to the stream's flow-control
-//! window once taken, so the peer may send more), then trailers.
+//! An upstream HTTP/2 stream's response body: DATA and trailers as the connection's task
+//! handed them to the stream's slot, taken a batch at a time (one lock for all that came)
+//! and given back to the flow-control windows as taken, so the endpoint may send more. It
+//! holds the stream's claim on its connection, and sends the rest of a streamed request as
+//! it is polled.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use h2::RecvStream;
 use http_body::{Body, Frame, SizeHint};
 
-pub struct StreamBody {
-    recv: RecvStream,
-    /// DATA is over; trailers (if any) are next.
-    data_done: bool,
-    /// From `content-length`, when the client sent one.
+use super::client::{wait, Part};
+use super::exchange::{BoxError, Error, Opened};
+use super::pump::Pump;
+
+pub struct RecvBody<B> {
+    opened: Opened,
+    pump: Option<Pump<B>>,
+    /// Taken from the slot, not yet polled out.
+    taken: VecDeque<Part>,
+    /// The stream's END_STREAM is among what was taken.
+    end: bool,
+    /// From `content-length`.
     length: Option<u64>,
 }
 
-impl StreamBody {
-    pub fn new(recv: RecvStream, length: Option<u64>) -> StreamBody {
-        StreamBody {
-            recv,
-            data_done: false,
+impl<B> RecvBody<B> {
+    pub(super) fn new(
+        opened: Opened,
+        pump: Option<Pump<B>>,
+        end: bool,
+        length: Option<u64>,
+    ) -> RecvBody<B> {
+        RecvBody {
+            opened,
+            pump,
+            taken: VecDeque::new(),
+            end,
             length,
         }
     }
 }
 
-impl Body for StreamBody {
+impl<B> Body for RecvBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
     type Data = Bytes;
-    type Error = h2::Error;
+    type Error = Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let this = self.get_mut();
-        if !this.data_done {
-            match std::task::ready!(this.recv.poll_data(cx)) {
-                Some(Ok(data)) => {
-                    // Taken off the window now: the pipeline sends it upstream next, and
-                    // its own buffers bound what it holds.
-                    let _ = this.recv.flow_control().release_capacity(data.len());
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
+        if let Some(p) = &mut this.pump {
+            match p.poll(cx, &this.opened) {
+                Poll::Ready(Ok(())) => this.pump = None,
+                Poll::Ready(Err(e)) => {
+                    this.pump = None;
+                    return Poll::Ready(Some(Err(e)));
                 }
-                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
-                None => this.data_done = true,
+                Poll::Pending => {}
             }
         }
-        match std::task::ready!(this.recv.poll_trailers(cx)) {
-            Ok(Some(t)) => Poll::Ready(Some(Ok(Frame::trailers(t)))),
-            Ok(None) => Poll::Ready(None),
-            Err(e) => Poll::Ready(Some(Err(e))),
+        loop {
+            match this.taken.pop_front() {
+                Some(Part::Data(d)) => return Poll::Ready(Some(Ok(Frame::data(d)))),
+                Some(Part::Trailers(t)) => return Poll::Ready(Some(Ok(Frame::trailers(t)))),
+                None => {}
+            }
+            if this.end {
+                // The answer is complete; a request body still streaming is cut (the
+                // stream is reset when the exchange is dropped), as the endpoint wants
+                // no more.
+                this.pump = None;
+                return Poll::Ready(None);
+            }
+            let mut st = this.opened.conn().lock();
+            let id = this.opened.id;
+            let Some(slot) = st.slots.get_mut(&id) else {
+                return Poll::Ready(Some(Err(Error::Connection("the stream is gone".into()))));
+            };
+            if slot.parts.is_empty() {
+                if let Some(f) = &slot.failed {
+                    return Poll::Ready(Some(Err(f.into())));
+                }
+                if !slot.end {
+                    wait(slot, cx);
+                    return Poll::Pending;
+                }
+            }
+            std::mem::swap(&mut this.taken, &mut slot.parts);
+            this.end = slot.end;
+            let n: usize = this
+                .taken
+                .iter()
+                .map(|p| match p {
+                    Part::Data(d) => d.len(),
+                    Part::Trailers(_) => 0,
+                })
+                .sum();
+            // Taken off the windows now: the pipeline sends it on next, and its own
+            // buffers bound what it holds.
+            if n > 0 {
+                st.h2.release(id, n);
+            }
+            if let Some(w) = st.output_waker() {
+                w.wake();
+            }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.recv.is_end_stream()
+        self.end && self.taken.is_empty()
     }
 
     fn size_hint(&self) -> SizeHint {

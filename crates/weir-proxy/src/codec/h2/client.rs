@@ -1,21 +1,32 @@
-//! HTTP/2 client side: one upstream connection shared by many requests' streams.
+//! HTTP/2 client side: one upstream connection shared by many requests' streams, on weir's
+//! own HTTP/2 (`weir_h2::client`, sans I/O).
 //!
 //! [`Shared`] is the connection as the endpoint's idle store keeps it (`upstream/idle.rs`)
 //! while it has room for streams; [`Stream`] is one request's hold on it, taken by
-//! [`Shared::claim`] and given back when dropped. `h2` does the framing, HPACK and flow
-//! control; its connection future runs in a task of its own (spawned at [`handshake`]),
-//! since it must keep reading while no request is polling (PINGs, SETTINGS, other
-//! streams' frames).
+//! [`Shared::claim`] and given back when dropped. The connection's state ([`State`]: the
+//! weir-h2 connection and a [`Slot`] per stream) is behind one lock, shared by the requests
+//! (`exchange.rs`: they encode their frames into its output) and the connection's task
+//! (`drive`: it reads the socket, hands each stream what came for it, and writes the output,
+//! so one write carries every stream's frames that were ready). The task must run on its
+//! own: it keeps reading while no request is polling (PINGs, SETTINGS, other streams).
 
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use h2::client::SendRequest;
+use bytes::{Bytes, BytesMut};
+use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
+use weir_h2::client::{Config, Connection, Event, ResponseHead};
+use weir_h2::frame::{StreamId, StreamMap};
+use weir_h2::Reason;
 
+use super::shared::keep_waker;
 use crate::clock;
 use crate::metrics::{Held, GLOBAL};
 
@@ -24,18 +35,19 @@ use crate::metrics::{Held, GLOBAL};
 const STREAM_WINDOW: u32 = 256 * 1024;
 /// The connection's receive window, shared by its streams.
 const CONNECTION_WINDOW: u32 = 1024 * 1024;
+/// A response's fields, decoded, at most (SETTINGS_MAX_HEADER_LIST_SIZE).
+const MAX_HEADER_LIST: u32 = 64 * 1024;
+/// How much the connection's task reads at a time.
+const READ_SIZE: usize = 16 * 1024;
 
 /// One HTTP/2 connection to an endpoint.
 pub struct Shared {
-    send: SendRequest<Bytes>,
+    pub(super) conn: Arc<Conn>,
     /// Streams claimed and not yet given back.
     active: AtomicU32,
     /// weir's own bound on `active` (the pool's `max_streams_per_conn`); the endpoint's
     /// SETTINGS_MAX_CONCURRENT_STREAMS may lower it.
     max: u32,
-    /// Set when the connection ended (its task's future returned) or refused a new
-    /// stream (GOAWAY): no stream is claimed on it again.
-    dead: Arc<AtomicBool>,
     pub born: Instant,
     /// Streams opened on it, for `max_requests_per_conn`.
     uses: AtomicU32,
@@ -44,6 +56,179 @@ pub struct Shared {
     /// How long it may stay without streams, and since when it has (clock ms; 0 = busy).
     idle_timeout: Duration,
     idle_since_ms: AtomicU64,
+}
+
+/// What the connection's task and its streams share.
+pub(super) struct Conn {
+    state: Mutex<State>,
+    /// Set when the connection ended or refused a new stream (GOAWAY): no stream is
+    /// claimed on it again.
+    dead: AtomicBool,
+    /// The endpoint's SETTINGS_MAX_CONCURRENT_STREAMS.
+    peer_max: AtomicU32,
+}
+
+/// The connection and its streams, behind the lock.
+pub(super) struct State {
+    pub h2: Connection,
+    pub slots: StreamMap<Slot>,
+    /// The connection's task, to wake when there is output to write.
+    driver: Option<Waker>,
+    /// Why the connection is over, once it is.
+    pub ended: Option<Arc<str>>,
+    /// Every [`Shared`] handle is gone: the task says GOAWAY and closes.
+    abandoned: bool,
+}
+
+/// What came for one stream, until its request takes it.
+#[derive(Default)]
+pub(super) struct Slot {
+    /// The request's task, waiting for its head, body, or window.
+    pub waker: Option<Waker>,
+    pub head: Option<ResponseHead>,
+    pub parts: VecDeque<Part>,
+    /// END_STREAM came (the last part is in `parts`).
+    pub end: bool,
+    pub failed: Option<Failure>,
+    /// A request body held in memory that waits for window, and whether it ends the
+    /// request (the connection's task sends it as window comes).
+    pub pending: Bytes,
+    pub pending_end: bool,
+    /// A streamed request body waits for window.
+    pub wants_window: bool,
+}
+
+/// A part of a response body.
+pub(super) enum Part {
+    Data(Bytes),
+    Trailers(HeaderMap),
+}
+
+/// Why a stream ended without its whole response.
+#[derive(Debug, Clone)]
+pub enum Failure {
+    /// RST_STREAM, from the endpoint (`by_server`) or from weir for the endpoint's error.
+    Reset { code: Reason, by_server: bool },
+    /// Above a GOAWAY's last stream id: the endpoint did not process it.
+    Refused,
+    /// The connection ended.
+    Lost(Arc<str>),
+}
+
+impl State {
+    /// Wakes the connection's task if there is output for it to write.
+    pub fn output_waker(&self) -> Option<Waker> {
+        match self.h2.output_len() {
+            0 => None,
+            _ => self.driver.clone(),
+        }
+    }
+
+    fn event(&mut self, ev: Event) {
+        match ev {
+            Event::Response {
+                stream,
+                head,
+                end_stream,
+            } => {
+                if let Some(s) = self.slots.get_mut(&stream) {
+                    s.head = Some(head);
+                    s.end = end_stream;
+                    wake(s);
+                }
+            }
+            Event::Data {
+                stream,
+                data,
+                end_stream,
+            } => match self.slots.get_mut(&stream) {
+                Some(s) => {
+                    s.parts.push_back(Part::Data(data));
+                    s.end = end_stream;
+                    wake(s);
+                }
+                // Nobody takes it any more: its bytes go back to the connection's window.
+                None => self.h2.release(stream, data.len()),
+            },
+            Event::Trailers { stream, fields } => {
+                if let Some(s) = self.slots.get_mut(&stream) {
+                    s.parts.push_back(Part::Trailers(fields));
+                    s.end = true;
+                    wake(s);
+                }
+            }
+            Event::Reset {
+                stream,
+                code,
+                by_server,
+            } => {
+                if let Some(s) = self.slots.get_mut(&stream) {
+                    s.failed = Some(Failure::Reset { code, by_server });
+                    wake(s);
+                }
+            }
+            Event::Window { stream: 0 } => {
+                for (&id, slot) in self.slots.iter_mut() {
+                    window(&mut self.h2, id, slot);
+                }
+            }
+            Event::Window { stream } => {
+                if let Some(slot) = self.slots.get_mut(&stream) {
+                    window(&mut self.h2, stream, slot);
+                }
+            }
+            Event::GoAway { last_stream, code } => {
+                debug!("upstream HTTP/2 GOAWAY {code}, last stream {last_stream}");
+                for (&id, s) in self.slots.iter_mut() {
+                    if id > last_stream && s.failed.is_none() {
+                        s.failed = Some(Failure::Refused);
+                        wake(s);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The connection is over: every stream fails with `why`.
+    fn end(&mut self, why: Arc<str>) {
+        for s in self.slots.values_mut() {
+            if s.failed.is_none() {
+                s.failed = Some(Failure::Lost(why.clone()));
+            }
+            wake(s);
+        }
+        self.ended = Some(why);
+    }
+}
+
+/// Window for stream `id`: a body held in memory goes on; a streamed one is woken.
+fn window(h2: &mut Connection, id: StreamId, s: &mut Slot) {
+    if !s.pending.is_empty() {
+        let n = h2.send_data(id, &s.pending, s.pending_end);
+        let _ = s.pending.split_to(n);
+    } else if s.wants_window {
+        s.wants_window = false;
+        wake(s);
+    }
+}
+
+/// Wakes the stream's task (the waker stays: it is usually the same task next time).
+fn wake(s: &mut Slot) {
+    if let Some(w) = &s.waker {
+        w.wake_by_ref();
+    }
+}
+
+impl Conn {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding it leaves a connection nobody should use; the streams
+        // still need to see it ended, so the guard is taken as it is.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn retire(&self) {
+        self.dead.store(true, Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -55,10 +240,22 @@ impl std::fmt::Debug for Shared {
     }
 }
 
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let waker = {
+            let mut st = self.conn.lock();
+            st.abandoned = true;
+            st.driver.clone()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
 /// One request's stream on a [`Shared`] connection (its hold on one of the streams).
 pub struct Stream {
     pub conn: Arc<Shared>,
-    pub(super) send: SendRequest<Bytes>,
 }
 
 impl Drop for Stream {
@@ -71,46 +268,139 @@ impl Drop for Stream {
     }
 }
 
-/// Starts HTTP/2 on `io` (its preface and SETTINGS go out with the first request) and
-/// claims the first stream. `max` is the pool's `max_streams_per_conn`.
-pub async fn handshake<T>(
-    io: T,
-    max: u32,
-    tls: u64,
-    idle_timeout: Duration,
-) -> Result<Stream, h2::Error>
+/// Starts HTTP/2 on `io` (its preface and SETTINGS go out with the first request, in the
+/// same write) and claims the first stream. `max` is the pool's `max_streams_per_conn`.
+pub fn handshake<T>(io: T, max: u32, tls: u64, idle_timeout: Duration) -> Stream
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (send, conn) = h2::client::Builder::new()
-        .enable_push(false)
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .handshake::<_, Bytes>(io)
-        .await?;
-    let dead = Arc::new(AtomicBool::new(false));
-    let ended = dead.clone();
+    let conn = Arc::new(Conn {
+        state: Mutex::new(State {
+            h2: Connection::new(Config {
+                max_header_list: MAX_HEADER_LIST,
+                stream_window: STREAM_WINDOW,
+                connection_window: CONNECTION_WINDOW,
+            }),
+            slots: StreamMap::default(),
+            driver: None,
+            ended: None,
+            abandoned: false,
+        }),
+        dead: AtomicBool::new(false),
+        peer_max: AtomicU32::new(u32::MAX),
+    });
     // Counted as an open upstream connection while its task runs.
     let open = Held::new(&GLOBAL.upstream_open);
+    let task = conn.clone();
     tokio::spawn(async move {
         let _open = open;
-        if let Err(e) = conn.await {
-            debug!("upstream HTTP/2 connection ended: {e}");
-        }
-        ended.store(true, Relaxed);
+        drive(io, task).await;
     });
     let shared = Arc::new(Shared {
-        send: send.clone(),
+        conn,
         active: AtomicU32::new(1),
         max: max.max(1),
-        dead,
         born: Instant::now(),
         uses: AtomicU32::new(1),
         tls,
         idle_timeout,
         idle_since_ms: AtomicU64::new(0),
     });
-    Ok(Stream { conn: shared, send })
+    Stream { conn: shared }
+}
+
+/// The connection's task: reads, hands out what came, writes what the streams queued,
+/// until the connection ends or nobody holds it.
+async fn drive<T>(mut io: T, conn: Arc<Conn>)
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut rbuf = BytesMut::with_capacity(READ_SIZE);
+    let mut out: Vec<u8> = Vec::new();
+    let mut written = 0;
+    let mut flushed = true;
+    let mut eof = false;
+    let why: Arc<str> = poll_fn(|cx| loop {
+        let mut progress = false;
+        if !eof {
+            if rbuf.capacity() - rbuf.len() < READ_SIZE / 4 {
+                rbuf.reserve(READ_SIZE);
+            }
+            match tokio_util::io::poll_read_buf(Pin::new(&mut io), cx, &mut rbuf) {
+                Poll::Ready(Ok(0)) => eof = true,
+                Poll::Ready(Err(e)) => return Poll::Ready(format!("reading: {e}").into()),
+                Poll::Ready(Ok(_)) => {
+                    progress = true;
+                    let mut st = conn.lock();
+                    let r = st.h2.recv(&mut rbuf);
+                    while let Some(ev) = st.h2.next_event() {
+                        st.event(ev);
+                    }
+                    conn.peer_max.store(st.h2.peer_max_streams(), Relaxed);
+                    if st.h2.is_going_away() {
+                        conn.retire();
+                    }
+                    if let Err(e) = r {
+                        // Its GOAWAY is in the output: written below, then the end.
+                        debug!("upstream HTTP/2: {e}");
+                        conn.retire();
+                        st.end(e.to_string().into());
+                    }
+                }
+                Poll::Pending => {}
+            }
+        }
+        let mut finished = false;
+        if written == out.len() {
+            out.clear();
+            written = 0;
+            let mut st = conn.lock();
+            keep_waker(&mut st.driver, cx);
+            let done = st.abandoned
+                || (eof || st.h2.is_going_away()) && st.slots.is_empty()
+                || st.ended.is_some();
+            if done && st.ended.is_none() && !eof {
+                st.h2.go_away(Reason::NO_ERROR);
+            }
+            std::mem::swap(&mut out, st.h2.output());
+            finished = done || eof;
+        }
+        while written < out.len() {
+            match Pin::new(&mut io).poll_write(cx, &out[written..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready("writing: closed".into()),
+                Poll::Ready(Ok(n)) => {
+                    written += n;
+                    flushed = false;
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(format!("writing: {e}").into()),
+                Poll::Pending => break,
+            }
+        }
+        if written == out.len() && !flushed {
+            match Pin::new(&mut io).poll_flush(cx) {
+                Poll::Ready(Ok(())) => flushed = true,
+                Poll::Ready(Err(e)) => return Poll::Ready(format!("writing: {e}").into()),
+                Poll::Pending => {}
+            }
+        }
+        if finished && written == out.len() && flushed {
+            return Poll::Ready(match eof {
+                true => "the endpoint closed the connection".into(),
+                false => "closed".into(),
+            });
+        }
+        if !progress {
+            return Poll::Pending;
+        }
+    })
+    .await;
+    conn.retire();
+    let mut st = conn.lock();
+    if st.ended.is_none() {
+        debug!("upstream HTTP/2 connection ended: {why}");
+        st.end(why);
+    }
 }
 
 impl Shared {
@@ -119,27 +409,24 @@ impl Shared {
         if self.is_dead() {
             return None;
         }
-        // The endpoint's own limit, from its SETTINGS (h2 queues streams beyond it; weir
-        // would rather open another connection than wait).
-        let max = self.max.min(self.send.current_max_send_streams() as u32);
+        // The endpoint's own limit, from its SETTINGS: weir would rather open another
+        // connection than have a stream refused.
+        let max = self.max.min(self.conn.peer_max.load(Relaxed));
         self.active
             .fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1))
             .ok()?;
         self.uses.fetch_add(1, Relaxed);
         self.idle_since_ms.store(0, Relaxed);
-        Some(Stream {
-            conn: self.clone(),
-            send: self.send.clone(),
-        })
+        Some(Stream { conn: self.clone() })
     }
 
     pub fn is_dead(&self) -> bool {
-        self.dead.load(Relaxed)
+        self.conn.dead.load(Relaxed)
     }
 
     /// No stream is claimed on it again (it refused one: GOAWAY, or it broke).
     pub fn retire(&self) {
-        self.dead.store(true, Relaxed);
+        self.conn.retire();
     }
 
     /// Streams opened on it so far.
@@ -159,4 +446,9 @@ impl Shared {
             && since != 0
             && now_ms.saturating_sub(since) >= self.idle_timeout.as_millis() as u64
     }
+}
+
+/// Takes the slot's waker place for the task polling `cx`.
+pub(super) fn wait(slot: &mut Slot, cx: &Context<'_>) {
+    keep_waker(&mut slot.waker, cx);
 }

@@ -9,14 +9,16 @@
 //! into the HTTP/1.1 upgrade the pipeline proxies, `tunnel.rs` is the stream as the bytes
 //! the relay moves.
 //!
-//! Client side (h2c and h2 pools), on the `h2` crate: `client.rs` is one upstream
-//! connection shared by streams, `exchange.rs` one request on a stream, `body.rs` a
-//! response's body.
+//! Client side (h2c and h2 pools), on weir's own connection (`weir_h2::client`):
+//! `client.rs` is one upstream connection shared by streams and the task that reads and
+//! writes it, `exchange.rs` one request on a stream, `pump.rs` its streamed body going out,
+//! `body.rs` the response's body coming back.
 
 pub mod body;
 pub mod client;
 pub mod exchange;
 pub mod io;
+pub mod pump;
 pub mod request_body;
 pub mod server;
 pub mod shared;

@@ -571,17 +571,10 @@ fn request<H: Handler>(head: RequestHead, shared: &Arc<Shared>) -> (Request<H::R
     *req.uri_mut() = head.uri;
     *req.version_mut() = Version::HTTP_2;
     *req.headers_mut() = head.headers;
-    if let Some(p) = head
-        .protocol
-        .as_deref()
-        .and_then(|p| std::str::from_utf8(p).ok())
-    {
-        req.extensions_mut().insert(h2::ext::Protocol::from(p));
-    }
     let (mut parts, ()) = req.into_parts();
     // A WebSocket's extended CONNECT goes through the pipeline as the HTTP/1.1 upgrade it
     // stands for; its stream is kept for the tunnel.
-    if websocket::as_upgrade(&mut parts) {
+    if websocket::as_upgrade(&mut parts, head.protocol.as_deref()) {
         return (Request::from_parts(parts, H::ReqBody::default()), true);
     }
     let body = RequestBody::new(shared.clone(), head.content_length).into();

@@ -233,7 +233,7 @@ impl Shared {
 
 /// Keeps the task's waker, cloning it only when it is another task's (a call is polled
 /// again and again while it waits upstream).
-fn keep_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
+pub(super) fn keep_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
     if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
         *slot = Some(cx.waker().clone());
     }

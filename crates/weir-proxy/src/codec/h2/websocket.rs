@@ -12,18 +12,15 @@ const PROTOCOL: &str = "websocket";
 /// Headers of the WebSocket handshake that belong to the client (RFC 8441 §5).
 const NEGOTIATED: [&str; 2] = ["sec-websocket-protocol", "sec-websocket-extensions"];
 
-/// Makes an extended CONNECT for WebSocket into the HTTP/1.1 upgrade request it stands
-/// for (GET, `Upgrade: websocket`, a fresh `Sec-WebSocket-Key`); whether it was one.
-pub fn as_upgrade(parts: &mut Parts) -> bool {
+/// Makes an extended CONNECT for WebSocket (`protocol`: its `:protocol`) into the HTTP/1.1
+/// upgrade request it stands for (GET, `Upgrade: websocket`, a fresh `Sec-WebSocket-Key`);
+/// whether it was one.
+pub fn as_upgrade(parts: &mut Parts, protocol: Option<&[u8]>) -> bool {
     let websocket = parts.method == Method::CONNECT
-        && parts
-            .extensions
-            .get::<h2::ext::Protocol>()
-            .is_some_and(|p| p.as_str().eq_ignore_ascii_case(PROTOCOL));
+        && protocol.is_some_and(|p| p.eq_ignore_ascii_case(PROTOCOL.as_bytes()));
     if !websocket {
         return false;
     }
-    parts.extensions.remove::<h2::ext::Protocol>();
     parts.method = Method::GET;
     parts.version = Version::HTTP_11;
     // HTTP/1.1 names the host in `Host`; HTTP/2 in `:authority`.
@@ -77,14 +74,12 @@ mod tests {
 
     #[test]
     fn an_extended_connect_becomes_an_upgrade() {
-        let mut req = Request::connect("https://chat.test/room")
+        let req = Request::connect("https://chat.test/room")
             .header("sec-websocket-protocol", "chat")
             .body(())
             .unwrap();
-        req.extensions_mut()
-            .insert(h2::ext::Protocol::from_static("websocket"));
         let (mut parts, ()) = req.into_parts();
-        assert!(as_upgrade(&mut parts));
+        assert!(as_upgrade(&mut parts, Some(b"websocket")));
         assert_eq!(
             (parts.method, parts.version),
             (Method::GET, Version::HTTP_11)
@@ -101,7 +96,8 @@ mod tests {
             .body(())
             .unwrap()
             .into_parts();
-        assert!(!as_upgrade(&mut plain));
+        assert!(!as_upgrade(&mut plain, None));
+        assert!(!as_upgrade(&mut plain, Some(b"chat")));
         assert_eq!(plain.method, Method::CONNECT);
     }
 
