@@ -320,6 +320,7 @@ where
     let mut written = 0;
     let mut flushed = true;
     let mut eof = false;
+    let mut deferred = false;
     let why: Arc<str> = poll_fn(|cx| loop {
         let mut progress = false;
         if !eof {
@@ -359,6 +360,17 @@ where
             let done = st.abandoned
                 || (eof || st.h2.is_going_away()) && st.slots.is_empty()
                 || st.ended.is_some();
+            if !done && !eof && st.h2.output_len() > 0 && !deferred {
+                // Woken by a stream that queued frames: the tasks woken with it (other
+                // requests about to open streams here) run first, and their frames go in
+                // the same write. Waking itself puts this task behind them, where the
+                // waker's wake would have run it next.
+                deferred = true;
+                drop(st);
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            deferred = false;
             if done && st.ended.is_none() && !eof {
                 st.h2.go_away(Reason::NO_ERROR);
             }
