@@ -4,11 +4,16 @@
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::HeaderMap;
 
+use crate::hpack::Parsed;
+
 /// Why a field block is not a well-formed message (the stream's PROTOCOL_ERROR).
 pub type Malformed = &'static str;
 
 /// Checks one regular field and appends it to `headers`; a message's `content-length`
 /// (not a trailer's) goes to `content_length` too, which must agree with any earlier one.
+/// `cached`: the field's dynamic table slot, when it is an entry: a field made and checked
+/// before is taken from it, and one made now is kept there (but `content-length`, whose
+/// check depends on the message).
 pub(crate) fn regular(
     headers: &mut HeaderMap,
     content_length: &mut Option<u64>,
@@ -16,7 +21,12 @@ pub(crate) fn regular(
     value: &[u8],
     sensitive: bool,
     trailers: bool,
+    cached: Option<&mut Option<Parsed>>,
 ) -> Result<(), Malformed> {
+    if let Some(Some((n, v))) = cached.as_deref() {
+        headers.append(n.clone(), v.clone());
+        return Ok(());
+    }
     if name.iter().any(u8::is_ascii_uppercase) {
         return Err("an upper-case field name");
     }
@@ -49,6 +59,11 @@ pub(crate) fn regular(
         *content_length = Some(n);
     }
     value.set_sensitive(sensitive);
+    if let Some(slot) = cached {
+        if name != CONTENT_LENGTH {
+            *slot = Some((name.clone(), value.clone()));
+        }
+    }
     headers.append(name, value);
     Ok(())
 }

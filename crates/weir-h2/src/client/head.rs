@@ -4,6 +4,7 @@
 use http::{HeaderMap, StatusCode};
 
 use crate::field::{self, Malformed};
+use crate::hpack::Parsed;
 
 /// A response as its HEADERS said it.
 #[derive(Debug)]
@@ -33,10 +34,18 @@ impl Builder {
         }
     }
 
-    /// One field. `trailers`: a trailer section's, where no pseudo-field may be.
-    pub fn field(&mut self, name: &[u8], value: &[u8], sensitive: bool, trailers: bool) {
+    /// One field. `trailers`: a trailer section's, where no pseudo-field may be. `cached`:
+    /// its dynamic table slot (see `field::regular`).
+    pub fn field(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        sensitive: bool,
+        trailers: bool,
+        cached: Option<&mut Option<Parsed>>,
+    ) {
         if self.error.is_none() {
-            if let Err(why) = self.add(name, value, sensitive, trailers) {
+            if let Err(why) = self.add(name, value, sensitive, trailers, cached) {
                 self.error = Some(why);
             }
         }
@@ -48,6 +57,7 @@ impl Builder {
         value: &[u8],
         sensitive: bool,
         trailers: bool,
+        cached: Option<&mut Option<Parsed>>,
     ) -> Result<(), Malformed> {
         if name.first() == Some(&b':') {
             if trailers {
@@ -77,6 +87,7 @@ impl Builder {
             value,
             sensitive,
             trailers,
+            cached,
         )
     }
 

@@ -622,12 +622,14 @@ impl Connection {
         let max = self.cfg.max_header_list as usize;
         // Fields past the list size are decoded (the table must follow the block) but not
         // kept: an HPACK bomb must not grow weir's memory.
-        let decoded = self.hpack.decode(&b.bytes, |n, v, sensitive| {
-            list += n.len() + v.len() + 32;
-            if list <= max {
-                fields.field(n, v, sensitive, trailers);
-            }
-        });
+        let decoded = self
+            .hpack
+            .decode_cached(&b.bytes, |n, v, sensitive, cached| {
+                list += n.len() + v.len() + 32;
+                if list <= max {
+                    fields.field(n, v, sensitive, trailers, cached);
+                }
+            });
         if decoded.is_err() {
             return Err(self.fail(
                 Reason::COMPRESSION_ERROR,

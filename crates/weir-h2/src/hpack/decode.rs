@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::huffman::{self, HuffmanError};
-use super::table::{Dynamic, STATIC};
+use super::table::{Dynamic, Parsed, STATIC};
 
 /// Why a header block did not decode: every one is a connection error of type
 /// COMPRESSION_ERROR (RFC 9113 §4.3), since the two ends' tables may now differ.
@@ -63,6 +63,17 @@ impl Decoder {
         block: &[u8],
         mut each: impl FnMut(&[u8], &[u8], bool),
     ) -> Result<(), DecodeError> {
+        self.decode_cached(block, |n, v, sensitive, _| each(n, v, sensitive))
+    }
+
+    /// As [`decode`](Self::decode), and for a field that is a dynamic table entry, that
+    /// entry's [`Parsed`] slot: the caller may keep the field it made from it there, and
+    /// finds it there the next time the peer refers to the entry.
+    pub fn decode_cached(
+        &mut self,
+        block: &[u8],
+        mut each: impl FnMut(&[u8], &[u8], bool, Option<&mut Option<Parsed>>),
+    ) -> Result<(), DecodeError> {
         let mut buf = block;
         let mut first = true;
         while let Some(&b) = buf.first() {
@@ -72,11 +83,14 @@ impl Decoder {
                 match i {
                     1..=61 => {
                         let (n, v) = STATIC[i - 1];
-                        each(n.as_bytes(), v.as_bytes(), false);
+                        each(n.as_bytes(), v.as_bytes(), false, None);
                     }
                     _ => {
-                        let (n, v) = self.dynamic(i)?;
-                        each(n, v, false);
+                        let e = i
+                            .checked_sub(62)
+                            .and_then(|d| self.table.get_mut(d))
+                            .ok_or(DecodeError::Index(i))?;
+                        each(&e.name, &e.value, false, Some(&mut e.parsed));
                     }
                 }
             } else if b & 0x40 != 0 {
@@ -86,7 +100,7 @@ impl Decoder {
                 let value = string(&mut buf, &mut self.value)?;
                 let name = Bytes::copy_from_slice(self.resolve(&name, true));
                 let value = Bytes::copy_from_slice(self.resolve(&value, false));
-                each(&name, &value, false);
+                each(&name, &value, false, None);
                 self.table.insert(name, value);
             } else if b & 0x20 != 0 {
                 // Dynamic table size update (§6.3): only before the block's first field.
@@ -109,6 +123,7 @@ impl Decoder {
                     self.resolve(&name, true),
                     self.resolve(&value, false),
                     sensitive,
+                    None,
                 );
             }
             first = false;
@@ -121,16 +136,17 @@ impl Decoder {
         Ok(match i {
             0 => string(buf, &mut self.name)?,
             1..=61 => Str::Static(STATIC[i - 1].0),
-            _ => Str::Table(self.dynamic(i)?.0.clone()),
+            _ => Str::Table(self.dynamic(i)?.clone()),
         })
     }
 
-    fn dynamic(&self, i: usize) -> Result<(&Bytes, &Bytes), DecodeError> {
+    /// The name of dynamic table entry `i`.
+    fn dynamic(&self, i: usize) -> Result<&Bytes, DecodeError> {
         let e = i
             .checked_sub(62)
             .and_then(|d| self.table.get(d))
             .ok_or(DecodeError::Index(i))?;
-        Ok((&e.0, &e.1))
+        Ok(&e.name)
     }
 
     fn resolve<'s>(&'s self, s: &'s Str<'_>, name: bool) -> &'s [u8] {

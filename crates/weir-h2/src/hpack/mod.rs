@@ -8,4 +8,4 @@ mod table;
 
 pub use decode::{DecodeError, Decoder};
 pub use huffman::HuffmanError;
-pub use table::STATIC;
+pub use table::{Parsed, STATIC};

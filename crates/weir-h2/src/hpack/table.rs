@@ -74,10 +74,24 @@ pub fn entry_size(name: &[u8], value: &[u8]) -> usize {
     name.len() + value.len() + 32
 }
 
+/// A field as the connection layer made it (name and value checked, in `http`'s types),
+/// kept with its table entry: a peer with an indexing encoder refers to the same entries
+/// request after request, and a clone costs no allocation or check.
+pub type Parsed = (http::HeaderName, http::HeaderValue);
+
+/// A dynamic table entry.
+#[derive(Debug)]
+pub struct Entry {
+    pub name: Bytes,
+    pub value: Bytes,
+    /// Filled by the connection layer the first time it takes the field.
+    pub parsed: Option<Parsed>,
+}
+
 /// A decoder's dynamic table: newest first, evicted oldest first to stay within its size.
 #[derive(Debug)]
 pub struct Dynamic {
-    entries: VecDeque<(Bytes, Bytes)>,
+    entries: VecDeque<Entry>,
     size: usize,
     max: usize,
 }
@@ -101,8 +115,12 @@ impl Dynamic {
     }
 
     /// The entry `i` places from the newest (0 is the newest).
-    pub fn get(&self, i: usize) -> Option<&(Bytes, Bytes)> {
+    pub fn get(&self, i: usize) -> Option<&Entry> {
         self.entries.get(i)
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Entry> {
+        self.entries.get_mut(i)
     }
 
     /// A new size (a size update): entries evicted until the table fits it.
@@ -122,15 +140,19 @@ impl Dynamic {
         }
         self.evict_to(self.max - size);
         self.size += size;
-        self.entries.push_front((name, value));
+        self.entries.push_front(Entry {
+            name,
+            value,
+            parsed: None,
+        });
     }
 
     fn evict_to(&mut self, room: usize) {
         while self.size > room {
-            let Some((n, v)) = self.entries.pop_back() else {
+            let Some(e) = self.entries.pop_back() else {
                 break;
             };
-            self.size -= entry_size(&n, &v);
+            self.size -= entry_size(&e.name, &e.value);
         }
     }
 
@@ -152,8 +174,8 @@ mod tests {
         t.insert(b("b"), b("1234567890")); // 86
         assert_eq!((t.len(), t.size()), (2, 86));
         t.insert(b("c"), b("1234567890")); // evicts a
-        assert_eq!(t.get(0).unwrap().0, "c");
-        assert_eq!(t.get(1).unwrap().0, "b");
+        assert_eq!(t.get(0).unwrap().name, "c");
+        assert_eq!(t.get(1).unwrap().name, "b");
         assert_eq!((t.len(), t.size()), (2, 86));
         t.resize(50);
         assert_eq!((t.len(), t.size()), (1, 43));

@@ -18,6 +18,7 @@ pub struct RequestHead {
 }
 
 pub use crate::field::Malformed;
+use crate::hpack::Parsed;
 
 /// Collects a request's fields in order.
 #[derive(Default)]
@@ -42,10 +43,18 @@ impl Builder {
         }
     }
 
-    /// One field. `trailers`: a trailer section's, where no pseudo-field may be.
-    pub fn field(&mut self, name: &[u8], value: &[u8], sensitive: bool, trailers: bool) {
+    /// One field. `trailers`: a trailer section's, where no pseudo-field may be. `cached`:
+    /// its dynamic table slot (see `field::regular`).
+    pub fn field(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        sensitive: bool,
+        trailers: bool,
+        cached: Option<&mut Option<Parsed>>,
+    ) {
         if self.error.is_none() {
-            if let Err(why) = self.add(name, value, sensitive, trailers) {
+            if let Err(why) = self.add(name, value, sensitive, trailers, cached) {
                 self.error = Some(why);
             }
         }
@@ -57,6 +66,7 @@ impl Builder {
         value: &[u8],
         sensitive: bool,
         trailers: bool,
+        cached: Option<&mut Option<Parsed>>,
     ) -> Result<(), Malformed> {
         if let Some(pseudo) = name.strip_prefix(b":") {
             if trailers {
@@ -94,6 +104,7 @@ impl Builder {
             value,
             sensitive,
             trailers,
+            cached,
         )
     }
 

@@ -664,12 +664,14 @@ impl Connection {
         // Fields past the list size are decoded (the table must follow the block) but not
         // kept: one byte can name a 4 KiB table entry, so a block of such references would
         // otherwise decode to a thousand times its size (an HPACK bomb).
-        let decoded = self.hpack.decode(&b.bytes, |n, v, sensitive| {
-            list += n.len() + v.len() + 32;
-            if list <= max {
-                fields.field(n, v, sensitive, trailers);
-            }
-        });
+        let decoded = self
+            .hpack
+            .decode_cached(&b.bytes, |n, v, sensitive, cached| {
+                list += n.len() + v.len() + 32;
+                if list <= max {
+                    fields.field(n, v, sensitive, trailers, cached);
+                }
+            });
         if decoded.is_err() {
             return Err(self.fail(
                 Reason::COMPRESSION_ERROR,

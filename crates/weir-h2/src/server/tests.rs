@@ -683,3 +683,60 @@ fn random_input_never_panics() {
         }
     }
 }
+
+/// Fields a client indexes are made once and taken from the table's entry after that; a
+/// content-length is never taken that way, so each request's DATA is still held to its own.
+#[test]
+fn indexed_fields_are_reused_and_content_length_is_checked_each_time() {
+    let mut c = open(Config::default());
+    // :method POST, :scheme http, :path /, :authority indexed as a new entry (62 after the
+    // next two), then x-trace: abc and content-length: 3, both indexed as new entries.
+    let mut first = vec![0x83, 0x86, 0x84];
+    for (n, v) in [
+        (&b":authority"[..], &b"a.test"[..]),
+        (b"x-trace", b"abc"),
+        (b"content-length", b"3"),
+    ] {
+        first.push(0x40);
+        first.push(n.len() as u8);
+        first.extend_from_slice(n);
+        first.push(v.len() as u8);
+        first.extend_from_slice(v);
+    }
+    // The same fields again by their indexes: content-length 62, x-trace 63, :authority 64.
+    let again = [0x83, 0x86, 0x84, 0x80 | 64, 0x80 | 63, 0x80 | 62];
+    let mut w = Vec::new();
+    write::headers(&mut w, 1, &first, false, DEFAULT_MAX_FRAME);
+    write::data(&mut w, 1, b"abc", true);
+    for (id, body) in [(3, &b"abc"[..]), (5, b"abc"), (7, b"toolong")] {
+        write::headers(&mut w, id, &again, false, DEFAULT_MAX_FRAME);
+        write::data(&mut w, id, body, true);
+    }
+    send(&mut c, &w).unwrap();
+    let ev = events(&mut c);
+    let heads: Vec<&RequestHead> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Request { head, .. } => Some(head),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(heads.len(), 4, "{ev:?}");
+    for h in &heads {
+        assert_eq!(h.headers["x-trace"], "abc");
+        assert_eq!(h.headers["content-length"], "3");
+        assert_eq!(h.content_length, Some(3));
+        assert_eq!(h.uri, "http://a.test/");
+    }
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            Event::Reset {
+                stream: 7,
+                code: Reason::PROTOCOL_ERROR,
+                ..
+            }
+        )),
+        "{ev:?}"
+    );
+}
