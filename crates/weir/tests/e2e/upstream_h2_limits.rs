@@ -17,6 +17,7 @@ use weir_h2::frame::{self, write, Frame, DEFAULT_MAX_FRAME, PREFACE};
 use weir_h2::hpack::{encode, Decoder};
 
 use crate::common::{free_addr, one_pool, Weir};
+use crate::tls_kit::metric;
 
 /// The backend: counts the connections it accepted.
 async fn rule_breaking_backend() -> (SocketAddr, Arc<AtomicU64>) {
@@ -143,4 +144,12 @@ async fn a_backend_breaking_http2_rules_gets_its_stream_reset_and_weir_stays_sma
     // (which the bomb's block added an entry to) still agrees with the backend's.
     assert_eq!(get("/after").await, (200, "ok\n".to_owned()));
     assert_eq!(accepted.load(Relaxed), 1);
+    let reset = metric(
+        w.admin,
+        &format!(
+            "weir_requests_total{{listener=\"web\",route=\"\",pool=\"app\",endpoint=\"{addr}\",code=\"502\",reason=\"upstream_reset\"}}"
+        ),
+    )
+    .await;
+    assert_eq!(reset, 2.0);
 }
