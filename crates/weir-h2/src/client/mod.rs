@@ -538,14 +538,17 @@ impl Connection {
                 if self.idle(stream) {
                     return Err(self.fail(Reason::PROTOCOL_ERROR, "HEADERS on an idle stream"));
                 }
-                let b = Block {
+                let mut b = Block {
                     stream,
-                    bytes: block.to_vec(),
+                    bytes: Vec::new(),
                     end_stream,
                 };
+                // A whole block is decoded where it lies; only one that CONTINUATION
+                // frames finish is gathered.
                 if end_headers {
-                    self.block_done(b)?;
+                    self.block_done(b, &block)?;
                 } else {
+                    b.bytes = block.to_vec();
                     self.block = Some(b);
                 }
             }
@@ -564,8 +567,9 @@ impl Connection {
                     ));
                 }
                 if end_headers {
-                    if let Some(b) = self.block.take() {
-                        self.block_done(b)?;
+                    if let Some(mut b) = self.block.take() {
+                        let bytes = std::mem::take(&mut b.bytes);
+                        self.block_done(b, &bytes)?;
                     }
                 }
             }
@@ -609,7 +613,7 @@ impl Connection {
         Ok(())
     }
 
-    fn block_done(&mut self, b: Block) -> Result<(), ConnectionError> {
+    fn block_done(&mut self, b: Block, bytes: &[u8]) -> Result<(), ConnectionError> {
         let stream = b.stream;
         // A stream weir reset or that ended: its block is decoded for the table's sake
         // and dropped.
@@ -622,14 +626,12 @@ impl Connection {
         let max = self.cfg.max_header_list as usize;
         // Fields past the list size are decoded (the table must follow the block) but not
         // kept: an HPACK bomb must not grow weir's memory.
-        let decoded = self
-            .hpack
-            .decode_cached(&b.bytes, |n, v, sensitive, cached| {
-                list += n.len() + v.len() + 32;
-                if list <= max {
-                    fields.field(n, v, sensitive, trailers, cached);
-                }
-            });
+        let decoded = self.hpack.decode_cached(bytes, |n, v, sensitive, cached| {
+            list += n.len() + v.len() + 32;
+            if list <= max {
+                fields.field(n, v, sensitive, trailers, cached);
+            }
+        });
         if decoded.is_err() {
             return Err(self.fail(
                 Reason::COMPRESSION_ERROR,

@@ -566,8 +566,9 @@ impl Connection {
                     ));
                 }
                 if end_headers {
-                    if let Some(b) = self.block.take() {
-                        self.block_done(b)?;
+                    if let Some(mut b) = self.block.take() {
+                        let bytes = std::mem::take(&mut b.bytes);
+                        self.block_done(b, &bytes)?;
                     }
                 }
             }
@@ -642,21 +643,24 @@ impl Connection {
                 BlockKind::Request
             }
         };
-        let b = Block {
+        let mut b = Block {
             stream,
-            bytes: block.to_vec(),
+            bytes: Vec::new(),
             end_stream,
             kind,
         };
+        // A whole block is decoded where it lies; only one that CONTINUATION frames finish
+        // is gathered.
         if end_headers {
-            self.block_done(b)
+            self.block_done(b, &block)
         } else {
+            b.bytes = block.to_vec();
             self.block = Some(b);
             Ok(())
         }
     }
 
-    fn block_done(&mut self, b: Block) -> Result<(), ConnectionError> {
+    fn block_done(&mut self, b: Block, bytes: &[u8]) -> Result<(), ConnectionError> {
         let trailers = b.kind == BlockKind::Trailers;
         let mut fields = Builder::new(16);
         let mut list = 0usize;
@@ -664,14 +668,12 @@ impl Connection {
         // Fields past the list size are decoded (the table must follow the block) but not
         // kept: one byte can name a 4 KiB table entry, so a block of such references would
         // otherwise decode to a thousand times its size (an HPACK bomb).
-        let decoded = self
-            .hpack
-            .decode_cached(&b.bytes, |n, v, sensitive, cached| {
-                list += n.len() + v.len() + 32;
-                if list <= max {
-                    fields.field(n, v, sensitive, trailers, cached);
-                }
-            });
+        let decoded = self.hpack.decode_cached(bytes, |n, v, sensitive, cached| {
+            list += n.len() + v.len() + 32;
+            if list <= max {
+                fields.field(n, v, sensitive, trailers, cached);
+            }
+        });
         if decoded.is_err() {
             return Err(self.fail(
                 Reason::COMPRESSION_ERROR,
