@@ -2,6 +2,7 @@
 //! checked as each field arrives (a malformed request is the stream's PROTOCOL_ERROR).
 
 use bytes::Bytes;
+use http::header::{HeaderValue, COOKIE};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderMap, Method, Uri};
 
@@ -142,11 +143,13 @@ impl Builder {
             }
             Uri::from_parts(parts).map_err(|_| "an invalid request target")?
         };
+        let mut headers = self.headers;
+        join_cookies(&mut headers);
         Ok(RequestHead {
             method,
             uri,
             protocol: self.protocol,
-            headers: self.headers,
+            headers,
             content_length: self.content_length,
         })
     }
@@ -157,5 +160,30 @@ impl Builder {
             Some(why) => Err(why),
             None => Ok(self.headers),
         }
+    }
+}
+
+/// HTTP/2 lets a client send its cookies as separate fields (RFC 9113 §8.2.3, so that each
+/// compresses on its own); HTTP/1.1 servers expect one `Cookie` line (RFC 6265 §5.4), and
+/// many read only the first. So they are joined with "; " before the request goes on, as
+/// that section says to do before any non-HTTP/2 use.
+fn join_cookies(headers: &mut HeaderMap) {
+    let mut all = headers.get_all(COOKIE).iter();
+    let (Some(first), Some(_)) = (all.next(), all.next()) else {
+        return;
+    };
+    let mut joined = first.as_bytes().to_vec();
+    for v in headers.get_all(COOKIE).iter().skip(1) {
+        joined.extend_from_slice(b"; ");
+        joined.extend_from_slice(v.as_bytes());
+    }
+    let sensitive = headers
+        .get_all(COOKIE)
+        .iter()
+        .any(HeaderValue::is_sensitive);
+    // Each part was a valid value, and "; " is too.
+    if let Ok(mut v) = HeaderValue::from_maybe_shared(Bytes::from(joined)) {
+        v.set_sensitive(sensitive);
+        headers.insert(COOKIE, v);
     }
 }

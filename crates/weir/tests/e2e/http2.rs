@@ -542,3 +542,28 @@ async fn a_client_provoking_stream_errors_is_sent_goaway() {
     let (status, _) = get(&h2c(s.plain).await, s.plain, "/").await.unwrap();
     assert_eq!(status, 200);
 }
+
+/// Cookies an HTTP/2 client sends as separate fields (RFC 9113 §8.2.3) reach an HTTP/1.1
+/// backend as one `Cookie` line, joined with "; " (RFC 6265 §5.4: many servers read only
+/// the first line).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cookie_crumbs_reach_an_http1_backend_as_one_line() {
+    let s = start().await;
+    let client = h2c(s.plain).await;
+    let mut c = client.ready().await.unwrap();
+    let req = Request::get(format!("http://{}/cookies", s.plain))
+        .header("cookie", "session=abc")
+        .header("cookie", "theme=dark")
+        .header("cookie", "lang=en")
+        .body(())
+        .unwrap();
+    let (resp, _) = c.send_request(req, true).unwrap();
+    assert_eq!(resp.await.unwrap().status(), 200);
+    let seen = s.up.log();
+    let r = seen
+        .iter()
+        .find(|r| r.path == "/cookies")
+        .expect("the request arrived");
+    let cookies: Vec<_> = r.headers.get_all("cookie").iter().collect();
+    assert_eq!(cookies, ["session=abc; theme=dark; lang=en"]);
+}
