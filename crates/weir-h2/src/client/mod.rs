@@ -28,7 +28,7 @@ use head::Builder;
 pub use head::ResponseHead;
 use stream::Stream;
 
-pub use crate::server::ConnectionError;
+pub use crate::server::{ConnectionError, Flood};
 
 /// What this client asks of its server.
 #[derive(Debug, Clone, Copy)]
@@ -201,8 +201,8 @@ impl Connection {
             };
             self.frame(f)?;
             if self.control_queued > MAX_CONTROL_QUEUED {
-                return Err(self.fail(
-                    Reason::ENHANCE_YOUR_CALM,
+                return Err(self.flooded(
+                    Flood::ControlFrames,
                     "control frames sent faster than their answers are written",
                 ));
             }
@@ -413,7 +413,18 @@ impl Connection {
             self.closed = true;
             write::goaway(&mut self.out, 0, reason, why.as_bytes());
         }
-        ConnectionError { reason, why }
+        ConnectionError {
+            reason,
+            why,
+            flood: None,
+        }
+    }
+
+    fn flooded(&mut self, flood: Flood, why: &'static str) -> ConnectionError {
+        ConnectionError {
+            flood: Some(flood),
+            ..self.fail(Reason::ENHANCE_YOUR_CALM, why)
+        }
     }
 
     /// A stream error: RST_STREAM, and the stream's request failed if it had one.
@@ -561,10 +572,9 @@ impl Connection {
                 b.bytes.extend_from_slice(&block);
                 // A block far past the list size (CONTINUATION flood, CVE-2024-27316).
                 if b.bytes.len() > 2 * self.cfg.max_header_list as usize + 16_384 {
-                    return Err(self.fail(
-                        Reason::ENHANCE_YOUR_CALM,
-                        "a header block past any allowed size",
-                    ));
+                    return Err(
+                        self.flooded(Flood::Continuation, "a header block past any allowed size")
+                    );
                 }
                 if end_headers {
                     if let Some(mut b) = self.block.take() {

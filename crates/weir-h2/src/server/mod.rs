@@ -99,6 +99,19 @@ pub enum Event {
 pub struct ConnectionError {
     pub reason: Reason,
     pub why: &'static str,
+    /// Set when the peer was cut off for flooding (ENHANCE_YOUR_CALM), to count it by kind.
+    pub flood: Option<Flood>,
+}
+
+/// A flood a peer was sent GOAWAY for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flood {
+    /// A header block growing far past the list size (CVE-2024-27316).
+    Continuation,
+    /// SETTINGS or PING sent faster than their answers are read.
+    ControlFrames,
+    /// More than [`MAX_ERROR_RESETS`] streams reset for the client's own errors.
+    StreamErrors,
 }
 
 /// Closed streams remembered, to tell a frame on one of them (STREAM_CLOSED) from one on a
@@ -226,14 +239,14 @@ impl Connection {
             };
             self.frame(f)?;
             if self.error_resets > MAX_ERROR_RESETS {
-                return Err(self.fail(
-                    Reason::ENHANCE_YOUR_CALM,
+                return Err(self.flooded(
+                    Flood::StreamErrors,
                     "too many streams reset for the client's errors",
                 ));
             }
             if self.control_queued > MAX_CONTROL_QUEUED {
-                return Err(self.fail(
-                    Reason::ENHANCE_YOUR_CALM,
+                return Err(self.flooded(
+                    Flood::ControlFrames,
                     "control frames sent faster than their answers are read",
                 ));
             }
@@ -420,7 +433,18 @@ impl Connection {
             self.closed = true;
             write::goaway(&mut self.out, self.last_stream, reason, why.as_bytes());
         }
-        ConnectionError { reason, why }
+        ConnectionError {
+            reason,
+            why,
+            flood: None,
+        }
+    }
+
+    fn flooded(&mut self, flood: Flood, why: &'static str) -> ConnectionError {
+        ConnectionError {
+            flood: Some(flood),
+            ..self.fail(Reason::ENHANCE_YOUR_CALM, why)
+        }
     }
 
     /// A stream error: RST_STREAM, and the stream's request cancelled if it had one.
@@ -560,10 +584,9 @@ impl Connection {
                 b.bytes.extend_from_slice(&block);
                 // A block far past the list size (CONTINUATION flood, CVE-2024-27316).
                 if b.bytes.len() > 2 * self.cfg.max_header_list as usize + 16_384 {
-                    return Err(self.fail(
-                        Reason::ENHANCE_YOUR_CALM,
-                        "a header block past any allowed size",
-                    ));
+                    return Err(
+                        self.flooded(Flood::Continuation, "a header block past any allowed size")
+                    );
                 }
                 if end_headers {
                     if let Some(mut b) = self.block.take() {

@@ -1,19 +1,31 @@
-//! HTTP/2's counters: connections weir closed with GOAWAY for abusing the protocol
-//! (`weir_http2_goaway_total{reason}`), process-wide.
+//! HTTP/2's counters: connections weir closed with GOAWAY because the client broke or abused
+//! the protocol (`weir_http2_goaway_total{reason}`), process-wide.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::codec::h2::server::Abuse;
 
-static RAPID_RESET: AtomicU64 = AtomicU64::new(0);
+const REASONS: [(Abuse, &str); 5] = [
+    (Abuse::RapidReset, "rapid_reset"),
+    (Abuse::ContinuationFlood, "continuation_flood"),
+    (Abuse::ControlFlood, "control_flood"),
+    (Abuse::StreamErrors, "stream_errors"),
+    (Abuse::ProtocolError, "protocol_error"),
+];
+
+static COUNTS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
 
 pub fn abuse(why: Abuse) {
-    match why {
-        Abuse::RapidReset => RAPID_RESET.fetch_add(1, Relaxed),
-    };
+    if let Some(i) = REASONS.iter().position(|(a, _)| *a == why) {
+        COUNTS[i].fetch_add(1, Relaxed);
+    }
 }
 
 /// (reason, count) for the exposition.
 pub fn goaways() -> Vec<(&'static str, u64)> {
-    vec![("rapid_reset", RAPID_RESET.load(Relaxed))]
+    REASONS
+        .iter()
+        .zip(&COUNTS)
+        .map(|((_, name), n)| (*name, n.load(Relaxed)))
+        .collect()
 }

@@ -368,6 +368,15 @@ async fn ping_and_continuation_floods_are_bounded() {
         cont_sent < 16 << 20,
         "weir took {cont_sent} bytes of one header block"
     );
+    assert_eq!(
+        wait_metric(
+            s.w.admin,
+            "weir_http2_goaway_total{reason=\"continuation_flood\"}",
+            1.0
+        )
+        .await,
+        1.0
+    );
     let ping_sent = flooded.await.unwrap();
     // While both were refused or stalled, others are served, and weir stayed small.
     let (status, _) = get(&h2c(s.plain).await, s.plain, "/").await.unwrap();
@@ -538,6 +547,15 @@ async fn a_client_provoking_stream_errors_is_sent_goaway() {
     c.write_all(&wire).await.unwrap();
     let goaway = read_until_frame(&mut c, 7, 0).await;
     assert_eq!(goaway[4..8], 0xbu32.to_be_bytes(), "{goaway:?}");
+    assert_eq!(
+        wait_metric(
+            s.w.admin,
+            "weir_http2_goaway_total{reason=\"stream_errors\"}",
+            1.0
+        )
+        .await,
+        1.0
+    );
     // Others are served.
     let (status, _) = get(&h2c(s.plain).await, s.plain, "/").await.unwrap();
     assert_eq!(status, 200);
@@ -566,4 +584,28 @@ async fn cookie_crumbs_reach_an_http1_backend_as_one_line() {
         .expect("the request arrived");
     let cookies: Vec<_> = r.headers.get_all("cookie").iter().collect();
     assert_eq!(cookies, ["session=abc; theme=dark; lang=en"]);
+}
+
+/// A client that breaks a connection rule (here WINDOW_UPDATE with an increment of 0 on the
+/// connection, RFC 9113 §6.9) is sent GOAWAY PROTOCOL_ERROR, and counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protocol_error_is_sent_goaway_and_counted() {
+    use tokio::io::AsyncWriteExt;
+    let s = start().await;
+    let mut wire = PREFACE.to_vec();
+    wire.extend(frame(4, 0, 0, &[]));
+    wire.extend(frame(8, 0, 0, &0u32.to_be_bytes()));
+    let mut c = TcpStream::connect(s.plain).await.unwrap();
+    c.write_all(&wire).await.unwrap();
+    let goaway = read_until_frame(&mut c, 7, 0).await;
+    assert_eq!(goaway[4..8], 0x1u32.to_be_bytes(), "{goaway:?}");
+    assert_eq!(
+        wait_metric(
+            s.w.admin,
+            "weir_http2_goaway_total{reason=\"protocol_error\"}",
+            1.0
+        )
+        .await,
+        1.0
+    );
 }

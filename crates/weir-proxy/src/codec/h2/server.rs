@@ -35,7 +35,7 @@ use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use weir_h2::frame::{StreamId, StreamMap};
-use weir_h2::server::{Config, Connection, Event, RequestHead};
+use weir_h2::server::{Config, Connection, Event, Flood, RequestHead};
 use weir_h2::Reason;
 
 use super::io::Joined;
@@ -82,6 +82,15 @@ pub enum Abuse {
     /// It reset more than [`MAX_RESETS_PER_SEC`] of its own streams within a second
     /// (rapid reset, CVE-2023-44487: each reset stream cost weir a request upstream).
     RapidReset,
+    /// A header block far past the header list size (CONTINUATION flood, CVE-2024-27316).
+    ContinuationFlood,
+    /// SETTINGS or PING faster than it read their answers.
+    ControlFlood,
+    /// More than 1024 streams weir reset for its own errors (malformed requests, windows
+    /// overrun).
+    StreamErrors,
+    /// Any other breach of the protocol (a malformed frame, a block that does not decode).
+    ProtocolError,
 }
 
 /// What the server allows a client.
@@ -191,6 +200,12 @@ pub async fn run<H: Handler>(
                             progress = true;
                             if let Err(e) = l.h2.recv(&mut rbuf) {
                                 debug!("HTTP/2: {e}");
+                                l.handler.abuse(match e.flood {
+                                    Some(Flood::Continuation) => Abuse::ContinuationFlood,
+                                    Some(Flood::ControlFrames) => Abuse::ControlFlood,
+                                    Some(Flood::StreamErrors) => Abuse::StreamErrors,
+                                    None => Abuse::ProtocolError,
+                                });
                             }
                             while let Some(ev) = l.h2.next_event() {
                                 l.event(ev);
