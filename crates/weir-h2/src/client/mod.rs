@@ -631,7 +631,9 @@ impl Connection {
             Some(s) => (s.head.is_some(), s.recv_closed),
             None => (false, true),
         };
-        let mut fields = Builder::new(16);
+        // Room for the fields a response usually has; trailers have one or two (the map is
+        // made per message, and its size is what is allocated: 16 is 2.7 KB).
+        let mut fields = Builder::new(if trailers { 4 } else { 12 });
         let mut list = 0usize;
         let max = self.cfg.max_header_list as usize;
         // Fields past the list size are decoded (the table must follow the block) but not

@@ -685,7 +685,9 @@ impl Connection {
 
     fn block_done(&mut self, b: Block, bytes: &[u8]) -> Result<(), ConnectionError> {
         let trailers = b.kind == BlockKind::Trailers;
-        let mut fields = Builder::new(16);
+        // Room for the fields a browser's request has and the few weir adds; trailers have
+        // one or two (the map is made per message, and its size is what is allocated).
+        let mut fields = Builder::new(if trailers { 4 } else { 16 });
         let mut list = 0usize;
         let max = self.cfg.max_header_list as usize;
         // Fields past the list size are decoded (the table must follow the block) but not
