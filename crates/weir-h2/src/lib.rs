@@ -21,8 +21,10 @@
 //! examples, the `h2` crate's client and server as peers, each side against the other, and
 //! h2spec (every case, against the server side).
 
+mod block;
 pub mod client;
 mod field;
+mod flow;
 pub mod frame;
 pub mod hpack;
 pub mod server;

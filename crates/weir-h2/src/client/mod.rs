@@ -20,6 +20,8 @@ use std::collections::VecDeque;
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderName};
 
+use crate::block::Block;
+use crate::flow::{self, Windows};
 use crate::frame::{self, write, Frame, Settings, StreamId, StreamMap, DEFAULT_MAX_FRAME};
 use crate::frame::{MAX_WINDOW, PREFACE};
 use crate::hpack::{encode, Decoder};
@@ -113,13 +115,6 @@ const MAX_CONTROL_QUEUED: usize = 10_000;
 /// The highest stream id.
 const MAX_ID: StreamId = (1 << 31) - 1;
 
-/// A field block being gathered from HEADERS and CONTINUATION frames.
-struct Block {
-    stream: StreamId,
-    bytes: Vec<u8>,
-    end_stream: bool,
-}
-
 pub struct Connection {
     cfg: Config,
     settings_seen: bool,
@@ -129,10 +124,9 @@ pub struct Connection {
     hpack: Decoder,
     streams: StreamMap<Stream>,
     next_id: StreamId,
-    block: Option<Block>,
-    send_window: i64,
-    recv_window: i64,
-    released: u32,
+    block: Option<Block<()>>,
+    /// The connection's windows.
+    flow: Windows,
     out: Vec<u8>,
     scratch: Vec<u8>,
     events: VecDeque<Event>,
@@ -168,9 +162,7 @@ impl Connection {
             streams: StreamMap::default(),
             next_id: 1,
             block: None,
-            send_window: 65_535,
-            recv_window: i64::from(cfg.connection_window),
-            released: 0,
+            flow: Windows::new(65_535, cfg.connection_window),
             out,
             scratch: Vec::new(),
             events: VecDeque::new(),
@@ -300,29 +292,15 @@ impl Connection {
         if s.send_closed {
             return 0;
         }
-        if data.is_empty() {
-            if end_stream {
-                write::data(&mut self.out, stream, &[], true);
-                self.end_sent(stream);
-            }
-            return 0;
-        }
-        let mut sent = 0;
-        while sent < data.len() {
-            let room = self
-                .send_window
-                .min(s.send_window)
-                .min(i64::from(self.peer_max_frame));
-            if room <= 0 {
-                break;
-            }
-            let n = (data.len() - sent).min(room as usize);
-            let last = end_stream && sent + n == data.len();
-            write::data(&mut self.out, stream, &data[sent..sent + n], last);
-            self.send_window -= n as i64;
-            s.send_window -= n as i64;
-            sent += n;
-        }
+        let sent = flow::send_data(
+            &mut self.out,
+            &mut self.flow,
+            &mut s.flow,
+            stream,
+            data,
+            end_stream,
+            self.peer_max_frame,
+        );
         if end_stream && sent == data.len() {
             self.end_sent(stream);
         }
@@ -364,8 +342,8 @@ impl Connection {
 
     /// How much DATA the stream may send now.
     pub fn window(&self, stream: StreamId) -> usize {
-        let s = self.streams.get(&stream).map_or(0, |s| s.send_window);
-        s.min(self.send_window).max(0) as usize
+        let s = self.streams.get(&stream).map_or(0, |s| s.flow.send);
+        s.min(self.flow.send).max(0) as usize
     }
 
     /// Resets a stream (weir gives up on it: the client went away, the request body broke
@@ -382,12 +360,9 @@ impl Connection {
         let n = n as u32;
         self.release_connection(n);
         if let Some(s) = self.streams.get_mut(&stream) {
-            s.released = s.released.saturating_add(n);
-            if !s.recv_closed && s.released >= self.cfg.stream_window / 2 {
-                write::window_update(&mut self.out, stream, s.released);
-                s.recv_window += i64::from(s.released);
-                s.released = 0;
-            }
+            let open = !s.recv_closed;
+            s.flow
+                .release(&mut self.out, stream, n, self.cfg.stream_window, open);
         }
     }
 
@@ -400,12 +375,8 @@ impl Connection {
     }
 
     fn release_connection(&mut self, n: u32) {
-        self.released = self.released.saturating_add(n);
-        if self.released >= self.cfg.connection_window / 2 {
-            write::window_update(&mut self.out, 0, self.released);
-            self.recv_window += i64::from(self.released);
-            self.released = 0;
-        }
+        self.flow
+            .release(&mut self.out, 0, n, self.cfg.connection_window, true);
     }
 
     fn fail(&mut self, reason: Reason, why: &'static str) -> ConnectionError {
@@ -505,8 +476,7 @@ impl Connection {
                 stream: 0,
                 increment,
             } => {
-                self.send_window += i64::from(increment);
-                if self.send_window > i64::from(MAX_WINDOW) {
+                if !self.flow.grow(increment) {
                     return Err(
                         self.fail(Reason::FLOW_CONTROL_ERROR, "connection window above 2^31-1")
                     );
@@ -520,8 +490,7 @@ impl Connection {
                     );
                 }
                 if let Some(s) = self.streams.get_mut(&stream) {
-                    s.send_window += i64::from(increment);
-                    if s.send_window > i64::from(MAX_WINDOW) {
+                    if !s.flow.grow(increment) {
                         self.stream_error(stream, Reason::FLOW_CONTROL_ERROR);
                     } else {
                         self.events.push_back(Event::Window { stream });
@@ -553,6 +522,7 @@ impl Connection {
                     stream,
                     bytes: Vec::new(),
                     end_stream,
+                    kind: (),
                 };
                 // A whole block is decoded where it lies; only one that CONTINUATION
                 // frames finish is gathered.
@@ -569,9 +539,7 @@ impl Connection {
                 let Some(b) = self.block.as_mut() else {
                     return Err(self.fail(Reason::PROTOCOL_ERROR, "CONTINUATION without HEADERS"));
                 };
-                b.bytes.extend_from_slice(&block);
-                // A block far past the list size (CONTINUATION flood, CVE-2024-27316).
-                if b.bytes.len() > 2 * self.cfg.max_header_list as usize + 16_384 {
+                if !b.extend(&block, self.cfg.max_header_list) {
                     return Err(
                         self.flooded(Flood::Continuation, "a header block past any allowed size")
                     );
@@ -599,8 +567,8 @@ impl Connection {
             let delta = i64::from(w) - i64::from(self.peer_initial_window);
             self.peer_initial_window = w;
             for st in self.streams.values_mut() {
-                st.send_window += delta;
-                if st.send_window > i64::from(MAX_WINDOW) {
+                st.flow.send += delta;
+                if st.flow.send > i64::from(MAX_WINDOW) {
                     return Err(
                         self.fail(Reason::FLOW_CONTROL_ERROR, "a stream window above 2^31-1")
                     );
@@ -623,7 +591,7 @@ impl Connection {
         Ok(())
     }
 
-    fn block_done(&mut self, b: Block, bytes: &[u8]) -> Result<(), ConnectionError> {
+    fn block_done(&mut self, b: Block<()>, bytes: &[u8]) -> Result<(), ConnectionError> {
         let stream = b.stream;
         // A stream weir reset or that ended: its block is decoded for the table's sake
         // and dropped.
@@ -719,8 +687,7 @@ impl Connection {
         end_stream: bool,
         flow_len: u32,
     ) -> Result<(), ConnectionError> {
-        self.recv_window -= i64::from(flow_len);
-        if self.recv_window < 0 {
+        if !self.flow.take(flow_len) {
             return Err(self.fail(
                 Reason::FLOW_CONTROL_ERROR,
                 "DATA past the connection window",
@@ -746,10 +713,10 @@ impl Connection {
             self.stream_error(stream, Reason::STREAM_CLOSED);
             return Ok(());
         }
-        s.recv_window -= i64::from(flow_len);
+        let overrun = !s.flow.take(flow_len);
         s.received += data.len() as u64;
         let over = length.is_some_and(|n| s.received > n || (end_stream && s.received != n));
-        if s.recv_window < 0 || over {
+        if overrun || over {
             let code = if over {
                 Reason::PROTOCOL_ERROR
             } else {

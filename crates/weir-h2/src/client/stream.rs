@@ -1,6 +1,8 @@
 //! One stream's state on the client side (RFC 9113 §5.1): whether each direction has ended,
 //! whether its response head came, and its two flow-control windows.
 
+use crate::flow::Windows;
+
 /// A stream weir opened and that is not yet closed both ways.
 #[derive(Debug)]
 pub struct Stream {
@@ -10,13 +12,8 @@ pub struct Stream {
     pub send_closed: bool,
     /// The final response head came, with its content-length (which DATA must add up to).
     pub head: Option<Option<u64>>,
-    /// What weir may still send (the server's window; may go below 0 when the server lowers
-    /// SETTINGS_INITIAL_WINDOW_SIZE).
-    pub send_window: i64,
-    /// What the server may still send before weir gives some back.
-    pub recv_window: i64,
-    /// Taken by the consumer, not yet given back in a WINDOW_UPDATE.
-    pub released: u32,
+    pub flow: Windows,
+    /// DATA bytes received, against the content-length.
     pub received: u64,
 }
 
@@ -26,9 +23,7 @@ impl Stream {
             recv_closed: false,
             send_closed: false,
             head: None,
-            send_window: i64::from(send_window),
-            recv_window: i64::from(recv_window),
-            released: 0,
+            flow: Windows::new(send_window, recv_window),
             received: 0,
         }
     }

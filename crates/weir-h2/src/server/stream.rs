@@ -1,6 +1,8 @@
 //! One stream's state on the server side (RFC 9113 §5.1): whether each direction has ended,
 //! and its two flow-control windows.
 
+use crate::flow::Windows;
+
 /// A stream the client opened and that is not yet closed both ways.
 #[derive(Debug)]
 pub struct Stream {
@@ -10,13 +12,7 @@ pub struct Stream {
     pub send_closed: bool,
     /// A response head (a final one) has gone out.
     pub answered: bool,
-    /// What weir may still send (the client's window; may go below 0 when the client
-    /// lowers SETTINGS_INITIAL_WINDOW_SIZE).
-    pub send_window: i64,
-    /// What the client may still send before weir gives some back.
-    pub recv_window: i64,
-    /// Taken by the consumer, not yet given back in a WINDOW_UPDATE.
-    pub released: u32,
+    pub flow: Windows,
     /// From content-length: what the DATA must add up to.
     pub content_length: Option<u64>,
     pub received: u64,
@@ -28,9 +24,7 @@ impl Stream {
             recv_closed: false,
             send_closed: false,
             answered: false,
-            send_window: i64::from(send_window),
-            recv_window: i64::from(recv_window),
-            released: 0,
+            flow: Windows::new(send_window, recv_window),
             content_length,
             received: 0,
         }
