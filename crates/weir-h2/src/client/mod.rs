@@ -279,6 +279,7 @@ impl Connection {
         write::headers(&mut self.out, id, b, end_stream, self.peer_max_frame);
         let mut s = Stream::new(self.peer_initial_window, self.cfg.stream_window);
         s.send_closed = end_stream;
+        s.head_request = target.method == b"HEAD";
         self.streams.insert(id, s);
         Ok(id)
     }
@@ -662,12 +663,20 @@ impl Connection {
             }
             return Ok(());
         }
-        if b.end_stream && head.content_length.is_some_and(|n| n != 0) {
+        // A response with no content (to HEAD, or 204 and 304) may still say the length
+        // the content would have had (RFC 9113 §8.1.1); only DATA is held to none.
+        let no_content = self.streams.get(&stream).is_some_and(|s| s.head_request)
+            || matches!(head.status.as_u16(), 204 | 304);
+        let length = match no_content {
+            true => Some(0),
+            false => head.content_length,
+        };
+        if b.end_stream && length.is_some_and(|n| n != 0) {
             self.stream_error(stream, Reason::PROTOCOL_ERROR);
             return Ok(());
         }
         if let Some(s) = self.streams.get_mut(&stream) {
-            s.head = Some(head.content_length);
+            s.head = Some(length);
         }
         self.events.push_back(Event::Response {
             stream,

@@ -12,6 +12,8 @@ pub struct Stream {
     pub send_closed: bool,
     /// The final response head came, with its content-length (which DATA must add up to).
     pub head: Option<Option<u64>>,
+    /// The request was HEAD: its response has no content whatever its content-length says.
+    pub head_request: bool,
     pub flow: Windows,
     /// DATA bytes received, against the content-length.
     pub received: u64,
@@ -23,6 +25,7 @@ impl Stream {
             recv_closed: false,
             send_closed: false,
             head: None,
+            head_request: false,
             flow: Windows::new(send_window, recv_window),
             received: 0,
         }

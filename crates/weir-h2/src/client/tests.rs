@@ -331,3 +331,55 @@ fn response_data_is_given_back_to_the_windows_once_taken() {
         }
     )));
 }
+
+#[test]
+fn a_head_answer_and_a_304_may_say_a_length_without_content() {
+    let mut c = alone(&[]);
+    let head = Target {
+        method: b"HEAD",
+        ..TARGET
+    };
+    let id = c.send_request(head, &HeaderMap::new(), true).unwrap();
+    let b = response_block(&[(":status", "200"), ("content-length", "1000")]);
+    feed(&mut c, |w| {
+        write::headers(w, id, &b, true, DEFAULT_MAX_FRAME)
+    })
+    .unwrap();
+    assert!(matches!(
+        &events(&mut c)[..],
+        [Event::Response {
+            end_stream: true,
+            ..
+        }]
+    ));
+
+    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let b = response_block(&[(":status", "304"), ("content-length", "1000")]);
+    feed(&mut c, |w| {
+        write::headers(w, id, &b, false, DEFAULT_MAX_FRAME);
+        write::data(w, id, b"", true);
+    })
+    .unwrap();
+    let ev = events(&mut c);
+    assert!(matches!(&ev[0], Event::Response { .. }), "{ev:?}");
+    assert!(
+        matches!(
+            &ev[1],
+            Event::Data {
+                end_stream: true,
+                ..
+            }
+        ),
+        "{ev:?}"
+    );
+
+    // Content where there should be none is still refused.
+    let id = c.send_request(head, &HeaderMap::new(), true).unwrap();
+    let b = response_block(&[(":status", "200"), ("content-length", "4")]);
+    feed(&mut c, |w| {
+        write::headers(w, id, &b, false, DEFAULT_MAX_FRAME);
+        write::data(w, id, b"body", true);
+    })
+    .unwrap();
+    assert_eq!(reset_code(&mut c, id), Some(Reason::PROTOCOL_ERROR));
+}

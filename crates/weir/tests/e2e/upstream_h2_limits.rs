@@ -3,7 +3,8 @@
 //! forbids. weir resets each such stream and answers 502, keeps its memory, and keeps the
 //! connection: the next request on it is served, which also shows that weir's HPACK table
 //! followed the bomb's block it did not keep. The backend is made of weir-h2's frames and
-//! HPACK decoder, since no server library sends such responses.
+//! HPACK decoder, since no server library sends such responses. The same backend answers a
+//! HEAD as HTTP/2 allows: its content-length, and no DATA.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -93,6 +94,12 @@ fn answer(out: &mut Vec<u8>, stream: u32, path: &[u8]) {
             block.extend(std::iter::repeat_n(0xbe, 130_000));
             write::headers(out, stream, &block, true, DEFAULT_MAX_FRAME);
         }
+        b"/head-length" => {
+            // A HEAD answer: its length, no DATA, END_STREAM on the HEADERS (as Go's
+            // servers answer).
+            encode::field(&mut block, b"content-length", b"1000", false);
+            write::headers(out, stream, &block, true, DEFAULT_MAX_FRAME);
+        }
         b"/forbidden-field" => {
             encode::field(&mut block, b"connection", b"close", false);
             write::headers(out, stream, &block, true, DEFAULT_MAX_FRAME);
@@ -152,4 +159,21 @@ async fn a_backend_breaking_http2_rules_gets_its_stream_reset_and_weir_stays_sma
     )
     .await;
     assert_eq!(reset, 2.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_answer_saying_its_length_without_data_passes() {
+    let (addr, _) = rule_breaking_backend().await;
+    let listen = free_addr();
+    let eps = format!("endpoints = [{{ addr = \"{addr}\" }}]");
+    let _w = Weir::start(&one_pool(listen, &eps, "protocol = \"h2c\""), &[listen]);
+    let mut conn = weir_testkit::client::HttpConn::connect(listen)
+        .await
+        .unwrap();
+    let req = Request::head(format!("http://{listen}/head-length"))
+        .body(http_body_util::Full::new(Bytes::new()))
+        .unwrap();
+    let r = conn.send(req).await.unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["content-length"], "1000");
 }
