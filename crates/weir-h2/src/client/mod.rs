@@ -237,6 +237,11 @@ impl Connection {
         self.streams.len()
     }
 
+    /// The id of the last stream opened (0 before the first).
+    pub fn last_opened(&self) -> StreamId {
+        self.next_id.saturating_sub(2)
+    }
+
     /// Opens a stream with a request head. The HTTP/1 fields that describe a connection
     /// (RFC 9113 §8.2.2) and `host` (said by `:authority`) are left out of `headers`, as is
     /// `te` unless it is `trailers`.

@@ -33,9 +33,11 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
             (reason, Side::Client, delivery)
         }
         Error::Request(_) => (Reason::BadRequest, Side::Client, Delivery::NotDelivered),
-        Error::Reset(_) | Error::Malformed(_) | Error::Refused | Error::Connection(_) => {
-            (Reason::UpstreamReset, Side::Upstream, delivery)
-        }
+        Error::Reset(_)
+        | Error::Malformed(_)
+        | Error::Refused
+        | Error::Connection(_)
+        | Error::Unsent(_) => (Reason::UpstreamReset, Side::Upstream, delivery),
     };
     let cause = match error {
         Error::Timeout => Cause::Timeout {

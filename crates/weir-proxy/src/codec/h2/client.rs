@@ -113,6 +113,8 @@ pub enum Failure {
     Refused,
     /// The connection ended.
     Lost(Arc<str>),
+    /// The connection ended before any of the stream's frames were written.
+    Unsent(Arc<str>),
 }
 
 impl State {
@@ -189,11 +191,15 @@ impl State {
         }
     }
 
-    /// The connection is over: every stream fails with `why`.
-    fn end(&mut self, why: Arc<str>) {
-        for s in self.slots.values_mut() {
+    /// The connection is over: every stream fails with `why`. Streams above `handed` never
+    /// had a byte written (see `drive`), so the endpoint cannot have seen them.
+    fn end(&mut self, why: Arc<str>, handed: StreamId) {
+        for (&id, s) in self.slots.iter_mut() {
             if s.failed.is_none() {
-                s.failed = Some(Failure::Lost(why.clone()));
+                s.failed = Some(match id > handed {
+                    true => Failure::Unsent(why.clone()),
+                    false => Failure::Lost(why.clone()),
+                });
             }
             wake(s);
         }
@@ -321,6 +327,11 @@ where
     let mut flushed = true;
     let mut eof = false;
     let mut deferred = false;
+    // The last stream opened when the output being written was taken, and the same for the
+    // last output of which the socket took any byte: the streams above `handed` had
+    // nothing written.
+    let mut handing: StreamId = 0;
+    let mut handed: StreamId = 0;
     let why: Arc<str> = poll_fn(|cx| loop {
         let mut progress = false;
         if !eof {
@@ -345,7 +356,7 @@ where
                         // Its GOAWAY is in the output: written below, then the end.
                         debug!("upstream HTTP/2: {e}");
                         conn.retire();
-                        st.end(e.to_string().into());
+                        st.end(e.to_string().into(), handed);
                     }
                 }
                 Poll::Pending => {}
@@ -375,6 +386,7 @@ where
                 st.h2.go_away(Reason::NO_ERROR);
             }
             std::mem::swap(&mut out, st.h2.output());
+            handing = st.h2.last_opened();
             finished = done || eof;
         }
         while written < out.len() {
@@ -384,6 +396,7 @@ where
                     written += n;
                     flushed = false;
                     progress = true;
+                    handed = handing;
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(format!("writing: {e}").into()),
                 Poll::Pending => break,
@@ -411,7 +424,7 @@ where
     let mut st = conn.lock();
     if st.ended.is_none() {
         debug!("upstream HTTP/2 connection ended: {why}");
-        st.end(why);
+        st.end(why, handed);
     }
 }
 

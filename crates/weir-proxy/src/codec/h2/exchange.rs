@@ -44,6 +44,10 @@ pub enum Error {
     /// The connection ended.
     #[error("HTTP/2 connection: {0}")]
     Connection(Arc<str>),
+    /// The connection ended before any of the request was written: the endpoint never saw
+    /// it.
+    #[error("HTTP/2 connection ended before the request was sent: {0}")]
+    Unsent(Arc<str>),
     /// No response head in time.
     #[error("no response in time")]
     Timeout,
@@ -57,9 +61,13 @@ pub enum Error {
 
 impl Error {
     /// The endpoint refused the stream unprocessed: REFUSED_STREAM (RFC 9113 §8.7), or a
-    /// GOAWAY whose last stream id is below this one's.
+    /// GOAWAY whose last stream id is below this one's; or never got it (the connection
+    /// ended before the request was written).
     pub fn refused_unprocessed(&self) -> bool {
-        matches!(self, Error::Reset(Reason::REFUSED_STREAM) | Error::Refused)
+        matches!(
+            self,
+            Error::Reset(Reason::REFUSED_STREAM) | Error::Refused | Error::Unsent(_)
+        )
     }
 }
 
@@ -73,6 +81,7 @@ impl From<&Failure> for Error {
             Failure::Reset { code, .. } => Error::Malformed(*code),
             Failure::Refused => Error::Refused,
             Failure::Lost(why) => Error::Connection(why.clone()),
+            Failure::Unsent(why) => Error::Unsent(why.clone()),
         }
     }
 }
@@ -265,4 +274,44 @@ where
 
 fn far() -> Instant {
     Instant::now() + std::time::Duration::from_secs(86_400 * 365)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::Request;
+    use http_body_util::Full;
+
+    use super::*;
+    use crate::codec::h2::client::handshake;
+
+    /// A request the connection ended before writing (the endpoint had closed it, without
+    /// GOAWAY) is told apart from one the endpoint may have processed, so that even a POST
+    /// can go again on another connection.
+    #[tokio::test]
+    async fn a_request_never_written_is_unsent_not_maybe_delivered() {
+        let (ours, theirs) = tokio::io::duplex(4096);
+        drop(theirs);
+        let stream = handshake(ours, 10, 0, Duration::from_secs(60));
+        let (parts, ()) = Request::post("http://a.test/orders")
+            .body(())
+            .unwrap()
+            .into_parts();
+        let timer = HeadTimer::from(Instant::now() + Duration::from_secs(10));
+        let payload = Payload::Bytes(Bytes::from_static(b"{}"));
+        let r = send_into::<Full<Bytes>, RecvBody<Full<Bytes>>>(
+            stream,
+            &parts,
+            payload,
+            timer,
+            &Scheme::HTTP,
+        )
+        .await;
+        let Err(e) = r else {
+            panic!("an answer on a closed connection")
+        };
+        assert!(matches!(e.error, Error::Unsent(_)), "{:?}", e.error);
+        assert!(e.error.refused_unprocessed());
+    }
 }
