@@ -332,3 +332,13 @@ pub fn access_log(path: &std::path::Path, n: usize) -> Vec<serde_json::Value> {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A process's resident memory, from /proc (KiB).
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}

@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use weir_testkit::certs::Ca;
 use weir_testkit::HttpUpstream;
 
-use crate::common::{free_addr, Weir};
+use crate::common::{free_addr, rss_kib, Weir};
 use crate::tls_kit::{curl, metric, wait_metric};
 
 struct H2 {
@@ -306,15 +306,6 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 }
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
 
 /// Writes `chunk` over and over for up to `total` bytes without reading; how much went
 /// out before weir stopped taking it (closed, or stopped reading: the write stalls).

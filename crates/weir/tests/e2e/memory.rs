@@ -10,18 +10,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use weir_testkit::{HttpUpstream, TcpUpstream};
 
-use crate::common::{free_addr, Weir};
+use crate::common::{free_addr, rss_kib, Weir};
 
 const CONNS: usize = 2000;
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
 
 /// One request/answer on a new connection, left open (HTTP) or one echo
 /// exchange on a new session, left open (TCP).

@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 use weir_testkit::certs::Ca;
 use weir_testkit::{TcpUpstream, TlsFront};
 
-use crate::common::{free_addr, Weir};
+use crate::common::{free_addr, rss_kib, Weir};
 use crate::tls_kit::{client, connect};
 
 /// A listener `edge` with routes `a` (a.example) and `b` (*.b.example), `listener_extra`
@@ -437,15 +437,6 @@ async fn a_hello_trickled_past_the_header_timeout_is_cut_while_others_are_served
     let line = w.wait_log(from, "reason=\"timeout\"", Duration::from_secs(10));
     assert!(line.contains("tcp session refused"), "{line}");
     assert_eq!(a.handshakes(), 3);
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// Waits for weir's resident set to hold still (the same figure twice, a moment apart).

@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use weir_testkit::certs::Ca;
 use weir_testkit::HttpUpstream;
 
-use crate::common::{free_addr, raw_exchange, Weir};
+use crate::common::{free_addr, raw_exchange, rss_kib, Weir};
 use crate::tls_kit::{client, connect, wait_metric};
 
 struct Bad {
@@ -153,15 +153,6 @@ async fn a_trickled_or_abandoned_hello_is_cut_at_the_handshake_timeout() {
         .unwrap_or(0);
     assert_eq!(n, 0, "the abandoned handshake got bytes instead of a close");
     assert_eq!(wait_metric(b.w.admin, &result("timeout"), 2.0).await, 2.0);
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

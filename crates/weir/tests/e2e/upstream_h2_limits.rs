@@ -17,7 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use weir_h2::frame::{self, write, Frame, DEFAULT_MAX_FRAME, PREFACE};
 use weir_h2::hpack::{encode, Decoder};
 
-use crate::common::{free_addr, one_pool, Weir};
+use crate::common::{free_addr, one_pool, rss_kib, Weir};
 use crate::tls_kit::metric;
 
 /// The backend: counts the connections it accepted.
@@ -109,15 +109,6 @@ fn answer(out: &mut Vec<u8>, stream: u32, path: &[u8]) {
             write::data(out, stream, b"ok\n", true);
         }
     }
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
