@@ -600,3 +600,31 @@ async fn a_protocol_error_is_sent_goaway_and_counted() {
         1.0
     );
 }
+
+/// Fields a client indexes are taken from HPACK's table the next time it refers to them,
+/// but a content-length is not taken that way: each request's DATA is held to its own. A
+/// request naming the indexed `content-length: 3` and sending 7 bytes is reset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_indexed_content_length_still_binds_each_request() {
+    use tokio::io::AsyncWriteExt;
+    let s = start().await;
+    let mut wire = PREFACE.to_vec();
+    wire.extend(frame(4, 0, 0, &[]));
+    // :method POST, :scheme http, :path /; :authority and content-length: 3 each added to
+    // the table (content-length is index 62 after this block, :authority 63).
+    let mut first = vec![0x83, 0x86, 0x84, 0x41, 9];
+    first.extend_from_slice(b"127.0.0.1");
+    first.extend_from_slice(&[0x5c, 1, b'3']);
+    wire.extend(frame(1, 0x4, 1, &first));
+    wire.extend(frame(0, 0x1, 1, b"abc"));
+    // The same fields by index: twice with three bytes (the first reference makes the
+    // fields weir keeps with the entries, the second takes them), then with seven.
+    for (id, body) in [(3, &b"abc"[..]), (5, b"abc"), (7, b"toolong")] {
+        wire.extend(frame(1, 0x4, id, &[0x83, 0x86, 0x84, 0xbf, 0xbe]));
+        wire.extend(frame(0, 0x1, id, body));
+    }
+    let mut c = TcpStream::connect(s.plain).await.unwrap();
+    c.write_all(&wire).await.unwrap();
+    let rst = read_until_frame(&mut c, 3, 7).await;
+    assert_eq!(rst[..4], 0x1u32.to_be_bytes(), "{rst:?}");
+}

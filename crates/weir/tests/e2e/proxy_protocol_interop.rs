@@ -12,7 +12,7 @@ use crate::client_addr::{get, raw_from, seen_xff};
 use crate::common::{free_addr, Weir};
 
 /// A child process killed when the test ends.
-struct Proc(Child);
+pub(crate) struct Proc(pub(crate) Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -22,7 +22,7 @@ impl Drop for Proc {
 }
 
 /// Waits until `addr` accepts connections (the program is up), or panics with its log.
-fn wait_port(p: &mut Proc, addr: SocketAddr, log: &std::path::Path) {
+pub(crate) fn wait_port(p: &mut Proc, addr: SocketAddr, log: &std::path::Path) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
