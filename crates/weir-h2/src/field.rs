@@ -1,5 +1,7 @@
-//! A regular (not pseudo) field of a request, a response or trailers, checked as RFC 9113
-//! §8.2 says every HTTP/2 field must be, on either side of a connection.
+//! A message's fields as they are decoded, on either side of a connection: pseudo-fields
+//! first and never in trailers, each regular field checked as RFC 9113 §8.2 says every
+//! HTTP/2 field must be. Which pseudo-fields a message has is the side's (`Pseudo`: a
+//! request's in `server/head.rs`, a response's in `client/head.rs`).
 
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::HeaderMap;
@@ -8,6 +10,88 @@ use crate::hpack::Parsed;
 
 /// Why a field block is not a well-formed message (the stream's PROTOCOL_ERROR).
 pub type Malformed = &'static str;
+
+/// The pseudo-fields one kind of message may have.
+pub trait Pseudo: Default {
+    /// One pseudo-field, its name without the colon.
+    fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed>;
+}
+
+/// Collects a message's fields in order.
+pub struct Fields<P> {
+    pub pseudo: P,
+    pub headers: HeaderMap,
+    regular_seen: bool,
+    pub content_length: Option<u64>,
+    /// The first rule broken; later fields are ignored.
+    pub error: Option<Malformed>,
+}
+
+impl<P: Pseudo> Fields<P> {
+    pub fn new(expected_fields: usize) -> Fields<P> {
+        Fields {
+            pseudo: P::default(),
+            headers: HeaderMap::with_capacity(expected_fields),
+            regular_seen: false,
+            content_length: None,
+            error: None,
+        }
+    }
+
+    /// One field. `trailers`: a trailer section's, where no pseudo-field may be. `cached`:
+    /// its dynamic table slot (see [`regular`]).
+    pub fn field(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        sensitive: bool,
+        trailers: bool,
+        cached: Option<&mut Option<Parsed>>,
+    ) {
+        if self.error.is_none() {
+            if let Err(why) = self.add(name, value, sensitive, trailers, cached) {
+                self.error = Some(why);
+            }
+        }
+    }
+
+    fn add(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        sensitive: bool,
+        trailers: bool,
+        cached: Option<&mut Option<Parsed>>,
+    ) -> Result<(), Malformed> {
+        if let Some(pseudo) = name.strip_prefix(b":") {
+            if trailers {
+                return Err("a pseudo-field in trailers");
+            }
+            if self.regular_seen {
+                return Err("a pseudo-field after a regular field");
+            }
+            return self.pseudo.pseudo(pseudo, value);
+        }
+        self.regular_seen = true;
+        regular(
+            &mut self.headers,
+            &mut self.content_length,
+            name,
+            value,
+            sensitive,
+            trailers,
+            cached,
+        )
+    }
+
+    /// A trailer section's fields.
+    pub fn trailers(self) -> Result<HeaderMap, Malformed> {
+        match self.error {
+            Some(why) => Err(why),
+            None => Ok(self.headers),
+        }
+    }
+}
 
 /// Checks one regular field and appends it to `headers`; a message's `content-length`
 /// (not a trailer's) goes to `content_length` too, which must agree with any earlier one.

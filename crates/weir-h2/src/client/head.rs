@@ -3,8 +3,7 @@
 
 use http::{HeaderMap, StatusCode};
 
-use crate::field::{self, Malformed};
-use crate::hpack::Parsed;
+use crate::field::{Fields, Malformed, Pseudo};
 
 /// A response as its HEADERS said it.
 #[derive(Debug)]
@@ -15,99 +14,39 @@ pub struct ResponseHead {
     pub content_length: Option<u64>,
 }
 
-/// Collects a response's (or trailers') fields in order.
+/// A response's one pseudo-field.
 #[derive(Default)]
-pub struct Builder {
-    status: Option<StatusCode>,
-    headers: HeaderMap,
-    regular_seen: bool,
-    content_length: Option<u64>,
-    /// The first rule broken; later fields are ignored.
-    error: Option<Malformed>,
+pub struct Status(Option<StatusCode>);
+
+impl Pseudo for Status {
+    fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+        if name != b"status" {
+            return Err("a pseudo-field other than :status in a response");
+        }
+        if self.0.is_some() {
+            return Err("two :status fields");
+        }
+        if value.len() != 3 {
+            return Err("a :status not of three digits");
+        }
+        self.0 = Some(StatusCode::from_bytes(value).map_err(|_| "an invalid :status")?);
+        Ok(())
+    }
 }
 
-impl Builder {
-    pub fn new(expected_fields: usize) -> Builder {
-        Builder {
-            headers: HeaderMap::with_capacity(expected_fields),
-            ..Builder::default()
-        }
-    }
+/// Collects a response's (or trailers') fields in order.
+pub type Builder = Fields<Status>;
 
-    /// One field. `trailers`: a trailer section's, where no pseudo-field may be. `cached`:
-    /// its dynamic table slot (see `field::regular`).
-    pub fn field(
-        &mut self,
-        name: &[u8],
-        value: &[u8],
-        sensitive: bool,
-        trailers: bool,
-        cached: Option<&mut Option<Parsed>>,
-    ) {
-        if self.error.is_none() {
-            if let Err(why) = self.add(name, value, sensitive, trailers, cached) {
-                self.error = Some(why);
-            }
-        }
-    }
-
-    fn add(
-        &mut self,
-        name: &[u8],
-        value: &[u8],
-        sensitive: bool,
-        trailers: bool,
-        cached: Option<&mut Option<Parsed>>,
-    ) -> Result<(), Malformed> {
-        if name.first() == Some(&b':') {
-            if trailers {
-                return Err("a pseudo-field in trailers");
-            }
-            if self.regular_seen {
-                return Err("a pseudo-field after a regular field");
-            }
-            if name != b":status" {
-                return Err("a pseudo-field other than :status in a response");
-            }
-            if self.status.is_some() {
-                return Err("two :status fields");
-            }
-            if value.len() != 3 {
-                return Err("a :status not of three digits");
-            }
-            let s = StatusCode::from_bytes(value).map_err(|_| "an invalid :status")?;
-            self.status = Some(s);
-            return Ok(());
-        }
-        self.regular_seen = true;
-        field::regular(
-            &mut self.headers,
-            &mut self.content_length,
-            name,
-            value,
-            sensitive,
-            trailers,
-            cached,
-        )
-    }
-
+impl Fields<Status> {
     /// The response head, once every field is in.
     pub fn response(self) -> Result<ResponseHead, Malformed> {
         if let Some(why) = self.error {
             return Err(why);
         }
         Ok(ResponseHead {
-            status: self.status.ok_or("no :status")?,
+            status: self.pseudo.0.ok_or("no :status")?,
             headers: self.headers,
             content_length: self.content_length,
         })
-    }
-
-    /// A trailer section's fields.
-    pub fn trailers(self) -> Result<HeaderMap, Malformed> {
-        match self.error {
-            Some(why) => Err(why),
-            None => Ok(self.headers),
-        }
     }
 }

@@ -19,123 +19,75 @@ pub struct RequestHead {
 }
 
 pub use crate::field::Malformed;
-use crate::hpack::Parsed;
+use crate::field::{Fields, Pseudo};
 
-/// Collects a request's fields in order.
+/// A request's pseudo-fields.
 #[derive(Default)]
-pub struct Builder {
+pub struct RequestPseudo {
     method: Option<Method>,
     scheme: Option<Bytes>,
     authority: Option<Bytes>,
     path: Option<Bytes>,
     protocol: Option<Bytes>,
-    headers: HeaderMap,
-    regular_seen: bool,
-    content_length: Option<u64>,
-    /// The first rule broken; later fields are ignored.
-    pub error: Option<Malformed>,
 }
 
-impl Builder {
-    pub fn new(expected_fields: usize) -> Builder {
-        Builder {
-            headers: HeaderMap::with_capacity(expected_fields),
-            ..Builder::default()
-        }
-    }
-
-    /// One field. `trailers`: a trailer section's, where no pseudo-field may be. `cached`:
-    /// its dynamic table slot (see `field::regular`).
-    pub fn field(
-        &mut self,
-        name: &[u8],
-        value: &[u8],
-        sensitive: bool,
-        trailers: bool,
-        cached: Option<&mut Option<Parsed>>,
-    ) {
-        if self.error.is_none() {
-            if let Err(why) = self.add(name, value, sensitive, trailers, cached) {
-                self.error = Some(why);
-            }
-        }
-    }
-
-    fn add(
-        &mut self,
-        name: &[u8],
-        value: &[u8],
-        sensitive: bool,
-        trailers: bool,
-        cached: Option<&mut Option<Parsed>>,
-    ) -> Result<(), Malformed> {
-        if let Some(pseudo) = name.strip_prefix(b":") {
-            if trailers {
-                return Err("a pseudo-field in trailers");
-            }
-            if self.regular_seen {
-                return Err("a pseudo-field after a regular field");
-            }
-            let slot = match pseudo {
-                b"method" => {
-                    if self.method.is_some() {
-                        return Err("two :method fields");
-                    }
-                    let m = Method::from_bytes(value).map_err(|_| "an invalid :method")?;
-                    self.method = Some(m);
-                    return Ok(());
+impl Pseudo for RequestPseudo {
+    fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+        let slot = match name {
+            b"method" => {
+                if self.method.is_some() {
+                    return Err("two :method fields");
                 }
-                b"scheme" => &mut self.scheme,
-                b"authority" => &mut self.authority,
-                b"path" => &mut self.path,
-                b"protocol" => &mut self.protocol,
-                _ => return Err("an unknown pseudo-field"),
-            };
-            if slot.is_some() {
-                return Err("a pseudo-field given twice");
+                let m = Method::from_bytes(value).map_err(|_| "an invalid :method")?;
+                self.method = Some(m);
+                return Ok(());
             }
-            *slot = Some(Bytes::copy_from_slice(value));
-            return Ok(());
+            b"scheme" => &mut self.scheme,
+            b"authority" => &mut self.authority,
+            b"path" => &mut self.path,
+            b"protocol" => &mut self.protocol,
+            _ => return Err("an unknown pseudo-field"),
+        };
+        if slot.is_some() {
+            return Err("a pseudo-field given twice");
         }
-        self.regular_seen = true;
-        crate::field::regular(
-            &mut self.headers,
-            &mut self.content_length,
-            name,
-            value,
-            sensitive,
-            trailers,
-            cached,
-        )
+        *slot = Some(Bytes::copy_from_slice(value));
+        Ok(())
     }
+}
 
+/// Collects a request's (or trailers') fields in order.
+pub type Builder = Fields<RequestPseudo>;
+
+impl Fields<RequestPseudo> {
     /// The request head, once every field is in. `connect_protocol`: whether this end
     /// allowed extended CONNECT (SETTINGS_ENABLE_CONNECT_PROTOCOL).
     pub fn request(self, connect_protocol: bool) -> Result<RequestHead, Malformed> {
         if let Some(why) = self.error {
             return Err(why);
         }
-        let method = self.method.ok_or("no :method")?;
-        let uri = if method == Method::CONNECT && self.protocol.is_none() {
+        let p = self.pseudo;
+        let method = p.method.ok_or("no :method")?;
+        let uri = if method == Method::CONNECT && p.protocol.is_none() {
             // Plain CONNECT (§8.5): an authority and nothing else.
-            if self.scheme.is_some() || self.path.is_some() {
+            if p.scheme.is_some() || p.path.is_some() {
                 return Err("CONNECT with :scheme or :path");
             }
-            let a = self.authority.ok_or("CONNECT without :authority")?;
+            let a = p.authority.ok_or("CONNECT without :authority")?;
             Uri::from(Authority::from_maybe_shared(a).map_err(|_| "an invalid :authority")?)
         } else {
-            if self.protocol.is_some() && (!connect_protocol || method != Method::CONNECT) {
+            if p.protocol.is_some() && (!connect_protocol || method != Method::CONNECT) {
                 return Err(":protocol outside an extended CONNECT");
             }
-            let scheme = self.scheme.ok_or("no :scheme")?;
-            let path = self.path.ok_or("no :path")?;
+            let scheme = p.scheme.ok_or("no :scheme")?;
+            let path = p.path.ok_or("no :path")?;
             if path.is_empty() {
                 return Err("an empty :path");
             }
             let mut parts = http::uri::Parts::default();
             parts.path_and_query =
                 Some(PathAndQuery::from_maybe_shared(path).map_err(|_| "an invalid :path")?);
-            if let Some(a) = self.authority {
+            if let Some(a) = p.authority {
                 parts.scheme =
                     Some(Scheme::try_from(&scheme[..]).map_err(|_| "an invalid :scheme")?);
                 parts.authority =
@@ -148,18 +100,10 @@ impl Builder {
         Ok(RequestHead {
             method,
             uri,
-            protocol: self.protocol,
+            protocol: p.protocol,
             headers,
             content_length: self.content_length,
         })
-    }
-
-    /// A trailer section's fields.
-    pub fn trailers(self) -> Result<HeaderMap, Malformed> {
-        match self.error {
-            Some(why) => Err(why),
-            None => Ok(self.headers),
-        }
     }
 }
 

@@ -39,6 +39,49 @@ pub(crate) fn wait_port(p: &mut Proc, addr: SocketAddr, log: &std::path::Path) {
     panic!("nothing listens on {addr}");
 }
 
+/// nginx as a plain process with `http` (the body of its `http` block: servers, logs) in a
+/// config of its own in `dir`; its log is `dir/error.log`.
+pub(crate) fn nginx(dir: &std::path::Path, http: &str) -> Proc {
+    let d = dir.display();
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let ncfg = dir.join("nginx.conf");
+    std::fs::write(
+        &ncfg,
+        format!(
+            r#"
+worker_processes 1;
+error_log {d}/error.log;
+pid {d}/nginx.pid;
+events {{ worker_connections 64; }}
+http {{
+    client_body_temp_path {d}/tmp;
+    proxy_temp_path {d}/tmp;
+    fastcgi_temp_path {d}/tmp;
+    uwsgi_temp_path {d}/tmp;
+    scgi_temp_path {d}/tmp;
+{http}
+}}
+"#
+        ),
+    )
+    .unwrap();
+    Proc(
+        Command::new("nginx")
+            .args(["-p"])
+            .arg(dir)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .arg("-c")
+            .arg(&ncfg)
+            .args(["-g", "daemon off;"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx runs (apt-get install nginx)"),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn haproxy_in_front_sends_the_client_with_proxy_v2() {
     let up = HttpUpstream::spawn("a").await.unwrap();
@@ -104,22 +147,10 @@ async fn nginx_behind_reads_send_proxy_v1_and_v2() {
     let (n1, n2, listen) = (free_addr(), free_addr(), free_addr());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
-    std::fs::create_dir(dir.path().join("tmp")).unwrap();
-    let ncfg = dir.path().join("nginx.conf");
-    std::fs::write(
-        &ncfg,
-        format!(
+    let mut n = nginx(
+        dir.path(),
+        &format!(
             r#"
-worker_processes 1;
-error_log {d}/error.log;
-pid {d}/nginx.pid;
-events {{ worker_connections 64; }}
-http {{
-    client_body_temp_path {d}/tmp;
-    proxy_temp_path {d}/tmp;
-    fastcgi_temp_path {d}/tmp;
-    uwsgi_temp_path {d}/tmp;
-    scgi_temp_path {d}/tmp;
     log_format pp '$proxy_protocol_addr $remote_addr "$request"';
     access_log {d}/access.log pp;
     server {{
@@ -127,25 +158,8 @@ http {{
         listen {n2} proxy_protocol;
         location / {{ return 200 "pp=$proxy_protocol_addr\n"; }}
     }}
-}}
 "#
         ),
-    )
-    .unwrap();
-    let mut n = Proc(
-        Command::new("nginx")
-            .args(["-p"])
-            .arg(dir.path())
-            .arg("-e")
-            .arg(dir.path().join("error.log"))
-            .arg("-c")
-            .arg(&ncfg)
-            .args(["-g", "daemon off;"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nginx runs (apt-get install nginx)"),
     );
     let elog = dir.path().join("error.log");
     wait_port(&mut n, n1, &elog);

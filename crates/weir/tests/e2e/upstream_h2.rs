@@ -20,7 +20,7 @@ use weir_testkit::{HttpUpstream, Latency};
 use crate::common::{free_addr, one_pool, Weir};
 use crate::tls_kit::{metric, wait_metric};
 
-fn curl(args: &[&str], url: &str) -> String {
+pub(crate) fn curl(args: &[&str], url: &str) -> String {
     let out = std::process::Command::new("curl")
         .args(["-sS", "--max-time", "20", "-D", "-"])
         .args(args)

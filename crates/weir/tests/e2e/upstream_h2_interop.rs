@@ -3,46 +3,21 @@
 //! with its own config (installed by test.sh). nginx answers HEAD with its length and no
 //! DATA (END_STREAM on the HEADERS), encodes with its own HPACK, and sends its own SETTINGS.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::common::{free_addr, one_pool, Weir};
-use crate::proxy_protocol_interop::{wait_port, Proc};
-
-fn curl(args: &[&str], url: &str) -> String {
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "20", "-D", "-"])
-        .args(args)
-        .arg(url)
-        .output()
-        .expect("curl runs");
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::proxy_protocol_interop::{nginx, wait_port};
+use crate::upstream_h2::curl;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_h2c_pool_of_nginx_answers_get_head_and_post() {
     let (n, listen) = (free_addr(), free_addr());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
-    std::fs::create_dir(dir.path().join("tmp")).unwrap();
-    let ncfg = dir.path().join("nginx.conf");
-    std::fs::write(
-        &ncfg,
-        format!(
+    let mut nginx = nginx(
+        dir.path(),
+        &format!(
             r#"
-worker_processes 1;
-error_log {d}/error.log;
-pid {d}/nginx.pid;
-events {{ worker_connections 64; }}
-http {{
-    client_body_temp_path {d}/tmp;
-    proxy_temp_path {d}/tmp;
-    fastcgi_temp_path {d}/tmp;
-    uwsgi_temp_path {d}/tmp;
-    scgi_temp_path {d}/tmp;
     access_log {d}/access.log;
     server {{
         listen {n} http2;
@@ -51,25 +26,8 @@ http {{
             return 200 "nginx $request_method $uri len=$content_length\n";
         }}
     }}
-}}
 "#
         ),
-    )
-    .unwrap();
-    let mut nginx = Proc(
-        Command::new("nginx")
-            .args(["-p"])
-            .arg(dir.path())
-            .arg("-e")
-            .arg(dir.path().join("error.log"))
-            .arg("-c")
-            .arg(&ncfg)
-            .args(["-g", "daemon off;"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nginx runs (apt-get install nginx)"),
     );
     wait_port(&mut nginx, n, &dir.path().join("error.log"));
     let eps = format!("endpoints = [{{ addr = \"{n}\" }}]");
