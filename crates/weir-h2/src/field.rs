@@ -13,8 +13,14 @@ pub type Malformed = &'static str;
 
 /// The pseudo-fields one kind of message may have.
 pub trait Pseudo: Default {
-    /// One pseudo-field, its name without the colon.
-    fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed>;
+    /// One pseudo-field, its name without the colon. `cached`: its dynamic table slot, as
+    /// for [`regular`].
+    fn pseudo(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        cached: Option<&mut Option<Parsed>>,
+    ) -> Result<(), Malformed>;
 }
 
 /// Collects a message's fields in order.
@@ -70,7 +76,7 @@ impl<P: Pseudo> Fields<P> {
             if self.regular_seen {
                 return Err("a pseudo-field after a regular field");
             }
-            return self.pseudo.pseudo(pseudo, value);
+            return self.pseudo.pseudo(pseudo, value, cached);
         }
         self.regular_seen = true;
         regular(
@@ -107,7 +113,7 @@ pub(crate) fn regular(
     trailers: bool,
     cached: Option<&mut Option<Parsed>>,
 ) -> Result<(), Malformed> {
-    if let Some(Some((n, v))) = cached.as_deref() {
+    if let Some(Some(Parsed::Field(n, v))) = cached.as_deref() {
         headers.append(n.clone(), v.clone());
         return Ok(());
     }
@@ -145,7 +151,7 @@ pub(crate) fn regular(
     value.set_sensitive(sensitive);
     if let Some(slot) = cached {
         if name != CONTENT_LENGTH {
-            *slot = Some((name.clone(), value.clone()));
+            *slot = Some(Parsed::Field(name.clone(), value.clone()));
         }
     }
     headers.append(name, value);

@@ -4,6 +4,7 @@
 use http::{HeaderMap, StatusCode};
 
 use crate::field::{Fields, Malformed, Pseudo};
+use crate::hpack::Parsed;
 
 /// A response as its HEADERS said it.
 #[derive(Debug)]
@@ -19,7 +20,12 @@ pub struct ResponseHead {
 pub struct Status(Option<StatusCode>);
 
 impl Pseudo for Status {
-    fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+    fn pseudo(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        _: Option<&mut Option<Parsed>>,
+    ) -> Result<(), Malformed> {
         if name != b"status" {
             return Err("a pseudo-field other than :status in a response");
         }

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::huffman::{self, HuffmanError};
-use super::table::{Dynamic, Parsed, STATIC};
+use super::table::{entry_size, Dynamic, Parsed, STATIC};
 
 /// Why a header block did not decode: every one is a connection error of type
 /// COMPRESSION_ERROR (RFC 9113 §4.3), since the two ends' tables may now differ.
@@ -100,8 +100,15 @@ impl Decoder {
                 let value = string(&mut buf, &mut self.value)?;
                 let name = Bytes::copy_from_slice(self.resolve(&name, true));
                 let value = Bytes::copy_from_slice(self.resolve(&value, false));
-                each(&name, &value, false, None);
-                self.table.insert(name, value);
+                if entry_size(&name, &value) > self.table.max() {
+                    // Larger than the table: it empties it and is not kept (§4.4).
+                    each(&name, &value, false, None);
+                    self.table.insert(name, value);
+                } else if let Some(e) = self.table.insert(name, value) {
+                    // Handed over from its new entry, so that what the caller makes of it is
+                    // kept from the first time.
+                    each(&e.name, &e.value, false, Some(&mut e.parsed));
+                }
             } else if b & 0x20 != 0 {
                 // Dynamic table size update (§6.3): only before the block's first field.
                 if !first {

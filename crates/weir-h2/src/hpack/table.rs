@@ -74,10 +74,18 @@ pub fn entry_size(name: &[u8], value: &[u8]) -> usize {
     name.len() + value.len() + 32
 }
 
-/// A field as the connection layer made it (name and value checked, in `http`'s types),
-/// kept with its table entry: a peer with an indexing encoder refers to the same entries
-/// request after request, and a clone costs no allocation or check.
-pub type Parsed = (http::HeaderName, http::HeaderValue);
+/// A field as the connection layer made it (checked, in `http`'s types), kept with its table
+/// entry: a peer with an indexing encoder refers to the same entries request after request,
+/// and a clone costs no allocation or check.
+#[derive(Debug, Clone)]
+pub enum Parsed {
+    /// A regular field.
+    Field(http::HeaderName, http::HeaderValue),
+    /// A request's `:path`.
+    Path(http::uri::PathAndQuery),
+    /// A request's `:authority`.
+    Authority(http::uri::Authority),
+}
 
 /// A dynamic table entry.
 #[derive(Debug)]
@@ -129,14 +137,14 @@ impl Dynamic {
         self.evict_to(max);
     }
 
-    /// Adds an entry, evicting as needed; one larger than the whole table empties it and is
-    /// not kept (§4.4).
-    pub fn insert(&mut self, name: Bytes, value: Bytes) {
+    /// Adds an entry, evicting as needed, and gives it back; one larger than the whole table
+    /// empties it and is not kept (§4.4): `None`.
+    pub fn insert(&mut self, name: Bytes, value: Bytes) -> Option<&mut Entry> {
         let size = entry_size(&name, &value);
         if size > self.max {
             self.entries.clear();
             self.size = 0;
-            return;
+            return None;
         }
         self.evict_to(self.max - size);
         self.size += size;
@@ -145,6 +153,7 @@ impl Dynamic {
             value,
             parsed: None,
         });
+        self.entries.front_mut()
     }
 
     fn evict_to(&mut self, room: usize) {

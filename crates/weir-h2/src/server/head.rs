@@ -20,40 +20,79 @@ pub struct RequestHead {
 
 pub use crate::field::Malformed;
 use crate::field::{Fields, Pseudo};
+use crate::hpack::Parsed;
 
-/// A request's pseudo-fields.
+/// A request's pseudo-fields. `:path` and `:authority` are checked as they arrive, and a
+/// dynamic table entry keeps what they made (`Parsed`): a client that indexes them (gRPC
+/// clients, browsers) costs no copy or check for them after its first request.
 #[derive(Default)]
 pub struct RequestPseudo {
     method: Option<Method>,
-    scheme: Option<Bytes>,
-    authority: Option<Bytes>,
-    path: Option<Bytes>,
+    /// `Some(None)`: there, but not a scheme (an error only where it is used, with an
+    /// authority).
+    scheme: Option<Option<Scheme>>,
+    authority: Option<Authority>,
+    path: Option<PathAndQuery>,
     protocol: Option<Bytes>,
 }
 
 impl Pseudo for RequestPseudo {
-    fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-        let slot = match name {
+    fn pseudo(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        cached: Option<&mut Option<Parsed>>,
+    ) -> Result<(), Malformed> {
+        match name {
             b"method" => {
                 if self.method.is_some() {
                     return Err("two :method fields");
                 }
                 let m = Method::from_bytes(value).map_err(|_| "an invalid :method")?;
                 self.method = Some(m);
-                return Ok(());
             }
-            b"scheme" => &mut self.scheme,
-            b"authority" => &mut self.authority,
-            b"path" => &mut self.path,
-            b"protocol" => &mut self.protocol,
+            b"scheme" => once(&mut self.scheme, || Ok(Scheme::try_from(value).ok()))?,
+            b"authority" => once(&mut self.authority, || {
+                if let Some(Some(Parsed::Authority(a))) = cached.as_deref() {
+                    return Ok(a.clone());
+                }
+                let a = Authority::try_from(value).map_err(|_| "an invalid :authority")?;
+                if let Some(slot) = cached {
+                    *slot = Some(Parsed::Authority(a.clone()));
+                }
+                Ok(a)
+            })?,
+            b"path" => once(&mut self.path, || {
+                if let Some(Some(Parsed::Path(p))) = cached.as_deref() {
+                    return Ok(p.clone());
+                }
+                // (`http` would read an empty one as "/".)
+                if value.is_empty() {
+                    return Err("an empty :path");
+                }
+                let p = PathAndQuery::try_from(value).map_err(|_| "an invalid :path")?;
+                if let Some(slot) = cached {
+                    *slot = Some(Parsed::Path(p.clone()));
+                }
+                Ok(p)
+            })?,
+            b"protocol" => once(&mut self.protocol, || Ok(Bytes::copy_from_slice(value)))?,
             _ => return Err("an unknown pseudo-field"),
-        };
-        if slot.is_some() {
-            return Err("a pseudo-field given twice");
         }
-        *slot = Some(Bytes::copy_from_slice(value));
         Ok(())
     }
+}
+
+/// A pseudo-field that may come once.
+fn once<T>(
+    slot: &mut Option<T>,
+    make: impl FnOnce() -> Result<T, Malformed>,
+) -> Result<(), Malformed> {
+    if slot.is_some() {
+        return Err("a pseudo-field given twice");
+    }
+    *slot = Some(make()?);
+    Ok(())
 }
 
 /// Collects a request's (or trailers') fields in order.
@@ -73,25 +112,17 @@ impl Fields<RequestPseudo> {
             if p.scheme.is_some() || p.path.is_some() {
                 return Err("CONNECT with :scheme or :path");
             }
-            let a = p.authority.ok_or("CONNECT without :authority")?;
-            Uri::from(Authority::from_maybe_shared(a).map_err(|_| "an invalid :authority")?)
+            Uri::from(p.authority.ok_or("CONNECT without :authority")?)
         } else {
             if p.protocol.is_some() && (!connect_protocol || method != Method::CONNECT) {
                 return Err(":protocol outside an extended CONNECT");
             }
             let scheme = p.scheme.ok_or("no :scheme")?;
-            let path = p.path.ok_or("no :path")?;
-            if path.is_empty() {
-                return Err("an empty :path");
-            }
             let mut parts = http::uri::Parts::default();
-            parts.path_and_query =
-                Some(PathAndQuery::from_maybe_shared(path).map_err(|_| "an invalid :path")?);
+            parts.path_and_query = Some(p.path.ok_or("no :path")?);
             if let Some(a) = p.authority {
-                parts.scheme =
-                    Some(Scheme::try_from(&scheme[..]).map_err(|_| "an invalid :scheme")?);
-                parts.authority =
-                    Some(Authority::from_maybe_shared(a).map_err(|_| "an invalid :authority")?);
+                parts.scheme = Some(scheme.ok_or("an invalid :scheme")?);
+                parts.authority = Some(a);
             }
             Uri::from_parts(parts).map_err(|_| "an invalid request target")?
         };

@@ -742,3 +742,65 @@ fn indexed_fields_are_reused_and_content_length_is_checked_each_time() {
         "{ev:?}"
     );
 }
+
+#[test]
+fn indexed_path_and_authority_are_checked_once_and_shared() {
+    let mut c = open(Config::default());
+    // :method GET, :scheme http, then :path and :authority as new entries; the next requests
+    // refer to them (:authority 62, :path 63), and to a third entry, an invalid :path (one
+    // with a space) that each request using it must still be refused for.
+    let mut first = vec![0x82, 0x86];
+    for (n, v) in [
+        (&b":path"[..], &b"/svc/Call?x=1"[..]),
+        (b":authority", b"a.test"),
+    ] {
+        first.extend_from_slice(&[0x40, n.len() as u8]);
+        first.extend_from_slice(n);
+        first.push(v.len() as u8);
+        first.extend_from_slice(v);
+    }
+    let again = [0x82, 0x86, 0x80 | 63, 0x80 | 62];
+    let mut bad = vec![0x82, 0x86, 0x80 | 63, 0x40, 5];
+    bad.extend_from_slice(b":path");
+    bad.push(4);
+    bad.extend_from_slice(b"/a b");
+    // Now :path "/a b" is 62, :authority 63.
+    let bad_again = [0x82, 0x86, 0x80 | 63, 0x80 | 62];
+    let mut w = Vec::new();
+    write::headers(&mut w, 1, &first, true, DEFAULT_MAX_FRAME);
+    write::headers(&mut w, 3, &again, true, DEFAULT_MAX_FRAME);
+    write::headers(&mut w, 5, &again, true, DEFAULT_MAX_FRAME);
+    write::headers(&mut w, 7, &bad, true, DEFAULT_MAX_FRAME);
+    write::headers(&mut w, 9, &bad_again, true, DEFAULT_MAX_FRAME);
+    send(&mut c, &w).unwrap();
+    let ev = events(&mut c);
+    let heads: Vec<&RequestHead> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Request { head, .. } => Some(head),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(heads.len(), 3, "{ev:?}");
+    let at = |h: &RequestHead| {
+        let pq = h.uri.path_and_query().unwrap().as_str().as_ptr();
+        let a = h.uri.authority().unwrap().as_str().as_ptr();
+        (pq, a)
+    };
+    for h in &heads {
+        assert_eq!(h.uri, "http://a.test/svc/Call?x=1");
+        // The same bytes each time: made once, with the entry, and shared.
+        assert_eq!(at(h), at(heads[0]));
+    }
+    let resets: Vec<Frame> = frames(c.output())
+        .into_iter()
+        .filter(|f| matches!(f, Frame::RstStream { .. }))
+        .collect();
+    assert_eq!(
+        resets,
+        vec![
+            rst(7, Reason::PROTOCOL_ERROR),
+            rst(9, Reason::PROTOCOL_ERROR)
+        ]
+    );
+}
