@@ -127,7 +127,10 @@ pub fn new_request_id() -> HeaderValue {
         t
     };
     let mut out = [0u8; 32];
-    for (pair, b) in out.chunks_exact_mut(2).zip(fastrand::u128(..).to_le_bytes()) {
+    for (pair, b) in out
+        .chunks_exact_mut(2)
+        .zip(fastrand::u128(..).to_le_bytes())
+    {
         pair.copy_from_slice(&PAIRS[b as usize]);
     }
     // Owned as it is, with its count in the same allocation: `from_bytes` would copy it into
@@ -147,10 +150,16 @@ mod tests {
         for id in &ids {
             let b = id.as_bytes();
             assert_eq!(b.len(), 32, "{id:?}");
-            assert!(b.iter().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+            assert!(b
+                .iter()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
             seen.extend(b.iter().copied());
         }
-        assert_eq!(seen.len(), 16, "every hex digit turns up in 2048 random ones");
+        assert_eq!(
+            seen.len(),
+            16,
+            "every hex digit turns up in 2048 random ones"
+        );
         let distinct: std::collections::HashSet<_> = ids.iter().collect();
         assert_eq!(distinct.len(), ids.len());
     }

@@ -164,12 +164,20 @@ pub fn add_forwarded(
         true => h.get(header::FORWARDED).map(HeaderValue::as_bytes),
         false => None,
     };
-    let mut v = BytesMut::with_capacity(prev.map_or(0, |p| p.len() + 2) + ip.len() + 20);
+    let v6 = ip.contains(&b':');
+    // Exactly its length: a buffer with room left over becomes a `Bytes` with an allocation
+    // of its own for the count.
+    let len = prev.map_or(0, |p| p.len() + 2)
+        + ip.len()
+        + if v6 { 8 } else { 4 }
+        + ";proto=".len()
+        + proto.len();
+    let mut v = BytesMut::with_capacity(len);
     if let Some(prev) = prev {
         v.extend_from_slice(prev);
         v.extend_from_slice(b", ");
     }
-    match ip.contains(&b':') {
+    match v6 {
         true => {
             v.extend_from_slice(b"for=\"[");
             v.extend_from_slice(ip);
@@ -182,6 +190,7 @@ pub fn add_forwarded(
     }
     v.extend_from_slice(b";proto=");
     v.extend_from_slice(proto.as_bytes());
+    debug_assert_eq!(v.len(), len);
     if let Ok(v) = HeaderValue::from_maybe_shared(v.freeze()) {
         h.insert(header::FORWARDED, v);
     }

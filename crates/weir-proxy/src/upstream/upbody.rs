@@ -153,6 +153,10 @@ pub async fn prepare(
             return Ok(Prepared::Once(UpBody::new(None, body)));
         }
     }
+    // What arrived so far: a first chunk is kept as it came, and copied only if another
+    // follows (the usual small body, a gRPC call's message, is one: no copy, and the tries'
+    // clones of it share it).
+    let mut first: Option<Bytes> = None;
     let mut buf = BytesMut::new();
     let whole = body.size_hint().exact();
     loop {
@@ -162,8 +166,8 @@ pub async fn prepare(
                 Some(f) => f,
                 // The rest is still on its way: stream it, keeping a copy.
                 None => {
-                    let head = (!buf.is_empty()).then(|| buf.freeze());
-                    let mut up = UpBody::new(head, body);
+                    let head = arrived(&mut first, &mut buf);
+                    let mut up = UpBody::new(Some(head), body);
                     up.tee = Some(Tee::new(limit, up.head.as_ref()));
                     return Ok(Prepared::Once(up));
                 }
@@ -173,17 +177,35 @@ pub async fn prepare(
         // Trailers are dropped: they are rare on requests, and hop-by-hop
         // framing is ours to choose.
         if let Ok(data) = frame?.into_data() {
-            // The usual small body comes in one piece: no copy.
-            if buf.is_empty() && whole == Some(data.len() as u64) {
-                return Ok(Prepared::Replayable(data));
+            if data.is_empty() {
+                continue;
             }
-            buf.extend_from_slice(&data);
-            if buf.len() > limit {
-                return Ok(Prepared::Once(UpBody::new(Some(buf.freeze()), body)));
+            match first.take() {
+                None if buf.is_empty() => {
+                    if whole == Some(data.len() as u64) {
+                        return Ok(Prepared::Replayable(data));
+                    }
+                    first = Some(data);
+                }
+                earlier => {
+                    if let Some(e) = earlier {
+                        buf.extend_from_slice(&e);
+                    }
+                    buf.extend_from_slice(&data);
+                }
+            }
+            if first.as_ref().map_or(buf.len(), Bytes::len) > limit {
+                let head = arrived(&mut first, &mut buf);
+                return Ok(Prepared::Once(UpBody::new(Some(head), body)));
             }
         }
     }
-    Ok(Prepared::Replayable(buf.freeze()))
+    Ok(Prepared::Replayable(arrived(&mut first, &mut buf)))
+}
+
+/// The body's bytes read so far, in one piece.
+fn arrived(first: &mut Option<Bytes>, buf: &mut BytesMut) -> Bytes {
+    first.take().unwrap_or_else(|| buf.split().freeze())
 }
 
 impl Body for UpBody {
