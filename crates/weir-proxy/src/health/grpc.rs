@@ -8,6 +8,7 @@ use http::{Request, Response};
 use http_body_util::BodyExt;
 
 use super::checker::ProbeBody;
+use crate::http::grpc::{GRPC_MESSAGE, GRPC_STATUS};
 
 const PATH: &str = "/grpc.health.v1.Health/Check";
 /// A HealthCheckResponse is a few bytes; anything past this is not one.
@@ -61,14 +62,14 @@ pub(super) async fn verdict(resp: Response<ProbeBody>, service: &str) -> Result<
         .map_err(|e| format!("reading the answer: {e}"))?;
     let trailers = collected.trailers().cloned().unwrap_or_default();
     let status = trailers
-        .get("grpc-status")
-        .or_else(|| head.get("grpc-status"))
+        .get(GRPC_STATUS)
+        .or_else(|| head.get(GRPC_STATUS))
         .and_then(|v| v.to_str().ok())
         .ok_or("no grpc-status")?;
     if status != "0" {
         let message = trailers
-            .get("grpc-message")
-            .or_else(|| head.get("grpc-message"))
+            .get(GRPC_MESSAGE)
+            .or_else(|| head.get(GRPC_MESSAGE))
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         return Err(format!("grpc-status {status} {message}").trim_end().into());

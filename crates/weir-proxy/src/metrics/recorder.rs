@@ -28,7 +28,9 @@ impl Recorder {
     /// Notes the `grpc-status` of trailers for the access log.
     pub fn grpc_status(&mut self, trailers: &http::HeaderMap) {
         if let Some((_, e)) = self.access.as_mut() {
-            let status = trailers.get("grpc-status").and_then(|v| v.to_str().ok());
+            let status = trailers
+                .get(crate::http::grpc::GRPC_STATUS)
+                .and_then(|v| v.to_str().ok());
             if let Some(n) = status.and_then(|v| v.parse().ok()) {
                 e.grpc_status = Some(n);
             }

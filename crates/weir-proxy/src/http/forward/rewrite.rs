@@ -5,6 +5,7 @@
 //! the client spoke.
 
 use http::header::{self, HeaderValue};
+use http::uri::PathAndQuery;
 use http::{Request, Uri, Version};
 
 use super::ctx::ConnCtx;
@@ -21,8 +22,15 @@ pub fn for_upstream<B>(
     upgrade: Option<HeaderValue>,
 ) {
     if req.uri().authority().is_some() {
-        let pq = req.uri().path_and_query().map_or("/", |p| p.as_str());
-        *req.uri_mut() = Uri::try_from(pq).unwrap_or_else(|_| Uri::from_static("/"));
+        // The target's own path, shared (not parsed again from its text).
+        let mut origin = http::uri::Parts::default();
+        origin.path_and_query = Some(
+            req.uri()
+                .path_and_query()
+                .cloned()
+                .unwrap_or_else(|| PathAndQuery::from_static("/")),
+        );
+        *req.uri_mut() = Uri::from_parts(origin).unwrap_or_else(|_| Uri::from_static("/"));
     }
     let h = req.headers_mut();
     strip_hop_by_hop(h);
