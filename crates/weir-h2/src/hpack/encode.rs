@@ -179,7 +179,11 @@ mod tests {
     #[test]
     fn round_trips_through_the_decoder() {
         let long = "v".repeat(300);
+        let (long_name, huge) = (format!("x-{}", "n".repeat(200)), "h".repeat(70_000));
         let fields: Vec<(&str, &str, bool)> = vec![
+            (&long_name, &huge, false),
+            ("x-secret", "s", true),
+            (&long_name, "", true),
             (":method", "GET", false),
             (":path", "/a/b?c=d", false),
             ("content-type", "text/plain", false),
