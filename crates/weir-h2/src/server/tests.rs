@@ -747,8 +747,8 @@ fn indexed_fields_are_reused_and_content_length_is_checked_each_time() {
 fn indexed_path_and_authority_are_checked_once_and_shared() {
     let mut c = open(Config::default());
     // :method GET, :scheme http, then :path and :authority as new entries; the next requests
-    // refer to them (:authority 62, :path 63), and to a third entry, an invalid :path (one
-    // with a space) that each request using it must still be refused for.
+    // refer to them (:authority 62, :path 63). Then an invalid :path (one with a space) as a
+    // new entry, which each request using it must still be refused for.
     let mut first = vec![0x82, 0x86];
     for (n, v) in [
         (&b":path"[..], &b"/svc/Call?x=1"[..]),
@@ -760,7 +760,7 @@ fn indexed_path_and_authority_are_checked_once_and_shared() {
         first.extend_from_slice(v);
     }
     let again = [0x82, 0x86, 0x80 | 63, 0x80 | 62];
-    let mut bad = vec![0x82, 0x86, 0x80 | 63, 0x40, 5];
+    let mut bad = vec![0x82, 0x86, 0x80 | 62, 0x40, 5];
     bad.extend_from_slice(b":path");
     bad.push(4);
     bad.extend_from_slice(b"/a b");
