@@ -71,6 +71,16 @@ fn frames(out: &mut Vec<u8>) -> Vec<Frame> {
     v
 }
 
+/// The request heads among `ev`.
+fn request_heads(ev: &[Event]) -> Vec<&RequestHead> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Event::Request { head, .. } => Some(head),
+            _ => None,
+        })
+        .collect()
+}
+
 fn events(c: &mut Connection) -> Vec<Event> {
     std::iter::from_fn(|| c.next_event()).collect()
 }
@@ -716,13 +726,7 @@ fn indexed_fields_are_reused_and_content_length_is_checked_each_time() {
     }
     send(&mut c, &w).unwrap();
     let ev = events(&mut c);
-    let heads: Vec<&RequestHead> = ev
-        .iter()
-        .filter_map(|e| match e {
-            Event::Request { head, .. } => Some(head),
-            _ => None,
-        })
-        .collect();
+    let heads = request_heads(&ev);
     assert_eq!(heads.len(), 4, "{ev:?}");
     for h in &heads {
         assert_eq!(h.headers["x-trace"], "abc");
@@ -774,13 +778,7 @@ fn indexed_path_and_authority_are_checked_once_and_shared() {
     write::headers(&mut w, 9, &bad_again, true, DEFAULT_MAX_FRAME);
     send(&mut c, &w).unwrap();
     let ev = events(&mut c);
-    let heads: Vec<&RequestHead> = ev
-        .iter()
-        .filter_map(|e| match e {
-            Event::Request { head, .. } => Some(head),
-            _ => None,
-        })
-        .collect();
+    let heads = request_heads(&ev);
     assert_eq!(heads.len(), 3, "{ev:?}");
     let at = |h: &RequestHead| {
         let pq = h.uri.path_and_query().unwrap().as_str().as_ptr();

@@ -48,6 +48,26 @@ async fn slow_setup(retry_extra: &str) -> (HttpUpstream, SocketAddr, Weir) {
     (up, listen, w)
 }
 
+/// A dead endpoint and a live one in round robin, without ejection: the dead one keeps its
+/// turns, so about every other request is refused on its first try. The retry budget is out
+/// of the way (it has its own tests); `retry_extra`: more `[pools.app.retry]` lines.
+async fn dead_and_live(retry_extra: &str) -> (HttpUpstream, SocketAddr, Weir) {
+    let live = HttpUpstream::spawn("live").await.unwrap();
+    let (dead, listen) = (free_addr(), free_addr());
+    let w = Weir::start(
+        &one_pool(
+            listen,
+            &endpoints(&[(dead, 1), (live.addr(), 1)]),
+            &format!(
+                "[pools.app.health]\neject_after = 0\n\
+                 [pools.app.retry]\nbudget_min_per_sec = 1000\n{retry_extra}"
+            ),
+        ),
+        &[listen],
+    );
+    (live, listen, w)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_post_that_timed_out_on_the_backend_is_not_retried() {
     // Two endpoints, so a retry would have somewhere else to go.
@@ -117,21 +137,7 @@ async fn an_idempotency_key_makes_a_timed_out_post_retryable() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn posts_are_retried_when_the_connection_was_refused() {
-    let live = HttpUpstream::spawn("live").await.unwrap();
-    let dead = free_addr();
-    let listen = free_addr();
-    let eps = endpoints(&[(dead, 1), (live.addr(), 1)]);
-    // No ejection: the dead endpoint keeps its turns in the round robin, so
-    // POSTs keep being refused on their first try. The retry budget is out
-    // of the way (it has its own tests).
-    let w = Weir::start(
-        &one_pool(
-            listen,
-            &eps,
-            "[pools.app.health]\neject_after = 0\n[pools.app.retry]\nbudget_min_per_sec = 1000",
-        ),
-        &[listen],
-    );
+    let (live, listen, w) = dead_and_live("").await;
     for i in 0..20 {
         let body = format!("payment {i} {}", "x".repeat(i * 37));
         let r = send(listen, Method::POST, "/echo", &[], body.clone()).await;
@@ -217,19 +223,7 @@ async fn bodies_larger_than_the_buffer_are_not_retried_after_a_timeout() {
 async fn bodies_larger_than_the_buffer_are_retried_after_a_refused_connect() {
     // A body past `buffer` is not kept, but after a refused connect not a byte of it
     // went out: it goes, whole, to the next try (was: 502 for half of these).
-    let live = HttpUpstream::spawn("live").await.unwrap();
-    let dead = free_addr();
-    let listen = free_addr();
-    let eps = endpoints(&[(dead, 1), (live.addr(), 1)]);
-    let _w = Weir::start(
-        &one_pool(
-            listen,
-            &eps,
-            "[pools.app.health]\neject_after = 0\n\
-             [pools.app.retry]\nbuffer = 1024\nbudget_min_per_sec = 1000",
-        ),
-        &[listen],
-    );
+    let (live, listen, _w) = dead_and_live("buffer = 1024").await;
     // Round robin alternates: two of four start on the dead endpoint.
     let big = "z".repeat(64 * 1024);
     for _ in 0..4 {
@@ -282,18 +276,7 @@ async fn chunked_post(listen: SocketAddr, pieces: &[&str]) -> (u16, String) {
 async fn a_chunked_body_is_replayed_whole_after_a_refused_connect() {
     // A body without a length is read into the replay copy as it comes: one piece is kept
     // as it came, several are joined. Either way the retry sends all of it, once.
-    let live = HttpUpstream::spawn("live").await.unwrap();
-    let dead = free_addr();
-    let listen = free_addr();
-    let eps = endpoints(&[(dead, 1), (live.addr(), 1)]);
-    let _w = Weir::start(
-        &one_pool(
-            listen,
-            &eps,
-            "[pools.app.health]\neject_after = 0\n[pools.app.retry]\nbudget_min_per_sec = 1000",
-        ),
-        &[listen],
-    );
+    let (live, listen, _w) = dead_and_live("").await;
     let cases: [&[&str]; 3] = [
         &["one piece"],
         &["first, ", "second, ", "third"],
