@@ -24,7 +24,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use weir_config::filter::Encoding;
 
 use crate::error::ExchangeError;
-use crate::http::body::ProxyBody;
+use crate::http::body::{Kind, ProxyBody};
 use crate::http::conn_state::BusyGuard;
 use crate::metrics::recorder::Recorder;
 use crate::reason::Reason;
@@ -116,7 +116,7 @@ impl Encoder {
     }
 }
 
-/// The body of an encoded response (a `ProxyBody::Encoded`).
+/// The body of an encoded response (a `Kind::Encoded`).
 pub struct Encoded {
     inner: ProxyBody,
     /// `None` once the coding is finished (or failed).
@@ -139,13 +139,13 @@ impl ProxyBody {
         let enc = Encoder::new(e, levels, size)?;
         let mut inner = std::mem::replace(self, ProxyBody::full(Bytes::new()));
         // The recorder and the busy guard belong to what the client gets.
-        let (busy, rec) = match &mut inner {
-            ProxyBody::Upstream { _busy, _rec, .. } | ProxyBody::Full { _busy, _rec, .. } => {
+        let (busy, rec) = match &mut *inner.0 {
+            Kind::Upstream { _busy, _rec, .. } | Kind::Full { _busy, _rec, .. } => {
                 (_busy.take(), _rec.take())
             }
-            ProxyBody::Encoded(e) => (e.busy.take(), e.rec.take()),
+            Kind::Encoded(e) => (e.busy.take(), e.rec.take()),
         };
-        *self = ProxyBody::Encoded(Box::new(Encoded {
+        *self.0 = Kind::Encoded(Box::new(Encoded {
             inner,
             enc: Some(enc),
             unflushed: false,
