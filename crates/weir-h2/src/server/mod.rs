@@ -147,6 +147,9 @@ pub struct Connection {
     streams: StreamMap<Stream>,
     last_stream: StreamId,
     recently_closed: VecDeque<StreamId>,
+    /// Streams weir reset while the client could still send on them: what it sent before
+    /// the reset reached it is ignored (RFC 9113 §5.1), not answered with a stream error.
+    reset_sent: VecDeque<StreamId>,
     block: Option<Block>,
     /// The connection's windows.
     flow: Windows,
@@ -186,6 +189,7 @@ impl Connection {
             streams: StreamMap::default(),
             last_stream: 0,
             recently_closed: VecDeque::new(),
+            reset_sent: VecDeque::new(),
             block: None,
             flow: Windows::new(65_535, cfg.connection_window),
             out,
@@ -376,9 +380,19 @@ impl Connection {
     /// Resets a stream (weir gives up on it: the upstream failed mid-answer, the client
     /// stopped reading).
     pub fn reset(&mut self, stream: StreamId, code: Reason) {
-        if self.streams.remove(&stream).is_some() {
+        if let Some(s) = self.streams.remove(&stream) {
             self.closed_now(stream);
+            self.reset_now(stream, &s);
             write::rst_stream(&mut self.out, stream, code);
+        }
+    }
+
+    /// The response went whole while the client may still be sending its request: it is
+    /// told to stop (RST_STREAM NO_ERROR, RFC 9113 §8.1), since nobody reads the rest. A
+    /// stream already closed both ways is left alone.
+    pub fn finished_early(&mut self, stream: StreamId) {
+        if self.streams.get(&stream).is_some_and(|s| s.send_closed) {
+            self.reset(stream, Reason::NO_ERROR);
         }
     }
 
@@ -425,14 +439,27 @@ impl Connection {
             self.error_resets += 1;
         }
         write::rst_stream(&mut self.out, stream, code);
-        if self.streams.remove(&stream).is_some() {
+        if let Some(s) = self.streams.remove(&stream) {
             self.closed_now(stream);
+            self.reset_now(stream, &s);
             self.events.push_back(Event::Reset {
                 stream,
                 code,
                 by_client: false,
             });
         }
+    }
+
+    /// `stream`, just reset by weir: frames the client sent before it saw the reset are
+    /// ignored for a while.
+    fn reset_now(&mut self, stream: StreamId, s: &Stream) {
+        if s.recv_closed {
+            return;
+        }
+        if self.reset_sent.len() == RECENTLY_CLOSED {
+            self.reset_sent.pop_front();
+        }
+        self.reset_sent.push_back(stream);
     }
 
     fn closed_now(&mut self, stream: StreamId) {
@@ -617,6 +644,10 @@ impl Connection {
             }
         } else if stream.is_multiple_of(2) {
             return Err(self.fail(Reason::PROTOCOL_ERROR, "a client stream with an even id"));
+        } else if stream <= self.last_stream && self.reset_sent.contains(&stream) {
+            // Trailers sent before weir's reset reached the client: decoded (the table),
+            // then dropped.
+            BlockKind::Ignored
         } else if stream <= self.last_stream {
             let (r, why) = match self.recently_closed.contains(&stream) {
                 true => (Reason::STREAM_CLOSED, "HEADERS on a closed stream"),
@@ -769,9 +800,12 @@ impl Connection {
         // Padding is never handed over: given back now.
         let padding = flow_len - data.len() as u32;
         let Some(s) = self.streams.get_mut(&stream) else {
-            // A closed stream: refused, and its bytes given back to the connection.
+            // A closed stream: its bytes given back to the connection; refused, unless weir
+            // reset it and these were on their way.
             self.release_connection(flow_len);
-            self.stream_error(stream, Reason::STREAM_CLOSED);
+            if !self.reset_sent.contains(&stream) {
+                self.stream_error(stream, Reason::STREAM_CLOSED);
+            }
             return Ok(());
         };
         if s.recv_closed {

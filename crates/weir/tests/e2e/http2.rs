@@ -448,27 +448,47 @@ async fn an_idle_connection_is_sent_goaway_before_it_is_closed() {
 
 /// Reads what weir sends on `s` until a frame of `kind` on `stream` arrives; its payload.
 async fn read_until_frame(s: &mut TcpStream, kind: u8, stream: u32) -> Vec<u8> {
+    let mut frames = frames_until(s, kind, stream).await;
+    frames.pop().expect("the frame waited for").payload
+}
+
+/// A frame weir sent.
+#[derive(Debug)]
+struct Seen {
+    kind: u8,
+    flags: u8,
+    stream: u32,
+    payload: Vec<u8>,
+}
+
+/// Every frame weir sends on `s` up to and with the first of `kind` on `stream`.
+async fn frames_until(s: &mut TcpStream, kind: u8, stream: u32) -> Vec<Seen> {
     use tokio::io::AsyncReadExt;
     let mut buf = Vec::new();
+    let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let mut at = 0;
-        while buf.len() >= at + 9 {
-            let len = usize::from(buf[at]) << 16
-                | usize::from(buf[at + 1]) << 8
-                | usize::from(buf[at + 2]);
-            if buf.len() < at + 9 + len {
+        while buf.len() >= 9 {
+            let len = usize::from(buf[0]) << 16 | usize::from(buf[1]) << 8 | usize::from(buf[2]);
+            if buf.len() < 9 + len {
                 break;
             }
-            let id = u32::from_be_bytes([buf[at + 5], buf[at + 6], buf[at + 7], buf[at + 8]]);
-            if buf[at + 3] == kind && id == stream {
-                return buf[at + 9..at + 9 + len].to_vec();
+            let f = Seen {
+                kind: buf[3],
+                flags: buf[4],
+                stream: u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]),
+                payload: buf[9..9 + len].to_vec(),
+            };
+            buf.drain(..9 + len);
+            let last = f.kind == kind && f.stream == stream;
+            seen.push(f);
+            if last {
+                return seen;
             }
-            at += 9 + len;
         }
         assert!(
             Instant::now() < deadline,
-            "no frame of type {kind} on stream {stream}"
+            "no frame of type {kind} on stream {stream}: {seen:?}"
         );
         let mut chunk = [0u8; 16384];
         let n = tokio::time::timeout(Duration::from_secs(20), s.read(&mut chunk))
@@ -477,10 +497,83 @@ async fn read_until_frame(s: &mut TcpStream, kind: u8, stream: u32) -> Vec<u8> {
             .unwrap();
         assert!(
             n > 0,
-            "weir closed before a frame of type {kind} on stream {stream}"
+            "weir closed before a frame of type {kind} on stream {stream}: {seen:?}"
         );
         buf.extend_from_slice(&chunk[..n]);
     }
+}
+
+/// An answer weir makes before the request's body is in (here a redirect filter's) ends
+/// with RST_STREAM NO_ERROR after its END_STREAM (RFC 9113 §8.1): the client stops sending
+/// a body nobody reads. What it sent before the reset reached it (DATA, trailers) is
+/// ignored: no stream error for it, the connection goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_early_answer_tells_the_client_to_stop_sending_and_late_frames_are_ignored() {
+    use tokio::io::AsyncWriteExt;
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let plain = free_addr();
+    let cfg = format!(
+        r#"
+[listeners.plain]
+bind = "{plain}"
+pool = "app"
+[pools.app]
+endpoints = [{{ addr = "{}" }}]
+[filters.away]
+kind = "redirect"
+scheme = "https"
+status = 301
+[routes.all]
+listener = "plain"
+pool = "app"
+filters = ["away"]
+"#,
+        up.addr()
+    );
+    let _w = Weir::start(&cfg, &[plain]);
+    // POST / with :authority 127.0.0.1, the body still to come (no END_STREAM).
+    let mut head = vec![0x83, 0x86, 0x84, 0x41, 9];
+    head.extend_from_slice(b"127.0.0.1");
+    let mut wire = PREFACE.to_vec();
+    wire.extend(frame(4, 0, 0, &[]));
+    wire.extend(frame(1, 0x4, 1, &head));
+    wire.extend(frame(0, 0, 1, b"part one"));
+    let mut c = TcpStream::connect(plain).await.unwrap();
+    c.write_all(&wire).await.unwrap();
+    let frames = frames_until(&mut c, 3, 1).await;
+    let on_1: Vec<&Seen> = frames.iter().filter(|f| f.stream == 1).collect();
+    // HEADERS (:status 301, a literal with the name's index 8) with END_STREAM or a last
+    // DATA with it, then the reset.
+    assert_eq!(on_1[0].kind, 1, "{frames:?}");
+    assert_eq!(
+        on_1[0].payload[..5],
+        [0x08, 3, b'3', b'0', b'1'],
+        "{frames:?}"
+    );
+    let ended = on_1.iter().position(|f| f.flags & 0x1 != 0 && f.kind != 3);
+    assert_eq!(ended, Some(on_1.len() - 2), "{frames:?}");
+    assert_eq!(
+        on_1.last().unwrap().payload,
+        [0, 0, 0, 0],
+        "NO_ERROR: {frames:?}"
+    );
+    // The rest of the body and trailers, as a client that had not seen the reset yet sends
+    // them; then a PING, whose ACK comes after anything weir says about them.
+    let mut late = frame(0, 0, 1, b"part two");
+    late.extend(frame(1, 0x5, 1, &[0x40, 1, b'x', 1, b'y']));
+    late.extend(frame(6, 0, 0, b"12345678"));
+    c.write_all(&late).await.unwrap();
+    let frames = frames_until(&mut c, 6, 0).await;
+    assert!(
+        frames.iter().all(|f| f.stream != 1 && f.kind != 7),
+        "late frames answered: {frames:?}"
+    );
+    // And a new request on the same connection is served.
+    let mut get = vec![0x82, 0x86, 0x84, 0x41, 9];
+    get.extend_from_slice(b"127.0.0.1");
+    c.write_all(&frame(1, 0x5, 3, &get)).await.unwrap();
+    let head = read_until_frame(&mut c, 1, 3).await;
+    assert_eq!(head[..5], [0x08, 3, b'3', b'0', b'1'], "{head:?}");
 }
 
 /// An HPACK bomb: one 4000-byte entry put in the table, then a header block of ~130 000

@@ -436,8 +436,12 @@ where
         head.version = Version::HTTP_2;
         strip_connection_fields(&mut head.headers);
         let end = body.is_end_stream();
-        if !self.h2.send_headers(id, head.status, &head.headers, end) || end {
+        if !self.h2.send_headers(id, head.status, &head.headers, end) {
             self.open.remove(&id);
+            return;
+        }
+        if end {
+            self.finished(id);
             return;
         }
         self.pumps.push(Pump::new(id, body));
@@ -456,7 +460,7 @@ where
                 Err(f) => match f.into_trailers() {
                     Ok(t) => {
                         self.h2.send_trailers(id, &t);
-                        self.open.remove(&id);
+                        self.finished(id);
                     }
                     Err(_) => self.pumps.push(Pump::new(id, body)),
                 },
@@ -470,7 +474,7 @@ where
             }
             None => {
                 self.h2.send_data(id, &[], true);
-                self.open.remove(&id);
+                self.finished(id);
             }
         }
     }
@@ -499,9 +503,17 @@ where
                 },
             );
         } else if end {
-            self.open.remove(&id);
+            self.finished(id);
         } else {
             self.pumps.push(Pump::new(id, body));
+        }
+    }
+
+    /// The response went whole: the pipeline is done with the stream, and a client still
+    /// sending its request is told to stop (nobody reads the rest).
+    fn finished(&mut self, id: StreamId) {
+        if self.open.remove(&id).is_some() {
+            self.h2.finished_early(id);
         }
     }
 
