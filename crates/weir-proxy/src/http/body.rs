@@ -54,7 +54,8 @@ pub struct PoolReturn {
 /// kind owns the connection's state, the pool return, the slot and the recorder (~410 bytes):
 /// inline, every move of a response through the pipeline and the HTTP/2 server's frame pump
 /// copied it (memcpy per gRPC call 19.5 KB, per HTTP/1 request 15.9 KB; boxed 7.4 and 7.1 KB,
-/// and 6.6 % and 4 % fewer instructions for the one allocation).
+/// and 6.6 % and 4 % fewer instructions with the one allocation; CPU time the same within
+/// the bench's noise, docs/BENCHMARKS.md).
 pub struct ProxyBody(pub(super) Box<Kind>);
 
 // Always boxed (`ProxyBody`): the kinds' sizes do not matter.
