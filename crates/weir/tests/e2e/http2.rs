@@ -307,6 +307,18 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// `:method` as an HPACK static index.
+const GET: u8 = 0x82;
+const POST: u8 = 0x83;
+
+/// A request block's pseudo-fields: `method`, `:scheme` http, `:path` /, and `:authority`
+/// 127.0.0.1 as a literal the table keeps.
+fn pseudo(method: u8) -> Vec<u8> {
+    let mut b = vec![method, 0x86, 0x84, 0x41, 9];
+    b.extend_from_slice(b"127.0.0.1");
+    b
+}
+
 /// Writes `chunk` over and over for up to `total` bytes without reading; how much went
 /// out before weir stopped taking it (closed, or stopped reading: the write stalls).
 async fn flood(addr: SocketAddr, first: &[u8], chunk: &[u8], total: usize) -> usize {
@@ -349,10 +361,7 @@ async fn ping_and_continuation_floods_are_bounded() {
     field.extend_from_slice(b"x-pad");
     field.extend_from_slice(&[0x7f, 0x81, 0x1f]); // length 255 as an HPACK integer (127 + 128)
     field.extend_from_slice(&[b'a'; 255]);
-    let mut headers = vec![0x82, 0x86, 0x84]; // :method GET, :scheme http, :path /
-    headers.extend_from_slice(&[0x41, 9]);
-    headers.extend_from_slice(b"127.0.0.1"); // :authority
-    let first = frame(1, 0, 1, &headers);
+    let first = frame(1, 0, 1, &pseudo(GET));
     let continuation = frame(9, 0, 1, &field);
     let cont_sent = flood(s.plain, &first, &continuation, 64 << 20).await;
     assert!(
@@ -532,8 +541,7 @@ filters = ["away"]
     );
     let _w = Weir::start(&cfg, &[plain]);
     // POST / with :authority 127.0.0.1, the body still to come (no END_STREAM).
-    let mut head = vec![0x83, 0x86, 0x84, 0x41, 9];
-    head.extend_from_slice(b"127.0.0.1");
+    let head = pseudo(POST);
     let mut wire = PREFACE.to_vec();
     wire.extend(frame(4, 0, 0, &[]));
     wire.extend(frame(1, 0x4, 1, &head));
@@ -569,9 +577,7 @@ filters = ["away"]
         "late frames answered: {frames:?}"
     );
     // And a new request on the same connection is served.
-    let mut get = vec![0x82, 0x86, 0x84, 0x41, 9];
-    get.extend_from_slice(b"127.0.0.1");
-    c.write_all(&frame(1, 0x5, 3, &get)).await.unwrap();
+    c.write_all(&frame(1, 0x5, 3, &pseudo(GET))).await.unwrap();
     let head = read_until_frame(&mut c, 1, 3).await;
     assert_eq!(head[..5], [0x08, 3, b'3', b'0', b'1'], "{head:?}");
 }
@@ -585,9 +591,8 @@ async fn an_hpack_bomb_gets_431_and_weir_stays_small() {
     let s = start().await;
     let pid = s.w.child.id();
     let before = rss_kib(pid);
-    let mut block = vec![0x82, 0x86, 0x84, 0x41, 9]; // :method GET, :scheme http, :path /
-    block.extend_from_slice(b"127.0.0.1"); // :authority
-                                           // x: 4000 bytes, indexed (4000 = 127 + 3873 as an HPACK integer).
+    let mut block = pseudo(GET);
+    // x: 4000 bytes, indexed (4000 = 127 + 3873 as an HPACK integer).
     block.extend_from_slice(&[0x40, 0x01, b'x', 0x7f, 0xa1, 0x1e]);
     block.extend(std::iter::repeat_n(b'v', 4000));
     block.extend(std::iter::repeat_n(0xbe, 130_000)); // index 62: that entry
@@ -705,8 +710,7 @@ async fn an_indexed_content_length_still_binds_each_request() {
     wire.extend(frame(4, 0, 0, &[]));
     // :method POST, :scheme http, :path /; :authority and content-length: 3 each added to
     // the table (content-length is index 62 after this block, :authority 63).
-    let mut first = vec![0x83, 0x86, 0x84, 0x41, 9];
-    first.extend_from_slice(b"127.0.0.1");
+    let mut first = pseudo(POST);
     first.extend_from_slice(&[0x5c, 1, b'3']);
     wire.extend(frame(1, 0x4, 1, &first));
     wire.extend(frame(0, 0x1, 1, b"abc"));
