@@ -387,15 +387,6 @@ impl Connection {
         }
     }
 
-    /// The response went whole while the client may still be sending its request: it is
-    /// told to stop (RST_STREAM NO_ERROR, RFC 9113 §8.1), since nobody reads the rest. A
-    /// stream already closed both ways is left alone.
-    pub fn finished_early(&mut self, stream: StreamId) {
-        if self.streams.get(&stream).is_some_and(|s| s.send_closed) {
-            self.reset(stream, Reason::NO_ERROR);
-        }
-    }
-
     /// `n` bytes of the stream's request body were taken: the client may send as many more
     /// (given back in WINDOW_UPDATEs once half a window has been taken).
     pub fn release(&mut self, stream: StreamId, n: usize) {

@@ -436,12 +436,8 @@ where
         head.version = Version::HTTP_2;
         strip_connection_fields(&mut head.headers);
         let end = body.is_end_stream();
-        if !self.h2.send_headers(id, head.status, &head.headers, end) {
+        if !self.h2.send_headers(id, head.status, &head.headers, end) || end {
             self.open.remove(&id);
-            return;
-        }
-        if end {
-            self.finished(id);
             return;
         }
         self.pumps.push(Pump::new(id, body));
@@ -460,7 +456,7 @@ where
                 Err(f) => match f.into_trailers() {
                     Ok(t) => {
                         self.h2.send_trailers(id, &t);
-                        self.finished(id);
+                        self.open.remove(&id);
                     }
                     Err(_) => self.pumps.push(Pump::new(id, body)),
                 },
@@ -474,7 +470,7 @@ where
             }
             None => {
                 self.h2.send_data(id, &[], true);
-                self.finished(id);
+                self.open.remove(&id);
             }
         }
     }
@@ -503,17 +499,9 @@ where
                 },
             );
         } else if end {
-            self.finished(id);
+            self.open.remove(&id);
         } else {
             self.pumps.push(Pump::new(id, body));
-        }
-    }
-
-    /// The response went whole: the pipeline is done with the stream, and a client still
-    /// sending its request is told to stop (nobody reads the rest).
-    fn finished(&mut self, id: StreamId) {
-        if self.open.remove(&id).is_some() {
-            self.h2.finished_early(id);
         }
     }
 
