@@ -249,7 +249,7 @@ impl ForwardAuth {
                 }
             }
         }
-        add_forwarded(h, &cx.conn.client_ip, cx.host(), cx.scheme(), trusted);
+        add_forwarded(h, &cx.conn.forwarding(), cx.host(), trusted);
         // The request's host; HTTP/1.0 may have none, and HTTP/2 needs one.
         let host = cx
             .host

@@ -1,12 +1,12 @@
 //! What a client connection's requests share.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use http::{HeaderName, HeaderValue};
 
 use crate::http::conn_state::ConnState;
-use crate::http::headers::client_ip_value;
+use crate::http::headers::{client_ip_value, forwarded_value, Forwarding};
 use crate::transport::TlsInfo;
 use crate::Shared;
 
@@ -30,6 +30,8 @@ pub struct ConnCtx {
     /// Where the verified client certificate's subject goes upstream (any value
     /// the client sent under that name is removed).
     pub identity_header: Option<HeaderName>,
+    /// This hop's `Forwarded` element, made at the first request (after `tls` is known).
+    forwarded: OnceLock<HeaderValue>,
 }
 
 impl ConnCtx {
@@ -44,6 +46,18 @@ impl ConnCtx {
             state: ConnState::new(),
             tls: None,
             identity_header: None,
+            forwarded: OnceLock::new(),
+        }
+    }
+
+    /// What the upstream is told about the client (`http::headers::add_forwarded`).
+    pub fn forwarding(&self) -> Forwarding<'_> {
+        Forwarding {
+            client: &self.client_ip,
+            forwarded: self
+                .forwarded
+                .get_or_init(|| forwarded_value(&self.client_ip, self.proto())),
+            proto: self.proto(),
         }
     }
 

@@ -41,13 +41,7 @@ pub fn for_upstream<B>(
     // 100 when the body is first read, i.e. once the upstream is connected).
     h.remove(header::EXPECT);
     // A trusted proxy's chain is kept and the peer appended; anyone else's is replaced.
-    add_forwarded(
-        h,
-        &ctx.client_ip,
-        host.as_ref(),
-        ctx.proto(),
-        ctx.trusted.is_some(),
-    );
+    add_forwarded(h, &ctx.forwarding(), host.as_ref(), ctx.trusted.is_some());
     if let Some(name) = &ctx.identity_header {
         h.remove(name);
         let subject = ctx.tls.as_ref().and_then(|t| t.client_subject.as_deref());
