@@ -121,6 +121,10 @@ const READ_SIZE: usize = 16 * 1024;
 /// fast upstream must not make weir gather a whole response in memory before a write.
 const WRITE_HIGH: usize = 256 * 1024;
 
+/// A response body's frames polled as soon as the previous one went (`Loop::pump`), before
+/// it waits in `pumps`: enough for a small answer's DATA and trailers.
+const INLINE_FRAMES: usize = 4;
+
 type Call<'h, B> = Pin<Box<dyn Future<Output = (StreamId, Option<Response<B>>)> + Send + 'h>>;
 type TunnelRun<'h> = Pin<Box<dyn Future<Output = StreamId> + Send + 'h>>;
 
@@ -301,11 +305,13 @@ where
         let mut progress = false;
         while let Poll::Ready(Some((id, resp))) = self.calls.poll_next_unpin(cx) {
             progress = true;
-            self.answer(id, resp);
+            self.answer(cx, id, resp);
         }
         while let Poll::Ready(Some((id, body, frame))) = self.pumps.poll_next_unpin(cx) {
             progress = true;
-            self.frame(id, body, frame);
+            if let Some(body) = self.frame(id, body, frame) {
+                self.pump(cx, id, body);
+            }
         }
         while let Poll::Ready(Some(id)) = self.tunnels.poll_next_unpin(cx) {
             progress = true;
@@ -414,7 +420,7 @@ where
     }
 
     /// The pipeline's answer to a stream (`None`: the client reset the stream first).
-    fn answer(&mut self, id: StreamId, resp: Option<Response<H::Body>>) {
+    fn answer(&mut self, cx: &mut Context<'_>, id: StreamId, resp: Option<Response<H::Body>>) {
         let (Some(resp), Some(open)) = (resp, self.open.get(&id)) else {
             return;
         };
@@ -440,25 +446,44 @@ where
             self.open.remove(&id);
             return;
         }
+        self.pump(cx, id, body);
+    }
+
+    /// Sends a response body's frames as they are ready, polling it here first: a small
+    /// answer's body is usually in memory already, and goes out in this pass without a
+    /// `Pump` (an allocation and a trip through `pumps` per frame). Bounded so that one
+    /// body cannot hold the loop; what is not ready waits in `pumps`.
+    fn pump(&mut self, cx: &mut Context<'_>, id: StreamId, mut body: H::Body) {
+        for _ in 0..INLINE_FRAMES {
+            match Pin::new(&mut body).poll_frame(cx) {
+                Poll::Ready(frame) => match self.frame(id, body, frame) {
+                    Some(more) => body = more,
+                    None => return,
+                },
+                Poll::Pending => break,
+            }
+        }
         self.pumps.push(Pump::new(id, body));
     }
 
-    /// A response body's next frame.
-    fn frame(&mut self, id: StreamId, body: H::Body, frame: PumpFrame<H::Body>) {
+    /// A response body's next frame; the body back when it has more to send.
+    #[must_use]
+    fn frame(&mut self, id: StreamId, body: H::Body, frame: PumpFrame<H::Body>) -> Option<H::Body> {
         match frame {
             Some(Ok(f)) => match f.into_data() {
                 // The body's last DATA frame carries END_STREAM when the body knows it is
                 // done (a Content-Length met): no empty frame after it.
                 Ok(data) => {
                     let end = body.is_end_stream();
-                    self.send(id, body, data, end);
+                    self.send(id, body, data, end)
                 }
                 Err(f) => match f.into_trailers() {
                     Ok(t) => {
                         self.h2.send_trailers(id, &t);
                         self.open.remove(&id);
+                        None
                     }
-                    Err(_) => self.pumps.push(Pump::new(id, body)),
+                    Err(_) => Some(body),
                 },
             },
             Some(Err(e)) => {
@@ -467,20 +492,24 @@ where
                 debug!("HTTP/2 response body cut: {e}");
                 self.h2.reset(id, Reason::INTERNAL_ERROR);
                 self.open.remove(&id);
+                None
             }
             None => {
                 self.h2.send_data(id, &[], true);
                 self.open.remove(&id);
+                None
             }
         }
     }
 
-    /// Sends what the window allows; the rest waits (`blocked`).
-    fn send(&mut self, id: StreamId, body: H::Body, data: Bytes, end: bool) {
+    /// Sends what the window allows; the rest waits (`blocked`). The body back when the
+    /// data went whole and more is to come.
+    #[must_use]
+    fn send(&mut self, id: StreamId, body: H::Body, data: Bytes, end: bool) -> Option<H::Body> {
         if !self.h2.is_sending(id) {
             // Reset meanwhile: the body is dropped.
             self.open.remove(&id);
-            return;
+            return None;
         }
         let n = self.h2.send_data(id, &data, end);
         if n < data.len() {
@@ -498,10 +527,12 @@ where
                     since,
                 },
             );
+            None
         } else if end {
             self.open.remove(&id);
+            None
         } else {
-            self.pumps.push(Pump::new(id, body));
+            Some(body)
         }
     }
 
@@ -510,7 +541,9 @@ where
             // Kept as it was if nothing goes: `send` puts it back with its time.
             let since = b.since;
             let n_before = b.rest.len();
-            self.send(id, b.body, b.rest, b.end);
+            if let Some(body) = self.send(id, b.body, b.rest, b.end) {
+                self.pumps.push(Pump::new(id, body));
+            }
             if let Some(again) = self.blocked.get_mut(&id) {
                 if again.rest.len() == n_before {
                     again.since = since;
