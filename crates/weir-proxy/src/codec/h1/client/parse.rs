@@ -9,12 +9,13 @@ use crate::codec::h1::common::spans::{offset, Spans};
 use bytes::{Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, UPGRADE};
 use http::response::Parts;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version};
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, Version};
 
 use super::error::Error;
 use super::{MAX_HEAD, MAX_HEADERS};
 use crate::codec::h1::common::decode::Decoder;
 use crate::codec::h1::common::fields::{add_length, fold_connection, trim};
+use crate::codec::h1::common::names::header_name;
 
 pub(super) struct Head {
     pub parts: Parts,
@@ -159,8 +160,7 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
     // filter's fields), so adding them does not regrow the map.
     let mut map = HeaderMap::with_capacity(count + ANSWER_FIELDS);
     for (name, value) in spans.iter() {
-        let name = HeaderName::from_bytes(&head[name])
-            .map_err(|_| Error::Protocol("invalid header name"))?;
+        let name = header_name(&head[name]).map_err(|_| Error::Protocol("invalid header name"))?;
         let value = head.slice(value);
         if name == CONTENT_LENGTH {
             has_length = true;

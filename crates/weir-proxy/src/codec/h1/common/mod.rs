@@ -5,4 +5,5 @@
 pub mod date;
 pub mod decode;
 pub mod fields;
+pub mod names;
 pub mod spans;

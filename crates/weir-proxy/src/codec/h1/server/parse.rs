@@ -16,12 +16,13 @@ use crate::codec::h1::common::spans::{offset, Spans};
 use bytes::BytesMut;
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING};
 use http::request::Parts;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri, Version};
+use http::{HeaderMap, HeaderValue, Method, Request, Uri, Version};
 
 use super::error::ParseError;
 use super::{MAX_HEADERS, MAX_URI_LEN};
 use crate::codec::h1::common::decode::Decoder;
 use crate::codec::h1::common::fields::{digits, fold_connection, trim};
+use crate::codec::h1::common::names::header_name;
 
 pub(crate) struct Head {
     pub parts: Parts,
@@ -114,7 +115,7 @@ pub(crate) fn parse(buf: &mut BytesMut, max_head: usize) -> Result<Option<Head>,
     // later rehashes it (twice per new connection, in callgrind).
     map.reserve(count + FORWARD_FIELDS);
     for (name, value) in spans.iter() {
-        let name = HeaderName::from_bytes(&head[name])
+        let name = header_name(&head[name])
             .map_err(|_| ParseError::Syntax(httparse::Error::HeaderName))?;
         let value = head.slice(value);
         if name == CONTENT_LENGTH {
