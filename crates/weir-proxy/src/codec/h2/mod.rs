@@ -7,7 +7,7 @@
 //! shares between the connection's loop and the pipeline, `request_body.rs` the request
 //! body on it. WebSocket over HTTP/2 (RFC 8441): `websocket.rs` makes an extended CONNECT
 //! into the HTTP/1.1 upgrade the pipeline proxies, `tunnel.rs` is the stream as the bytes
-//! the relay moves.
+//! the relay moves. `inbox.rs` is the small queue a request body's DATA waits in.
 //!
 //! Client side (h2c and h2 pools), on weir's own connection (`weir_h2::client`):
 //! `client.rs` is one upstream connection shared by streams and the task that reads and
@@ -17,6 +17,7 @@
 pub mod body;
 pub mod client;
 pub mod exchange;
+pub mod inbox;
 pub mod io;
 pub mod pump;
 pub mod request_body;

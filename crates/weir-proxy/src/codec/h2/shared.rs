@@ -17,6 +17,8 @@ use http::HeaderMap;
 use weir_h2::frame::StreamId;
 use weir_h2::Reason;
 
+use super::inbox::Inbox;
+
 /// The connection loop's side: its waker, and the streams that have something for it.
 #[derive(Default)]
 pub struct ConnShared {
@@ -61,7 +63,7 @@ const OUT_MAX: usize = 64 * 1024;
 #[derive(Default)]
 struct State {
     /// Request body (or tunnel) bytes received, not yet taken.
-    data: VecDeque<Bytes>,
+    data: Inbox<Bytes>,
     trailers: Option<HeaderMap>,
     /// END_STREAM received.
     ended: bool,
