@@ -50,6 +50,8 @@ impl Proxy {
                 let Some(rt) = swapped.get(&t.pool.name) else {
                     continue;
                 };
+                // The old snapshot keeps its own.
+                let t = Arc::make_mut(t);
                 let route = t.route.clone().unwrap_or_else(|| "".into());
                 t.metrics = target_metrics(registry, &l.name, &route, rt);
                 t.pool = rt.clone();

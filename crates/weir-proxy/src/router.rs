@@ -45,16 +45,16 @@ pub struct TargetMetrics {
 #[derive(Debug, Default, Clone)]
 struct Paths {
     /// Sorted by prefix length, longest first, so the first match is the longest.
-    entries: Vec<(Box<str>, Target)>,
+    entries: Vec<(Box<str>, Arc<Target>)>,
 }
 
 impl Paths {
     fn insert(&mut self, prefix: &str, target: Target) {
-        self.entries.push((prefix.into(), target));
+        self.entries.push((prefix.into(), Arc::new(target)));
         self.entries.sort_by_key(|e| std::cmp::Reverse(e.0.len()));
     }
 
-    fn lookup(&self, path: &str) -> Option<&Target> {
+    fn lookup(&self, path: &str) -> Option<&Arc<Target>> {
         self.entries
             .iter()
             .find(|(p, _)| path.starts_with(&**p))
@@ -68,13 +68,13 @@ pub struct RouteTable {
     /// `(".foo.com", paths)`, longest suffix first.
     suffixes: Vec<(Box<str>, Paths)>,
     any_host: Paths,
-    default: Option<Target>,
+    default: Option<Arc<Target>>,
 }
 
 impl RouteTable {
     pub fn new(default: Option<Target>) -> Self {
         RouteTable {
-            default,
+            default: default.map(Arc::new),
             ..Default::default()
         }
     }
@@ -107,12 +107,12 @@ impl RouteTable {
             .values()
             .chain(self.suffixes.iter().map(|(_, p)| p))
             .chain(std::iter::once(&self.any_host))
-            .flat_map(|p| p.entries.iter().map(|(_, t)| t))
-            .chain(self.default.iter())
+            .flat_map(|p| p.entries.iter().map(|(_, t)| &**t))
+            .chain(self.default.as_deref())
     }
 
     /// Every target, to repoint (`pool_update.rs`); the lookup order does not change.
-    pub fn targets_mut(&mut self) -> impl Iterator<Item = &mut Target> {
+    pub fn targets_mut(&mut self) -> impl Iterator<Item = &mut Arc<Target>> {
         self.exact
             .values_mut()
             .chain(self.suffixes.iter_mut().map(|(_, p)| p))
@@ -122,8 +122,9 @@ impl RouteTable {
     }
 
     /// `host` as the client sent it (any case, maybe with a port); `path`
-    /// without the query.
-    pub fn lookup(&self, host: Option<&str>, path: &str) -> Option<&Target> {
+    /// without the query. A request holds the target it found (one shared count, where
+    /// cloning its parts was seven, each an atomic operation to take and one to drop).
+    pub fn lookup(&self, host: Option<&str>, path: &str) -> Option<&Arc<Target>> {
         if let Some(host) = host.map(strip_port) {
             let lowered;
             let host = if host.bytes().any(|b| b.is_ascii_uppercase()) {

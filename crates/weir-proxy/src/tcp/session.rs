@@ -52,7 +52,7 @@ pub async fn serve(
     client: Client,
     addrs: Addrs,
     listener: Arc<str>,
-    target: Target,
+    target: Arc<Target>,
     idle_timeout: Duration,
     kill: CancellationToken,
 ) {
@@ -61,7 +61,7 @@ pub async fn serve(
         pool,
         metrics,
         ..
-    } = target;
+    } = Target::clone(&target);
     // One timer for the whole session: the connect timeout, then idle.
     let peer = addrs.client;
     let timer = tokio::time::sleep(pool.connect_timeout);

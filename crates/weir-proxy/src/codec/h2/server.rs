@@ -343,10 +343,11 @@ where
                 let gone = shared.clone();
                 self.calls.push(Box::pin(async move {
                     let mut call = pin!(handler.call(req));
+                    let mut registered = false;
                     let resp = poll_fn(|cx| match call.as_mut().poll(cx) {
                         Poll::Ready(r) => Poll::Ready(Some(r)),
                         // Reset by the client: the request is cancelled with the future.
-                        Poll::Pending if gone.poll_gone(cx) => Poll::Ready(None),
+                        Poll::Pending if gone.poll_gone(cx, &mut registered) => Poll::Ready(None),
                         Poll::Pending => Poll::Pending,
                     })
                     .await;

@@ -8,6 +8,7 @@
 //! stream's frames at once.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
@@ -85,6 +86,8 @@ pub struct Shared {
     pub id: StreamId,
     conn: Arc<ConnShared>,
     state: Mutex<State>,
+    /// Set with `State::gone`: the call looks here each time it waits, without the lock.
+    gone: AtomicBool,
 }
 
 impl Shared {
@@ -96,6 +99,7 @@ impl Shared {
                 ended,
                 ..State::default()
             }),
+            gone: AtomicBool::new(false),
         })
     }
 
@@ -125,6 +129,7 @@ impl Shared {
     pub fn gone(&self, why: Reason) {
         let mut s = self.state.lock().unwrap();
         s.gone.get_or_insert(why);
+        self.gone.store(true, Ordering::Release);
         for w in [s.reader.take(), s.caller.take(), s.writer.take()]
             .into_iter()
             .flatten()
@@ -164,8 +169,17 @@ impl Shared {
         (taken, end)
     }
 
-    /// Whether the pipeline's call should stop: the stream is gone. Registers the caller.
-    pub fn poll_gone(&self, cx: &Context<'_>) -> bool {
+    /// Whether the pipeline's call should stop: the stream is gone. Registers the caller
+    /// the first time (`registered`, kept by the call: its waker stays the same, and a lock
+    /// per wait was two atomic operations each time the call waited).
+    pub fn poll_gone(&self, cx: &Context<'_>, registered: &mut bool) -> bool {
+        if self.gone.load(Ordering::Acquire) {
+            return true;
+        }
+        if *registered {
+            return false;
+        }
+        *registered = true;
         let mut s = self.state.lock().unwrap();
         if s.gone.is_some() {
             return true;

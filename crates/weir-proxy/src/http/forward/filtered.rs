@@ -27,23 +27,23 @@ pub struct Filtered<'a> {
 pub type Answer = (Box<Response<ProxyBody>>, Reason);
 
 impl<'a> Filtered<'a> {
-    /// The route's chain, when it has one, taken out of `routed` (the exchange does not need
-    /// it, and a clone is a shared count).
+    /// The route's chain, when it has one.
     pub fn start(
         ctx: &'a ConnCtx,
         req: &Request<ClientBody>,
-        routed: &mut Routed,
+        routed: &Routed,
         acct: &Accounting,
         grpc: bool,
         start: Instant,
     ) -> Option<Box<Filtered<'a>>> {
-        if routed.filters.is_empty() {
+        let filters = &routed.target.filters;
+        if filters.is_empty() {
             return None;
         }
         let client = acct.client.unwrap_or(ctx.client).ip();
-        let reads = routed.filters.reads();
+        let reads = filters.reads();
         Some(Box::new(Filtered {
-            chain: std::mem::take(&mut routed.filters),
+            chain: filters.clone(),
             cx: Cx::new(ctx, client, req, routed.host.as_ref(), reads, grpc, start),
         }))
     }

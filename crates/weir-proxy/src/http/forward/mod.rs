@@ -48,6 +48,7 @@ use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::http::grpc;
 use crate::http::tries::{self, Attempts, Ended};
+use crate::router::Target;
 use crate::upstream::upbody::prepare;
 
 use accounting::Accounting;
@@ -94,16 +95,16 @@ async fn forward(
         Err(reason) => return error_response(reason),
     };
     // HSTS only means something over TLS (browsers ignore it on plain HTTP).
-    let hsts = routed.hsts.clone().filter(|_| ctx.tls.is_some());
-    let mut filtered = Filtered::start(ctx, &req, &mut routed, acct, grpc, start);
+    let hsts = routed.target.hsts.clone().filter(|_| ctx.tls.is_some());
+    let mut filtered = Filtered::start(ctx, &req, &routed, acct, grpc, start);
     let answer = match &mut filtered {
         Some(f) => f.request(&mut req, &mut routed).await,
         None => None,
     };
     let mut resp = match answer {
         Some((resp, reason)) => {
-            acct.routed(routed.route.as_deref(), &routed.pool);
-            acct.count_as(&routed.metrics, None, Some(reason));
+            acct.routed(routed.target.route.as_deref(), &routed.target.pool);
+            acct.count_as(&routed.target.metrics, None, Some(reason));
             *resp
         }
         None => proxy(ctx, req, routed, start, grpc, acct).await,
@@ -130,16 +131,19 @@ async fn proxy(
         listener,
         host,
         upstream_host,
+        target,
+    } = routed;
+    let Target {
         route,
         pool,
         metrics,
         ..
-    } = routed;
+    } = &*target;
 
     let upgrade = crate::http::upgrade::asked(&req);
     rewrite::for_upstream(&mut req, ctx, host, upstream_host, upgrade);
     let client = acct.client.unwrap_or(ctx.client);
-    let key = keys::pick_key(&pool, &req, client);
+    let key = keys::pick_key(pool, &req, client);
     let w = Where {
         listener: &listener,
         route: route.as_deref(),
@@ -158,13 +162,13 @@ async fn proxy(
             // A body that breaks its framing (a bad chunk size) is the
             // client's mistake: 400; one that stops short, a client gone.
             let reason = e.reason();
-            acct.count_as(&metrics, None, Some(reason));
+            acct.count_as(metrics, None, Some(reason));
             return fail(reason, &w, &format!("reading the request body: {e}"));
         }
     };
-    acct.routed(route.as_deref(), &pool);
+    acct.routed(route.as_deref(), pool);
     let ended = tries::run(Attempts {
-        pool: &pool,
+        pool,
         key,
         parts,
         body,
@@ -180,8 +184,8 @@ async fn proxy(
             endpoint,
             info,
         } => {
-            acct.tried(&info, start, &pool, Some(endpoint));
-            acct.count_as(&metrics, Some(endpoint), None);
+            acct.tried(&info, start, pool, Some(endpoint));
+            acct.count_as(metrics, Some(endpoint), None);
             resp
         }
         Ended::Failed {
@@ -190,14 +194,14 @@ async fn proxy(
             info,
         } => {
             let index = endpoint.as_ref().map(|e| e.1);
-            acct.tried(&info, start, &pool, index);
+            acct.tried(&info, start, pool, index);
             let reason = Ended::reason(&error, &info);
-            acct.count_as(&metrics, index, Some(reason));
+            acct.count_as(metrics, index, Some(reason));
             let w = Where {
                 endpoint: endpoint.as_ref().map(|e| &*e.0),
                 ..w
             };
-            tries_failed(&pool, reason, &error, info.retries, &w)
+            tries_failed(pool, reason, &error, info.retries, &w)
         }
     }
 }

@@ -10,10 +10,8 @@ use super::accounting::Accounting;
 use super::ctx::ConnCtx;
 use super::fail::{log, Where};
 use super::host::request_host;
-use crate::filter::Chain;
-use crate::pool::PoolRt;
 use crate::reason::Reason;
-use crate::router::TargetMetrics;
+use crate::router::Target;
 
 /// A routed request: what the rest of its way needs from the snapshot.
 pub struct Routed {
@@ -23,11 +21,8 @@ pub struct Routed {
     pub host: Option<HeaderValue>,
     /// The Host sent upstream instead, when a filter rewrote it.
     pub upstream_host: Option<HeaderValue>,
-    pub route: Option<Arc<str>>,
-    pub pool: Arc<PoolRt>,
-    pub metrics: TargetMetrics,
-    pub hsts: Option<HeaderValue>,
-    pub filters: Chain,
+    /// The route (or default) it matched: its name, pool, metrics, `hsts` and filters.
+    pub target: Arc<Target>,
 }
 
 /// Routes the request, or says why not (400 without a valid host, 404
@@ -48,11 +43,7 @@ pub fn route<B>(ctx: &ConnCtx, req: &Request<B>, acct: &mut Accounting) -> Resul
     match l.routes.lookup(host, req.uri().path()) {
         Some(t) => Ok(Routed {
             listener: l.name.clone(),
-            route: t.route.clone(),
-            pool: t.pool.clone(),
-            metrics: t.metrics.clone(),
-            hsts: t.hsts.clone(),
-            filters: t.filters.clone(),
+            target: t.clone(),
             host: host_hdr,
             upstream_host: None,
         }),
