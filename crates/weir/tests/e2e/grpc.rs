@@ -111,6 +111,57 @@ async fn unary_and_streaming_calls_with_trailers_and_statuses() {
     assert_eq!(trailers.get("x-echo-trailer").unwrap(), "t2");
 }
 
+/// Response-head deadlines on one upstream HTTP/2 connection are kept by its task, on one
+/// timer armed at the earliest: a call with a short deadline (grpc-timeout 300 ms) times
+/// out long before the pool's `response_timeout` (6 s) while a slower call waits on the
+/// same connection, a second short one after it too; a call past the pool's own deadline
+/// ends with it; the slow one that fits its deadline is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn head_deadlines_on_one_connection_each_end_their_own_call() {
+    let up = GrpcUpstream::spawn("a").await.unwrap();
+    let (_w, listen) = front(&[&up], "response_timeout = \"6s\"");
+    let raw = grpc_client_raw(listen).unwrap();
+    let call = |delay_ms: u64, deadline: Option<Duration>| {
+        let mut c = raw.clone();
+        async move {
+            let mut req = Request::new(EchoRequest {
+                delay_ms,
+                ..msg("x")
+            });
+            if let Some(d) = deadline {
+                req.set_timeout(d);
+            }
+            let started = Instant::now();
+            (c.unary(req).await, started.elapsed())
+        }
+    };
+    let timed_out = |r: Result<_, weir_testkit::grpc::tonic::Status>| {
+        let status = r.unwrap_err();
+        assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+        assert_eq!(status.message(), "upstream_timeout");
+    };
+    // Answered at 1.2 s, within the pool's 6 s.
+    let slow = tokio::spawn(call(1_200, None));
+    // Both open after it, on the same connection, with deadlines far earlier than its:
+    // each ends at its own (a timer left armed for the pool's would hold it 6 s).
+    for _ in 0..2 {
+        let (short, took) = call(10_000, Some(Duration::from_millis(300))).await;
+        timed_out(short);
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+    let (slow, _) = slow.await.unwrap();
+    assert_eq!(
+        slow.unwrap().get_ref().message,
+        "x",
+        "the slow call is answered"
+    );
+    // Past the pool's response_timeout: ended by weir at 6 s, not the backend at 10 s.
+    let (late, took) = call(10_000, None).await;
+    timed_out(late);
+    assert!(took >= Duration::from_secs(6), "{took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
 fn tokio_stream_of(v: Vec<EchoRequest>) -> impl futures_util::Stream<Item = EchoRequest> {
     futures_util::stream::iter(v)
 }

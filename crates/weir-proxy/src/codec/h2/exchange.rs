@@ -82,6 +82,7 @@ impl From<&Failure> for Error {
             Failure::Refused => Error::Refused,
             Failure::Lost(why) => Error::Connection(why.clone()),
             Failure::Unsent(why) => Error::Unsent(why.clone()),
+            Failure::TimedOut => Error::Timeout,
         }
     }
 }
@@ -194,6 +195,11 @@ where
                 slot.pending_end = true;
             }
         }
+        if matches!(payload, Payload::Bytes(_)) || empty {
+            // The request is out with this write: its head's deadline is the connection
+            // task's to keep. A body still to stream keeps its own timer (`wait_head`).
+            st.head_deadline(&mut slot, timer.after(timer.started));
+        }
         st.slots.insert(id, slot);
         if let Some(w) = st.output_waker() {
             w.wake();
@@ -233,18 +239,20 @@ where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
 {
-    let deadline = match pump {
-        None => Some(timer.after(timer.started)),
-        Some(_) => timer.cap,
-    };
-    let sleep = tokio::time::sleep_until(deadline.unwrap_or_else(far).into());
-    tokio::pin!(sleep);
+    // Without a body to stream, the connection's task keeps the deadline (`Slot::deadline`).
+    let mut sleep = pump.is_some().then(|| {
+        Box::pin(tokio::time::sleep_until(
+            timer.cap.unwrap_or_else(far).into(),
+        ))
+    });
     poll_fn(|cx| {
         if let Some(p) = pump {
             match p.poll(cx, opened) {
                 Poll::Ready(Ok(())) => {
                     *pump = None;
-                    sleep.as_mut().reset(timer.after(Instant::now()).into());
+                    if let Some(s) = sleep.as_mut() {
+                        s.as_mut().reset(timer.after(Instant::now()).into());
+                    }
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => {}
@@ -264,9 +272,9 @@ where
             }
             wait(slot, cx);
         }
-        match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Error::Timeout)),
-            Poll::Pending => Poll::Pending,
+        match sleep.as_mut().map(|s| s.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Err(Error::Timeout)),
+            _ => Poll::Pending,
         }
     })
     .await
