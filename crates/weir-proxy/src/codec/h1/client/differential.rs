@@ -15,6 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::{parse, send, Connection, Payload};
 use crate::codec::h1::common::decode::Decoder;
+use crate::codec::h1::common::fields::only_persistence;
 
 /// What a client made of a response.
 #[derive(Debug, PartialEq)]
@@ -130,8 +131,12 @@ fn request(method: &str) -> Request<Empty<Bytes>> {
         .unwrap()
 }
 
+/// The fields, but a `Connection` line that says only `close` or `keep-alive`: weir's codec
+/// reads it and leaves it out of the map (`fold_connection`), where hyper keeps it; both
+/// drop it before the response goes on, as a hop-by-hop field.
 fn headers(h: &HeaderMap) -> Vec<(String, Vec<u8>)> {
     h.iter()
+        .filter(|(k, v)| *k != http::header::CONNECTION || !only_persistence(v.as_bytes()))
         .map(|(k, v)| (k.as_str().to_owned(), v.as_bytes().to_vec()))
         .collect()
 }

@@ -171,8 +171,8 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
             }
         } else if name == TRANSFER_ENCODING {
             te = Some(value.clone());
-        } else if name == CONNECTION {
-            fold_connection(&value, &mut keep_alive, &mut saw_close);
+        } else if name == CONNECTION && fold_connection(&value, &mut keep_alive, &mut saw_close) {
+            continue;
         }
         // SAFETY: httparse accepted the value, so it holds only HTAB, SP,
         // visible ASCII and obs-text: exactly what a HeaderValue may hold.

@@ -90,14 +90,38 @@ pub fn has_token(value: &[u8], token: &str) -> bool {
 
 /// Folds one `Connection` line into whether the connection stays open
 /// (`keep_alive` starts as the version's default). Once a line asks to
-/// close, no later one undoes it.
-pub fn fold_connection(value: &[u8], keep_alive: &mut bool, saw_close: &mut bool) {
-    if *saw_close || has_token(value, "close") {
+/// close, no later one undoes it. True when the line says nothing but that
+/// (`close`, `keep-alive`): the codec has then read all it means, and the
+/// parsers leave it out of the head's map, which saves hashing it in and
+/// the hop-by-hop pass taking it out again on every response from an upstream
+/// that announces keep-alive (nginx does). A line naming other fields stays,
+/// so those are removed with it (`http::headers::strip_hop_by_hop`).
+pub fn fold_connection(value: &[u8], keep_alive: &mut bool, saw_close: &mut bool) -> bool {
+    let (mut close, mut keep, mut other) = (false, false, false);
+    for t in value.split(|&b| b == b',').map(trim) {
+        if t.eq_ignore_ascii_case(b"close") {
+            close = true;
+        } else if t.eq_ignore_ascii_case(b"keep-alive") {
+            keep = true;
+        } else if !t.is_empty() {
+            other = true;
+        }
+    }
+    if *saw_close || close {
         *saw_close = true;
         *keep_alive = false;
     } else if !*keep_alive {
-        *keep_alive = has_token(value, "keep-alive");
+        *keep_alive = keep;
     }
+    !other
+}
+
+/// Whether a `Connection` line says nothing but `close` or `keep-alive` (the parsers
+/// leave such a line out of the map; the differential tests compare around it).
+#[cfg(test)]
+pub fn only_persistence(value: &[u8]) -> bool {
+    let (mut keep_alive, mut saw_close) = (true, false);
+    fold_connection(value, &mut keep_alive, &mut saw_close)
 }
 
 #[cfg(test)]

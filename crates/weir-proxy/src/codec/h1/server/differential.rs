@@ -16,6 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{run, DrainFlags, Handler, ReqBody};
+use crate::codec::h1::common::fields::only_persistence;
 use crate::transport::ClientStream;
 
 /// What the handler saw of one request.
@@ -95,9 +96,12 @@ where
     B: http_body::Body<Data = Bytes>,
 {
     let (p, body) = req.into_parts();
+    // weir's parser leaves out a `Connection` line that says only close or keep-alive
+    // (`fold_connection`); hyper keeps it. Neither goes upstream.
     let fields = p
         .headers
         .iter()
+        .filter(|(n, v)| *n != http::header::CONNECTION || !only_persistence(v.as_bytes()))
         .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
         .collect();
     let body = match body.collect().await {

@@ -146,8 +146,8 @@ pub(crate) fn parse(buf: &mut BytesMut, max_head: usize) -> Result<Option<Head>,
                     framing.other_codings = true;
                 }
             }
-        } else if name == CONNECTION {
-            fold_connection(&value, &mut keep_alive, &mut saw_close);
+        } else if name == CONNECTION && fold_connection(&value, &mut keep_alive, &mut saw_close) {
+            continue;
         } else if name == EXPECT {
             expect_continue = value.eq_ignore_ascii_case(b"100-continue");
         } else if name == HOST && !valid_host(&value) {
