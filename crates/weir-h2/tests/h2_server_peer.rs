@@ -93,6 +93,7 @@ async fn requests_with_bodies_and_answers_larger_than_the_windows() {
                     path: path.as_bytes(),
                 },
                 &h,
+                [],
                 false,
             )
             .unwrap();
@@ -106,6 +107,7 @@ async fn requests_with_bodies_and_answers_larger_than_the_windows() {
             path: b"/",
         },
         &HeaderMap::new(),
+        [],
         true,
     );
     assert_eq!(full, Err(OpenError::Full));

@@ -244,11 +244,13 @@ impl Connection {
 
     /// Opens a stream with a request head. The HTTP/1 fields that describe a connection
     /// (RFC 9113 §8.2.2) and `host` (said by `:authority`) are left out of `headers`, as is
-    /// `te` unless it is `trailers`.
-    pub fn send_request(
+    /// `te` unless it is `trailers`. `extra`: fields (lower-case names, valid values) sent
+    /// after `headers`' own, as they are.
+    pub fn send_request<'n, 'v>(
         &mut self,
         target: Target<'_>,
         headers: &HeaderMap,
+        extra: impl IntoIterator<Item = (&'n str, &'v [u8])>,
         end_stream: bool,
     ) -> Result<StreamId, OpenError> {
         if self.closed {
@@ -280,6 +282,9 @@ impl Connection {
                     value.is_sensitive(),
                 );
             }
+        }
+        for (name, value) in extra {
+            encode::field(b, name.as_bytes(), value, false);
         }
         write::headers(&mut self.out, id, b, end_stream, self.peer_max_frame);
         let mut s = Stream::new(self.peer_initial_window, self.cfg.stream_window);

@@ -90,7 +90,8 @@ fn a_request_and_its_answer_go_both_ways_with_body_and_trailers() {
     ] {
         h.insert(n, HeaderValue::from_static("x"));
     }
-    let id = c.send_request(TARGET, &h, false).unwrap();
+    let extra: [(&str, &[u8]); 1] = [("x-forwarded-for", b"192.0.2.1")];
+    let id = c.send_request(TARGET, &h, extra, false).unwrap();
     assert_eq!(id, 1);
     assert_eq!(c.send_data(id, b"hello", true), 5);
     pump(&mut c, &mut s);
@@ -106,7 +107,9 @@ fn a_request_and_its_answer_go_both_ways_with_body_and_trailers() {
     assert_eq!(head.headers["content-type"], "application/grpc");
     assert_eq!(head.headers["te"], "trailers");
     let names: Vec<&str> = head.headers.keys().map(|n| n.as_str()).collect();
-    assert_eq!(names, ["content-type", "te"]);
+    // The extra fields after the map's.
+    assert_eq!(names, ["content-type", "te", "x-forwarded-for"]);
+    assert_eq!(head.headers["x-forwarded-for"], "192.0.2.1");
     assert!(
         matches!(&got[1], server::Event::Data { data, end_stream: true, .. } if &data[..] == b"hello")
     );
@@ -132,7 +135,7 @@ fn a_request_and_its_answer_go_both_ways_with_body_and_trailers() {
 #[test]
 fn informational_heads_are_skipped_and_101_is_refused() {
     let mut c = alone(&[]);
-    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     let early = response_block(&[(":status", "103"), ("link", "</a>")]);
     feed(&mut c, |w| {
         write::headers(w, id, &early, false, DEFAULT_MAX_FRAME)
@@ -148,7 +151,7 @@ fn informational_heads_are_skipped_and_101_is_refused() {
         matches!(&events(&mut c)[..], [Event::Response { head, end_stream: true, .. }] if head.status == 204)
     );
 
-    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     let switching = response_block(&[(":status", "101")]);
     feed(&mut c, |w| {
         write::headers(w, id, &switching, false, DEFAULT_MAX_FRAME)
@@ -168,7 +171,7 @@ fn malformed_responses_reset_their_stream_only() {
         &[(":status", "200"), ("transfer-encoding", "chunked")],
     ] {
         let mut c = alone(&[]);
-        let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+        let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
         let b = response_block(fields);
         feed(&mut c, |w| {
             write::headers(w, id, &b, false, DEFAULT_MAX_FRAME)
@@ -186,11 +189,11 @@ fn malformed_responses_reset_their_stream_only() {
 #[test]
 fn data_must_follow_a_head_and_add_up_to_content_length() {
     let mut c = alone(&[]);
-    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     feed(&mut c, |w| write::data(w, id, b"early", false)).unwrap();
     assert_eq!(reset_code(&mut c, id), Some(Reason::PROTOCOL_ERROR));
 
-    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     let b = response_block(&[(":status", "200"), ("content-length", "3")]);
     feed(&mut c, |w| {
         write::headers(w, id, &b, false, DEFAULT_MAX_FRAME);
@@ -215,15 +218,15 @@ fn data_must_follow_a_head_and_add_up_to_content_length() {
 #[test]
 fn goaway_refuses_the_streams_above_its_last_id_and_new_ones() {
     let mut c = alone(&[]);
-    let a = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
-    let b = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let a = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
+    let b = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     feed(&mut c, |w| write::goaway(w, a, Reason::NO_ERROR, b"")).unwrap();
     assert!(
         matches!(&events(&mut c)[..], [Event::GoAway { last_stream, code: Reason::NO_ERROR }] if *last_stream == a)
     );
     assert_eq!(c.open_streams(), 1, "{b} is gone, {a} runs on");
     assert_eq!(
-        c.send_request(TARGET, &HeaderMap::new(), true),
+        c.send_request(TARGET, &HeaderMap::new(), [], true),
         Err(OpenError::GoingAway)
     );
 }
@@ -236,9 +239,11 @@ fn the_servers_stream_limit_and_windows_are_kept() {
         (Setting::InitialWindowSize, 4),
     ]);
     assert_eq!(c.peer_max_streams(), 1);
-    let id = c.send_request(TARGET, &HeaderMap::new(), false).unwrap();
+    let id = c
+        .send_request(TARGET, &HeaderMap::new(), [], false)
+        .unwrap();
     assert_eq!(
-        c.send_request(TARGET, &HeaderMap::new(), true),
+        c.send_request(TARGET, &HeaderMap::new(), [], true),
         Err(OpenError::Full)
     );
     assert_eq!(c.send_data(id, b"abcdef", true), 4);
@@ -256,7 +261,7 @@ fn a_response_header_list_past_the_limit_resets_the_stream_and_keeps_nothing() {
         ..Config::default()
     });
     feed(&mut c, |w| write::settings(w, &[])).unwrap();
-    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     let big = "x".repeat(2000);
     let b = response_block(&[(":status", "200"), ("big", &big)]);
     feed(&mut c, |w| {
@@ -270,7 +275,7 @@ fn a_response_header_list_past_the_limit_resets_the_stream_and_keeps_nothing() {
 fn a_server_breaking_the_connection_rules_gets_goaway() {
     // Push is disabled.
     let mut c = alone(&[]);
-    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     let mut w = Vec::new();
     write::head(&mut w, 4, crate::frame::kind::PUSH_PROMISE, 0x4, id);
     w.extend_from_slice(&2u32.to_be_bytes());
@@ -295,7 +300,7 @@ fn a_server_breaking_the_connection_rules_gets_goaway() {
 #[test]
 fn a_refused_stream_is_reported_as_the_servers_reset() {
     let mut c = alone(&[]);
-    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     feed(&mut c, |w| write::rst_stream(w, id, Reason::REFUSED_STREAM)).unwrap();
     assert!(matches!(
         &events(&mut c)[..],
@@ -311,7 +316,7 @@ fn a_refused_stream_is_reported_as_the_servers_reset() {
 #[test]
 fn response_data_is_given_back_to_the_windows_once_taken() {
     let (mut c, mut s) = pair();
-    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     pump(&mut c, &mut s);
     while s.next_event().is_some() {}
     s.send_headers(id, StatusCode::OK, &HeaderMap::new(), false);
@@ -348,7 +353,7 @@ fn a_head_answer_and_a_304_may_say_a_length_without_content() {
         method: b"HEAD",
         ..TARGET
     };
-    let id = c.send_request(head, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(head, &HeaderMap::new(), [], true).unwrap();
     let b = response_block(&[(":status", "200"), ("content-length", "1000")]);
     feed(&mut c, |w| {
         write::headers(w, id, &b, true, DEFAULT_MAX_FRAME)
@@ -362,7 +367,7 @@ fn a_head_answer_and_a_304_may_say_a_length_without_content() {
         }]
     ));
 
-    let id = c.send_request(TARGET, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(TARGET, &HeaderMap::new(), [], true).unwrap();
     let b = response_block(&[(":status", "304"), ("content-length", "1000")]);
     feed(&mut c, |w| {
         write::headers(w, id, &b, false, DEFAULT_MAX_FRAME);
@@ -383,7 +388,7 @@ fn a_head_answer_and_a_304_may_say_a_length_without_content() {
     );
 
     // Content where there should be none is still refused.
-    let id = c.send_request(head, &HeaderMap::new(), true).unwrap();
+    let id = c.send_request(head, &HeaderMap::new(), [], true).unwrap();
     let b = response_block(&[(":status", "200"), ("content-length", "4")]);
     feed(&mut c, |w| {
         write::headers(w, id, &b, false, DEFAULT_MAX_FRAME);

@@ -30,6 +30,7 @@ use super::{Cx, Later};
 use crate::balance::PickKey;
 use crate::file_stamp::stamp;
 use crate::file_watch;
+use crate::http::added::Added;
 use crate::http::body::ProxyBody;
 use crate::http::tries::{self, Attempts, Ended};
 use crate::upstream::upbody::Prepared;
@@ -252,6 +253,7 @@ async fn fetch(
             pool: &pool,
             key: PickKey::default(),
             parts,
+            added: Added::NONE,
             body: Prepared::Replayable(Bytes::new()),
             deadline: Some(deadline),
             // weir's own request, as a health check's: LOCAL (v2) or UNKNOWN (v1).

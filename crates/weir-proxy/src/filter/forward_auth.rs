@@ -28,6 +28,7 @@ use tracing::warn;
 
 use super::{Cx, Verdict};
 use crate::codec::client_body::ClientBody;
+use crate::http::added::Added;
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::http::forward::pick_key;
@@ -160,12 +161,13 @@ impl ForwardAuth {
             return Asked::Unavailable(format!("no pool `{}`", self.pool));
         };
         let sub = self.sub_request(cx, headers);
-        let key = pick_key(&pool, &sub, cx.conn.client);
+        let key = pick_key(&pool, &sub, &Added::NONE, cx.conn.client);
         let (parts, ()) = sub.into_parts();
         let ended = tries::run(Attempts {
             pool: &pool,
             key,
             parts,
+            added: Added::NONE,
             body: Prepared::Replayable(Bytes::new()),
             deadline: Some(Instant::now() + self.timeout),
             // On the client's behalf, as the request itself would be sent.

@@ -7,11 +7,12 @@ use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use crate::codec::h1::common::fields::trim;
+use crate::http::added::Added;
 
 /// Headers that describe one connection, never forwarded, and `Upgrade`,
 /// which weir does not pass yet (WebSocket comes later; an Upgrade header
 /// without the connection-level handshake would confuse upstreams). The
-/// order is that of the bits `hop_bit` returns.
+/// order is that of the bits `field_bit` returns.
 static HOP_BY_HOP: [HeaderName; 9] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
@@ -28,10 +29,11 @@ static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
-/// The bit of `n` in `HOP_BY_HOP`, or 0. A match on the (lower-case) name
-/// compiles to a length switch and one compare.
+/// The bit of `n` in `HOP_BY_HOP` (bits 0-8), or of a field [`for_upstream`] replaces
+/// (`EXPECT` and the forwarding fields), or 0. A match on the (lower-case) name compiles to a
+/// length switch and one compare.
 #[inline]
-fn hop_bit(n: &HeaderName) -> u16 {
+fn field_bit(n: &HeaderName) -> u16 {
     match n.as_str() {
         "connection" => 1,
         "keep-alive" => 1 << 1,
@@ -42,16 +44,33 @@ fn hop_bit(n: &HeaderName) -> u16 {
         "trailer" => 1 << 6,
         "transfer-encoding" => 1 << 7,
         "upgrade" => 1 << 8,
+        "expect" => EXPECT,
+        "x-forwarded-for" => FORWARDED_FOR,
+        "forwarded" => FORWARDED,
+        "x-forwarded-proto" => FORWARDED_PROTO,
+        "x-forwarded-host" => FORWARDED_HOST,
         _ => 0,
     }
 }
+
+const HOP: u16 = (1 << 9) - 1;
+const EXPECT: u16 = 1 << 9;
+const FORWARDED_FOR: u16 = 1 << 10;
+const FORWARDED: u16 = 1 << 11;
+const FORWARDED_PROTO: u16 = 1 << 12;
+const FORWARDED_HOST: u16 = 1 << 13;
+const FORWARDING: u16 = FORWARDED_FOR | FORWARDED | FORWARDED_PROTO | FORWARDED_HOST;
 
 /// Removes hop-by-hop headers, including those the `Connection` header names.
 /// One pass over the (few) names finds which are present; only those are
 /// removed (a hash lookup each). Most requests carry none; most responses
 /// only `Connection: keep-alive`.
 pub fn strip_hop_by_hop(h: &mut HeaderMap) {
-    let present = h.keys().fold(0, |bits, n| bits | hop_bit(n));
+    let present = h.keys().fold(0, |bits, n| bits | field_bit(n));
+    strip(h, present & HOP);
+}
+
+fn strip(h: &mut HeaderMap, present: u16) {
     if present == 0 {
         return;
     }
@@ -64,6 +83,52 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
         if present & (1 << i) != 0 {
             h.remove(n);
         }
+    }
+}
+
+/// A request's fields made ready for the upstream hop, from one pass over their names:
+/// hop-by-hop fields and `Expect` (weir answers it itself) removed, and the client told
+/// about (`f`, and `host` for `X-Forwarded-Host`). Behind a trusted proxy whose own
+/// forwarding fields came along, ours are merged into them in the map (`add_forwarded`);
+/// otherwise any the client sent are removed and ours come back [`Added`], for the upstream
+/// codec to write after the map's fields.
+pub fn for_upstream(
+    h: &mut HeaderMap,
+    f: &Forwarding<'_>,
+    host: Option<&HeaderValue>,
+    trusted: bool,
+) -> Added {
+    let present = h.keys().fold(0, |bits, n| bits | field_bit(n));
+    strip(h, present & HOP);
+    if present & EXPECT != 0 {
+        h.remove(header::EXPECT);
+    }
+    let theirs = present & FORWARDING;
+    if trusted && theirs != 0 {
+        add_forwarded(h, f, host, true);
+        return Added::NONE;
+    }
+    // Replaced, so that a client cannot put words in a proxy's mouth (as `add_forwarded`
+    // without `append`). A client's X-Forwarded-Host stays when weir has no host to say.
+    if theirs != 0 {
+        if theirs & FORWARDED_FOR != 0 {
+            h.remove(&X_FORWARDED_FOR);
+        }
+        if theirs & FORWARDED != 0 {
+            h.remove(header::FORWARDED);
+        }
+        if theirs & FORWARDED_PROTO != 0 {
+            h.remove(&X_FORWARDED_PROTO);
+        }
+        if theirs & FORWARDED_HOST != 0 && host.is_some() {
+            h.remove(&X_FORWARDED_HOST);
+        }
+    }
+    Added {
+        forwarded_for: Some(f.client.clone()),
+        forwarded: Some(f.forwarded.clone()),
+        proto: Some(f.proto),
+        host: host.cloned(),
     }
 }
 
@@ -268,9 +333,14 @@ mod tests {
     #[test]
     fn every_hop_by_hop_name_has_its_bit() {
         for (i, n) in HOP_BY_HOP.iter().enumerate() {
-            assert_eq!(hop_bit(n), 1 << i, "{n}");
+            assert_eq!(field_bit(n), 1 << i, "{n}");
         }
-        assert_eq!(hop_bit(&header::HOST), 0);
+        assert_eq!(field_bit(&header::HOST), 0);
+        assert_eq!(field_bit(&header::EXPECT), EXPECT);
+        assert_eq!(field_bit(&header::FORWARDED), FORWARDED);
+        assert_eq!(field_bit(&X_FORWARDED_FOR), FORWARDED_FOR);
+        assert_eq!(field_bit(&X_FORWARDED_PROTO), FORWARDED_PROTO);
+        assert_eq!(field_bit(&X_FORWARDED_HOST), FORWARDED_HOST);
     }
 
     /// A connection's forwarding fields, leaked for the test's length.
@@ -317,5 +387,60 @@ mod tests {
         h.append("x-forwarded-for", "10.0.0.2".parse().unwrap());
         add_forwarded(&mut h, &fwd(&ip, "http"), None, true);
         assert_eq!(h["x-forwarded-for"], "1.1.1.1, 10.0.0.2, 127.0.0.1");
+    }
+
+    #[test]
+    fn for_upstream_keeps_its_fields_beside_the_map_unless_a_trusted_chain_came() {
+        let ip = client_ip_value("127.0.0.1".parse().unwrap());
+        let host = HeaderValue::from_static("a.com");
+        let added = |a: &Added| -> Vec<(String, String)> {
+            a.iter()
+                .map(|(n, v)| (n.to_string(), String::from_utf8(v.to_vec()).unwrap()))
+                .collect()
+        };
+        let ours = vec![
+            ("x-forwarded-for".to_string(), "127.0.0.1".to_string()),
+            (
+                "forwarded".to_string(),
+                "for=127.0.0.1;proto=http".to_string(),
+            ),
+            ("x-forwarded-proto".to_string(), "http".to_string()),
+            ("x-forwarded-host".to_string(), "a.com".to_string()),
+        ];
+        // A client's own are removed, whoever it is, when it is not trusted.
+        let mut h = HeaderMap::new();
+        h.append("x-forwarded-for", "6.6.6.6".parse().unwrap());
+        h.append("x-forwarded-for", "7.7.7.7".parse().unwrap());
+        h.insert("forwarded", "for=6.6.6.6".parse().unwrap());
+        h.insert("x-forwarded-proto", "https".parse().unwrap());
+        h.insert("x-forwarded-host", "evil.com".parse().unwrap());
+        h.insert("expect", "100-continue".parse().unwrap());
+        h.insert("connection", "close".parse().unwrap());
+        h.insert("x-kept", "1".parse().unwrap());
+        let a = for_upstream(&mut h, &fwd(&ip, "http"), Some(&host), false);
+        assert_eq!(h.len(), 1, "{h:?}");
+        assert!(h.contains_key("x-kept"));
+        assert_eq!(added(&a), ours);
+        assert_eq!(a.get("x-forwarded-for"), Some(&b"127.0.0.1"[..]));
+        assert_eq!(a.get("x-kept"), None);
+        // Trusted, with none of its own: the same.
+        let mut h = HeaderMap::new();
+        let a = for_upstream(&mut h, &fwd(&ip, "http"), Some(&host), true);
+        assert!(h.is_empty());
+        assert_eq!(added(&a), ours);
+        // Trusted, with its chain: ours merged into the map.
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", "10.0.0.1".parse().unwrap());
+        let a = for_upstream(&mut h, &fwd(&ip, "http"), Some(&host), true);
+        assert!(added(&a).is_empty());
+        assert_eq!(h["x-forwarded-for"], "10.0.0.1, 127.0.0.1");
+        assert_eq!(h["forwarded"], "for=127.0.0.1;proto=http");
+        assert_eq!(h["x-forwarded-host"], "a.com");
+        // No host to say: a client's X-Forwarded-Host stays (as `add_forwarded` leaves it).
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-host", "b.com".parse().unwrap());
+        let a = for_upstream(&mut h, &fwd(&ip, "http"), None, false);
+        assert_eq!(h["x-forwarded-host"], "b.com");
+        assert_eq!(a.get("x-forwarded-host"), None);
     }
 }

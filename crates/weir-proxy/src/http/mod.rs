@@ -4,6 +4,7 @@
 //! sessions), and the pieces they need (headers, bodies, generated errors,
 //! client timeouts).
 
+pub mod added;
 pub mod body;
 pub mod client_addr;
 pub mod conn;

@@ -39,6 +39,7 @@ use crate::capacity::{self, Granted};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::{Cause, Side, TryError};
 use crate::health::Loss;
+use crate::http::added::Added;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::sticky::set_sticky;
@@ -68,6 +69,8 @@ pub struct Attempts<'a> {
     pub pool: &'a Arc<PoolRt>,
     pub key: PickKey,
     pub parts: Parts,
+    /// The forwarding fields weir adds beside `parts`' map (`http::added`).
+    pub added: Added,
     pub body: Prepared,
     /// The call's own deadline (a gRPC call's `grpc-timeout`): it caps the pool's
     /// `request_timeout`.
@@ -125,6 +128,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         pool,
         mut key,
         parts,
+        added,
         body,
         deadline,
         proxy_header,
@@ -198,6 +202,7 @@ pub async fn run(a: Attempts<'_>) -> Ended {
             pool,
             granted,
             &parts,
+            &added,
             body,
             fresh_only,
             proxy_header.as_deref(),
@@ -332,6 +337,7 @@ async fn try_once(
     pool: &Arc<PoolRt>,
     granted: Granted,
     parts: &Parts,
+    added: &Added,
     body: Payload<UpBody>,
     fresh_only: bool,
     proxy_header: Option<&[u8]>,
@@ -344,6 +350,7 @@ async fn try_once(
     let x = Exchange {
         endpoint: &ep,
         parts,
+        added,
         connect_timeout: pool.connect_timeout,
         tls: pool.tls.as_deref(),
         request_timeout: pool.request_timeout,

@@ -17,6 +17,7 @@ use super::session::{Dial, SendFailed, Session};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, TryError};
+use crate::http::added::Added;
 use crate::transport::UpstreamTls;
 use crate::upstream::upbody::UpBody;
 
@@ -24,6 +25,8 @@ use crate::upstream::upbody::UpBody;
 pub struct Exchange<'a> {
     pub endpoint: &'a EndpointRt,
     pub parts: &'a Parts,
+    /// Fields written after `parts`' own (`http::added`).
+    pub added: &'a Added,
     pub connect_timeout: Duration,
     /// The pool's TLS to its endpoints, if it has any.
     pub tls: Option<&'a UpstreamTls>,
@@ -136,7 +139,7 @@ pub async fn exchange(
             started: sent_at,
             ..timer
         };
-        match session.send(x.parts, body, timer, reused).await {
+        match session.send(x.parts, x.added, body, timer, reused).await {
             Ok(resp) => {
                 if !reused {
                     ep.idle.confirm();

@@ -29,6 +29,7 @@ use crate::codec::h1::client::{self, Connection};
 use crate::codec::h2::{client as h2c, exchange as h2x};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
+use crate::http::added::Added;
 use crate::transport::{Alpn, ConnectError, UpstreamStream, UpstreamTls};
 use crate::upstream::upbody::UpBody;
 
@@ -103,12 +104,13 @@ impl Session {
     pub async fn send(
         self,
         parts: &Parts,
+        added: &Added,
         payload: Payload<UpBody>,
         timer: HeadTimer,
         reused: bool,
     ) -> Result<Response<RecvBody>, SendFailed> {
         match self {
-            Session::H1(c) => client::send_into(c, parts, payload, timer)
+            Session::H1(c) => client::send_into(c, parts, added, payload, timer)
                 .await
                 .map_err(|e| h1::failed(e, timer.limit, reused)),
             Session::H2(s) => {
@@ -116,7 +118,7 @@ impl Session {
                     0 => Scheme::HTTP,
                     _ => Scheme::HTTPS,
                 };
-                h2x::send_into(s, parts, payload, timer, &scheme)
+                h2x::send_into(s, parts, added, payload, timer, &scheme)
                     .await
                     .map_err(|e| h2::failed(e, timer.limit, reused))
             }

@@ -169,6 +169,57 @@ endpoints = [{{ addr = "{}" }}, {{ addr = "{}" }}]
     assert_eq!(untrusted.len(), 1, "{untrusted:?}");
 }
 
+/// A `header:` hash key reads the request as the upstream gets it: weir's own
+/// `X-Forwarded-For` (written beside the request's map, not in it), never the value an
+/// untrusted client sent in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_key_reads_the_forwarded_for_weir_sends() {
+    let (a, b) = (
+        HttpUpstream::spawn("a").await.unwrap(),
+        HttpUpstream::spawn("b").await.unwrap(),
+    );
+    let listen = free_addr();
+    let cfg = format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+pool = "app"
+
+[pools.app]
+balance = "hash"
+hash_key = "header:x-forwarded-for"
+endpoints = [{{ addr = "{}" }}, {{ addr = "{}" }}]
+"#,
+        a.addr(),
+        b.addr()
+    );
+    let _w = Weir::start(&cfg, &[listen]);
+    let served_by = |r: &str| {
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        r.lines()
+            .find_map(|l| l.strip_prefix("x-upstream: "))
+            .unwrap_or_else(|| panic!("{r}"))
+            .trim()
+            .to_string()
+    };
+    // One peer, whatever it claims: one value, one endpoint.
+    let mut one = std::collections::HashSet::new();
+    for i in 0..8 {
+        let xff = format!("X-Forwarded-For: 198.51.100.{i}\r\n");
+        one.insert(served_by(
+            &raw_from("127.0.0.1", listen, &get("/", &xff)).await,
+        ));
+    }
+    assert_eq!(one.len(), 1, "{one:?}");
+    // Peers of their own: their addresses spread over both.
+    let mut spread = std::collections::HashSet::new();
+    for i in 1..=32 {
+        let peer = format!("127.0.0.{i}");
+        spread.insert(served_by(&raw_from(&peer, listen, &get("/", "")).await));
+    }
+    assert_eq!(spread.len(), 2, "32 peers all on one endpoint: {spread:?}");
+}
+
 /// The admin API reads the keys with the config file's readers: a bad value is refused
 /// (422, as every invalid change is) naming its field, and a good one is taken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -90,6 +90,15 @@ async fn http1_and_h2_clients_reach_an_h2c_pool() {
     );
     assert!(text.starts_with("HTTP/2 200"), "{text}");
     assert!(text.contains(r#""version":"HTTP/2.0""#), "{text}");
+    // The forwarding fields weir adds, after the request's own, over HTTP/2 too.
+    for field in [
+        r#"["x-forwarded-for","127.0.0.1"]"#,
+        r#"["forwarded","for=127.0.0.1;proto=http"]"#,
+        r#"["x-forwarded-proto","http"]"#,
+        &format!(r#"["x-forwarded-host","{listen}"]"#),
+    ] {
+        assert!(text.contains(field), "{field} in {text}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@
 //! is left of the request as it is read: a bidirectional gRPC call is one request whose two
 //! bodies flow at once.
 
+use crate::http::added::Added;
 use std::future::{poll_fn, Future};
 use std::sync::Arc;
 use std::task::Poll;
@@ -121,10 +122,12 @@ impl Drop for Opened {
     }
 }
 
-/// Sends the request on `stream` and waits for the response head.
+/// Sends the request on `stream` (`parts`, then `added`'s fields) and waits for the response
+/// head.
 pub async fn send_into<B, T>(
     stream: Stream,
     parts: &Parts,
+    added: &Added,
     payload: Payload<B>,
     timer: HeadTimer,
     scheme: &Scheme,
@@ -165,7 +168,9 @@ where
         let mut st = shared.conn.lock();
         let id = match st.ended {
             Some(_) => Err(OpenError::Closed),
-            None => st.h2.send_request(target, &parts.headers, empty),
+            None => st
+                .h2
+                .send_request(target, &parts.headers, added.iter(), empty),
         };
         let id = match id {
             Ok(id) => id,
@@ -311,6 +316,7 @@ mod tests {
         let r = send_into::<Full<Bytes>, RecvBody<Full<Bytes>>>(
             stream,
             &parts,
+            &Added::NONE,
             payload,
             timer,
             &Scheme::HTTP,

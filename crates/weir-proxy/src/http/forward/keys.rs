@@ -8,11 +8,14 @@ use http::Request;
 use weir_config::HashKey;
 
 use crate::balance::{hash_bytes, Algorithm, PickKey};
+use crate::http::added::Added;
 use crate::pool::PoolRt;
 
 /// What the pool's algorithm needs from the request: a hash of the
-/// configured key, or the endpoint a sticky cookie names.
-pub fn pick_key<B>(pool: &PoolRt, req: &Request<B>, client: SocketAddr) -> PickKey {
+/// configured key, or the endpoint a sticky cookie names. A header key is
+/// read as the upstream gets it: the forwarding fields weir sets (`added`)
+/// first.
+pub fn pick_key<B>(pool: &PoolRt, req: &Request<B>, added: &Added, client: SocketAddr) -> PickKey {
     let mut key = PickKey::default();
     let (hashes, codec) = match &pool.algorithm {
         Algorithm::Hash { .. } => (true, None),
@@ -25,10 +28,10 @@ pub fn pick_key<B>(pool: &PoolRt, req: &Request<B>, client: SocketAddr) -> PickK
         key.hash = match &pool.hash_key {
             HashKey::ClientIp => Some(ip_hash(client.ip())),
             HashKey::Path => Some(hash_bytes(req.uri().path().as_bytes())),
-            HashKey::Header(h) => req
-                .headers()
+            HashKey::Header(h) => added
                 .get(h.as_str())
-                .map(|v| hash_bytes(v.as_bytes())),
+                .or_else(|| req.headers().get(h.as_str()).map(|v| v.as_bytes()))
+                .map(hash_bytes),
             HashKey::Cookie(c) => cookie(req.headers(), c).map(|v| hash_bytes(v.as_bytes())),
         };
     }

@@ -141,9 +141,9 @@ async fn proxy(
     } = &*target;
 
     let upgrade = crate::http::upgrade::asked(&req);
-    rewrite::for_upstream(&mut req, ctx, host, upstream_host, upgrade);
+    let added = rewrite::for_upstream(&mut req, ctx, host, upstream_host, upgrade);
     let client = acct.client.unwrap_or(ctx.client);
-    let key = keys::pick_key(pool, &req, client);
+    let key = keys::pick_key(pool, &req, &added, client);
     let w = Where {
         listener: &listener,
         route: route.as_deref(),
@@ -171,6 +171,7 @@ async fn proxy(
         pool,
         key,
         parts,
+        added,
         body,
         deadline,
         proxy_header: pool

@@ -9,18 +9,20 @@ use http::uri::PathAndQuery;
 use http::{Request, Uri, Version};
 
 use super::ctx::ConnCtx;
-use crate::http::headers::{add_forwarded, strip_hop_by_hop};
+use crate::http::added::Added;
+use crate::http::headers;
 
 /// `host` is the client's (X-Forwarded-Host, and Host unless a filter chose `upstream_host`).
 /// `upgrade`: the protocols the client asked to switch to (`http/upgrade.rs`),
-/// kept for the upstream hop.
+/// kept for the upstream hop. The forwarding fields that are not in the map come back, for
+/// the upstream codec to write (`http::added`).
 pub fn for_upstream<B>(
     req: &mut Request<B>,
     ctx: &ConnCtx,
     host: Option<HeaderValue>,
     upstream_host: Option<HeaderValue>,
     upgrade: Option<HeaderValue>,
-) {
+) -> Added {
     if req.uri().authority().is_some() {
         // The target's own path, shared (not parsed again from its text).
         let mut origin = http::uri::Parts::default();
@@ -33,15 +35,14 @@ pub fn for_upstream<B>(
         *req.uri_mut() = Uri::from_parts(origin).unwrap_or_else(|_| Uri::from_static("/"));
     }
     let h = req.headers_mut();
-    strip_hop_by_hop(h);
+    // Hop-by-hop fields and `Expect` out (weir answers `Expect: 100-continue` itself: the
+    // server codec sends 100 when the body is first read, i.e. once the upstream is
+    // connected); a trusted proxy's chain is kept and the peer appended, anyone else's
+    // replaced.
+    let added = headers::for_upstream(h, &ctx.forwarding(), host.as_ref(), ctx.trusted.is_some());
     if let Some(u) = upgrade {
         crate::http::upgrade::keep(h, u);
     }
-    // weir answers `Expect: 100-continue` itself (the server codec sends
-    // 100 when the body is first read, i.e. once the upstream is connected).
-    h.remove(header::EXPECT);
-    // A trusted proxy's chain is kept and the peer appended; anyone else's is replaced.
-    add_forwarded(h, &ctx.forwarding(), host.as_ref(), ctx.trusted.is_some());
     if let Some(name) = &ctx.identity_header {
         h.remove(name);
         let subject = ctx.tls.as_ref().and_then(|t| t.client_subject.as_deref());
@@ -53,4 +54,5 @@ pub fn for_upstream<B>(
         h.insert(header::HOST, v);
     }
     *req.version_mut() = Version::HTTP_11;
+    added
 }

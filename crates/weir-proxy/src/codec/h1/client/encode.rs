@@ -9,6 +9,7 @@ use http::request::Parts;
 use http::Method;
 
 use crate::codec::h1::common::fields::{content_length, push_decimal};
+use crate::http::added::Added;
 
 /// What is known about the request body before it is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,8 +27,8 @@ pub(super) enum Framing {
     Chunked,
 }
 
-/// Appends the request head to `dst` and says how to frame the body.
-pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, body: BodyKind) -> Framing {
+/// Appends the request head to `dst` (`parts`, then `added`) and says how to frame the body.
+pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, added: &Added, body: BodyKind) -> Framing {
     // Which framing header weir adds, and whether the client's
     // Content-Length lines are dropped (a chunked body replaces them).
     // (No header lookup for the common request without a body.)
@@ -69,10 +70,10 @@ pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, body: BodyKind) -> Framing 
         if name == TRANSFER_ENCODING || (drop_length && name == CONTENT_LENGTH) {
             continue;
         }
-        dst.extend_from_slice(name.as_str().as_bytes());
-        dst.extend_from_slice(b": ");
-        dst.extend_from_slice(value.as_bytes());
-        dst.extend_from_slice(b"\r\n");
+        line(dst, name.as_str().as_bytes(), value.as_bytes());
+    }
+    for (name, value) in added.iter() {
+        line(dst, name.as_bytes(), value);
     }
     if let Some(n) = add_length {
         dst.extend_from_slice(b"content-length: ");
@@ -86,6 +87,13 @@ pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, body: BodyKind) -> Framing 
     framing
 }
 
+fn line(dst: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    dst.extend_from_slice(name);
+    dst.extend_from_slice(b": ");
+    dst.extend_from_slice(value);
+    dst.extend_from_slice(b"\r\n");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,7 +102,7 @@ mod tests {
     fn encode(req: Request<()>, body: BodyKind) -> (String, Framing) {
         let (parts, ()) = req.into_parts();
         let mut v = Vec::new();
-        let f = head(&mut v, &parts, body);
+        let f = head(&mut v, &parts, &Added::NONE, body);
         (String::from_utf8(v).unwrap(), f)
     }
 

@@ -6,6 +6,7 @@
 //! response body keeps sending what is left of the request while it reads.
 //! The connection is reusable only if both directions finished cleanly.
 
+use crate::http::added::Added;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -67,14 +68,16 @@ where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
 {
-    send_into(conn, parts, payload, timer.into()).await
+    send_into(conn, parts, &Added::NONE, payload, timer.into()).await
 }
 
 /// As [`send`], with the body made into the caller's type `T` where the
-/// response is built (a session seam's body enum costs no extra move).
+/// response is built (a session seam's body enum costs no extra move), and
+/// `added` written after `parts`' fields.
 pub async fn send_into<B, T>(
     mut conn: Connection,
     parts: &Parts,
+    added: &Added,
     payload: Payload<B>,
     timer: HeadTimer,
 ) -> Result<Response<T>, SendError<B>>
@@ -93,7 +96,7 @@ where
         },
     };
     conn.wbuf.clear();
-    let framing = encode::head(&mut conn.wbuf, parts, kind);
+    let framing = encode::head(&mut conn.wbuf, parts, added, kind);
     let inline = match &payload {
         Payload::Bytes(b) if !b.is_empty() && b.len() <= Writer::<B>::inline_limit() => {
             conn.wbuf.extend_from_slice(b);
