@@ -11,6 +11,7 @@
 
 use http::header::HeaderValue;
 
+/// The forwarding fields for one request (none for a request weir makes itself).
 #[derive(Debug, Clone, Default)]
 pub struct Added {
     pub forwarded_for: Option<HeaderValue>,

@@ -7,7 +7,6 @@
 //! is left of the request as it is read: a bidirectional gRPC call is one request whose two
 //! bodies flow at once.
 
-use crate::http::added::Added;
 use std::future::{poll_fn, Future};
 use std::sync::Arc;
 use std::task::Poll;
@@ -26,6 +25,7 @@ pub use super::body::RecvBody;
 use super::client::{wait, Conn, Failure, Slot, Stream};
 use super::pump::Pump;
 use crate::codec::send::{HeadTimer, Payload};
+use crate::http::added::Added;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -6,7 +6,6 @@
 //! response body keeps sending what is left of the request while it reads.
 //! The connection is reusable only if both directions finished cleanly.
 
-use crate::http::added::Added;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -24,6 +23,7 @@ use super::parse::{self, Head};
 use super::write::{WriteError, Writer};
 use crate::codec::h1::common::decode::Decoder;
 use crate::codec::send::{HeadTimer, Payload};
+use crate::http::added::Added;
 
 /// A failed exchange. When not a byte of the request went out (the
 /// connection was dead before it was used), `unsent` gives the payload back
