@@ -11,6 +11,46 @@ use weir_testkit::HttpUpstream;
 
 use crate::common::{free_addr, Weir};
 
+/// weir with a `hash` pool keyed by `key` over two upstreams ("a" and "b"), its listener
+/// given `listener_extra`: weir, its address, and the upstreams (kept alive by the caller).
+async fn hash_pool(
+    key: &str,
+    listener_extra: &str,
+) -> (Weir, SocketAddr, (HttpUpstream, HttpUpstream)) {
+    let (a, b) = (
+        HttpUpstream::spawn("a").await.unwrap(),
+        HttpUpstream::spawn("b").await.unwrap(),
+    );
+    let listen = free_addr();
+    let cfg = format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+pool = "app"
+{listener_extra}
+
+[pools.app]
+balance = "hash"
+hash_key = "{key}"
+endpoints = [{{ addr = "{}" }}, {{ addr = "{}" }}]
+"#,
+        a.addr(),
+        b.addr()
+    );
+    let w = Weir::start(&cfg, &[listen]);
+    (w, listen, (a, b))
+}
+
+/// Which upstream answered (its `x-upstream`), from a whole 200 response.
+fn served_by(r: &str) -> String {
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    r.lines()
+        .find_map(|l| l.strip_prefix("x-upstream: "))
+        .unwrap_or_else(|| panic!("{r}"))
+        .trim()
+        .to_string()
+}
+
 /// Sends `bytes` on a connection from `src` (a loopback address) and reads until the close.
 pub async fn raw_from(src: &str, addr: SocketAddr, bytes: &[u8]) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -120,35 +160,7 @@ endpoints = [{{ addr = "{}" }}]
 /// change nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hash_sees_the_resolved_client() {
-    let (a, b) = (
-        HttpUpstream::spawn("a").await.unwrap(),
-        HttpUpstream::spawn("b").await.unwrap(),
-    );
-    let listen = free_addr();
-    let cfg = format!(
-        r#"
-[listeners.web]
-bind = "{listen}"
-pool = "app"
-trusted_proxies = ["127.0.0.1"]
-
-[pools.app]
-balance = "hash"
-hash_key = "client_ip"
-endpoints = [{{ addr = "{}" }}, {{ addr = "{}" }}]
-"#,
-        a.addr(),
-        b.addr()
-    );
-    let _w = Weir::start(&cfg, &[listen]);
-    let served_by = |r: &str| {
-        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
-        r.lines()
-            .find_map(|l| l.strip_prefix("x-upstream: "))
-            .unwrap_or_else(|| panic!("{r}"))
-            .trim()
-            .to_string()
-    };
+    let (_w, listen, _ups) = hash_pool("client_ip", r#"trusted_proxies = ["127.0.0.1"]"#).await;
     let mut seen = std::collections::HashSet::new();
     for i in 0..32 {
         let xff = format!("X-Forwarded-For: 198.51.100.{i}\r\n");
@@ -174,34 +186,7 @@ endpoints = [{{ addr = "{}" }}, {{ addr = "{}" }}]
 /// untrusted client sent in its place.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_header_key_reads_the_forwarded_for_weir_sends() {
-    let (a, b) = (
-        HttpUpstream::spawn("a").await.unwrap(),
-        HttpUpstream::spawn("b").await.unwrap(),
-    );
-    let listen = free_addr();
-    let cfg = format!(
-        r#"
-[listeners.web]
-bind = "{listen}"
-pool = "app"
-
-[pools.app]
-balance = "hash"
-hash_key = "header:x-forwarded-for"
-endpoints = [{{ addr = "{}" }}, {{ addr = "{}" }}]
-"#,
-        a.addr(),
-        b.addr()
-    );
-    let _w = Weir::start(&cfg, &[listen]);
-    let served_by = |r: &str| {
-        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
-        r.lines()
-            .find_map(|l| l.strip_prefix("x-upstream: "))
-            .unwrap_or_else(|| panic!("{r}"))
-            .trim()
-            .to_string()
-    };
+    let (_w, listen, _ups) = hash_pool("header:x-forwarded-for", "").await;
     // One peer, whatever it claims: one value, one endpoint.
     let mut one = std::collections::HashSet::new();
     for i in 0..8 {
