@@ -192,6 +192,94 @@ async fn never_reuses_a_connection_the_backend_closed() {
     assert_eq!(up.requests(), 10);
 }
 
+/// Connections accepted, request heads read.
+type Counts = std::sync::Arc<(
+    std::sync::atomic::AtomicUsize,
+    std::sync::atomic::AtomicUsize,
+)>;
+
+/// A backend that answers every request head it reads with `answer`; after one that says
+/// `Connection: close` it keeps reading (and counting) request heads but never answers again.
+async fn scripted_backend(answer: &'static [u8]) -> (std::net::SocketAddr, Counts) {
+    use std::sync::atomic::Ordering::SeqCst;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let counts = Counts::default();
+    let c = counts.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let c = c.clone();
+            c.0.fetch_add(1, SeqCst);
+            tokio::spawn(async move {
+                let closes = answer
+                    .to_ascii_lowercase()
+                    .windows(17)
+                    .any(|w| w == b"connection: close");
+                let (mut buf, mut b, mut answered) = (Vec::new(), [0u8; 4096], false);
+                loop {
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        c.1.fetch_add(1, SeqCst);
+                        if !(closes && answered) {
+                            let _ = s.write_all(answer).await;
+                            answered = true;
+                        }
+                    }
+                    match s.read(&mut b).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&b[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (addr, counts)
+}
+
+/// The parsers read a `Connection` line that says only close or keep-alive and leave it out
+/// of the head's map: what it says must still decide whether a connection is reused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_upstreams_connection_line_decides_reuse() {
+    use std::sync::atomic::Ordering::SeqCst;
+    // `close` (and the socket left open): never reused, so every request reaches the backend
+    // once, each on a connection of its own; a reuse would send a head that is never answered.
+    let (up, counts) =
+        scripted_backend(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+            .await;
+    let listen = free_addr();
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up, 1)]), r#"response_timeout = "3s""#),
+        &[listen],
+    );
+    let mut conn = HttpConn::connect(listen).await.unwrap();
+    for i in 0..3 {
+        let r = conn.get("/").await.unwrap();
+        assert_eq!(r.status, 200, "request {i}: {}", r.text());
+        // The upstream's hop: the client's connection stays open.
+        assert!(!r.headers.contains_key("connection"), "{:?}", r.headers);
+    }
+    assert_eq!(counts.1.load(SeqCst), 3, "request heads the backend read");
+    assert_eq!(counts.0.load(SeqCst), 3, "connections");
+
+    // HTTP/1.0 with `keep-alive`: kept, which only that line says.
+    let (up, counts) = scripted_backend(
+        b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+    )
+    .await;
+    let listen = free_addr();
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up, 1)]), ""), &[listen]);
+    for i in 0..3 {
+        // A client connection each: weir answers in the upstream's HTTP/1.0, after which the
+        // client closes its side.
+        let mut conn = HttpConn::connect(listen).await.unwrap();
+        let r = conn.get("/").await.unwrap();
+        assert_eq!(r.status, 200, "request {i}: {}", r.text());
+    }
+    assert_eq!(counts.1.load(SeqCst), 3);
+    assert_eq!(counts.0.load(SeqCst), 1, "one connection, reused");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pool_idle_timeout_retires_connections() {
     let up = HttpUpstream::spawn("a").await.unwrap();
