@@ -73,7 +73,8 @@ http {{
             .arg(dir.join("error.log"))
             .arg("-c")
             .arg(&ncfg)
-            .args(["-g", "daemon off;"])
+            // One process: killing a master leaves its workers running (and listening).
+            .args(["-g", "daemon off; master_process off;"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -211,4 +212,26 @@ endpoints = [{{ addr = "{n2}" }}]
         text.contains("127.0.0.8 127.0.0.1 \"GET /v2.test"),
         "{text}"
     );
+}
+
+/// A test's nginx goes away whole when the test ends: its worker, a separate process, must
+/// not outlive the `Proc` still listening on a port a later test may be handed.
+#[test]
+fn an_nginx_is_gone_with_its_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_addr();
+    let mut p = nginx(
+        dir.path(),
+        &format!("server {{ listen {addr}; location / {{ return 200 \"up\\n\"; }} }}"),
+    );
+    wait_port(&mut p, addr, &dir.path().join("error.log"));
+    drop(p);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "something still listens on {addr} after nginx was stopped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
