@@ -120,7 +120,10 @@ pub(crate) fn regular(
     if name.iter().any(u8::is_ascii_uppercase) {
         return Err("an upper-case field name");
     }
-    let name = HeaderName::from_bytes(name).map_err(|_| "an invalid field name")?;
+    let name = match known_name(name) {
+        Some(n) => n,
+        None => HeaderName::from_bytes(name).map_err(|_| "an invalid field name")?,
+    };
     // Fields that describe an HTTP/1 connection have no place in HTTP/2 (§8.2.2).
     if matches!(
         name.as_str(),
@@ -136,7 +139,10 @@ pub(crate) fn regular(
     {
         return Err("a field value with leading or trailing whitespace");
     }
-    let mut value = HeaderValue::from_bytes(value).map_err(|_| "an invalid field value")?;
+    let mut value = match known_value(value) {
+        Some(v) => v,
+        None => HeaderValue::from_bytes(value).map_err(|_| "an invalid field value")?,
+    };
     if name == CONTENT_LENGTH && !trailers {
         let n = std::str::from_utf8(value.as_bytes())
             .ok()
@@ -156,4 +162,89 @@ pub(crate) fn regular(
     }
     headers.append(name, value);
     Ok(())
+}
+
+/// gRPC's own field names, as static text. A name made from the block is a copy with a
+/// shared count, taken and dropped each time the field is cloned from the dynamic table:
+/// two locked operations per field per call, for names every call carries.
+fn known_name(name: &[u8]) -> Option<HeaderName> {
+    const STATUS: HeaderName = HeaderName::from_static("grpc-status");
+    const MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
+    const TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
+    const ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
+    const ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
+    Some(match name {
+        b"grpc-status" => STATUS,
+        b"grpc-message" => MESSAGE,
+        b"grpc-timeout" => TIMEOUT,
+        b"grpc-encoding" => ENCODING,
+        b"grpc-accept-encoding" => ACCEPT_ENCODING,
+        _ => return None,
+    })
+}
+
+/// Values most gRPC calls carry (the content type both ways, `te`, an OK status), as
+/// static text for the same reason as [`known_name`]; a fresh `0` status is not copied.
+fn known_value(value: &[u8]) -> Option<HeaderValue> {
+    const OK: HeaderValue = HeaderValue::from_static("0");
+    const TRAILERS: HeaderValue = HeaderValue::from_static("trailers");
+    const GRPC: HeaderValue = HeaderValue::from_static("application/grpc");
+    const GRPC_PROTO: HeaderValue = HeaderValue::from_static("application/grpc+proto");
+    Some(match value {
+        b"0" => OK,
+        b"trailers" => TRAILERS,
+        b"application/grpc" => GRPC,
+        b"application/grpc+proto" => GRPC_PROTO,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A static name or value stands for exactly the one the bytes would have made, and a
+    /// cached field made from one is the same field again.
+    #[test]
+    fn known_fields_are_the_fields_their_bytes_make() {
+        for n in [
+            "grpc-status",
+            "grpc-message",
+            "grpc-timeout",
+            "grpc-encoding",
+            "grpc-accept-encoding",
+        ] {
+            assert_eq!(
+                known_name(n.as_bytes()),
+                Some(HeaderName::from_bytes(n.as_bytes()).unwrap())
+            );
+        }
+        assert_eq!(known_name(b"grpc-statu"), None);
+        for v in [
+            "0",
+            "trailers",
+            "application/grpc",
+            "application/grpc+proto",
+        ] {
+            assert_eq!(known_value(v.as_bytes()), Some(HeaderValue::from_static(v)));
+        }
+        assert_eq!(known_value(b"00"), None);
+        let (mut h, mut len) = (HeaderMap::new(), None);
+        let mut slot = None;
+        for _ in 0..2 {
+            regular(
+                &mut h,
+                &mut len,
+                b"grpc-status",
+                b"0",
+                true,
+                true,
+                Some(&mut slot),
+            )
+            .unwrap();
+        }
+        let got: Vec<_> = h.get_all("grpc-status").iter().collect();
+        assert_eq!(got, ["0", "0"]);
+        assert!(got.iter().all(|v| v.is_sensitive()));
+    }
 }
