@@ -7,22 +7,23 @@
 //! Why not in the map: an insert into an `http::HeaderMap` hashes the name a byte at a time
 //! (FNV) and probes, ~250 instructions a field (callgrind), and nothing reads these again
 //! before they are written out. The balancer's header key reads them through
-//! [`Added::get`].
+//! [`Added::get`]. The client's two are borrowed from its connection, where they are made
+//! once: a clone would take and drop a shared count per request.
 
 use http::header::HeaderValue;
 
 /// The forwarding fields for one request (none for a request weir makes itself).
 #[derive(Debug, Clone, Default)]
-pub struct Added {
-    pub forwarded_for: Option<HeaderValue>,
-    pub forwarded: Option<HeaderValue>,
+pub struct Added<'c> {
+    pub forwarded_for: Option<&'c HeaderValue>,
+    pub forwarded: Option<&'c HeaderValue>,
     pub proto: Option<&'static str>,
     pub host: Option<HeaderValue>,
 }
 
-impl Added {
+impl Added<'_> {
     /// Nothing added: a request made by weir itself (a health check, a sub-request).
-    pub const NONE: Added = Added {
+    pub const NONE: Added<'static> = Added {
         forwarded_for: None,
         forwarded: None,
         proto: None,
@@ -31,14 +32,17 @@ impl Added {
 
     /// Each field's (lower-case) name and value, in the order they go out.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
-        fn value(v: &Option<HeaderValue>) -> Option<&[u8]> {
-            v.as_ref().map(HeaderValue::as_bytes)
-        }
         [
-            ("x-forwarded-for", value(&self.forwarded_for)),
-            ("forwarded", value(&self.forwarded)),
+            (
+                "x-forwarded-for",
+                self.forwarded_for.map(HeaderValue::as_bytes),
+            ),
+            ("forwarded", self.forwarded.map(HeaderValue::as_bytes)),
             ("x-forwarded-proto", self.proto.map(str::as_bytes)),
-            ("x-forwarded-host", value(&self.host)),
+            (
+                "x-forwarded-host",
+                self.host.as_ref().map(HeaderValue::as_bytes),
+            ),
         ]
         .into_iter()
         .filter_map(|(n, v)| Some((n, v?)))

@@ -92,12 +92,12 @@ fn strip(h: &mut HeaderMap, present: u16) {
 /// forwarding fields came along, ours are merged into them in the map (`add_forwarded`);
 /// otherwise any the client sent are removed and ours come back [`Added`], for the upstream
 /// codec to write after the map's fields.
-pub fn for_upstream(
+pub fn for_upstream<'c>(
     h: &mut HeaderMap,
-    f: &Forwarding<'_>,
+    f: &Forwarding<'c>,
     host: Option<&HeaderValue>,
     trusted: bool,
-) -> Added {
+) -> Added<'c> {
     let present = h.keys().fold(0, |bits, n| bits | field_bit(n));
     strip(h, present & HOP);
     if present & EXPECT != 0 {
@@ -125,8 +125,8 @@ pub fn for_upstream(
         }
     }
     Added {
-        forwarded_for: Some(f.client.clone()),
-        forwarded: Some(f.forwarded.clone()),
+        forwarded_for: Some(f.client),
+        forwarded: Some(f.forwarded),
         proto: Some(f.proto),
         host: host.cloned(),
     }

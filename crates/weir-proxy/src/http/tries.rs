@@ -70,7 +70,7 @@ pub struct Attempts<'a> {
     pub key: PickKey,
     pub parts: Parts,
     /// The forwarding fields weir adds beside `parts`' map (`http::added`).
-    pub added: Added,
+    pub added: Added<'a>,
     pub body: Prepared,
     /// The call's own deadline (a gRPC call's `grpc-timeout`): it caps the pool's
     /// `request_timeout`.
@@ -337,7 +337,7 @@ async fn try_once(
     pool: &Arc<PoolRt>,
     granted: Granted,
     parts: &Parts,
-    added: &Added,
+    added: &Added<'_>,
     body: Payload<UpBody>,
     fresh_only: bool,
     proxy_header: Option<&[u8]>,

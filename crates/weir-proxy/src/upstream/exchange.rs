@@ -26,7 +26,7 @@ pub struct Exchange<'a> {
     pub endpoint: &'a EndpointRt,
     pub parts: &'a Parts,
     /// Fields written after `parts`' own (`http::added`).
-    pub added: &'a Added,
+    pub added: &'a Added<'a>,
     pub connect_timeout: Duration,
     /// The pool's TLS to its endpoints, if it has any.
     pub tls: Option<&'a UpstreamTls>,

@@ -104,7 +104,7 @@ impl Session {
     pub async fn send(
         self,
         parts: &Parts,
-        added: &Added,
+        added: &Added<'_>,
         payload: Payload<UpBody>,
         timer: HeadTimer,
         reused: bool,

@@ -127,7 +127,7 @@ impl Drop for Opened {
 pub async fn send_into<B, T>(
     stream: Stream,
     parts: &Parts,
-    added: &Added,
+    added: &Added<'_>,
     payload: Payload<B>,
     timer: HeadTimer,
     scheme: &Scheme,

@@ -15,7 +15,12 @@ use crate::pool::PoolRt;
 /// configured key, or the endpoint a sticky cookie names. A header key is
 /// read as the upstream gets it: the forwarding fields weir sets (`added`)
 /// first.
-pub fn pick_key<B>(pool: &PoolRt, req: &Request<B>, added: &Added, client: SocketAddr) -> PickKey {
+pub fn pick_key<B>(
+    pool: &PoolRt,
+    req: &Request<B>,
+    added: &Added<'_>,
+    client: SocketAddr,
+) -> PickKey {
     let mut key = PickKey::default();
     let (hashes, codec) = match &pool.algorithm {
         Algorithm::Hash { .. } => (true, None),

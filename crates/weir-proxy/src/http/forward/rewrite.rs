@@ -16,20 +16,21 @@ use crate::http::headers;
 /// `upgrade`: the protocols the client asked to switch to (`http/upgrade.rs`),
 /// kept for the upstream hop. The forwarding fields that are not in the map come back, for
 /// the upstream codec to write (`http::added`).
-pub fn for_upstream<B>(
+pub fn for_upstream<'c, B>(
     req: &mut Request<B>,
-    ctx: &ConnCtx,
+    ctx: &'c ConnCtx,
     host: Option<HeaderValue>,
     upstream_host: Option<HeaderValue>,
     upgrade: Option<HeaderValue>,
-) -> Added {
+) -> Added<'c> {
     if req.uri().authority().is_some() {
-        // The target's own path, shared (not parsed again from its text).
+        // The target's own path, taken (not parsed again from its text, nor cloned: a
+        // shared count taken and dropped).
         let mut origin = http::uri::Parts::default();
         origin.path_and_query = Some(
-            req.uri()
-                .path_and_query()
-                .cloned()
+            std::mem::take(req.uri_mut())
+                .into_parts()
+                .path_and_query
                 .unwrap_or_else(|| PathAndQuery::from_static("/")),
         );
         *req.uri_mut() = Uri::from_parts(origin).unwrap_or_else(|_| Uri::from_static("/"));

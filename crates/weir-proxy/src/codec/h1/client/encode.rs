@@ -28,7 +28,7 @@ pub(super) enum Framing {
 }
 
 /// Appends the request head to `dst` (`parts`, then `added`) and says how to frame the body.
-pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, added: &Added, body: BodyKind) -> Framing {
+pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, added: &Added<'_>, body: BodyKind) -> Framing {
     // Which framing header weir adds, and whether the client's
     // Content-Length lines are dropped (a chunked body replaces them).
     // (No header lookup for the common request without a body.)

@@ -77,7 +77,7 @@ where
 pub async fn send_into<B, T>(
     mut conn: Connection,
     parts: &Parts,
-    added: &Added,
+    added: &Added<'_>,
     payload: Payload<B>,
     timer: HeadTimer,
 ) -> Result<Response<T>, SendError<B>>
