@@ -17,7 +17,7 @@ mod stream;
 
 use std::collections::VecDeque;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderMap, HeaderName};
 
 use crate::block::Block;
@@ -179,19 +179,33 @@ impl Connection {
             return Ok(());
         }
         loop {
-            let f = match frame::read(buf, DEFAULT_MAX_FRAME) {
-                Ok(Some(f)) => f,
-                Ok(None) => return Ok(()),
-                Err(frame::Error::Connection(r, why)) => return Err(self.fail(r, why)),
-                Err(frame::Error::Stream(..)) if self.block.is_some() => {
-                    return Err(self.fail(Reason::PROTOCOL_ERROR, "a frame inside a header block"))
-                }
-                Err(frame::Error::Stream(s, r, _)) => {
-                    self.stream_error(s, r);
-                    continue;
-                }
+            // A whole block in one HEADERS frame, where one may come, is decoded in the buffer.
+            let plain = match self.settings_seen && self.block.is_none() {
+                true => frame::whole_headers(buf, DEFAULT_MAX_FRAME),
+                false => None,
             };
-            self.frame(f)?;
+            if let Some((stream, end_stream, block)) = plain {
+                let end = block.end;
+                let done = self.headers(stream, &buf[block], end_stream, true);
+                buf.advance(end);
+                done?;
+            } else {
+                let f = match frame::read(buf, DEFAULT_MAX_FRAME) {
+                    Ok(Some(f)) => f,
+                    Ok(None) => return Ok(()),
+                    Err(frame::Error::Connection(r, why)) => return Err(self.fail(r, why)),
+                    Err(frame::Error::Stream(..)) if self.block.is_some() => {
+                        return Err(
+                            self.fail(Reason::PROTOCOL_ERROR, "a frame inside a header block")
+                        )
+                    }
+                    Err(frame::Error::Stream(s, r, _)) => {
+                        self.stream_error(s, r);
+                        continue;
+                    }
+                };
+                self.frame(f)?;
+            }
             if self.control_queued > MAX_CONTROL_QUEUED {
                 return Err(self.flooded(
                     Flood::ControlFrames,
@@ -446,6 +460,33 @@ impl Connection {
         stream.is_multiple_of(2) || stream >= self.next_id
     }
 
+    fn headers(
+        &mut self,
+        stream: StreamId,
+        block: &[u8],
+        end_stream: bool,
+        end_headers: bool,
+    ) -> Result<(), ConnectionError> {
+        if self.idle(stream) {
+            return Err(self.fail(Reason::PROTOCOL_ERROR, "HEADERS on an idle stream"));
+        }
+        let mut b = Block {
+            stream,
+            bytes: Vec::new(),
+            end_stream,
+            kind: (),
+        };
+        // A whole block is decoded where it lies; only one that CONTINUATION frames finish
+        // is gathered.
+        if end_headers {
+            self.block_done(b, block)
+        } else {
+            b.bytes = block.to_vec();
+            self.block = Some(b);
+            Ok(())
+        }
+    }
+
     fn frame(&mut self, f: Frame) -> Result<(), ConnectionError> {
         if !self.settings_seen && !matches!(f, Frame::Settings(_)) {
             return Err(self.fail(
@@ -525,25 +566,7 @@ impl Connection {
                 block,
                 end_stream,
                 end_headers,
-            } => {
-                if self.idle(stream) {
-                    return Err(self.fail(Reason::PROTOCOL_ERROR, "HEADERS on an idle stream"));
-                }
-                let mut b = Block {
-                    stream,
-                    bytes: Vec::new(),
-                    end_stream,
-                    kind: (),
-                };
-                // A whole block is decoded where it lies; only one that CONTINUATION
-                // frames finish is gathered.
-                if end_headers {
-                    self.block_done(b, &block)?;
-                } else {
-                    b.bytes = block.to_vec();
-                    self.block = Some(b);
-                }
-            }
+            } => self.headers(stream, &block, end_stream, end_headers)?,
             Frame::Continuation {
                 block, end_headers, ..
             } => {

@@ -10,7 +10,7 @@ pub mod write;
 use bytes::Bytes;
 
 pub use ids::{IdHasher, StreamMap};
-pub use read::{read, Error};
+pub use read::{read, whole_headers, Error};
 pub use settings::{Setting, Settings};
 
 /// The client's connection preface (RFC 9113 §3.4), before its SETTINGS.

@@ -292,3 +292,37 @@ fn settings_values_are_checked() {
     write::settings(&mut w, &all.pairs());
     assert_eq!(one(&w).unwrap(), Some(Frame::Settings(all)));
 }
+
+/// Only a HEADERS frame that is all there and holds a whole block and nothing else is taken
+/// in place; every other is left to `read`, with its checks.
+#[test]
+fn only_plain_whole_headers_are_decoded_in_place() {
+    let (h, eh, es) = (kind::HEADERS, flag::END_HEADERS, flag::END_STREAM);
+    let f = raw(h, eh | es, 3, b"\x82\x84");
+    assert_eq!(whole_headers(&f, DEFAULT_MAX_FRAME), Some((3, true, 9..11)));
+    let f = raw(h, eh, 5, b"\x82");
+    assert_eq!(
+        whole_headers(&f, DEFAULT_MAX_FRAME),
+        Some((5, false, 9..10))
+    );
+    for f in [
+        raw(h, 0, 3, b"\x82"),                         // CONTINUATION follows
+        raw(h, eh | flag::PADDED, 3, b"\x01\x82\x00"), // padded
+        raw(h, eh | flag::PRIORITY, 3, b"\x00\x00\x00\x01\x10\x82"), // priority
+        raw(h, eh, 0, b"\x82"),                        // stream 0: read's error
+        raw(kind::DATA, es, 3, b"ab"),                 // not HEADERS
+    ] {
+        assert_eq!(whole_headers(&f, DEFAULT_MAX_FRAME), None, "{f:?}");
+    }
+    let f = raw(h, eh, 3, b"\x82\x84");
+    assert_eq!(
+        whole_headers(&f[..10], DEFAULT_MAX_FRAME),
+        None,
+        "not all there"
+    );
+    assert_eq!(
+        whole_headers(&f, 1),
+        None,
+        "larger than allowed: read's error"
+    );
+}

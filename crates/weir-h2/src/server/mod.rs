@@ -221,19 +221,33 @@ impl Connection {
             self.preface_left -= n;
         }
         loop {
-            let f = match frame::read(buf, DEFAULT_MAX_FRAME) {
-                Ok(Some(f)) => f,
-                Ok(None) => return Ok(()),
-                Err(frame::Error::Connection(r, why)) => return Err(self.fail(r, why)),
-                Err(frame::Error::Stream(..)) if self.block.is_some() => {
-                    return Err(self.fail(Reason::PROTOCOL_ERROR, "a frame inside a header block"))
-                }
-                Err(frame::Error::Stream(s, r, _)) => {
-                    self.stream_error(s, r);
-                    continue;
-                }
+            // A whole block in one HEADERS frame, where one may come, is decoded in the buffer.
+            let plain = match self.settings_seen && self.block.is_none() {
+                true => frame::whole_headers(buf, DEFAULT_MAX_FRAME),
+                false => None,
             };
-            self.frame(f)?;
+            if let Some((stream, end_stream, block)) = plain {
+                let end = block.end;
+                let done = self.headers(stream, &buf[block], end_stream, true);
+                buf.advance(end);
+                done?;
+            } else {
+                let f = match frame::read(buf, DEFAULT_MAX_FRAME) {
+                    Ok(Some(f)) => f,
+                    Ok(None) => return Ok(()),
+                    Err(frame::Error::Connection(r, why)) => return Err(self.fail(r, why)),
+                    Err(frame::Error::Stream(..)) if self.block.is_some() => {
+                        return Err(
+                            self.fail(Reason::PROTOCOL_ERROR, "a frame inside a header block")
+                        )
+                    }
+                    Err(frame::Error::Stream(s, r, _)) => {
+                        self.stream_error(s, r);
+                        continue;
+                    }
+                };
+                self.frame(f)?;
+            }
             if self.error_resets > MAX_ERROR_RESETS {
                 return Err(self.flooded(
                     Flood::StreamErrors,
@@ -561,7 +575,7 @@ impl Connection {
                 block,
                 end_stream,
                 end_headers,
-            } => self.headers(stream, block, end_stream, end_headers)?,
+            } => self.headers(stream, &block, end_stream, end_headers)?,
             Frame::Continuation {
                 block, end_headers, ..
             } => {
@@ -620,7 +634,7 @@ impl Connection {
     fn headers(
         &mut self,
         stream: StreamId,
-        block: Bytes,
+        block: &[u8],
         end_stream: bool,
         end_headers: bool,
     ) -> Result<(), ConnectionError> {
@@ -664,7 +678,7 @@ impl Connection {
         // A whole block is decoded where it lies; only one that CONTINUATION frames finish
         // is gathered.
         if end_headers {
-            self.block_done(b, &block)
+            self.block_done(b, block)
         } else {
             b.bytes = block.to_vec();
             self.block = Some(b);
