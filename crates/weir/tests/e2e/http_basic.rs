@@ -8,7 +8,7 @@ use http_body_util::Full;
 use weir_testkit::client::{self, HttpConn};
 use weir_testkit::HttpUpstream;
 
-use crate::common::{endpoints, free_addr, one_pool, Weir};
+use crate::common::{endpoints, free_addr, one_pool, raw_exchange, Weir};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn forwards_and_rewrites_headers() {
@@ -270,14 +270,42 @@ async fn an_upstreams_connection_line_decides_reuse() {
     let listen = free_addr();
     let _w = Weir::start(&one_pool(listen, &endpoints(&[(up, 1)]), ""), &[listen]);
     for i in 0..3 {
-        // A client connection each: weir answers in the upstream's HTTP/1.0, after which the
-        // client closes its side.
+        // A client connection each, so that only the upstream side can be reused.
         let mut conn = HttpConn::connect(listen).await.unwrap();
         let r = conn.get("/").await.unwrap();
         assert_eq!(r.status, 200, "request {i}: {}", r.text());
     }
     assert_eq!(counts.1.load(SeqCst), 3);
     assert_eq!(counts.0.load(SeqCst), 1, "one connection, reused");
+}
+
+/// A proxy answers in its own HTTP version (RFC 9110 §6.2), whatever the upstream's: an
+/// HTTP/1.0 answer relayed as `HTTP/1.0` to an HTTP/1.1 client, without `keep-alive`, tells
+/// the client the connection ends (and one weir frames with chunks would break HTTP/1.0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_http10_upstream_is_answered_in_weirs_own_version() {
+    let (up, _) = scripted_backend(
+        b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+    )
+    .await;
+    let listen = free_addr();
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up, 1)]), ""), &[listen]);
+    // Two requests on one connection, the second closing it.
+    let got = raw_exchange(
+        listen,
+        b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(10),
+    )
+    .await;
+    // (The first body ends without a line break: the second head follows it on its line.)
+    let status: Vec<&str> = got
+        .match_indices("HTTP/1.")
+        .map(|(i, _)| got[i..].lines().next().unwrap())
+        .collect();
+    assert_eq!(status, ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"], "{got}");
+    // An HTTP/1.0 client still gets HTTP/1.0.
+    let got = raw_exchange(listen, b"GET / HTTP/1.0\r\n\r\n", Duration::from_secs(10)).await;
+    assert!(got.starts_with("HTTP/1.0 200 OK\r\n"), "{got}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -156,9 +156,12 @@ pub(crate) fn head(
     framing
 }
 
+/// In weir's own version (RFC 9110 §6.2), not the upstream's: HTTP/1.1, or HTTP/1.0 to a
+/// client that asked in it. An HTTP/1.0 answer relayed as such would tell an HTTP/1.1 client
+/// its connection ends, and could not carry the chunks weir frames an unknown length with.
 fn status_line(dst: &mut Vec<u8>, parts: &Parts, asked: Asked) {
     let reason = parts.extensions.get::<hyper::ext::ReasonPhrase>();
-    let http10 = asked.http10 || parts.version == Version::HTTP_10;
+    let http10 = asked.http10;
     if !http10 && parts.status == StatusCode::OK && reason.is_none() {
         dst.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
         return;
