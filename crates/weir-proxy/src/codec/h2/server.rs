@@ -24,7 +24,7 @@ use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -171,17 +171,38 @@ pub async fn run<H: Handler>(
     let mut idled = pin!(idle.cancelled());
     let mut draining = false;
     let mut eof = false;
+    // The waker the drain and idle futures were last polled with. A poll of one looks at
+    // its token and then at its notification, each under a lock; they are polled again only
+    // for a new waker, and in between the token is looked at alone: a cancellation wakes
+    // the waker they hold.
+    let mut tokens_hold: Option<Waker> = None;
     loop {
         poll_fn(|cx| {
             l.conn.register(cx);
+            let mut register = !tokens_hold
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()));
+            if register {
+                tokens_hold = Some(cx.waker().clone());
+            }
             loop {
                 let mut progress = l.poll_streams(cx, &mut dirty);
-                if !draining && drained.as_mut().poll(cx).is_ready() {
+                let (drain_now, idle_now) = match std::mem::take(&mut register) {
+                    true => (
+                        !draining && drained.as_mut().poll(cx).is_ready(),
+                        !l.closing && idled.as_mut().poll(cx).is_ready(),
+                    ),
+                    false => (
+                        !draining && drain.is_cancelled(),
+                        !l.closing && idle.is_cancelled(),
+                    ),
+                };
+                if drain_now {
                     l.h2.go_away(Reason::NO_ERROR);
                     draining = true;
                     progress = true;
                 }
-                if !l.closing && idled.as_mut().poll(cx).is_ready() {
+                if idle_now {
                     l.h2.go_away(Reason::NO_ERROR);
                     l.closing = true;
                 }
@@ -303,17 +324,29 @@ where
     /// taken from request bodies or queued for tunnels. Whether anything was.
     fn poll_streams(&mut self, cx: &mut Context<'_>, dirty: &mut Vec<StreamId>) -> bool {
         let mut progress = false;
-        while let Poll::Ready(Some((id, resp))) = self.calls.poll_next_unpin(cx) {
+        // An empty set is not polled: polling one registers the waker (two locked operations
+        // each time) for futures that can only come from this task, which then polls again
+        // (whatever pushes one reports progress).
+        while !self.calls.is_empty() {
+            let Poll::Ready(Some((id, resp))) = self.calls.poll_next_unpin(cx) else {
+                break;
+            };
             progress = true;
             self.answer(cx, id, resp);
         }
-        while let Poll::Ready(Some((id, body, frame))) = self.pumps.poll_next_unpin(cx) {
+        while !self.pumps.is_empty() {
+            let Poll::Ready(Some((id, body, frame))) = self.pumps.poll_next_unpin(cx) else {
+                break;
+            };
             progress = true;
             if let Some(body) = self.frame(id, body, frame) {
                 self.pump(cx, id, body);
             }
         }
-        while let Poll::Ready(Some(id)) = self.tunnels.poll_next_unpin(cx) {
+        while !self.tunnels.is_empty() {
+            let Poll::Ready(Some(id)) = self.tunnels.poll_next_unpin(cx) else {
+                break;
+            };
             progress = true;
             // The relay is over: the client's side ends once what is queued went.
             if let Some(o) = self.open.get_mut(&id) {

@@ -25,6 +25,9 @@ use super::inbox::Inbox;
 pub struct ConnShared {
     waker: AtomicWaker,
     dirty: Mutex<Vec<StreamId>>,
+    /// Set when `dirty` may hold streams: most passes of the loop find none, and need not
+    /// take the lock (two locked operations) to see it.
+    any_dirty: AtomicBool,
 }
 
 impl ConnShared {
@@ -36,11 +39,17 @@ impl ConnShared {
     /// The streams that took body bytes or queued tunnel bytes since the last call.
     pub fn take_dirty(&self, into: &mut Vec<StreamId>) {
         into.clear();
-        std::mem::swap(&mut *self.dirty.lock().unwrap(), into);
+        // A plain load: a swap would be a locked operation too. A stream marked after the
+        // flag is cleared is taken now or flags it again; either way the loop sees it.
+        if self.any_dirty.load(Ordering::Acquire) {
+            self.any_dirty.store(false, Ordering::Relaxed);
+            std::mem::swap(&mut *self.dirty.lock().unwrap(), into);
+        }
     }
 
     fn mark(&self, id: StreamId) {
         self.dirty.lock().unwrap().push(id);
+        self.any_dirty.store(true, Ordering::Release);
         self.waker.wake();
     }
 }
