@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use weir_h2::Reason;
 
 use super::client::{wait, Part};
 use super::exchange::{BoxError, Error, Opened};
@@ -79,7 +80,8 @@ where
                 this.pump = None;
                 return Poll::Ready(None);
             }
-            let mut st = this.opened.conn().lock();
+            // Through the field (not `conn()`), so that `opened.done` can be set below.
+            let mut st = this.opened.stream.conn.conn.lock();
             let id = this.opened.id;
             let Some(slot) = st.slots.get_mut(&id) else {
                 return Poll::Ready(Some(Err(Error::Connection("the stream is gone".into()))));
@@ -107,6 +109,15 @@ where
             // buffers bound what it holds.
             if n > 0 {
                 st.h2.release(id, n);
+            }
+            if this.end {
+                // The answer is whole: what dropping `opened` would do (and the cut of a
+                // request body still streaming) is done now, under this lock, so that the
+                // drop takes none.
+                st.slots.remove(&id);
+                st.h2.reset(id, Reason::CANCEL);
+                this.opened.done = true;
+                this.pump = None;
             }
             if let Some(w) = st.output_waker() {
                 w.wake();

@@ -100,6 +100,9 @@ pub struct SendError<B> {
 pub(super) struct Opened {
     pub stream: Stream,
     pub id: StreamId,
+    /// The slot is removed and the stream reset already (the answer was taken whole, under
+    /// the lock its body took anyway): dropping takes no lock.
+    pub done: bool,
 }
 
 impl Opened {
@@ -110,6 +113,9 @@ impl Opened {
 
 impl Drop for Opened {
     fn drop(&mut self) {
+        if self.done {
+            return;
+        }
         let waker = {
             let mut st = self.conn().lock();
             st.slots.remove(&self.id);
@@ -210,7 +216,11 @@ where
             w.wake();
         }
         drop(st);
-        Opened { stream, id }
+        Opened {
+            stream,
+            id,
+            done: false,
+        }
     };
     let mut pump = match payload {
         Payload::Stream(body) if !empty => Some(Pump::new(body)),
