@@ -253,6 +253,70 @@ async fn a_refused_stream_is_retried_even_for_a_post() {
     assert_eq!(retried, 1.0);
 }
 
+/// An h2c backend that answers every request at once, without reading its body, and then
+/// lets the stream go (h2 resets what it did not read). Counts the connections it accepted.
+async fn early_answering_server() -> (SocketAddr, Arc<AtomicU64>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let conns = Arc::new(AtomicU64::new(0));
+    let counted = conns.clone();
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = l.accept().await.unwrap();
+            counted.fetch_add(1, Relaxed);
+            tokio::spawn(async move {
+                let Ok(mut conn) = h2::server::handshake(tcp).await else {
+                    return;
+                };
+                while let Some(Ok((req, mut respond))) = conn.accept().await {
+                    let resp = http::Response::builder().status(200).body(()).unwrap();
+                    let mut send = respond.send_response(resp, false).unwrap();
+                    let _ = send.send_data(Bytes::from_static(b"early\n"), true);
+                    // Dropped only after the answer: unread, its stream is reset.
+                    drop(req);
+                }
+            });
+        }
+    });
+    (addr, conns)
+}
+
+/// A backend's whole answer while the request body still streams up to it: the client gets
+/// the answer, the upload's stream is cut (weir frees it as it takes the answer's end), and the
+/// shared connection serves the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_early_answer_from_an_h2_backend_ends_the_upload_and_its_connection_serves_on() {
+    let (addr, conns) = early_answering_server().await;
+    let listen = free_addr();
+    let eps = format!("endpoints = [{{ addr = \"{addr}\" }}]");
+    let _w = Weir::start(&one_pool(listen, &eps, "protocol = \"h2c\""), &[listen]);
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    // Larger than the replay buffer, so it streams, and than every window.
+    std::fs::write(&body, vec![b'x'; 4 << 20]).unwrap();
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "30", "-w", " %{http_code}"])
+        .args(["--http2-prior-knowledge", "--data-binary"])
+        .arg(format!("@{}", body.display()))
+        .arg(format!("http://{listen}/upload"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "curl: {:?} {err}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "early\n 200", "{err}");
+    let text = curl(
+        &["--http2-prior-knowledge"],
+        &format!("http://{listen}/again"),
+    );
+    assert!(text.starts_with("HTTP/2 200"), "{text}");
+    assert!(text.ends_with("early\n"), "{text}");
+    assert_eq!(
+        conns.load(Relaxed),
+        1,
+        "the second request reused the connection"
+    );
+}
+
 #[test]
 fn weir_check_names_protocol_mistakes_at_their_line() {
     let dir = tempfile::tempdir().unwrap();
