@@ -299,9 +299,6 @@ struct Open {
     tunnel: bool,
     /// The tunnel's relay ended: the stream is done once what it queued went.
     relay_over: bool,
-    /// Bytes received for it and not yet given back to the client's windows (taken or
-    /// not): what `finish` gives back, without asking the stream.
-    unreleased: usize,
 }
 
 /// A response body that waits for window: the data that did not fit, whether it ends the
@@ -395,7 +392,6 @@ where
                         shared,
                         tunnel,
                         relay_over: false,
-                        unreleased: 0,
                     },
                 );
             }
@@ -403,11 +399,8 @@ where
                 stream,
                 data,
                 end_stream,
-            } => match self.open.get_mut(&stream) {
-                Some(o) => {
-                    o.unreleased += data.len();
-                    o.shared.push(data, end_stream);
-                }
+            } => match self.open.get(&stream) {
+                Some(o) => o.shared.push(data, end_stream),
                 // Nobody reads it (the answer is out): given back at once.
                 None => self.h2.release(stream, data.len()),
             },
@@ -484,7 +477,7 @@ where
         strip_connection_fields(&mut head.headers);
         let end = body.is_end_stream();
         if !self.h2.send_headers(id, head.status, &head.headers, end) || end {
-            self.finish(id);
+            self.open.remove(&id);
             return;
         }
         self.pump(cx, id, body);
@@ -521,7 +514,7 @@ where
                 Err(f) => match f.into_trailers() {
                     Ok(t) => {
                         self.h2.send_trailers(id, &t);
-                        self.finish(id);
+                        self.open.remove(&id);
                         None
                     }
                     Err(_) => Some(body),
@@ -532,12 +525,12 @@ where
                 // the whole (HTTP/1 closes the connection; here, only this stream).
                 debug!("HTTP/2 response body cut: {e}");
                 self.h2.reset(id, Reason::INTERNAL_ERROR);
-                self.finish(id);
+                self.open.remove(&id);
                 None
             }
             None => {
                 self.h2.send_data(id, &[], true);
-                self.finish(id);
+                self.open.remove(&id);
                 None
             }
         }
@@ -549,7 +542,7 @@ where
     fn send(&mut self, id: StreamId, body: H::Body, data: Bytes, end: bool) -> Option<H::Body> {
         if !self.h2.is_sending(id) {
             // Reset meanwhile: the body is dropped.
-            self.finish(id);
+            self.open.remove(&id);
             return None;
         }
         let n = self.h2.send_data(id, &data, end);
@@ -570,22 +563,10 @@ where
             );
             None
         } else if end {
-            self.finish(id);
+            self.open.remove(&id);
             None
         } else {
             Some(body)
-        }
-    }
-
-    /// The stream's answer is out (or given up): it leaves the pipeline. What the client
-    /// sent that nobody took goes back to its windows, so that a client still uploading
-    /// after an early answer (RFC 9113 §8.1; weir sends no RST_STREAM for it) can finish;
-    /// what it sends after that is given back as it comes (`Event::Data`).
-    fn finish(&mut self, id: StreamId) {
-        if let Some(o) = self.open.remove(&id) {
-            if o.unreleased > 0 {
-                self.h2.release(id, o.unreleased);
-            }
         }
     }
 
@@ -633,12 +614,11 @@ where
     /// A stream whose pipeline took request body bytes (given back to the window) or
     /// queued tunnel bytes (sent as the window allows).
     fn dirty(&mut self, id: StreamId) {
-        let Some(o) = self.open.get_mut(&id) else {
+        let Some(o) = self.open.get(&id) else {
             return;
         };
         let taken = o.shared.take_released();
         if taken > 0 {
-            o.unreleased -= taken;
             self.h2.release(id, taken);
         }
         if !o.tunnel {
