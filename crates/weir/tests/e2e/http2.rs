@@ -597,6 +597,63 @@ filters = ["away"]
     assert_eq!(String::from_utf8_lossy(&out.stdout), "301 2", "{err}");
 }
 
+/// Uploads a client cancels while they wait in a pool's queue (their bytes received, not
+/// read by anyone) give those bytes back to the connection's window. The window is shared
+/// by every stream of the connection (1 MiB): four such cancels of ~240 KiB each used it up,
+/// and no stream on the connection could upload anything after them. Seen on the wire as
+/// weir's WINDOW_UPDATE for the connection, which it sends once half the window is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_uploads_give_their_bytes_back_to_the_connection() {
+    use tokio::io::AsyncWriteExt;
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let plain = free_addr();
+    let cfg = format!(
+        "[listeners.plain]\nbind = \"{plain}\"\npool = \"app\"\n\n\
+         [pools.app]\nendpoints = [{{ addr = \"{}\" }}]\n\
+         max_conn = 1\nmax_queue = 10\nqueue_timeout = \"60s\"\n",
+        up.addr()
+    );
+    let _w = Weir::start(&cfg, &[plain]);
+    let mut c = TcpStream::connect(plain).await.unwrap();
+    let mut wire = PREFACE.to_vec();
+    wire.extend(frame(4, 0, 0, &[]));
+    // GET /?hang=1 (the testkit never answers it): it holds the pool's one connection.
+    let mut get = vec![GET, 0x86, 0x04, 8];
+    get.extend_from_slice(b"/?hang=1");
+    get.extend_from_slice(&[0x41, 9]);
+    get.extend_from_slice(b"127.0.0.1");
+    wire.extend(frame(1, 0x5, 1, &get));
+    c.write_all(&wire).await.unwrap();
+    // weir's own WINDOW_UPDATE for the connection, which it opens at 1 MiB.
+    read_until_frame(&mut c, 8, 0).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while up.in_flight() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the GET never reached the backend"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Four POSTs of 15 full DATA frames each (240 KiB, within a stream's 256 KiB window):
+    // queued behind the GET, each read at most up to the replay buffer (64 KiB), then
+    // cancelled.
+    let chunk = vec![b'x'; 16_384];
+    for stream in [3, 5, 7, 9] {
+        let mut w = frame(1, 0x4, stream, &pseudo(POST));
+        for _ in 0..15 {
+            w.extend(frame(0, 0, stream, &chunk));
+        }
+        w.extend(frame(3, 0, stream, &[0, 0, 0, 8]));
+        c.write_all(&w).await.unwrap();
+    }
+    let update = read_until_frame(&mut c, 8, 0).await;
+    let n = u32::from_be_bytes(update[..4].try_into().unwrap());
+    assert!(
+        n >= 512 * 1024,
+        "the connection's window got back {n} bytes"
+    );
+}
+
 /// An HPACK bomb: one 4000-byte entry put in the table, then a header block of ~130 000
 /// one-byte references to it (half a GB decoded). weir answers 431 without keeping what
 /// the references decode to, and goes on serving.

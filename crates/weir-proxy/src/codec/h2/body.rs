@@ -10,7 +10,6 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use weir_h2::Reason;
 
 use super::client::{wait, Part};
 use super::exchange::{BoxError, Error, Opened};
@@ -114,8 +113,7 @@ where
                 // The answer is whole: what dropping `opened` would do (and the cut of a
                 // request body still streaming) is done now, under this lock, so that the
                 // drop takes none.
-                st.slots.remove(&id);
-                st.h2.reset(id, Reason::CANCEL);
+                st.forget(id);
                 this.opened.done = true;
                 this.pump = None;
             }

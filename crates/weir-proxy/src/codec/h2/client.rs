@@ -132,6 +132,28 @@ pub enum Failure {
 }
 
 impl State {
+    /// The exchange on `id` is over or given up: its slot goes and the stream is reset
+    /// (a no-op for one closed both ways). Response bytes that came and were never taken
+    /// go back to the connection's window: they were counted against it, and the
+    /// connection is shared, so bytes kept off it would stall every other stream in the
+    /// end (a client that cancels large downloads would do that in four).
+    pub fn forget(&mut self, id: StreamId) {
+        if let Some(slot) = self.slots.remove(&id) {
+            self.h2.reset(id, Reason::CANCEL);
+            let untaken: usize = slot
+                .parts
+                .iter()
+                .map(|p| match p {
+                    Part::Data(d) => d.len(),
+                    Part::Trailers(_) => 0,
+                })
+                .sum();
+            if untaken > 0 {
+                self.h2.release(id, untaken);
+            }
+        }
+    }
+
     /// Wakes the connection's task if there is output for it to write.
     pub fn output_waker(&self) -> Option<Waker> {
         match self.h2.output_len() {

@@ -118,8 +118,7 @@ impl Drop for Opened {
         }
         let waker = {
             let mut st = self.conn().lock();
-            st.slots.remove(&self.id);
-            st.h2.reset(self.id, Reason::CANCEL);
+            st.forget(self.id);
             st.output_waker()
         };
         if let Some(w) = waker {

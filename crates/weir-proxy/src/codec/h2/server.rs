@@ -299,6 +299,9 @@ struct Open {
     tunnel: bool,
     /// The tunnel's relay ended: the stream is done once what it queued went.
     relay_over: bool,
+    /// Bytes received for it and not yet given back to the client's windows (taken or
+    /// not): what `finish` gives back, without asking the stream.
+    unreleased: usize,
 }
 
 /// A response body that waits for window: the data that did not fit, whether it ends the
@@ -392,6 +395,7 @@ where
                         shared,
                         tunnel,
                         relay_over: false,
+                        unreleased: 0,
                     },
                 );
             }
@@ -399,8 +403,11 @@ where
                 stream,
                 data,
                 end_stream,
-            } => match self.open.get(&stream) {
-                Some(o) => o.shared.push(data, end_stream),
+            } => match self.open.get_mut(&stream) {
+                Some(o) => {
+                    o.unreleased += data.len();
+                    o.shared.push(data, end_stream);
+                }
                 // Nobody reads it (the answer is out): given back at once.
                 None => self.h2.release(stream, data.len()),
             },
@@ -415,7 +422,7 @@ where
                 by_client,
             } => {
                 self.blocked.remove(&stream);
-                if let Some(o) = self.open.remove(&stream) {
+                if let Some(o) = self.finish(stream) {
                     debug!("HTTP/2 stream {stream} reset ({code}) before its response ended");
                     o.shared.gone(code);
                     // A tunnel's reset is how a client closes a WebSocket over HTTP/2.
@@ -477,7 +484,7 @@ where
         strip_connection_fields(&mut head.headers);
         let end = body.is_end_stream();
         if !self.h2.send_headers(id, head.status, &head.headers, end) || end {
-            self.open.remove(&id);
+            self.finish(id);
             return;
         }
         self.pump(cx, id, body);
@@ -514,7 +521,7 @@ where
                 Err(f) => match f.into_trailers() {
                     Ok(t) => {
                         self.h2.send_trailers(id, &t);
-                        self.open.remove(&id);
+                        self.finish(id);
                         None
                     }
                     Err(_) => Some(body),
@@ -525,12 +532,12 @@ where
                 // the whole (HTTP/1 closes the connection; here, only this stream).
                 debug!("HTTP/2 response body cut: {e}");
                 self.h2.reset(id, Reason::INTERNAL_ERROR);
-                self.open.remove(&id);
+                self.finish(id);
                 None
             }
             None => {
                 self.h2.send_data(id, &[], true);
-                self.open.remove(&id);
+                self.finish(id);
                 None
             }
         }
@@ -542,7 +549,7 @@ where
     fn send(&mut self, id: StreamId, body: H::Body, data: Bytes, end: bool) -> Option<H::Body> {
         if !self.h2.is_sending(id) {
             // Reset meanwhile: the body is dropped.
-            self.open.remove(&id);
+            self.finish(id);
             return None;
         }
         let n = self.h2.send_data(id, &data, end);
@@ -563,11 +570,25 @@ where
             );
             None
         } else if end {
-            self.open.remove(&id);
+            self.finish(id);
             None
         } else {
             Some(body)
         }
+    }
+
+    /// The stream leaves the pipeline: its answer is out, or it was reset. What the client
+    /// sent that nobody took goes back to its windows: to the stream's, so that a client
+    /// still uploading after an early answer (RFC 9113 §8.1; weir sends no RST_STREAM)
+    /// can finish, and what it sends after that is given back as it comes (`Event::Data`);
+    /// to the connection's in any case, since every stream shares it (a client cancelling
+    /// uploads that waited in a queue would otherwise stall its connection in four).
+    fn finish(&mut self, id: StreamId) -> Option<Open> {
+        let o = self.open.remove(&id)?;
+        if o.unreleased > 0 {
+            self.h2.release(id, o.unreleased);
+        }
+        Some(o)
     }
 
     fn unblock(&mut self, id: StreamId) {
@@ -601,7 +622,7 @@ where
             debug!("HTTP/2 stream stalled (no window for {stall:?}): reset");
             self.blocked.remove(&id);
             self.h2.reset(id, Reason::CANCEL);
-            if let Some(o) = self.open.remove(&id) {
+            if let Some(o) = self.finish(id) {
                 o.shared.gone(Reason::CANCEL);
             }
         }
@@ -614,11 +635,13 @@ where
     /// A stream whose pipeline took request body bytes (given back to the window) or
     /// queued tunnel bytes (sent as the window allows).
     fn dirty(&mut self, id: StreamId) {
-        let Some(o) = self.open.get(&id) else {
+        let Some(o) = self.open.get_mut(&id) else {
             return;
         };
         let taken = o.shared.take_released();
         if taken > 0 {
+            // Bytes taken were counted in when they came.
+            o.unreleased = o.unreleased.saturating_sub(taken);
             self.h2.release(id, taken);
         }
         if !o.tunnel {
@@ -627,7 +650,7 @@ where
         if !self.h2.is_sending(id) {
             // Its END_STREAM went already (or the stream is gone).
             if o.relay_over {
-                self.open.remove(&id);
+                self.finish(id);
             }
             return;
         }
@@ -639,7 +662,7 @@ where
             // The client may still send (and reset): the relay reads on until it ends.
             self.h2.send_data(id, &[], true);
             if o.relay_over {
-                self.open.remove(&id);
+                self.finish(id);
             }
         }
     }
