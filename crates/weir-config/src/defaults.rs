@@ -82,6 +82,8 @@ pub const RETRY_BUDGET_MIN_PER_SEC_RANGE: std::ops::RangeInclusive<i64> = 0..=10
 /// `max_streams_per_conn`: streams open at once on one HTTP/2 upstream connection.
 pub const MAX_STREAMS_PER_CONN: u32 = 100;
 pub const MAX_STREAMS_PER_CONN_RANGE: std::ops::RangeInclusive<i64> = 1..=1000;
+/// `ping_timeout`: how long an HTTP/2 upstream connection may stay silent after a PING.
+pub const PING_TIMEOUT: Duration = Duration::from_secs(10);
 /// `max_requests_per_conn`; 0 = no cap.
 pub const MAX_REQUESTS_PER_CONN_RANGE: std::ops::RangeInclusive<i64> = 0..=1_000_000;
 
@@ -156,6 +158,8 @@ impl Default for crate::Pool {
             tls: None,
             protocol: crate::UpstreamProtocol::Http1,
             max_streams_per_conn: MAX_STREAMS_PER_CONN,
+            ping_interval: None,
+            ping_timeout: PING_TIMEOUT,
             send_proxy: None,
         }
     }

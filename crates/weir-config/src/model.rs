@@ -266,6 +266,12 @@ pub struct Pool {
     /// HTTP/2 pools: streams open at once on one upstream connection (fewer if the
     /// endpoint allows fewer); beyond, another connection is opened. Default 100.
     pub max_streams_per_conn: u32,
+    /// HTTP/2 pools: a connection that has read nothing from its endpoint for this long
+    /// is sent a PING; `None` (the default) sends none.
+    pub ping_interval: Option<Duration>,
+    /// ... and is given up as dead when nothing arrives within this after the PING: its
+    /// streams fail (those not yet sent are retried elsewhere). Default 10 s.
+    pub ping_timeout: Duration,
     /// Write a PROXY protocol header with the client's address at the start of each
     /// upstream connection (then never shared between clients). Default none.
     pub send_proxy: Option<crate::SendProxy>,

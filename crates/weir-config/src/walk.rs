@@ -75,6 +75,8 @@ const POOL_KEYS: &[&str] = &[
     "max_requests_per_conn",
     "protocol",
     "max_streams_per_conn",
+    "ping_interval",
+    "ping_timeout",
     "connect_timeout",
     "response_timeout",
     "request_timeout",
@@ -777,6 +779,7 @@ fn upstream_protocol(
             }
         }
     }
+    h2_ping(sink, t, p);
     // An h2 pool whose `alpn` list leaves out `h2`: an endpoint that picks from the list
     // fails every connect. (An http1 pool's list may serve tcp listeners: not judged.)
     let offered = p.tls.as_ref().and_then(|t| t.alpn.as_ref());
@@ -794,6 +797,32 @@ fn upstream_protocol(
             span,
             format!("check = \"grpc\" speaks HTTP/2: set protocol = \"h2c\" (or \"h2\" with TLS) on pool {name}"),
         );
+    }
+}
+
+/// `ping_interval` and `ping_timeout`: HTTP/2's PING, which HTTP/1.1 has no equivalent of.
+fn h2_ping(sink: &mut Sink<'_>, t: &Fields<'_, '_>, p: &mut Pool) {
+    p.ping_interval = t.duration(sink, "ping_interval", true);
+    if let Some(d) = t.duration(sink, "ping_timeout", true) {
+        p.ping_timeout = d;
+    }
+    for key in ["ping_interval", "ping_timeout"] {
+        let Some(span) = t.key_span(key) else {
+            continue;
+        };
+        if !p.protocol.is_h2() {
+            sink.warn(
+                span,
+                format!(
+                    "{key} has no effect unless protocol is \"h2c\" or \"h2\" (PING is HTTP/2's)"
+                ),
+            );
+        } else if key == "ping_timeout" && p.ping_interval.is_none() {
+            sink.warn(
+                span,
+                "ping_timeout has no effect without ping_interval (no PING is sent)",
+            );
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use weir_config::HashKey;
 
 use crate::balance::{Algorithm, PickKey, PoolView};
 use crate::capacity::{self, Limits, Queue};
+use crate::codec::h2::keepalive::Ping;
 use crate::endpoint::EndpointRt;
 use crate::health::{Ejection, HealthFilter, Loss};
 use crate::metrics::pool::PoolMetrics;
@@ -61,6 +62,8 @@ pub struct PoolRt {
     /// What weir speaks to the endpoints, and HTTP/2's streams per connection.
     pub protocol: weir_config::UpstreamProtocol,
     pub max_streams_per_conn: u32,
+    /// HTTP/2: PINGs to find dead connections (`ping_interval`, `ping_timeout`).
+    pub ping: Option<Ping>,
     /// TLS to the endpoints (`[pools.NAME.tls]`), built when the tls table
     /// changes (`Proxy::prepare`) and kept across snapshots otherwise.
     pub tls: Option<Arc<UpstreamTls>>,
@@ -103,6 +106,10 @@ impl PoolRt {
             max_requests_per_conn: cfg.max_requests_per_conn,
             protocol: cfg.protocol,
             max_streams_per_conn: cfg.max_streams_per_conn,
+            ping: cfg.ping_interval.map(|interval| Ping {
+                interval,
+                timeout: cfg.ping_timeout,
+            }),
             tls,
             send_proxy: cfg.send_proxy,
             shared,

@@ -391,6 +391,15 @@ impl Connection {
         }
     }
 
+    /// Sends a PING: the server answers it as soon as it reads it, so a connection that
+    /// stays silent after one is no longer being served (its host or process hung, or
+    /// the path to it silently dropped).
+    pub fn ping(&mut self, payload: [u8; 8]) {
+        if !self.closed {
+            write::ping(&mut self.out, false, payload);
+        }
+    }
+
     /// Sends GOAWAY: weir opens no more streams on this connection and is closing it.
     pub fn go_away(&mut self, code: Reason) {
         if !self.closed {

@@ -397,3 +397,22 @@ fn a_head_answer_and_a_304_may_say_a_length_without_content() {
     .unwrap();
     assert_eq!(reset_code(&mut c, id), Some(Reason::PROTOCOL_ERROR));
 }
+
+#[test]
+fn a_ping_is_answered_by_the_server_and_not_sent_once_closed() {
+    let (mut c, mut s) = pair();
+    c.ping(*b"weir-png");
+    let mut sent = BytesMut::from(&std::mem::take(c.output())[..]);
+    assert_eq!(sent.len(), 9 + 8, "one PING frame");
+    s.recv(&mut sent).unwrap();
+    let answer = std::mem::take(s.output());
+    // The server's answer: PING with ACK and the same payload.
+    assert_eq!(&answer[3..5], &[0x6, 0x1], "PING, ACK");
+    assert_eq!(&answer[9..], b"weir-png");
+    c.recv(&mut BytesMut::from(&answer[..])).unwrap();
+    assert!(events(&mut c).is_empty());
+    c.go_away(Reason::NO_ERROR);
+    c.output().clear();
+    c.ping(*b"weir-png");
+    assert!(c.output().is_empty(), "no PING after GOAWAY");
+}

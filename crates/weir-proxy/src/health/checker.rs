@@ -195,7 +195,7 @@ async fn exchange(
         0 => Scheme::HTTP,
         _ => Scheme::HTTPS,
     };
-    let s = h2c::handshake(stream, 1, tls, Duration::ZERO);
+    let s = h2c::handshake(stream, 1, tls, Duration::ZERO, None);
     let resp = h2x::send_into::<_, h2x::RecvBody<Full<Bytes>>>(
         s,
         parts,

@@ -14,6 +14,7 @@ use http::Response;
 use super::body::RecvBody;
 use super::idle::Conn;
 use super::session::{Dial, SendFailed, Session};
+use crate::codec::h2::keepalive::Ping;
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, TryError};
@@ -41,6 +42,7 @@ pub struct Exchange<'a> {
     pub protocol: weir_config::UpstreamProtocol,
     pub max_streams: u32,
     pub idle_timeout: Duration,
+    pub ping: Option<Ping>,
     pub max_age: Option<Duration>,
     pub max_uses: u32,
 }
@@ -101,6 +103,7 @@ pub async fn exchange(
                     protocol: x.protocol,
                     max_streams: x.max_streams,
                     idle_timeout: x.idle_timeout,
+                    ping: x.ping,
                     proxy_header: x.proxy_header,
                 };
                 match Session::open(dial).await {

@@ -26,6 +26,7 @@ use weir_config::UpstreamProtocol;
 use super::body::RecvBody;
 use super::{h1, h2};
 use crate::codec::h1::client::{self, Connection};
+use crate::codec::h2::keepalive::Ping;
 use crate::codec::h2::{client as h2c, exchange as h2x};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
@@ -48,9 +49,10 @@ pub struct Dial<'a> {
     pub timeout: Duration,
     pub tls: Option<&'a UpstreamTls>,
     pub protocol: UpstreamProtocol,
-    /// HTTP/2: the pool's `max_streams_per_conn` and `idle_timeout`.
+    /// HTTP/2: the pool's `max_streams_per_conn`, `idle_timeout` and PING settings.
     pub max_streams: u32,
     pub idle_timeout: Duration,
+    pub ping: Option<Ping>,
     /// Written first, before any TLS (a `send_proxy` pool's PROXY header).
     pub proxy_header: Option<&'a [u8]>,
 }
@@ -87,6 +89,7 @@ impl Session {
             d.max_streams,
             tls,
             d.idle_timeout,
+            d.ping,
         )))
     }
 

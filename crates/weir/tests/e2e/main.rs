@@ -61,6 +61,7 @@ mod truncation;
 mod upstream_h2;
 mod upstream_h2_interop;
 mod upstream_h2_limits;
+mod upstream_h2_ping;
 mod upstream_tls;
 mod websocket;
 

@@ -31,6 +31,7 @@ use weir_h2::client::{Config, Connection, Event, ResponseHead};
 use weir_h2::frame::{StreamId, StreamMap};
 use weir_h2::Reason;
 
+use super::keepalive::{Due, Keepalive, Ping};
 use super::shared::keep_waker;
 use crate::clock;
 use crate::metrics::{Held, GLOBAL};
@@ -341,7 +342,10 @@ impl Drop for Stream {
 
 /// Starts HTTP/2 on `io` (its preface and SETTINGS go out with the first request, in the
 /// same write) and claims the first stream. `max` is the pool's `max_streams_per_conn`.
-pub fn handshake<T>(io: T, max: u32, tls: u64, idle_timeout: Duration) -> Stream
+///
+/// With `ping`, the connection's task PINGs the endpoint when it has been silent
+/// (`keepalive.rs`) and ends the connection when a PING goes unanswered.
+pub fn handshake<T>(io: T, max: u32, tls: u64, idle_timeout: Duration, ping: Option<Ping>) -> Stream
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -367,7 +371,7 @@ where
     let task = conn.clone();
     tokio::spawn(async move {
         let _open = open;
-        drive(io, task).await;
+        drive(io, task, ping.map(Keepalive::new)).await;
     });
     let shared = Arc::new(Shared {
         conn,
@@ -384,7 +388,7 @@ where
 
 /// The connection's task: reads, hands out what came, writes what the streams queued,
 /// until the connection ends or nobody holds it.
-async fn drive<T>(mut io: T, conn: Arc<Conn>)
+async fn drive<T>(mut io: T, conn: Arc<Conn>, mut keepalive: Option<Keepalive>)
 where
     T: AsyncRead + AsyncWrite + Unpin,
 {
@@ -422,6 +426,9 @@ where
                 Poll::Ready(Err(e)) => return Poll::Ready(format!("reading: {e}").into()),
                 Poll::Ready(Ok(_)) => {
                     progress = true;
+                    if let Some(k) = keepalive.as_mut() {
+                        k.heard();
+                    }
                     let mut st = conn.lock();
                     let r = st.h2.recv(&mut rbuf);
                     while let Some(ev) = st.h2.next_event() {
@@ -437,6 +444,25 @@ where
                         conn.retire();
                         st.end(e.to_string().into(), handed);
                     }
+                }
+                Poll::Pending => {}
+            }
+        }
+        // After the read: an answer waiting in the socket is heard before the timer judges.
+        if let Some(k) = keepalive.as_mut() {
+            match k.poll(cx) {
+                Poll::Ready(Due::Ping) => {
+                    conn.lock().h2.ping(*b"weir-liv");
+                    progress = true;
+                }
+                Poll::Ready(Due::Dead) => {
+                    return Poll::Ready(
+                        format!(
+                            "the endpoint answered no PING within {:?}: connection given up as dead",
+                            k.timeout()
+                        )
+                        .into(),
+                    );
                 }
                 Poll::Pending => {}
             }

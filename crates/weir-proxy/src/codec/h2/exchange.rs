@@ -315,7 +315,7 @@ mod tests {
     async fn a_request_never_written_is_unsent_not_maybe_delivered() {
         let (ours, theirs) = tokio::io::duplex(4096);
         drop(theirs);
-        let stream = handshake(ours, 10, 0, Duration::from_secs(60));
+        let stream = handshake(ours, 10, 0, Duration::from_secs(60), None);
         let (parts, ()) = Request::post("http://a.test/orders")
             .body(())
             .unwrap()

@@ -11,7 +11,8 @@
 //!
 //! Client side (h2c and h2 pools), on weir's own connection (`weir_h2::client`):
 //! `client.rs` is one upstream connection shared by streams and the task that reads and
-//! writes it, `exchange.rs` one request on a stream, `pump.rs` its streamed body going out,
+//! writes it (`keepalive.rs`: its PINGs, which find a connection nobody serves any more),
+//! `exchange.rs` one request on a stream, `pump.rs` its streamed body going out,
 //! `body.rs` the response's body coming back.
 
 pub mod body;
@@ -19,6 +20,7 @@ pub mod client;
 pub mod exchange;
 pub mod inbox;
 pub mod io;
+pub mod keepalive;
 pub mod pump;
 pub mod request_body;
 pub mod server;
