@@ -26,7 +26,7 @@ use crate::reason::Reason;
 use crate::snapshot::ListenerSnap;
 use crate::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
 use crate::tcp::sni::serve as serve_sni;
-use crate::transport::proxy_protocol::{read_header, ReadError, Received};
+use crate::transport::proxy_protocol::{read_header, ReadError, Received, Tlvs};
 use crate::transport::tls::{handshake, TlsServer};
 use crate::transport::{accept, defer_accept, listen, ClientStream, Listener};
 use crate::Shared;
@@ -161,18 +161,19 @@ async fn accept_loop(
             tracker.spawn(async move {
                 let got =
                     receive_proxy(stream, client, trusted, timeout, &name, &errors, &conn.kill);
-                let Some((sock, client, dst)) = got.await else {
+                let Some((sock, client, dst, tlvs)) = got.await else {
                     return;
                 };
                 let snap = conn.shared.snapshot.load();
                 let Some(Some(l)) = snap.listeners.get(conn.slot) else {
                     return;
                 };
-                dispatch(l, Sock::Tokio(sock), client, dst.unwrap_or(bound), conn);
+                let local = dst.unwrap_or(bound);
+                dispatch(l, Sock::Tokio(sock), client, local, tlvs, conn);
             });
             continue;
         }
-        dispatch(l, Sock::Std(stream), client, bound, conn);
+        dispatch(l, Sock::Std(stream), client, bound, None, conn);
     }
 }
 
@@ -220,8 +221,8 @@ impl Sock {
 
 /// Reads a connection's PROXY header (`proxy_protocol`): only from a trusted peer, within
 /// `header_timeout`, cut by the listener's kill. Gives the socket, the client it names
-/// (the peer for `LOCAL`/`UNKNOWN`) and the address the client connected to; `None` when
-/// the connection was closed, counted by why.
+/// (the peer for `LOCAL`/`UNKNOWN`), the address the client connected to and the v2 TLVs
+/// to pass on; `None` when the connection was closed, counted by why.
 async fn receive_proxy(
     stream: std::net::TcpStream,
     peer: SocketAddr,
@@ -230,7 +231,12 @@ async fn receive_proxy(
     listener: &str,
     errors: &ProxyErrors,
     kill: &CancellationToken,
-) -> Option<(tokio::net::TcpStream, SocketAddr, Option<SocketAddr>)> {
+) -> Option<(
+    tokio::net::TcpStream,
+    SocketAddr,
+    Option<SocketAddr>,
+    Option<Tlvs>,
+)> {
     let refuse = |r: Refusal, detail: &dyn std::fmt::Display| {
         errors.record(r);
         match r {
@@ -260,9 +266,9 @@ async fn receive_proxy(
     match read {
         Ok(Ok(Received {
             addrs: Some((src, dst)),
-            ..
-        })) => Some((sock, src, Some(dst))),
-        Ok(Ok(Received { addrs: None, .. })) => Some((sock, peer, None)),
+            tlvs,
+        })) => Some((sock, src, Some(dst), tlvs)),
+        Ok(Ok(Received { addrs: None, .. })) => Some((sock, peer, None, None)),
         Ok(Err(e @ ReadError::Malformed(_))) => {
             refuse(Refusal::Malformed, &e);
             None
@@ -283,8 +289,16 @@ async fn receive_proxy(
 
 /// Starts serving an accepted connection from `client` (its peer, or whom its PROXY
 /// header named) by the listener's protocol, in a task of its own. `local`: the address
-/// it connected to as far as known (the listening socket's, or the PROXY header's).
-fn dispatch(l: &ListenerSnap, stream: Sock, client: SocketAddr, local: SocketAddr, c: Conn) {
+/// it connected to as far as known (the listening socket's, or the PROXY header's);
+/// `tlvs`: what its v2 PROXY header brought, for the headers weir sends on.
+fn dispatch(
+    l: &ListenerSnap,
+    stream: Sock,
+    client: SocketAddr,
+    local: SocketAddr,
+    tlvs: Option<Tlvs>,
+    c: Conn,
+) {
     let Conn {
         shared,
         slot,
@@ -299,7 +313,11 @@ fn dispatch(l: &ListenerSnap, stream: Sock, client: SocketAddr, local: SocketAdd
         true => stream.local_addr().unwrap_or(local),
         false => local,
     };
-    let addrs = TcpAddrs { client, local };
+    let addrs = TcpAddrs {
+        client,
+        local,
+        tlvs: tlvs.clone(),
+    };
     match l.protocol {
         Protocol::Http => {
             let limits = ClientLimits {
@@ -308,6 +326,7 @@ fn dispatch(l: &ListenerSnap, stream: Sock, client: SocketAddr, local: SocketAdd
                 max_header_bytes: l.max_header_bytes,
             };
             let mut ctx = ConnCtx::new(shared, slot, client, local);
+            ctx.proxy_tlvs = tlvs;
             // Behind trusted proxies: whether this peer is one (its X-Forwarded-For is then
             // read, `http/client_addr.rs`). A listener without the list pays nothing.
             if let Some(t) = &l.trusted {

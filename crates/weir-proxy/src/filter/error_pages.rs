@@ -259,7 +259,7 @@ async fn fetch(
             // weir's own request, as a health check's: LOCAL (v2) or UNKNOWN (v1).
             proxy_header: pool
                 .send_proxy
-                .map(|v| crate::transport::proxy_protocol::header(v, None)),
+                .map(|v| crate::transport::proxy_protocol::header(v, None, None)),
         })
         .await;
         let Ended::Response { resp, .. } = ended else {

@@ -177,7 +177,8 @@ impl ForwardAuth {
                     false => 0,
                 };
                 let client = std::net::SocketAddr::new(cx.client, port);
-                crate::transport::proxy_protocol::header(v, Some((client, cx.conn.local)))
+                let tlvs = cx.conn.proxy_tlvs.as_ref();
+                crate::transport::proxy_protocol::header(v, Some((client, cx.conn.local)), tlvs)
             }),
         })
         .await;

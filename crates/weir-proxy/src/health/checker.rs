@@ -63,7 +63,7 @@ pub fn start(
     send_proxy: Option<SendProxy>,
 ) -> Checker {
     let id = tls.as_ref().map_or(0, |t| t.id);
-    let proxy_header = send_proxy.map(|v| proxy_protocol::header(v, None).into());
+    let proxy_header = send_proxy.map(|v| proxy_protocol::header(v, None, None).into());
     let via = Via {
         tls,
         protocol,

@@ -25,8 +25,9 @@ use crate::router::Target;
 use crate::tcp::copy;
 use crate::tcp::relay::relay;
 use crate::tcp::sni::Passed;
+use crate::transport::proxy_protocol::{self, Tlvs};
 use crate::transport::tls::TlsConn;
-use crate::transport::{proxy_protocol, UpstreamStream};
+use crate::transport::UpstreamStream;
 
 /// A session's client side.
 pub enum Client {
@@ -41,11 +42,13 @@ pub enum Client {
 }
 
 /// Whose session it is: the client (the peer, or the source a PROXY header named) and
-/// the address it connected to, which a `send_proxy` pool's header carries.
-#[derive(Debug, Clone, Copy)]
+/// the address it connected to, which a `send_proxy` pool's header carries, with the TLVs
+/// its own v2 PROXY header brought.
+#[derive(Debug, Clone)]
 pub struct Addrs {
     pub client: SocketAddr,
     pub local: SocketAddr,
+    pub tlvs: Option<Tlvs>,
 }
 
 pub async fn serve(
@@ -174,7 +177,7 @@ async fn connect_any(
     }
     let proxy_header = pool
         .send_proxy
-        .map(|v| proxy_protocol::header(v, Some((addrs.client, addrs.local))));
+        .map(|v| proxy_protocol::header(v, Some((addrs.client, addrs.local)), addrs.tlvs.as_ref()));
     for _ in 0..pool.endpoints.len().max(1) {
         if (0..pool.endpoints.len()).all(|i| key.avoids(i)) {
             break;

@@ -42,6 +42,7 @@ mod memory;
 mod observability;
 mod proxy_protocol;
 mod proxy_protocol_interop;
+mod proxy_protocol_tlvs;
 mod reload;
 mod request_timeout;
 mod resilience;

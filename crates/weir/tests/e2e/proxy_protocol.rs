@@ -166,13 +166,13 @@ endpoints = [{{ addr = "{}" }}]
 /// What a recording backend saw on each connection: the bytes up to the first CRLF or the
 /// first 16 (+ length) bytes of a v2 header, then it echoes the rest.
 #[derive(Clone, Default)]
-struct Recorder {
+pub(crate) struct Recorder {
     heads: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl Recorder {
     /// Reads the PROXY header off each connection, records it, and runs `then` on the rest.
-    async fn spawn<F, Fut>(self, then: F) -> SocketAddr
+    pub(crate) async fn spawn<F, Fut>(self, then: F) -> SocketAddr
     where
         F: Fn(tokio::net::TcpStream) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = ()> + Send,
@@ -217,11 +217,11 @@ impl Recorder {
         addr
     }
 
-    fn heads(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn heads(&self) -> Vec<Vec<u8>> {
         self.heads.lock().unwrap().clone()
     }
 
-    async fn wait(&self, n: usize) -> Vec<Vec<u8>> {
+    pub(crate) async fn wait(&self, n: usize) -> Vec<Vec<u8>> {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while self.heads().len() < n && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -230,9 +230,28 @@ impl Recorder {
     }
 }
 
-async fn echo(mut s: tokio::net::TcpStream) {
+pub(crate) async fn echo(mut s: tokio::net::TcpStream) {
     let (mut r, mut w) = s.split();
     let _ = tokio::io::copy(&mut r, &mut w).await;
+}
+
+/// An HTTP/1.1 backend answering `ok` to every request on the connection (keep-alive).
+pub(crate) async fn answer_ok(mut s: tokio::net::TcpStream) {
+    let mut buf = Vec::new();
+    let mut b = [0u8; 1024];
+    loop {
+        while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.drain(..i + 4);
+            let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+            if s.write_all(ok).await.is_err() {
+                return;
+            }
+        }
+        match s.read(&mut b).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&b[..n]),
+        }
+    }
 }
 
 /// A tcp listener that receives a v1 header and a pool that sends v2: the backend gets
@@ -290,26 +309,7 @@ endpoints = [{{ addr = "{backend}" }}]
 async fn an_http_pool_sends_each_client_on_its_own_connection() {
     let rec = Recorder::default();
     // A keep-alive backend: it would take more requests on the connection if sent.
-    let backend = rec
-        .clone()
-        .spawn(|mut s: tokio::net::TcpStream| async move {
-            let mut buf = Vec::new();
-            let mut b = [0u8; 1024];
-            loop {
-                while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    buf.drain(..i + 4);
-                    let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                    if s.write_all(ok).await.is_err() {
-                        return;
-                    }
-                }
-                match s.read(&mut b).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&b[..n]),
-                }
-            }
-        })
-        .await;
+    let backend = rec.clone().spawn(answer_ok).await;
     let listen = free_addr();
     let cfg = format!(
         r#"

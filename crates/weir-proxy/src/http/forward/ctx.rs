@@ -7,6 +7,7 @@ use http::{HeaderName, HeaderValue};
 
 use crate::http::conn_state::ConnState;
 use crate::http::headers::{client_ip_value, forwarded_value, Forwarding};
+use crate::transport::proxy_protocol::Tlvs;
 use crate::transport::TlsInfo;
 use crate::Shared;
 
@@ -20,6 +21,8 @@ pub struct ConnCtx {
     /// The address the client connected to (a PROXY header's destination, else weir's
     /// side of the socket), for the PROXY headers of `send_proxy` pools.
     pub local: SocketAddr,
+    /// The TLVs of the connection's v2 PROXY header, passed on in those headers.
+    pub proxy_tlvs: Option<Tlvs>,
     /// The listener's `trusted_proxies`, when `client` is one of them: its requests'
     /// `X-Forwarded-For` is believed and appended to (`http/client_addr.rs`); otherwise
     /// weir's own replaces the client's.
@@ -46,6 +49,7 @@ impl ConnCtx {
             state: ConnState::new(),
             tls: None,
             identity_header: None,
+            proxy_tlvs: None,
             forwarded: OnceLock::new(),
         }
     }

@@ -174,9 +174,10 @@ async fn proxy(
         added,
         body,
         deadline,
-        proxy_header: pool
-            .send_proxy
-            .map(|v| crate::transport::proxy_protocol::header(v, Some((client, ctx.local)))),
+        proxy_header: pool.send_proxy.map(|v| {
+            let addrs = Some((client, ctx.local));
+            crate::transport::proxy_protocol::header(v, addrs, ctx.proxy_tlvs.as_ref())
+        }),
     })
     .await;
     match ended {

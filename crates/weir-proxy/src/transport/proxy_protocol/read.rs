@@ -6,6 +6,7 @@
 //! spinning on old ones.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use ppp::v1;
 use ppp::v2;
@@ -31,9 +32,19 @@ pub struct Received {
     /// command (a proxy's own health check), `PROXY UNKNOWN`, or an address family that is
     /// not IP: the connection's real peer stands.
     pub addrs: Option<(SocketAddr, SocketAddr)>,
-    /// v2: how many TLVs came with it (each checked to fit the header; none is used yet).
-    pub tlvs: usize,
+    /// v2: the TLVs that came with it (each checked to fit the header), to pass on in the
+    /// v2 headers weir sends for this connection (`send_proxy = "v2"`), written as they
+    /// came, in order, but for CRC32C (it covered the header it came in) and NOOP
+    /// (padding); `None` when there are none.
+    pub tlvs: Option<Tlvs>,
 }
+
+/// TLVs to pass on, encoded (type, length, value; one after another).
+pub type Tlvs = Arc<[u8]>;
+
+/// TLV types not passed on (PROXY protocol §2.2).
+const PP2_TYPE_CRC32C: u8 = 0x03;
+const PP2_TYPE_NOOP: u8 = 0x04;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -140,13 +151,18 @@ fn parse(h: &[u8]) -> Result<Received, ReadError> {
             )),
             v1::Addresses::Unknown => None,
         };
-        return Ok(Received { addrs, tlvs: 0 });
+        return Ok(Received { addrs, tlvs: None });
     }
     let v = v2::Header::try_from(h).map_err(|e| bad(&e))?;
-    let mut tlvs = 0;
+    let mut kept = Vec::new();
     for t in v.tlvs() {
-        t.map_err(|e| bad(&e))?;
-        tlvs += 1;
+        let t = t.map_err(|e| bad(&e))?;
+        if t.kind != PP2_TYPE_CRC32C && t.kind != PP2_TYPE_NOOP {
+            kept.push(t.kind);
+            // Fits: it came in a header of at most `V2_MAX_PAYLOAD` bytes.
+            kept.extend_from_slice(&(t.value.len() as u16).to_be_bytes());
+            kept.extend_from_slice(&t.value);
+        }
     }
     let addrs = match (v.command, v.addresses) {
         (v2::Command::Local, _) => None,
@@ -161,6 +177,8 @@ fn parse(h: &[u8]) -> Result<Received, ReadError> {
         // UNSPEC or a UNIX socket: the specification says to use the real peer.
         (v2::Command::Proxy, _) => None,
     };
+    // A LOCAL header speaks for the proxy itself: nothing of a client to pass on.
+    let tlvs = (addrs.is_some() && !kept.is_empty()).then(|| kept.into());
     Ok(Received { addrs, tlvs })
 }
 
@@ -196,18 +214,51 @@ mod tests {
         let src: SocketAddr = "10.1.2.3:4567".parse().unwrap();
         let dst: SocketAddr = "[2001:db8::1]:443".parse().unwrap();
         for v in [weir_config::SendProxy::V1, weir_config::SendProxy::V2] {
-            let h = super::super::header(v, Some((src, dst)));
+            let h = super::super::header(v, Some((src, dst)), None);
             let r = parse(&h).unwrap();
             let (s, _) = r.addrs.unwrap();
             // Mixed families go as IPv6, the IPv4 address mapped.
             assert_eq!(s.ip().to_canonical(), src.ip(), "{v:?}");
             assert_eq!(s.port(), 4567);
-            assert_eq!(parse(&super::super::header(v, None)).unwrap().addrs, None);
+            assert_eq!(
+                parse(&super::super::header(v, None, None)).unwrap().addrs,
+                None
+            );
         }
         assert!(matches!(
             parse(b"PROXY TCP4 1.2.3.4 nonsense 1 2\r\n"),
             Err(ReadError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn v2_tlvs_are_kept_but_crc32c_and_noop() {
+        let src: SocketAddr = "10.1.2.3:4567".parse().unwrap();
+        let dst: SocketAddr = "10.9.9.9:443".parse().unwrap();
+        let h = ppp::v2::Builder::with_addresses(
+            ppp::v2::Version::Two | ppp::v2::Command::Proxy,
+            ppp::v2::Protocol::Stream,
+            (src, dst),
+        )
+        .write_tlv(0x02, b"app.example.com")
+        .and_then(|b| b.write_tlv(PP2_TYPE_NOOP, b"pad"))
+        .and_then(|b| b.write_tlv(0x05, b"id-1"))
+        .and_then(|b| b.write_tlv(PP2_TYPE_CRC32C, &[0; 4]))
+        .and_then(|b| b.build())
+        .unwrap();
+        let r = parse(&h).unwrap();
+        let kept: &[u8] = b"\x02\x00\x0fapp.example.com\x05\x00\x04id-1";
+        assert_eq!(r.tlvs.as_deref(), Some(kept));
+        // Written on after the addresses, and read back the same.
+        let again = super::super::header(weir_config::SendProxy::V2, r.addrs, r.tlvs.as_ref());
+        assert_eq!(parse(&again).unwrap(), r);
+        // v1 has no room for them; LOCAL and headers without TLVs have none.
+        let v1 = super::super::header(weir_config::SendProxy::V1, r.addrs, r.tlvs.as_ref());
+        assert_eq!(v1, b"PROXY TCP4 10.1.2.3 10.9.9.9 4567 443\r\n");
+        let local = super::super::header(weir_config::SendProxy::V2, None, r.tlvs.as_ref());
+        assert_eq!(parse(&local).unwrap().tlvs, None);
+        let bare = super::super::header(weir_config::SendProxy::V2, r.addrs, None);
+        assert_eq!(parse(&bare).unwrap().tlvs, None);
     }
 
     /// The bytes after the header stay on the socket, however the header was split.
@@ -218,6 +269,7 @@ mod tests {
         let v2 = super::super::header(
             weir_config::SendProxy::V2,
             Some(("192.0.2.7:1234".parse().unwrap(), addr)),
+            None,
         );
         for (head, split) in [
             (b"PROXY TCP4 192.0.2.7 127.0.0.1 1234 80\r\n".to_vec(), 20),
