@@ -179,3 +179,39 @@ async fn http_1_0_client_gets_a_close_delimited_or_sized_answer() {
     assert!(text.starts_with("HTTP/1.0 200"), "{text}");
     assert!(text.ends_with("a\n"), "{text}");
 }
+
+/// An expectation other than `100-continue` is one nobody can meet: curl sending one gets
+/// 417 before its body goes anywhere, and the endpoint sees nothing; an HTTP/1.0 request's
+/// expectation is ignored and the request served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expectation_other_than_100_continue_gets_417() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(up.addr(), 1)]), ""),
+        &[listen],
+    );
+    let out = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-H",
+            "Expect: 200-ok",
+        ])
+        .args(["--data-binary", "payload"])
+        .arg(format!("http://{listen}/echo"))
+        .output()
+        .expect("curl runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "417", "{out:?}");
+    assert_eq!(up.requests(), 0, "nothing reached the endpoint");
+    let old = raw_exchange(
+        listen,
+        b"POST /echo HTTP/1.0\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\nok",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(old.starts_with("HTTP/1.0 200"), "{old}");
+}

@@ -39,6 +39,9 @@ pub enum ParseError {
     /// A Host field that is not `host[:port]` (RFC 9110 §7.2).
     #[error("invalid Host")]
     Host,
+    /// An `Expect` other than `100-continue`: nothing weir or an endpoint can meet.
+    #[error("an expectation other than 100-continue")]
+    Expectation,
     /// An HTTP/2 client with prior knowledge: it gets no HTTP/1 answer.
     #[error("HTTP/2 connection preface")]
     Http2Preface,
@@ -53,6 +56,7 @@ impl ParseError {
             ParseError::UriTooLong => Some(414),
             ParseError::UnsupportedCoding => Some(501),
             ParseError::Connect => Some(405),
+            ParseError::Expectation => Some(417),
             _ => Some(400),
         }
     }

@@ -150,6 +150,12 @@ pub(crate) fn parse(buf: &mut BytesMut, max_head: usize) -> Result<Option<Head>,
             continue;
         } else if name == EXPECT {
             expect_continue = value.eq_ignore_ascii_case(b"100-continue");
+            // 100-continue is the one expectation HTTP defines: any other cannot be met
+            // (417, RFC 9110 §10.1.1, as Go's server and Apache answer). An HTTP/1.0
+            // client's expectations are ignored (§10.1.1 for 100-continue).
+            if !expect_continue && version == Version::HTTP_11 {
+                return Err(ParseError::Expectation);
+            }
         } else if name == HOST && !valid_host(&value) {
             return Err(ParseError::Host);
         }

@@ -75,6 +75,15 @@ fn keep_alive_and_expect() {
     assert!(!ex(
         "PUT / HTTP/1.0\r\nExpect: 100-continue\r\ncontent-length: 1\r\n\r\n"
     ));
+    // Any other expectation cannot be met: 417 (HTTP/1.0's are ignored).
+    match head("PUT / HTTP/1.1\r\nExpect: 200-ok\r\ncontent-length: 1\r\n\r\n") {
+        Err(e @ ParseError::Expectation) => assert_eq!(e.status(), Some(417)),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("accepted"),
+    }
+    assert!(!ex(
+        "PUT / HTTP/1.0\r\nExpect: 200-ok\r\ncontent-length: 1\r\n\r\n"
+    ));
 }
 
 #[test]
