@@ -109,6 +109,7 @@ impl PoolRt {
             ping: cfg.ping_interval.map(|interval| Ping {
                 interval,
                 timeout: cfg.ping_timeout,
+                dead: shared.metrics.ping_timeouts.clone(),
             }),
             tls,
             send_proxy: cfg.send_proxy,

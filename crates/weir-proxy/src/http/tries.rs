@@ -359,7 +359,7 @@ async fn try_once(
         protocol: pool.protocol,
         max_streams: pool.max_streams_per_conn,
         idle_timeout: pool.idle_timeout,
-        ping: pool.ping,
+        ping: pool.ping.as_ref(),
         max_age: pool.max_conn_age,
         max_uses: pool.max_requests_per_conn,
     };

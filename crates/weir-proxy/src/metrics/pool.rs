@@ -2,8 +2,8 @@
 //! the pool's other shared state (`pool.rs::PoolShared`).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicI64;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::{Arc, Mutex};
 
 use crate::metrics::hist::Histogram;
 
@@ -15,6 +15,8 @@ pub struct PoolMetrics {
     retries: Mutex<BTreeMap<&'static str, u64>>,
     /// Connections switched to another protocol (WebSocket) and relayed now.
     pub upgraded: AtomicI64,
+    /// HTTP/2 connections given up because a PING went unanswered (`codec/h2/keepalive.rs`).
+    pub ping_timeouts: Arc<AtomicU64>,
 }
 
 impl PoolMetrics {

@@ -269,6 +269,22 @@ impl Collector for Weir {
             "Retries, by the reason of the try that failed.",
             &retries,
         )?;
+        let ping_timeouts: Vec<(Labels, u64)> = pools
+            .iter()
+            .filter(|p| p.ping.is_some())
+            .map(|p| {
+                (
+                    vec![("pool", p.name.to_string())],
+                    p.shared.metrics.ping_timeouts.load(Relaxed),
+                )
+            })
+            .collect();
+        counter(
+            &mut enc,
+            "weir_upstream_ping_timeouts",
+            "HTTP/2 upstream connections given up as dead: a PING went unanswered (pools with ping_interval).",
+            &ping_timeouts,
+        )?;
         let ejections: Vec<(Labels, u64)> = pools
             .iter()
             .flat_map(|p| {

@@ -42,7 +42,7 @@ pub struct Exchange<'a> {
     pub protocol: weir_config::UpstreamProtocol,
     pub max_streams: u32,
     pub idle_timeout: Duration,
-    pub ping: Option<Ping>,
+    pub ping: Option<&'a Ping>,
     pub max_age: Option<Duration>,
     pub max_uses: u32,
 }

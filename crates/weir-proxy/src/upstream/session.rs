@@ -52,7 +52,7 @@ pub struct Dial<'a> {
     /// HTTP/2: the pool's `max_streams_per_conn`, `idle_timeout` and PING settings.
     pub max_streams: u32,
     pub idle_timeout: Duration,
-    pub ping: Option<Ping>,
+    pub ping: Option<&'a Ping>,
     /// Written first, before any TLS (a `send_proxy` pool's PROXY header).
     pub proxy_header: Option<&'a [u8]>,
 }
@@ -89,7 +89,7 @@ impl Session {
             d.max_streams,
             tls,
             d.idle_timeout,
-            d.ping,
+            d.ping.cloned(),
         )))
     }
 

@@ -89,6 +89,8 @@ async fn a_hung_endpoints_connection_is_given_up_and_its_get_retried() {
     )
     .await;
     assert_eq!(retried, 1.0);
+    let dead = metric(w.admin, "weir_upstream_ping_timeouts_total{pool=\"app\"}").await;
+    assert_eq!(dead, 1.0);
 }
 
 /// An endpoint that answers its PINGs keeps its connection through silences longer than
@@ -100,13 +102,15 @@ async fn an_answering_endpoint_keeps_its_connection() {
     let eps = format!("endpoints = [{{ addr = \"{addr}\" }}]");
     let pool = "protocol = \"h2c\"\nidle_timeout = \"300s\"\n\
                 ping_interval = \"1s\"\nping_timeout = \"3s\"";
-    let _w = Weir::start(&one_pool(listen, &eps, pool), &[listen]);
+    let w = Weir::start(&one_pool(listen, &eps, pool), &[listen]);
     assert_eq!(get(listen, "/one").await, (200, "hello from 1\n".into()));
     // PINGs go and come back; a connection given up would be gone after four seconds
     // (one interval and one timeout).
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(get(listen, "/two").await, (200, "hello from 1\n".into()));
     assert_eq!(conns.load(Relaxed), 1);
+    let dead = metric(w.admin, "weir_upstream_ping_timeouts_total{pool=\"app\"}").await;
+    assert_eq!(dead, 0.0);
 }
 
 #[test]

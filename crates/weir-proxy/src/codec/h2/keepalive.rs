@@ -12,16 +12,20 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-/// A pool's PING settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A pool's PING settings, and where its connections given up are counted
+/// (`weir_upstream_ping_timeouts_total`).
+#[derive(Debug, Clone)]
 pub struct Ping {
     pub interval: Duration,
     pub timeout: Duration,
+    pub dead: Arc<AtomicU64>,
 }
 
 /// What the timer says is due.
@@ -46,8 +50,8 @@ pub struct Keepalive {
 impl Keepalive {
     pub fn new(ping: Ping) -> Keepalive {
         Keepalive {
-            ping,
             timer: Box::pin(tokio::time::sleep(ping.interval)),
+            ping,
             reads: 0,
             last_read: Instant::now(),
             out: None,
@@ -69,6 +73,7 @@ impl Keepalive {
             let now = Instant::now();
             if let Some(at) = self.out {
                 if self.reads == at {
+                    self.ping.dead.fetch_add(1, Relaxed);
                     return Poll::Ready(Due::Dead);
                 }
                 self.out = None;
@@ -99,6 +104,7 @@ mod tests {
         Ping {
             interval: Duration::from_secs(30),
             timeout: Duration::from_secs(10),
+            dead: Arc::default(),
         }
     }
 
@@ -108,12 +114,15 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_silent_connection_is_pinged_then_found_dead() {
-        let mut k = Keepalive::new(ping());
+        let p = ping();
+        let mut k = Keepalive::new(p.clone());
         let start = Instant::now();
         assert_eq!(next(&mut k).await, Due::Ping);
         assert!(start.elapsed() >= Duration::from_secs(30));
+        assert_eq!(p.dead.load(Relaxed), 0);
         assert_eq!(next(&mut k).await, Due::Dead);
         assert!(start.elapsed() >= Duration::from_secs(40));
+        assert_eq!(p.dead.load(Relaxed), 1, "counted");
     }
 
     #[tokio::test(start_paused = true)]
