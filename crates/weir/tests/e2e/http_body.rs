@@ -180,6 +180,60 @@ async fn http_1_0_client_gets_a_close_delimited_or_sized_answer() {
     assert!(text.ends_with("a\n"), "{text}");
 }
 
+/// A keep-alive HTTP/1.0 client keeps its connection when the backend answers in HTTP/1.0
+/// and closes its own: the backend's connection is another hop (RFC 9110 §7.6.1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_1_0_backend_closing_its_connection_does_not_close_the_clients() {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let backend = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = l.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                let mut b = [0u8; 1024];
+                while !got.ends_with(b"\r\n\r\n") {
+                    match s.read(&mut b).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&b[..n]),
+                    }
+                }
+                let _ = s
+                    .write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await;
+            });
+        }
+    });
+    let listen = free_addr();
+    let _w = Weir::start(
+        &one_pool(listen, &endpoints(&[(backend, 1)]), ""),
+        &[listen],
+    );
+    let mut c = tokio::net::TcpStream::connect(listen).await.unwrap();
+    let mut got = Vec::new();
+    let mut b = [0u8; 1024];
+    for n in 1..=2 {
+        c.write_all(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            .await
+            .unwrap();
+        while got.windows(2).filter(|w| w == b"ok").count() < n {
+            let read = tokio::time::timeout(Duration::from_secs(10), c.read(&mut b))
+                .await
+                .expect("an answer")
+                .unwrap();
+            let text = String::from_utf8_lossy(&got);
+            assert!(
+                read > 0,
+                "weir closed the client after answer {}: {text}",
+                n - 1
+            );
+            got.extend_from_slice(&b[..read]);
+        }
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert_eq!(text.matches("connection: keep-alive").count(), 2, "{text}");
+}
+
 /// An expectation other than `100-continue` is one nobody can meet: curl sending one gets
 /// 417 before its body goes anywhere, and the endpoint sees nothing; an HTTP/1.0 request's
 /// expectation is ignored and the request served.

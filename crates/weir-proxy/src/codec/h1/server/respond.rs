@@ -136,11 +136,10 @@ pub(crate) fn head(
         *keep_alive = false;
     }
     if asked.http10 {
-        // HTTP/1.0 closes unless both sides say keep-alive; an HTTP/1.1
-        // answer (weir's own, or a backend's) says it here.
-        if !conn_keep && parts.version == Version::HTTP_10 {
-            *keep_alive = false;
-        }
+        // HTTP/1.0 closes unless both sides say keep-alive: the client said it (or
+        // `keep_alive` came in false), and weir says it here. Whatever the backend's
+        // answer said of its own connection (an HTTP/1.0 answer without keep-alive)
+        // is about that hop only (RFC 9110 §7.6.1), not this one.
         if *keep_alive && !conn_keep {
             dst.extend_from_slice(b"connection: keep-alive\r\n");
         }
