@@ -65,7 +65,7 @@ count() { # config -> instructions per request, then the SHA-256 share
     total=$(callgrind_annotate "$out/cg.$cfg".1 2>/dev/null \
         | awk '/PROGRAM TOTALS/ && !t {gsub(",", "", $1); t = $1} END {print t}')
     sha=$(callgrind_annotate --inclusive=yes "$out/cg.$cfg".1 2>/dev/null \
-        | awk '/sha2::sha256::soft::compress \[/ && !t {gsub(",", "", $1); t = $1} END {print t + 0}')
+        | awk '/sha2::sha256::(soft::compress|compress256) \[/ && !t {gsub(",", "", $1); t = $1} END {print t + 0}')
     echo "$((total / N)) $((${sha:-0} / N))"
 }
 read -r plain _ < <(count route)
