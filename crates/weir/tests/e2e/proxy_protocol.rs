@@ -254,10 +254,10 @@ pub(crate) async fn answer_ok(mut s: tokio::net::TcpStream) {
     }
 }
 
-/// A tcp listener that receives a v1 header and a pool that sends v2: the backend gets
-/// the client the first header named, then the client's bytes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tcp_listener_passes_the_client_on() {
+/// Through a tcp listener that reads PROXY headers (from 127.0.0.1) to a pool that sends v2,
+/// to an echo backend: `header` then `ping` from a client, the echo checked; the v2 header
+/// the backend got.
+pub(crate) async fn relayed_v2_header(header: &[u8]) -> Vec<u8> {
     let rec = Recorder::default();
     let backend = rec.clone().spawn(echo).await;
     let listen = free_addr();
@@ -277,17 +277,21 @@ endpoints = [{{ addr = "{backend}" }}]
     );
     let _w = Weir::start(&cfg, &[listen]);
     let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
-    s.write_all(b"PROXY TCP4 198.51.100.20 192.0.2.1 40000 5432\r\nping")
-        .await
-        .unwrap();
+    s.write_all(&[header, b"ping"].concat()).await.unwrap();
     let mut back = [0u8; 4];
     tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut back))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(&back, b"ping");
-    let heads = rec.wait(1).await;
-    let h = &heads[0];
+    rec.wait(1).await.swap_remove(0)
+}
+
+/// A tcp listener that receives a v1 header and a pool that sends v2: the backend gets
+/// the client the first header named, then the client's bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tcp_listener_passes_the_client_on() {
+    let h = &relayed_v2_header(b"PROXY TCP4 198.51.100.20 192.0.2.1 40000 5432\r\n").await;
     assert_eq!(
         (h[12], h[13]),
         (0x21, 0x11),

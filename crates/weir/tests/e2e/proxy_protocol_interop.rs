@@ -83,6 +83,27 @@ http {{
     )
 }
 
+/// HAProxy as a plain process with `cfg` (its whole config) in `dir`, listening on `front`
+/// once this returns; its errors go to `dir/haproxy.err`.
+pub(crate) fn haproxy(dir: &std::path::Path, cfg: &str, front: SocketAddr) -> Proc {
+    let hcfg = dir.join("haproxy.cfg");
+    std::fs::write(&hcfg, cfg).unwrap();
+    let err = dir.join("haproxy.err");
+    let mut h = Proc(
+        Command::new("haproxy")
+            .arg("-f")
+            .arg(&hcfg)
+            .arg("-db")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("haproxy runs (apt-get install haproxy)"),
+    );
+    wait_port(&mut h, front, &err);
+    h
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn haproxy_in_front_sends_the_client_with_proxy_v2() {
     let up = HttpUpstream::spawn("a").await.unwrap();
@@ -106,29 +127,15 @@ endpoints = [{{ addr = "{}" }}]
         up.addr()
     );
     let _w = Weir::start(&cfg, &[listen]);
-    let hcfg = dir.path().join("haproxy.cfg");
-    std::fs::write(
-        &hcfg,
-        format!(
+    let _h = haproxy(
+        dir.path(),
+        &format!(
             "global\n  maxconn 64\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
              frontend fe\n  bind {front}\n  default_backend be\n\
              backend be\n  server weir {listen} send-proxy-v2 source 127.0.0.3\n"
         ),
-    )
-    .unwrap();
-    let hlog = dir.path().join("haproxy.out");
-    let mut h = Proc(
-        Command::new("haproxy")
-            .arg("-f")
-            .arg(&hcfg)
-            .arg("-db")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&hlog).unwrap())
-            .stderr(std::fs::File::create(dir.path().join("haproxy.err")).unwrap())
-            .spawn()
-            .expect("haproxy runs (apt-get install haproxy)"),
+        front,
     );
-    wait_port(&mut h, front, &dir.path().join("haproxy.err"));
     // The client, from 127.0.0.9, claims to be someone else: the header wins.
     let r = raw_from(
         "127.0.0.9",

@@ -5,15 +5,14 @@
 //! (`proxy-v2-options unique-id`).
 
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::client_addr::{get, raw_from};
 use crate::common::{free_addr, Weir};
-use crate::proxy_protocol::{answer_ok, echo, Recorder};
-use crate::proxy_protocol_interop::{wait_port, Proc};
+use crate::proxy_protocol::{answer_ok, relayed_v2_header, Recorder};
+use crate::proxy_protocol_interop::haproxy;
 
 const AUTHORITY: u8 = 0x02;
 const CRC32C: u8 = 0x03;
@@ -81,39 +80,28 @@ fn kept() -> Vec<(u8, Vec<u8>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tcp_listener_passes_v2_tlvs_on() {
-    let rec = Recorder::default();
-    let backend = rec.clone().spawn(echo).await;
-    let listen = free_addr();
-    let cfg = format!(
-        r#"
-[listeners.db]
-protocol = "tcp"
-bind = "{listen}"
-pool = "db"
-proxy_protocol = true
-trusted_proxies = ["127.0.0.1"]
+    let src = "198.51.100.20:40000".parse().unwrap();
+    let dst = "192.0.2.1:5432".parse().unwrap();
+    let head = relayed_v2_header(&v2_with(src, dst, &sent())).await;
+    assert_eq!(&head[16..20], &[198, 51, 100, 20]);
+    assert_eq!(tlvs_of(&head), kept());
+}
 
-[pools.db]
+/// An http listener reading PROXY headers from `trusted`, to a pool sending v2 to `backend`.
+fn http_config(listen: SocketAddr, trusted: &str, backend: SocketAddr) -> String {
+    format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+pool = "app"
+proxy_protocol = true
+trusted_proxies = ["{trusted}"]
+
+[pools.app]
 send_proxy = "v2"
 endpoints = [{{ addr = "{backend}" }}]
 "#
-    );
-    let _w = Weir::start(&cfg, &[listen]);
-    let src = "198.51.100.20:40000".parse().unwrap();
-    let dst = "192.0.2.1:5432".parse().unwrap();
-    let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
-    s.write_all(&[v2_with(src, dst, &sent()), b"ping".to_vec()].concat())
-        .await
-        .unwrap();
-    let mut back = [0u8; 4];
-    tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut back))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(&back, b"ping");
-    let heads = rec.wait(1).await;
-    assert_eq!(&heads[0][16..20], &[198, 51, 100, 20]);
-    assert_eq!(tlvs_of(&heads[0]), kept());
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,20 +109,7 @@ async fn an_http_listener_passes_v2_tlvs_on_to_each_requests_connection() {
     let rec = Recorder::default();
     let backend = rec.clone().spawn(answer_ok).await;
     let listen = free_addr();
-    let cfg = format!(
-        r#"
-[listeners.web]
-bind = "{listen}"
-pool = "app"
-proxy_protocol = true
-trusted_proxies = ["127.0.0.1"]
-
-[pools.app]
-send_proxy = "v2"
-endpoints = [{{ addr = "{backend}" }}]
-"#
-    );
-    let _w = Weir::start(&cfg, &[listen]);
+    let _w = Weir::start(&http_config(listen, "127.0.0.1", backend), &[listen]);
     let src = "203.0.113.9:50000".parse().unwrap();
     let dst = "192.0.2.1:80".parse().unwrap();
     let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
@@ -173,44 +148,17 @@ async fn haproxys_unique_id_tlv_reaches_the_backend() {
     let rec = Recorder::default();
     let backend = rec.clone().spawn(answer_ok).await;
     let (listen, front) = (free_addr(), free_addr());
-    let cfg = format!(
-        r#"
-[listeners.web]
-bind = "{listen}"
-pool = "app"
-proxy_protocol = true
-trusted_proxies = ["127.0.0.3"]
-
-[pools.app]
-send_proxy = "v2"
-endpoints = [{{ addr = "{backend}" }}]
-"#
-    );
-    let _w = Weir::start(&cfg, &[listen]);
+    let _w = Weir::start(&http_config(listen, "127.0.0.3", backend), &[listen]);
     let dir = tempfile::tempdir().unwrap();
-    let hcfg = dir.path().join("haproxy.cfg");
-    std::fs::write(
-        &hcfg,
-        format!(
+    let _h = haproxy(
+        dir.path(),
+        &format!(
             "global\n  maxconn 64\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
              frontend fe\n  bind {front}\n  unique-id-format trace-7f3a\n  default_backend be\n\
              backend be\n  server weir {listen} send-proxy-v2 proxy-v2-options unique-id source 127.0.0.3\n"
         ),
-    )
-    .unwrap();
-    let err = dir.path().join("haproxy.err");
-    let mut h = Proc(
-        Command::new("haproxy")
-            .arg("-f")
-            .arg(&hcfg)
-            .arg("-db")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .expect("haproxy runs (apt-get install haproxy)"),
+        front,
     );
-    wait_port(&mut h, front, &err);
     let r = raw_from("127.0.0.9", front, &get("/", "")).await;
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     let heads = rec.wait(1).await;
