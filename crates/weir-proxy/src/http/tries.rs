@@ -346,9 +346,11 @@ async fn try_once(
     info: &mut TryInfo,
     unsent: &mut Option<Payload<UpBody>>,
 ) -> Result<Answer, TryError> {
-    let ep = granted.slot.endpoint.clone();
+    // Borrowed from the slot the try holds throughout: a clone and its drop are two
+    // locked operations on the endpoint's count, per request.
+    let ep = &granted.slot.endpoint;
     let x = Exchange {
-        endpoint: &ep,
+        endpoint: ep,
         parts,
         added,
         connect_timeout: pool.connect_timeout,
