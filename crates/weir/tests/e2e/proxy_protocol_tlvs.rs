@@ -173,3 +173,62 @@ async fn haproxys_unique_id_tlv_reaches_the_backend() {
         "{tlvs:?}"
     );
 }
+
+/// A forward_auth sub-request to a `send_proxy = "v2"` pool goes on the client's behalf: its
+/// header carries the client's TLVs too (the auth service here answers 200 to everything).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forward_auth_sub_request_carries_the_clients_tlvs() {
+    let rec = Recorder::default();
+    let auth = rec.clone().spawn(answer_ok).await;
+    let app = weir_testkit::HttpUpstream::spawn("app").await.unwrap();
+    let listen = free_addr();
+    let cfg = format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+pool = "app"
+proxy_protocol = true
+trusted_proxies = ["127.0.0.1"]
+
+[routes.all]
+listener = "web"
+pool = "app"
+filters = ["fa"]
+
+[pools.app]
+endpoints = [{{ addr = "{}" }}]
+
+[pools.auth]
+send_proxy = "v2"
+endpoints = [{{ addr = "{auth}" }}]
+
+[filters.fa]
+kind = "forward_auth"
+pool = "auth"
+path = "/verify"
+"#,
+        app.addr()
+    );
+    let _w = Weir::start(&cfg, &[listen]);
+    let src = "203.0.113.9:50000".parse().unwrap();
+    let dst = "192.0.2.1:80".parse().unwrap();
+    let mut s = tokio::net::TcpStream::connect(listen).await.unwrap();
+    s.write_all(&[v2_with(src, dst, &sent()), get("/", "")].concat())
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut got))
+        .await
+        .expect("an answer")
+        .unwrap();
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert_eq!(
+        app.requests(),
+        1,
+        "the request went on after the auth service's yes"
+    );
+    let heads = rec.wait(1).await;
+    assert_eq!(&heads[0][16..20], &[203, 0, 113, 9]);
+    assert_eq!(tlvs_of(&heads[0]), kept());
+}
