@@ -20,9 +20,11 @@ use crate::codec::h1::server::{self, DrainFlags, Handler, Switched};
 use crate::codec::h2;
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
+use crate::http::error::error_response_as;
 use crate::http::forward::{handle, refused, ConnCtx};
 use crate::http::upgrade;
 use crate::race::race;
+use crate::reason::Reason;
 use crate::transport::ClientStream;
 
 pub struct ClientLimits {
@@ -77,6 +79,11 @@ impl h2::server::Handler for Proxy {
     #[inline]
     fn stream_opened(&self) {
         self.0.state.on_read();
+    }
+
+    fn refuse(&self, status: u16, why: &dyn Display) -> Response<ProxyBody> {
+        refused(&self.0, status, why);
+        error_response_as(status, Reason::BadRequest)
     }
 
     fn abuse(&self, why: h2::server::Abuse) {

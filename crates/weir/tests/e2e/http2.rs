@@ -797,3 +797,94 @@ async fn an_indexed_content_length_still_binds_each_request() {
     let rst = read_until_frame(&mut c, 3, 7).await;
     assert_eq!(rst[..4], 0x1u32.to_be_bytes(), "{rst:?}");
 }
+
+/// `curl --http2-prior-knowledge` with `args` and `-v`: (status, curl's verbose output).
+fn curl_h2(args: &[&str], url: String) -> (String, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "-v", "--max-time", "20", "-o", "/dev/null"])
+        .args(["-w", "%{http_code}", "--http2-prior-knowledge"])
+        .args(args)
+        .arg(url)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `Expect` over HTTP/2, as over HTTP/1.1: a client waiting on `100-continue` is sent its
+/// `100` when the pipeline reads the body (curl is told to wait a minute for it, so without
+/// the `100` it runs out of its 20 s), or the 413 of a body limit instead; any other
+/// expectation gets 417 (reason `bad_request`) and reaches no endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expectations_over_http2_are_met_or_refused() {
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let plain = free_addr();
+    let cfg = format!(
+        r#"
+[listeners.plain]
+bind = "{plain}"
+pool = "app"
+[pools.app]
+endpoints = [{{ addr = "{}" }}]
+[filters.small]
+kind = "body_limit"
+max_bytes = "1KiB"
+[routes.upload]
+listener = "plain"
+path_prefix = "/upload"
+pool = "app"
+filters = ["small"]
+[routes.all]
+listener = "plain"
+pool = "app"
+"#,
+        up.addr()
+    );
+    let w = Weir::start(&cfg, &[plain]);
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'x'; 200_000]).unwrap();
+    let data = format!("@{}", body.display());
+    let wait = ["--expect100-timeout", "60", "-H", "Expect: 100-continue"];
+
+    let (code, verbose) = curl_h2(
+        &[&wait[..], &["--data-binary", &data]].concat(),
+        format!("http://{plain}/echo"),
+    );
+    assert_eq!(code, "200", "{verbose}");
+    assert!(verbose.contains("< HTTP/2 100"), "{verbose}");
+    assert_eq!(up.requests(), 1);
+
+    let (code, verbose) = curl_h2(
+        &[&wait[..], &["--data-binary", &data]].concat(),
+        format!("http://{plain}/upload"),
+    );
+    assert_eq!(code, "413", "{verbose}");
+    assert!(!verbose.contains("< HTTP/2 100"), "{verbose}");
+    assert!(
+        verbose.contains("x-weir-reason: body_too_large"),
+        "{verbose}"
+    );
+
+    for args in [
+        &["-H", "Expect: 200-ok", "--data-binary", &data][..],
+        &["-H", "Expect: 200-ok"],
+    ] {
+        let (code, verbose) = curl_h2(args, format!("http://{plain}/echo"));
+        assert_eq!(code, "417", "{verbose}");
+        assert!(verbose.contains("x-weir-reason: bad_request"), "{verbose}");
+    }
+    assert_eq!(up.requests(), 1, "no refused request reached the endpoint");
+    let metrics = weir_testkit::client::get(w.admin, "/metrics")
+        .await
+        .unwrap()
+        .text();
+    assert!(
+        metrics.lines().any(|l| l.contains("code=\"417\"")
+            && l.contains("reason=\"bad_request\"")
+            && l.ends_with(" 2")),
+        "{metrics}"
+    );
+}

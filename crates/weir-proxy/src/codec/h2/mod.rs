@@ -7,7 +7,8 @@
 //! shares between the connection's loop and the pipeline, `request_body.rs` the request
 //! body on it. WebSocket over HTTP/2 (RFC 8441): `websocket.rs` makes an extended CONNECT
 //! into the HTTP/1.1 upgrade the pipeline proxies, `tunnel.rs` is the stream as the bytes
-//! the relay moves. `inbox.rs` is the small queue a request body's DATA waits in.
+//! the relay moves. `inbox.rs` is the small queue a request body's DATA waits in;
+//! `expect.rs` what a request's `Expect` asks of the server (a `100`, or a 417).
 //!
 //! Client side (h2c and h2 pools), on weir's own connection (`weir_h2::client`):
 //! `client.rs` is one upstream connection shared by streams and the task that reads and
@@ -18,6 +19,7 @@
 pub mod body;
 pub mod client;
 pub mod exchange;
+pub mod expect;
 pub mod inbox;
 pub mod io;
 pub mod keepalive;

@@ -38,6 +38,7 @@ use weir_h2::frame::{StreamId, StreamMap};
 use weir_h2::server::{Config, Connection, Event, Flood, RequestHead};
 use weir_h2::Reason;
 
+use super::expect::{self, Expect};
 use super::io::Joined;
 use super::request_body::RequestBody;
 use super::shared::{ConnShared, Shared};
@@ -59,6 +60,10 @@ pub trait Handler: Sync {
     /// A stream opened (for the client timeouts: the connection is not idle).
     #[inline]
     fn stream_opened(&self) {}
+
+    /// A request refused before the pipeline saw it (an expectation weir cannot meet),
+    /// counted and logged as such: its answer, with `status`.
+    fn refuse(&self, status: u16, why: &dyn Display) -> Response<Self::Body>;
 
     /// The connection was closed with GOAWAY for abusing the protocol.
     fn abuse(&self, _why: Abuse) {}
@@ -304,6 +309,17 @@ struct Open {
     unreleased: usize,
 }
 
+impl Open {
+    fn new(shared: Arc<Shared>, tunnel: bool) -> Open {
+        Open {
+            shared,
+            tunnel,
+            relay_over: false,
+            unreleased: 0,
+        }
+    }
+}
+
 /// A response body that waits for window: the data that did not fit, whether it ends the
 /// body, and since when it waits.
 struct Blocked<B> {
@@ -374,7 +390,18 @@ where
             } => {
                 self.handler.stream_opened();
                 let shared = Shared::new(stream, self.conn.clone(), end_stream);
-                let (req, tunnel) = request::<H>(head, &shared);
+                let expect = expect::of(&head.headers);
+                if expect == Expect::Unmet {
+                    // Answered through the same path as the pipeline's answers.
+                    let resp = self
+                        .handler
+                        .refuse(417, &"an expectation other than 100-continue");
+                    self.calls
+                        .push(Box::pin(async move { (stream, Some(resp)) }));
+                    self.open.insert(stream, Open::new(shared, false));
+                    return;
+                }
+                let (req, tunnel) = request::<H>(head, &shared, expect == Expect::Continue);
                 let handler = self.handler;
                 let gone = shared.clone();
                 self.calls.push(Box::pin(async move {
@@ -389,15 +416,7 @@ where
                     .await;
                     (stream, resp)
                 }));
-                self.open.insert(
-                    stream,
-                    Open {
-                        shared,
-                        tunnel,
-                        relay_over: false,
-                        unreleased: 0,
-                    },
-                );
+                self.open.insert(stream, Open::new(shared, tunnel));
             }
             Event::Data {
                 stream,
@@ -638,7 +657,12 @@ where
         let Some(o) = self.open.get_mut(&id) else {
             return;
         };
-        let taken = o.shared.take_released();
+        let (taken, continue_asked) = o.shared.take_released();
+        if continue_asked {
+            // Refused by weir-h2 once the answer went (the client then needs no `100`).
+            self.h2
+                .send_headers(id, StatusCode::CONTINUE, &HeaderMap::new(), false);
+        }
         if taken > 0 {
             // Bytes taken were counted in when they came.
             o.unreleased = o.unreleased.saturating_sub(taken);
@@ -670,7 +694,11 @@ where
 
 /// A request head made the pipeline's request; whether it is a WebSocket extended CONNECT
 /// (its stream is then the tunnel, and the request has no body).
-fn request<H: Handler>(head: RequestHead, shared: &Arc<Shared>) -> (Request<H::ReqBody>, bool) {
+fn request<H: Handler>(
+    head: RequestHead,
+    shared: &Arc<Shared>,
+    expect_continue: bool,
+) -> (Request<H::ReqBody>, bool) {
     let mut req = Request::new(());
     *req.method_mut() = head.method;
     *req.uri_mut() = head.uri;
@@ -682,7 +710,7 @@ fn request<H: Handler>(head: RequestHead, shared: &Arc<Shared>) -> (Request<H::R
     if websocket::as_upgrade(&mut parts, head.protocol.as_deref()) {
         return (Request::from_parts(parts, H::ReqBody::default()), true);
     }
-    let body = RequestBody::new(shared.clone(), head.content_length).into();
+    let body = RequestBody::new(shared.clone(), head.content_length, expect_continue).into();
     (Request::from_parts(parts, body), false)
 }
 

@@ -80,6 +80,8 @@ struct State {
     gone: Option<Reason>,
     /// Taken since the loop last gave them back to the window.
     taken: usize,
+    /// The pipeline began reading a body whose client waits for a `100` (`expect.rs`).
+    continue_asked: bool,
     reader: Option<Waker>,
     /// The pipeline's call for the stream, woken to see that it is gone.
     caller: Option<Waker>,
@@ -147,9 +149,14 @@ impl Shared {
         }
     }
 
-    /// Bytes taken since the last call (to give back to the client's window).
-    pub fn take_released(&self) -> usize {
-        std::mem::take(&mut self.state.lock().unwrap().taken)
+    /// Bytes taken since the last call (to give back to the client's window), and whether
+    /// the client is to be sent its `100` now.
+    pub fn take_released(&self) -> (usize, bool) {
+        let mut s = self.state.lock().unwrap();
+        (
+            std::mem::take(&mut s.taken),
+            std::mem::take(&mut s.continue_asked),
+        )
     }
 
     /// Tunnel bytes to send, at most `room`; `(bytes, end)`, end once everything queued
@@ -198,6 +205,18 @@ impl Shared {
     }
 
     // The pipeline's side.
+
+    /// The pipeline is about to read the body of a request that expects `100-continue`:
+    /// the loop sends the `100`, unless the body is already on its way.
+    pub fn ask_continue(&self) {
+        let mut s = self.state.lock().unwrap();
+        if !s.data.is_empty() || s.ended || s.gone.is_some() {
+            return;
+        }
+        s.continue_asked = true;
+        drop(s);
+        self.conn.mark(self.id);
+    }
 
     /// The next part of the body: data, then trailers, then the end; or the reset.
     pub fn poll_next(&self, cx: &Context<'_>) -> Poll<Option<Result<Part, StreamGone>>> {
