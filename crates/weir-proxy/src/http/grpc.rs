@@ -62,7 +62,13 @@ pub fn head_status(headers: &HeaderMap) -> Option<u16> {
     if !is_grpc(headers) {
         return None;
     }
-    headers.get(GRPC_STATUS)?.to_str().ok()?.parse().ok()
+    status_of(headers)?
+}
+
+/// The `grpc-status` field of `fields` if there is one, and its number if it is one.
+pub fn status_of(fields: &HeaderMap) -> Option<Option<u16>> {
+    let v = fields.get(GRPC_STATUS)?;
+    Some(std::str::from_utf8(v.as_bytes()).ok()?.parse().ok())
 }
 
 /// gRPC status codes weir answers with.

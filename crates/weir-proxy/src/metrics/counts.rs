@@ -37,6 +37,29 @@ const GENERATED: [u16; 19] = [
     301, 302, 303, 307, 308, 400, 403, 404, 413, 414, 429, 431, 499, 501, 502, 503, 504, 204, 401,
 ];
 
+/// gRPC status codes by number, named as the gRPC spec names them (`statuscodes.md`).
+pub const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+/// What a gRPC client makes of a status outside the spec's.
+const GRPC_UNKNOWN: usize = 2;
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Labels {
     pub listener: Arc<str>,
@@ -58,6 +81,9 @@ pub struct Counts {
     /// TCP sessions, which have no status: relayed, and refused by reason.
     sessions: AtomicU64,
     sessions_refused: [AtomicU64; REASONS.len()],
+    /// gRPC calls by the `grpc-status` their client got (index = code): every gRPC call
+    /// is an HTTP 200, so `by_code` cannot tell a failed one.
+    grpc: [AtomicU64; GRPC_CODES.len()],
 }
 
 impl Counts {
@@ -69,6 +95,29 @@ impl Counts {
             by_other: Default::default(),
             sessions: AtomicU64::new(0),
             sessions_refused: Default::default(),
+            grpc: Default::default(),
+        }
+    }
+
+    /// A gRPC call ended with `grpc-status` `code` (`None`: not a number).
+    #[inline]
+    pub fn record_grpc(&self, code: Option<u16>) {
+        let i = code.map_or(GRPC_UNKNOWN, usize::from);
+        let i = if i < GRPC_CODES.len() {
+            i
+        } else {
+            GRPC_UNKNOWN
+        };
+        self.grpc[i].fetch_add(1, Relaxed);
+    }
+
+    /// Every non-zero (gRPC status name, count).
+    pub fn each_grpc(&self, mut f: impl FnMut(&'static str, u64)) {
+        for (name, c) in GRPC_CODES.iter().zip(&self.grpc) {
+            let n = c.load(Relaxed);
+            if n > 0 {
+                f(name, n);
+            }
         }
     }
 
@@ -135,5 +184,26 @@ impl Counts {
                 f(0, REASONS[ri].as_str(), n);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_statuses_outside_the_spec_count_as_unknown() {
+        let c = Counts::new(Labels {
+            listener: "l".into(),
+            route: "".into(),
+            pool: "p".into(),
+            endpoint: "".into(),
+        });
+        for code in [Some(0), Some(14), Some(14), Some(2), Some(17), Some(999), None] {
+            c.record_grpc(code);
+        }
+        let mut seen = Vec::new();
+        c.each_grpc(|name, n| seen.push((name, n)));
+        assert_eq!(seen, [("OK", 1), ("UNKNOWN", 4), ("UNAVAILABLE", 2)]);
     }
 }

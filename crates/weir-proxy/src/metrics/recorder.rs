@@ -22,18 +22,20 @@ pub struct Recorder {
     pub bytes: u64,
     /// When the response ended, if the body already read the clock.
     pub end: Option<Instant>,
+    /// A gRPC call's `grpc-status` once seen (in the head of a trailers-only answer or in
+    /// the trailers), `Some(None)` for one that is not a number.
+    pub grpc: Option<Option<u16>>,
 }
 
 impl Recorder {
-    /// Notes the `grpc-status` of trailers for the access log.
+    /// Notes the `grpc-status` of trailers, for the metrics and the access log.
     pub fn grpc_status(&mut self, trailers: &http::HeaderMap) {
-        if let Some((_, e)) = self.access.as_mut() {
-            let status = trailers
-                .get(crate::http::grpc::GRPC_STATUS)
-                .and_then(|v| v.to_str().ok());
-            if let Some(n) = status.and_then(|v| v.parse().ok()) {
-                e.grpc_status = Some(n);
-            }
+        let Some(status) = crate::http::grpc::status_of(trailers) else {
+            return;
+        };
+        self.grpc = Some(status);
+        if let (Some((_, e)), Some(n)) = (self.access.as_mut(), status) {
+            e.grpc_status = Some(n);
         }
     }
 }
@@ -45,6 +47,9 @@ impl Drop for Recorder {
             .unwrap_or_else(Instant::now)
             .saturating_duration_since(self.start);
         self.counts.record(self.status, self.reason);
+        if let Some(code) = self.grpc {
+            self.counts.record_grpc(code);
+        }
         self.duration.observe(total);
         if let Some((sink, mut e)) = self.access.take() {
             e.total_ms = total.as_secs_f64() * 1000.0;

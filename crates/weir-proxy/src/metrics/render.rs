@@ -126,6 +126,22 @@ impl Collector for Weir {
         }
         counter(&mut enc, "weir_requests", "Requests answered, by where they went, status and (for answers weir generated) reason; TCP sessions ended, with an empty code.", &rows)?;
 
+        let mut rows = Vec::new();
+        for c in all_counts(&snap) {
+            let l = &c.labels;
+            c.each_grpc(|code, n| {
+                let labels = vec![
+                    ("listener", l.listener.to_string()),
+                    ("route", l.route.to_string()),
+                    ("pool", l.pool.to_string()),
+                    ("endpoint", l.endpoint.to_string()),
+                    ("grpc_code", code.to_string()),
+                ];
+                rows.push((labels, n));
+            });
+        }
+        counter(&mut enc, "weir_grpc_calls", "gRPC calls answered with a grpc-status (the backend's, or weir's own answer's), by where they went and that status: each is also one HTTP 200 in weir_requests_total.", &rows)?;
+
         let mut durations: Vec<(Labels, Arc<Histogram>)> = Vec::new();
         for l in snap.listeners.iter().flatten() {
             let rows = l

@@ -231,6 +231,84 @@ endpoints = [{{ addr = "{}" }}]
     }
 }
 
+/// `weir_grpc_calls_total{grpc_code}` summed over the label sets of `admin`'s metrics: by
+/// gRPC status name.
+async fn grpc_calls(admin: std::net::SocketAddr) -> std::collections::BTreeMap<String, u64> {
+    let text = weir_testkit::client::get(admin, "/metrics")
+        .await
+        .unwrap()
+        .text();
+    let mut by = std::collections::BTreeMap::new();
+    for l in text
+        .lines()
+        .filter(|l| l.starts_with("weir_grpc_calls_total{"))
+    {
+        let code = l
+            .split("grpc_code=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let n: u64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+        *by.entry(code.to_string()).or_insert(0) += n;
+    }
+    by
+}
+
+/// Every gRPC call is an HTTP 200, so calls are also counted by the `grpc-status` their
+/// client got: the backend's, in trailers after messages or in a trailers-only answer, and
+/// weir's own answer's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_counted_by_their_grpc_status() {
+    let up = GrpcUpstream::spawn("a").await.unwrap();
+    let (w, listen) = front(&[&up], "");
+    let mut c = grpc_client(listen).await.unwrap();
+    for _ in 0..2 {
+        c.unary(msg("ok")).await.unwrap();
+    }
+    let mut req = msg("no");
+    req.status_code = Code::NotFound as i32;
+    assert_eq!(c.unary(req).await.unwrap_err().code(), Code::NotFound);
+    // A status after a message: in the trailers.
+    let mut second = msg("stop");
+    second.status_code = Code::Aborted as i32;
+    let mut inbound = c
+        .bidi(tokio_stream_of(vec![msg("one"), second]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(inbound.message().await.unwrap().unwrap().message, "one");
+    assert_eq!(inbound.message().await.unwrap_err().code(), Code::Aborted);
+    // weir's own answer: the deadline passed (the client does not enforce it).
+    let mut raw = grpc_client_raw(listen).unwrap();
+    let mut req = Request::new(EchoRequest {
+        delay_ms: 5_000,
+        ..msg("slow")
+    });
+    req.set_timeout(Duration::from_millis(300));
+    let status = raw.unary(req).await.unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+
+    let want: std::collections::BTreeMap<String, u64> = [
+        ("OK", 2),
+        ("NOT_FOUND", 1),
+        ("ABORTED", 1),
+        ("DEADLINE_EXCEEDED", 1),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    // Counted when each answer's body is done with, just after the client has it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got = grpc_calls(w.admin).await;
+    while got != want && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        got = grpc_calls(w.admin).await;
+    }
+    assert_eq!(got, want);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_grpc_health_check_takes_a_not_serving_server_out() {
     let a = GrpcUpstream::spawn("a").await.unwrap();

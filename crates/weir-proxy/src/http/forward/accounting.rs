@@ -117,16 +117,21 @@ impl Accounting {
     }
 
     /// Hands the counts and the entry to the response body, under the
-    /// status the client gets.
-    pub fn attach(self, resp: &mut Response<ProxyBody>, start: Instant) {
+    /// status the client gets (and for a gRPC call, the `grpc-status` of a trailers-only
+    /// answer: weir's own, or a backend's that failed the call at once).
+    pub fn attach(self, resp: &mut Response<ProxyBody>, start: Instant, grpc: bool) {
         let Some((counts, duration, reason)) = self.counted else {
             return;
         };
         let status = resp.status().as_u16();
+        let grpc = match grpc {
+            true => crate::http::grpc::status_of(resp.headers()),
+            false => None,
+        };
         let access = self.log.map(|(sink, mut entry)| {
             entry.status = status;
             entry.reason = reason.map(Reason::as_str);
-            entry.grpc_status = crate::http::grpc::head_status(resp.headers());
+            entry.grpc_status = grpc.flatten();
             (sink, entry)
         });
         let rec = Recorder {
@@ -138,6 +143,7 @@ impl Accounting {
             access,
             bytes: 0,
             end: None,
+            grpc,
         };
         resp.body_mut().set_recorder(rec);
     }

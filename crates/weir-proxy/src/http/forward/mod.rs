@@ -78,7 +78,7 @@ pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBo
     if grpc && resp.body().is_generated() {
         grpc::own_answer(&mut resp, acct.reason());
     }
-    acct.attach(&mut resp, start);
+    acct.attach(&mut resp, start, grpc);
     resp.body_mut().set_busy(busy);
     resp
 }
