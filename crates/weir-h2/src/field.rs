@@ -13,6 +13,10 @@ pub type Malformed = &'static str;
 
 /// The pseudo-fields one kind of message may have.
 pub trait Pseudo: Default {
+    /// Whether [`Fields`] notes an `expect` field in these messages (a request's); a
+    /// response's fields are not looked at for it.
+    const EXPECTS: bool = false;
+
     /// One pseudo-field, its name without the colon. `cached`: its dynamic table slot, as
     /// for [`regular`].
     fn pseudo(
@@ -29,6 +33,10 @@ pub struct Fields<P> {
     pub headers: HeaderMap,
     regular_seen: bool,
     pub content_length: Option<u64>,
+    /// Whether an `expect` field came: noted as the fields arrive (its name's length
+    /// rules out most at once), so that the many requests without one need no lookup to
+    /// know it.
+    pub expect: bool,
     /// The first rule broken; later fields are ignored.
     pub error: Option<Malformed>,
 }
@@ -40,6 +48,7 @@ impl<P: Pseudo> Fields<P> {
             headers: HeaderMap::with_capacity(expected_fields),
             regular_seen: false,
             content_length: None,
+            expect: false,
             error: None,
         }
     }
@@ -79,6 +88,9 @@ impl<P: Pseudo> Fields<P> {
             return self.pseudo.pseudo(pseudo, value, cached);
         }
         self.regular_seen = true;
+        if P::EXPECTS && name.len() == 6 && name == b"expect" {
+            self.expect = true;
+        }
         regular(
             &mut self.headers,
             &mut self.content_length,

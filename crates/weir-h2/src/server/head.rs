@@ -37,6 +37,8 @@ pub struct RequestPseudo {
 }
 
 impl Pseudo for RequestPseudo {
+    const EXPECTS: bool = true;
+
     fn pseudo(
         &mut self,
         name: &[u8],

@@ -64,11 +64,14 @@ impl Default for Config {
 /// What the client did, for the caller to act on.
 #[derive(Debug)]
 pub enum Event {
-    /// A new stream's request; `end_stream` when it has no body.
+    /// A new stream's request; `end_stream` when it has no body; `expect` when it has an
+    /// `expect` field (what it asks is the server's to decide; said here, where the event
+    /// has room, so that requests without one need no lookup to know it).
     Request {
         stream: StreamId,
         head: RequestHead,
         end_stream: bool,
+        expect: bool,
     },
     /// Part of a request's body. Give it back with [`Connection::release`] once taken, so
     /// that the client may send more.
@@ -720,6 +723,7 @@ impl Connection {
                     self.too_large(stream, b.end_stream);
                     return Ok(());
                 }
+                let expect = fields.expect;
                 match fields.request(self.cfg.connect_protocol) {
                     Err(_) => self.stream_error(stream, Reason::PROTOCOL_ERROR),
                     Ok(head) => {
@@ -740,6 +744,7 @@ impl Connection {
                             stream,
                             head,
                             end_stream: b.end_stream,
+                            expect,
                         });
                     }
                 }

@@ -124,6 +124,7 @@ fn a_request_and_its_answer() {
         stream: 1,
         head,
         end_stream: true,
+        expect: false,
     }] = &ev[..]
     else {
         panic!("{ev:?}")
@@ -801,4 +802,44 @@ fn indexed_path_and_authority_are_checked_once_and_shared() {
             rst(9, Reason::PROTOCOL_ERROR)
         ]
     );
+}
+
+/// A request's event says whether it has an `expect` field, whether the field came as a
+/// literal, from the static table's name (35) or indexed from the dynamic table.
+#[test]
+fn a_request_says_whether_it_expects() {
+    let mut c = open(Config::default());
+    let start = [
+        0x83, 0x86, 0x84, 0x41, 6, b'a', b'.', b't', b'e', b's', b't',
+    ];
+    // expect: 100-continue, its name from the static table, indexed as a new entry (62).
+    let mut with = start.to_vec();
+    with.extend_from_slice(&[0x40 | 35, 12]);
+    with.extend_from_slice(b"100-continue");
+    let mut w = Vec::new();
+    write::headers(&mut w, 1, &with, true, DEFAULT_MAX_FRAME);
+    write::headers(
+        &mut w,
+        3,
+        &[0x83, 0x86, 0x84, 0x80 | 63, 0x80 | 62],
+        true,
+        DEFAULT_MAX_FRAME,
+    );
+    write::headers(
+        &mut w,
+        5,
+        &[0x83, 0x86, 0x84, 0x80 | 63],
+        true,
+        DEFAULT_MAX_FRAME,
+    );
+    send(&mut c, &w).unwrap();
+    let ev = events(&mut c);
+    let expects: Vec<bool> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Request { expect, .. } => Some(*expect),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(expects, [true, true, false], "{ev:?}");
 }

@@ -199,7 +199,15 @@ mod tests {
             pool: "p".into(),
             endpoint: "".into(),
         });
-        for code in [Some(0), Some(14), Some(14), Some(2), Some(17), Some(999), None] {
+        for code in [
+            Some(0),
+            Some(14),
+            Some(14),
+            Some(2),
+            Some(17),
+            Some(999),
+            None,
+        ] {
             c.record_grpc(code);
         }
         let mut seen = Vec::new();

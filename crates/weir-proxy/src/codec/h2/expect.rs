@@ -16,7 +16,8 @@ pub enum Expect {
 }
 
 /// The expectation of a request's fields. A field the pipeline strips before the upstream
-/// hop (`http::headers`): weir meets or refuses it here.
+/// hop (`http::headers`): weir meets or refuses it here. Looked up only for a request whose
+/// head says it has the field (`RequestHead::expect`).
 pub fn of(h: &HeaderMap) -> Expect {
     match h.get(EXPECT) {
         None => Expect::Nothing,

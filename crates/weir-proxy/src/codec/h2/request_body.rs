@@ -1,7 +1,8 @@
 //! A client stream's request body, as the pipeline reads it: DATA as the connection's loop
 //! received it, then trailers. What the pipeline takes goes back to the client's window in
 //! the loop's next pass, so a client never has more in flight than the window allows. A
-//! client that expects `100-continue` is sent its `100` when the body is first read.
+//! client that expects `100-continue` is sent its `100` when the body is first read
+//! (`Shared::poll_next`).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,17 +18,11 @@ pub struct RequestBody {
     /// From `content-length`, when the client sent one (the connection checked the DATA
     /// adds up to it).
     length: Option<u64>,
-    /// The client waits for a `100` before sending the body (asked for on the first read).
-    expect_continue: bool,
 }
 
 impl RequestBody {
-    pub fn new(shared: Arc<Shared>, length: Option<u64>, expect_continue: bool) -> RequestBody {
-        RequestBody {
-            shared,
-            length,
-            expect_continue,
-        }
+    pub fn new(shared: Arc<Shared>, length: Option<u64>) -> RequestBody {
+        RequestBody { shared, length }
     }
 }
 
@@ -36,12 +31,9 @@ impl Body for RequestBody {
     type Error = StreamGone;
 
     fn poll_frame(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, StreamGone>>> {
-        if std::mem::take(&mut self.expect_continue) {
-            self.shared.ask_continue();
-        }
         self.shared.poll_next(cx).map(|p| {
             p.map(|r| {
                 r.map(|part| match part {

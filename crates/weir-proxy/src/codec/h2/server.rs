@@ -387,35 +387,42 @@ where
                 stream,
                 head,
                 end_stream,
+                expect,
             } => {
                 self.handler.stream_opened();
-                let shared = Shared::new(stream, self.conn.clone(), end_stream);
-                let expect = expect::of(&head.headers);
-                if expect == Expect::Unmet {
-                    // Answered through the same path as the pipeline's answers.
-                    let resp = self
-                        .handler
-                        .refuse(417, &"an expectation other than 100-continue");
-                    self.calls
-                        .push(Box::pin(async move { (stream, Some(resp)) }));
-                    self.open.insert(stream, Open::new(shared, false));
-                    return;
-                }
-                let (req, tunnel) = request::<H>(head, &shared, expect == Expect::Continue);
-                let handler = self.handler;
-                let gone = shared.clone();
-                self.calls.push(Box::pin(async move {
-                    let mut call = pin!(handler.call(req));
-                    let mut registered = false;
-                    let resp = poll_fn(|cx| match call.as_mut().poll(cx) {
-                        Poll::Ready(r) => Poll::Ready(Some(r)),
-                        // Reset by the client: the request is cancelled with the future.
-                        Poll::Pending if gone.poll_gone(cx, &mut registered) => Poll::Ready(None),
-                        Poll::Pending => Poll::Pending,
-                    })
-                    .await;
-                    (stream, resp)
-                }));
+                let expect = match expect {
+                    false => Expect::Nothing,
+                    true => expect::of(&head.headers),
+                };
+                let shared = Shared::new(
+                    stream,
+                    self.conn.clone(),
+                    end_stream,
+                    expect == Expect::Continue,
+                );
+                let (call, tunnel): (Call<'h, H::Body>, bool) = if expect == Expect::Unmet {
+                    (self.refusal(stream), false)
+                } else {
+                    let (req, tunnel) = request::<H>(head, &shared);
+                    let handler = self.handler;
+                    let gone = shared.clone();
+                    let call = Box::pin(async move {
+                        let mut call = pin!(handler.call(req));
+                        let mut registered = false;
+                        let resp = poll_fn(|cx| match call.as_mut().poll(cx) {
+                            Poll::Ready(r) => Poll::Ready(Some(r)),
+                            // Reset by the client: the request is cancelled with the future.
+                            Poll::Pending if gone.poll_gone(cx, &mut registered) => {
+                                Poll::Ready(None)
+                            }
+                            Poll::Pending => Poll::Pending,
+                        })
+                        .await;
+                        (stream, resp)
+                    });
+                    (call, tunnel)
+                };
+                self.calls.push(call);
                 self.open.insert(stream, Open::new(shared, tunnel));
             }
             Event::Data {
@@ -477,6 +484,17 @@ where
             }
             Event::GoAway { .. } => {}
         }
+    }
+
+    /// The answer to a request with an expectation weir cannot meet: 417, through the same
+    /// path as the pipeline's answers. Out of line: `event` is on every request's path.
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, stream: StreamId) -> Call<'h, H::Body> {
+        let resp = self
+            .handler
+            .refuse(417, &"an expectation other than 100-continue");
+        Box::pin(async move { (stream, Some(resp)) })
     }
 
     /// The pipeline's answer to a stream (`None`: the client reset the stream first).
@@ -694,11 +712,7 @@ where
 
 /// A request head made the pipeline's request; whether it is a WebSocket extended CONNECT
 /// (its stream is then the tunnel, and the request has no body).
-fn request<H: Handler>(
-    head: RequestHead,
-    shared: &Arc<Shared>,
-    expect_continue: bool,
-) -> (Request<H::ReqBody>, bool) {
+fn request<H: Handler>(head: RequestHead, shared: &Arc<Shared>) -> (Request<H::ReqBody>, bool) {
     let mut req = Request::new(());
     *req.method_mut() = head.method;
     *req.uri_mut() = head.uri;
@@ -710,7 +724,7 @@ fn request<H: Handler>(
     if websocket::as_upgrade(&mut parts, head.protocol.as_deref()) {
         return (Request::from_parts(parts, H::ReqBody::default()), true);
     }
-    let body = RequestBody::new(shared.clone(), head.content_length, expect_continue).into();
+    let body = RequestBody::new(shared.clone(), head.content_length).into();
     (Request::from_parts(parts, body), false)
 }
 

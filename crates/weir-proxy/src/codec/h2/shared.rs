@@ -80,7 +80,9 @@ struct State {
     gone: Option<Reason>,
     /// Taken since the loop last gave them back to the window.
     taken: usize,
-    /// The pipeline began reading a body whose client waits for a `100` (`expect.rs`).
+    /// The client waits for a `100` before its body (`expect.rs`): sent when the pipeline
+    /// first reads the body (`continue_asked`), unless the body is on its way already.
+    expect_continue: bool,
     continue_asked: bool,
     reader: Option<Waker>,
     /// The pipeline's call for the stream, woken to see that it is gone.
@@ -102,12 +104,18 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(id: StreamId, conn: Arc<ConnShared>, ended: bool) -> Arc<Shared> {
+    pub fn new(
+        id: StreamId,
+        conn: Arc<ConnShared>,
+        ended: bool,
+        expect_continue: bool,
+    ) -> Arc<Shared> {
         Arc::new(Shared {
             id,
             conn,
             state: Mutex::new(State {
                 ended,
+                expect_continue,
                 ..State::default()
             }),
             gone: AtomicBool::new(false),
@@ -206,21 +214,11 @@ impl Shared {
 
     // The pipeline's side.
 
-    /// The pipeline is about to read the body of a request that expects `100-continue`:
-    /// the loop sends the `100`, unless the body is already on its way.
-    pub fn ask_continue(&self) {
-        let mut s = self.state.lock().unwrap();
-        if !s.data.is_empty() || s.ended || s.gone.is_some() {
-            return;
-        }
-        s.continue_asked = true;
-        drop(s);
-        self.conn.mark(self.id);
-    }
-
     /// The next part of the body: data, then trailers, then the end; or the reset.
     pub fn poll_next(&self, cx: &Context<'_>) -> Poll<Option<Result<Part, StreamGone>>> {
         let mut s = self.state.lock().unwrap();
+        // Asked for on the first read only, and only if it has to wait for the body.
+        let expect_continue = std::mem::take(&mut s.expect_continue);
         if let Some(d) = s.data.pop_front() {
             let first = s.taken == 0;
             s.taken += d.len();
@@ -240,6 +238,12 @@ impl Shared {
             return Poll::Ready(Some(Err(StreamGone(why))));
         }
         keep_waker(&mut s.reader, cx);
+        if expect_continue {
+            // The loop sends the `100` (`take_released`).
+            s.continue_asked = true;
+            drop(s);
+            self.conn.mark(self.id);
+        }
         Poll::Pending
     }
 

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use http::header;
 use http::{Request, Response};
+use http_body::Body;
 
 use super::ctx::ConnCtx;
 use crate::accesslog::{Entry, Sink};
@@ -124,7 +125,8 @@ impl Accounting {
             return;
         };
         let status = resp.status().as_u16();
-        let grpc = match grpc {
+        // Only a head that ends the answer can carry the status.
+        let grpc = match grpc && resp.body().is_end_stream() {
             true => crate::http::grpc::status_of(resp.headers()),
             false => None,
         };
