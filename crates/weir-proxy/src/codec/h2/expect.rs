@@ -17,7 +17,7 @@ pub enum Expect {
 
 /// The expectation of a request's fields. A field the pipeline strips before the upstream
 /// hop (`http::headers`): weir meets or refuses it here. Looked up only for a request whose
-/// head says it has the field (`RequestHead::expect`).
+/// event says it has the field (`weir_h2::server::Event::Request`'s `expect`).
 pub fn of(h: &HeaderMap) -> Expect {
     match h.get(EXPECT) {
         None => Expect::Nothing,
