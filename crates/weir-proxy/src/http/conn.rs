@@ -21,7 +21,7 @@ use crate::codec::h2;
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::error::error_response_as;
-use crate::http::forward::{handle, refused, ConnCtx};
+use crate::http::forward::{handle, refused, refused_request, ConnCtx};
 use crate::http::upgrade;
 use crate::race::race;
 use crate::reason::Reason;
@@ -81,8 +81,13 @@ impl h2::server::Handler for Proxy {
         self.0.state.on_read();
     }
 
-    fn refuse(&self, status: u16, why: &dyn Display) -> Response<ProxyBody> {
-        refused(&self.0, status, why);
+    fn refuse(
+        &self,
+        status: u16,
+        why: &dyn Display,
+        req: &Request<ClientBody>,
+    ) -> Response<ProxyBody> {
+        refused_request(&self.0, status, why, req);
         error_response_as(status, Reason::BadRequest)
     }
 

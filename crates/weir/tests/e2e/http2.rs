@@ -816,16 +816,20 @@ fn curl_h2(args: &[&str], url: String) -> (String, String) {
 /// `Expect` over HTTP/2, as over HTTP/1.1: a client waiting on `100-continue` is sent its
 /// `100` when the pipeline reads the body (curl is told to wait a minute for it, so without
 /// the `100` it runs out of its 20 s), or the 413 of a body limit instead; any other
-/// expectation gets 417 (reason `bad_request`) and reaches no endpoint.
+/// expectation gets 417 (reason `bad_request`), reaches no endpoint, and is access-logged
+/// with its method and path.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expectations_over_http2_are_met_or_refused() {
     let up = HttpUpstream::spawn("a").await.unwrap();
     let plain = free_addr();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
     let cfg = format!(
         r#"
 [listeners.plain]
 bind = "{plain}"
 pool = "app"
+access_log = "{}"
 [pools.app]
 endpoints = [{{ addr = "{}" }}]
 [filters.small]
@@ -840,10 +844,10 @@ filters = ["small"]
 listener = "plain"
 pool = "app"
 "#,
+        log.display(),
         up.addr()
     );
     let w = Weir::start(&cfg, &[plain]);
-    let dir = tempfile::tempdir().unwrap();
     let body = dir.path().join("body");
     std::fs::write(&body, vec![b'x'; 200_000]).unwrap();
     let data = format!("@{}", body.display());
@@ -877,6 +881,23 @@ pool = "app"
         assert!(verbose.contains("x-weir-reason: bad_request"), "{verbose}");
     }
     assert_eq!(up.requests(), 1, "no refused request reached the endpoint");
+    let refused: Vec<_> = crate::common::access_log(&log, 4)
+        .into_iter()
+        .filter(|e| e["status"] == 417)
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:#?}");
+    for (e, method) in refused.iter().zip(["POST", "GET"]) {
+        assert_eq!(
+            (&e["method"], &e["path"], &e["protocol"], &e["reason"]),
+            (
+                &serde_json::json!(method),
+                &serde_json::json!("/echo"),
+                &serde_json::json!("HTTP/2"),
+                &serde_json::json!("bad_request")
+            ),
+            "{e}"
+        );
+    }
     let metrics = weir_testkit::client::get(w.admin, "/metrics")
         .await
         .unwrap()

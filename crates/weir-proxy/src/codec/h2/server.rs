@@ -63,7 +63,12 @@ pub trait Handler: Sync {
 
     /// A request refused before the pipeline saw it (an expectation weir cannot meet),
     /// counted and logged as such: its answer, with `status`.
-    fn refuse(&self, status: u16, why: &dyn Display) -> Response<Self::Body>;
+    fn refuse(
+        &self,
+        status: u16,
+        why: &dyn Display,
+        req: &Request<Self::ReqBody>,
+    ) -> Response<Self::Body>;
 
     /// The connection was closed with GOAWAY for abusing the protocol.
     fn abuse(&self, _why: Abuse) {}
@@ -400,10 +405,10 @@ where
                     end_stream,
                     expect == Expect::Continue,
                 );
+                let (req, tunnel) = request::<H>(head, &shared);
                 let (call, tunnel): (Call<'h, H::Body>, bool) = if expect == Expect::Unmet {
-                    (self.refusal(stream), false)
+                    (self.refusal(stream, req), false)
                 } else {
-                    let (req, tunnel) = request::<H>(head, &shared);
                     let handler = self.handler;
                     let gone = shared.clone();
                     let call = Box::pin(async move {
@@ -490,10 +495,9 @@ where
     /// path as the pipeline's answers. Out of line: `event` is on every request's path.
     #[cold]
     #[inline(never)]
-    fn refusal(&self, stream: StreamId) -> Call<'h, H::Body> {
-        let resp = self
-            .handler
-            .refuse(417, &"an expectation other than 100-continue");
+    fn refusal(&self, stream: StreamId, req: Request<H::ReqBody>) -> Call<'h, H::Body> {
+        let why = "an expectation other than 100-continue";
+        let resp = self.handler.refuse(417, &why, &req);
         Box::pin(async move { (stream, Some(resp)) })
     }
 

@@ -52,30 +52,12 @@ impl Accounting {
         let Some(sink) = l.access_log.clone() else {
             return;
         };
-        let host = req
-            .headers()
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .or_else(|| req.uri().authority().map(|a| a.as_str()))
-            .unwrap_or("")
-            .to_string();
         let mut entry = Entry::begin(l.name.clone(), self.client.unwrap_or(ctx.client));
         if let Some(tls) = &ctx.tls {
             entry.tls_version = Some(tls.version);
             entry.sni = tls.sni.clone();
         }
-        entry.method = req.method().to_string();
-        entry.protocol = match req.version() {
-            http::Version::HTTP_2 => "HTTP/2",
-            http::Version::HTTP_10 => "HTTP/1.0",
-            _ => "HTTP/1.1",
-        };
-        entry.host = host;
-        entry.path = req
-            .uri()
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_string();
+        describe(&mut entry, req);
         self.log = Some((sink, Box::new(entry)));
     }
 
@@ -149,4 +131,26 @@ impl Accounting {
         };
         resp.body_mut().set_recorder(rec);
     }
+}
+
+/// The request's method, protocol, host and path in its access log entry.
+pub fn describe<B>(entry: &mut Entry, req: &Request<B>) {
+    entry.host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()))
+        .unwrap_or("")
+        .to_string();
+    entry.method = req.method().to_string();
+    entry.protocol = match req.version() {
+        http::Version::HTTP_2 => "HTTP/2",
+        http::Version::HTTP_10 => "HTTP/1.0",
+        _ => "HTTP/1.1",
+    };
+    entry.path = req
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
 }

@@ -59,7 +59,7 @@ use route::Routed;
 pub use ctx::ConnCtx;
 pub use keys::ip_hash;
 pub use keys::pick_key;
-pub use refused::refused;
+pub use refused::{refused, refused_request};
 
 pub async fn handle(ctx: &ConnCtx, req: Request<ClientBody>) -> Response<ProxyBody> {
     let start = Instant::now();
