@@ -843,3 +843,52 @@ fn a_request_says_whether_it_expects() {
         .collect();
     assert_eq!(expects, [true, true, false], "{ev:?}");
 }
+
+/// An interim `100` leaves the stream waiting for its final answer: no DATA before that,
+/// no END_STREAM on it, and none once the final answer went.
+#[test]
+fn an_interim_answer_comes_before_the_final_one_only() {
+    let post: Vec<(&str, &str)> = GET
+        .iter()
+        .map(|&(n, v)| if n == ":method" { (n, "POST") } else { (n, v) })
+        .collect();
+    let mut c = open(Config::default());
+    send(&mut c, &headers(1, &post, false)).unwrap();
+    events(&mut c);
+    let none = HeaderMap::new();
+    assert!(!c.send_headers(1, StatusCode::CONTINUE, &none, true));
+    assert!(c.send_headers(1, StatusCode::CONTINUE, &none, false));
+    assert_eq!(
+        c.send_data(1, b"early", false),
+        0,
+        "no DATA before the final head"
+    );
+    assert!(c.send_headers(1, StatusCode::OK, &none, false));
+    assert!(!c.send_headers(1, StatusCode::CONTINUE, &none, false));
+    assert_eq!(c.send_data(1, b"done", true), 4);
+    let out = frames(c.output());
+    let statuses: Vec<(Vec<u8>, bool)> = out
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Headers {
+                block, end_stream, ..
+            } => {
+                let mut status = Vec::new();
+                Decoder::new(4096)
+                    .decode(block, |n, v, _| {
+                        if n == b":status" {
+                            status = v.to_vec();
+                        }
+                    })
+                    .unwrap();
+                Some((status, *end_stream))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [(b"100".to_vec(), false), (b"200".to_vec(), false)],
+        "{out:?}"
+    );
+}
