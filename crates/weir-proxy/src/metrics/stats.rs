@@ -37,6 +37,8 @@ pub struct ListenerStats {
     pub requests_total: u64,
     /// Of those, the ones weir answered itself, by reason.
     pub errors: BTreeMap<&'static str, u64>,
+    /// gRPC calls by the `grpc-status` their client got (`weir_grpc_calls_total`).
+    pub grpc: BTreeMap<&'static str, u64>,
     /// TLS termination, when the listener has `[tls]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsStats>,
@@ -111,13 +113,15 @@ pub struct RouteStats {
     pub pool: String,
     pub requests_total: u64,
     pub errors: BTreeMap<&'static str, u64>,
+    pub grpc: BTreeMap<&'static str, u64>,
 }
 
-/// Requests and errors by reason over some label sets.
+/// Requests and errors by reason, and gRPC calls by status, over some label sets.
 #[derive(Default)]
 struct Totals {
     requests: u64,
     errors: BTreeMap<&'static str, u64>,
+    grpc: BTreeMap<&'static str, u64>,
 }
 
 impl Totals {
@@ -128,6 +132,7 @@ impl Totals {
                 *self.errors.entry(reason).or_default() += n;
             }
         });
+        c.each_grpc(|code, n| *self.grpc.entry(code).or_default() += n);
     }
 
     fn add_target(&mut self, m: &TargetMetrics) {
@@ -288,6 +293,7 @@ pub fn stats(snap: &Snapshot) -> Stats {
                 pool: l.pool.clone(),
                 requests_total: t.requests,
                 errors: t.errors,
+                grpc: t.grpc,
                 tls: tls.get(name.as_str()).map(|s| tls_stats(s, now)),
             }
         })
@@ -304,6 +310,7 @@ pub fn stats(snap: &Snapshot) -> Stats {
         .map(|(name, r, t)| RouteStats {
             requests_total: t.requests,
             errors: t.errors,
+            grpc: t.grpc,
             name: name.clone(),
             listener: r.listener.clone(),
             host: r.host.as_ref().map(|h| match h {

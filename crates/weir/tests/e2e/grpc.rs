@@ -258,7 +258,7 @@ async fn grpc_calls(admin: std::net::SocketAddr) -> std::collections::BTreeMap<S
 
 /// Every gRPC call is an HTTP 200, so calls are also counted by the `grpc-status` their
 /// client got: the backend's, in trailers after messages or in a trailers-only answer, and
-/// weir's own answer's.
+/// weir's own answer's; in the metrics and in the JSON stats.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_are_counted_by_their_grpc_status() {
     let up = GrpcUpstream::spawn("a").await.unwrap();
@@ -307,6 +307,19 @@ async fn calls_are_counted_by_their_grpc_status() {
         got = grpc_calls(w.admin).await;
     }
     assert_eq!(got, want);
+    // The same counts in the JSON stats, per listener.
+    let stats: serde_json::Value = serde_json::from_slice(
+        &weir_testkit::client::get(w.admin, "/api/v1/stats")
+            .await
+            .unwrap()
+            .body,
+    )
+    .unwrap();
+    assert_eq!(
+        stats["listeners"][0]["grpc"],
+        serde_json::json!(want),
+        "{stats}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
