@@ -11,6 +11,7 @@ mod forward_auth;
 mod headers;
 pub mod htpasswd;
 mod ip;
+mod plain_pattern;
 mod redirect;
 mod regex;
 mod rewrite;

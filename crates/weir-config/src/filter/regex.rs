@@ -8,6 +8,7 @@ use regex_automata::meta::{self, Regex};
 use regex_automata::util::primitives::NonMaxUsize;
 use regex_automata::{Input, PatternID};
 
+use super::plain_pattern::Plain;
 use crate::read::{self, Fields, Sink};
 
 /// The longest pattern taken, in bytes.
@@ -27,7 +28,8 @@ impl PathRegex {
     pub fn compiled(&self) -> Result<PathRewrite, String> {
         let re = Self::compile(&self.pattern)?;
         let with = Replacement::parse(&re, &self.replacement)?;
-        Ok(PathRewrite { re, with })
+        let plain = Plain::of(&self.pattern);
+        Ok(PathRewrite { re, plain, with })
     }
 
     /// The compiled pattern, with the limits every user of it must apply (the `regex` crate's
@@ -62,6 +64,8 @@ impl PathRegex {
 #[derive(Debug)]
 pub struct PathRewrite {
     re: Regex,
+    /// Set when the pattern is text around at most one `.*`: matched without the engine.
+    plain: Option<Plain>,
     with: Replacement,
 }
 
@@ -85,7 +89,13 @@ impl PathRewrite {
                 &mut heap
             }
         };
-        self.re.search_slots(&Input::new(s), slots)?;
+        let found = match &self.plain {
+            Some(plain) => plain.search(s, slots),
+            None => self.re.search_slots(&Input::new(s), slots).is_some(),
+        };
+        if !found {
+            return None;
+        }
         let slots = &*slots;
         let span = |i: usize| {
             let at = |j: usize| slots.get(j).copied().flatten().map(NonMaxUsize::get);

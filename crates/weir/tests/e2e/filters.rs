@@ -172,6 +172,11 @@ filters = ["fixed"]
     assert_eq!(last.headers["host"], "internal.example:8080");
     // The client's host still goes in X-Forwarded-Host.
     assert_eq!(last.headers["x-forwarded-host"], "shop.test");
+    // A path of the route the regex does not match (matched without the regex engine, as
+    // text around `.*`): only add_prefix applies.
+    let r = send(listen, get("/oldish/x").body(empty()).unwrap()).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(up.log().last().unwrap().uri.to_string(), "/svc/oldish/x");
 
     // replace_path.
     let seen = Seen::of(&send(listen, get("/anything/at/all?k=v").body(empty()).unwrap()).await);
