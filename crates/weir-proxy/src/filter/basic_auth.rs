@@ -287,9 +287,10 @@ fn only_one(h: &mut HeaderMap, name: HeaderName) -> Option<HeaderValue> {
     let Entry::Occupied(e) = h.entry(name) else {
         return None;
     };
-    let mut all = e.remove_entry_mult().1;
-    let first = all.next();
-    all.next().is_none().then_some(first).flatten()
+    // Counted in place, then removed whole: cheaper than draining them one by one.
+    let one = e.iter().nth(1).is_none();
+    let first = e.remove();
+    one.then_some(first)
 }
 
 /// The token of an `Authorization: Basic` field (RFC 7617); of any other, none. (A token

@@ -128,15 +128,18 @@ async fn credentials_are_checked_and_the_user_passed_on() {
     let listen = free_addr();
     let w = Weir::start(&config(listen, &up, &users, &log), &[listen]);
 
-    // Missing, wrong, unknown, malformed: 401 with the challenge, nothing upstream.
+    // Missing, wrong, unknown, malformed, twice (which one would count?): 401 with the
+    // challenge, nothing upstream.
     let wrong = basic("alice", "nope");
     let unknown = basic("mallory", "alice-pw");
-    let denied: [&[(&str, &str)]; 5] = [
+    let right = basic("alice", "alice-pw");
+    let denied: [&[(&str, &str)]; 6] = [
         &[],
         &[("authorization", &wrong)],
         &[("authorization", &unknown)],
         &[("authorization", "Basic !!!not-base64")],
         &[("authorization", "Bearer alice-pw")],
+        &[("authorization", &right), ("authorization", &right)],
     ];
     for h in denied {
         let r = get(listen, "/headers", h).await;
@@ -177,16 +180,16 @@ async fn credentials_are_checked_and_the_user_passed_on() {
         401
     );
 
-    let entries = crate::common::access_log(&log, 10);
-    assert_eq!(entries.len(), 10, "{entries:#?}");
-    for e in &entries[..5] {
+    let entries = crate::common::access_log(&log, 11);
+    assert_eq!(entries.len(), 11, "{entries:#?}");
+    for e in &entries[..6] {
         assert_eq!(e["status"], 401, "{e}");
         assert_eq!(e["reason"], "unauthorized", "{e}");
         assert!(e.get("user").is_none(), "{e}");
     }
-    let users: Vec<_> = entries[5..9].iter().map(|e| e["user"].clone()).collect();
+    let users: Vec<_> = entries[6..10].iter().map(|e| e["user"].clone()).collect();
     assert_eq!(users, ["alice", "alice", "bob", "carol"]);
-    assert_eq!(entries[9]["reason"], "unauthorized");
+    assert_eq!(entries[10]["reason"], "unauthorized");
 
     let text = client::get(w.admin, "/metrics").await.unwrap().text();
     assert!(
@@ -194,7 +197,7 @@ async fn credentials_are_checked_and_the_user_passed_on() {
             && l.contains("route=\"staff\"")
             && l.contains("code=\"401\"")
             && l.contains("reason=\"unauthorized\"")
-            && l.ends_with(" 6")),
+            && l.ends_with(" 7")),
         "no count of the 401s:\n{text}"
     );
 }
