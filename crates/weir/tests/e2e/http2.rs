@@ -339,13 +339,13 @@ async fn flood(addr: SocketAddr, first: &[u8], chunk: &[u8], total: usize) -> us
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ping_and_continuation_floods_are_bounded() {
+async fn ping_settings_and_continuation_floods_are_bounded() {
     let s = start().await;
     let pid = s.w.child.id();
     let before = rss_kib(pid);
-    // PING flood: 64 MiB of PINGs from a client that never reads the PONGs. h2 keeps one
-    // PONG pending and stops reading until it is written, so weir's memory does not grow
-    // with the flood.
+    // PING flood: 64 MiB of PINGs from a client that never reads the PONGs. weir bounds
+    // the answers it queues for a client that does not read them (past 10 000, GOAWAY with
+    // control_flood), so its memory does not grow with the flood.
     let ping = frame(6, 0, 0, &[7; 8]);
     let pings: Vec<u8> = ping
         .iter()
@@ -355,6 +355,16 @@ async fn ping_and_continuation_floods_are_bounded() {
         .collect();
     let addr = s.plain;
     let flooded = tokio::spawn(async move { flood(addr, &[], &pings, 64 << 20).await });
+    // SETTINGS flood (CVE-2019-9515): 64 MiB of SETTINGS, each to be acknowledged, from a
+    // client that never reads the acknowledgements; bounded the same way.
+    let settings = frame(4, 0, 0, &[0, 1, 0, 0, 0x10, 0]); // HEADER_TABLE_SIZE 4096
+    let settings: Vec<u8> = settings
+        .iter()
+        .copied()
+        .cycle()
+        .take(settings.len() * 4096)
+        .collect();
+    let settings_flooded = tokio::spawn(async move { flood(addr, &[], &settings, 64 << 20).await });
     // CONTINUATION flood: one HEADERS without END_HEADERS, then CONTINUATION frames of
     // header fields, endlessly (CVE-2024-27316). Refused once past the header list limit.
     let mut field = vec![0x00, 5];
@@ -378,14 +388,25 @@ async fn ping_and_continuation_floods_are_bounded() {
         1.0
     );
     let ping_sent = flooded.await.unwrap();
-    // While both were refused or stalled, others are served, and weir stayed small.
+    let settings_sent = settings_flooded.await.unwrap();
+    // Each of the two was sent GOAWAY once its unread answers passed the bound.
+    assert_eq!(
+        wait_metric(
+            s.w.admin,
+            "weir_http2_goaway_total{reason=\"control_flood\"}",
+            2.0
+        )
+        .await,
+        2.0
+    );
+    // While all three were refused or stalled, others are served, and weir stayed small.
     let (status, _) = get(&h2c(s.plain).await, s.plain, "/").await.unwrap();
     assert_eq!(status, 200);
     let grew = rss_kib(pid).saturating_sub(before);
-    eprintln!("CONTINUATION flood: {cont_sent} bytes taken; PING flood: {ping_sent}; weir grew {grew} KiB");
+    eprintln!("CONTINUATION flood: {cont_sent} bytes taken; PING flood: {ping_sent}; SETTINGS flood: {settings_sent}; weir grew {grew} KiB");
     assert!(
         grew < 64 * 1024,
-        "weir grew {grew} KiB (PING flood sent {ping_sent} bytes)"
+        "weir grew {grew} KiB (PING flood sent {ping_sent} bytes, SETTINGS {settings_sent})"
     );
 }
 
