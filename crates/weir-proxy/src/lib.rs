@@ -199,12 +199,12 @@ impl Proxy {
             // Unchanged settings keep their config, and with it the sessions to resume.
             let built = match installed.registry.tls.get(&name) {
                 Some(t) if t.settings == *settings => t.clone(),
-                _ => Arc::new(transport::UpstreamTls::build(settings).map_err(|source| {
+                _ => transport::UpstreamTls::build(&name, settings).map_err(|source| {
                     ApplyError::PoolTls {
                         pool: name.to_string(),
                         source,
                     }
-                })?),
+                })?,
             };
             tls.insert(name, built);
         }

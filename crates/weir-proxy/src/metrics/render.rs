@@ -417,7 +417,8 @@ impl Collector for Weir {
     }
 }
 
-/// The TLS listeners' handshakes, certificate reloads and certificate expiry.
+/// The TLS listeners' handshakes, certificate reloads and certificate expiry; pools' TLS
+/// file reloads.
 fn tls(enc: &mut DescriptorEncoder, snap: &Snapshot) -> Result<(), std::fmt::Error> {
     let servers: Vec<_> = snap
         .listeners
@@ -480,5 +481,26 @@ fn tls(enc: &mut DescriptorEncoder, snap: &Snapshot) -> Result<(), std::fmt::Err
         "weir_tls_certificate_expiry_timestamp_seconds",
         "When each certificate served now expires (Unix time), by listener and the certificate's first name.",
         &expiry,
+    )?;
+    let mut pools: Vec<_> = snap.pools.values().filter(|p| p.tls.is_some()).collect();
+    pools.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut upstream = Vec::new();
+    for p in pools {
+        let Some(t) = &p.tls else { continue };
+        for (result, n) in [
+            ("ok", t.reloads_ok.load(Relaxed)),
+            ("failed", t.reloads_failed.load(Relaxed)),
+        ] {
+            upstream.push((
+                vec![("pool", p.name.to_string()), ("result", result.to_string())],
+                n,
+            ));
+        }
+    }
+    counter(
+        enc,
+        "weir_upstream_tls_reloads",
+        "A pool's TLS files (CA, certificate, key) read again after they changed, by result (failed: the settings before stay in use).",
+        &upstream,
     )
 }

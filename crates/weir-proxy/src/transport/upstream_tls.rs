@@ -1,7 +1,10 @@
 //! TLS to endpoints (`[pools.NAME.tls]`): a pool's rustls client settings, built once per
 //! change of its tls table and shared by every connection of the pool (rustls keeps the
 //! sessions to resume in the config, so one config per pool is what makes reconnects
-//! resume), the handshake on a connected socket, and why a handshake failed.
+//! resume), built again when its files change (`upstream_tls/reload.rs`), the handshake on
+//! a connected socket, and why a handshake failed.
+
+mod reload;
 
 use std::fmt;
 use std::io;
@@ -10,6 +13,8 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
+
+use arc_swap::ArcSwap;
 
 use rustls::pki_types::ServerName;
 use rustls::{CertificateError, ClientConfig};
@@ -30,16 +35,26 @@ pub struct UpstreamTls {
     /// Unique per build: pooled connections and health checkers made under other
     /// settings are told apart by it (0 is a plain connection).
     pub id: u64,
+    /// The pool's name, for the log.
+    pool: String,
     /// What it was built from, to see whether a new config changes it.
     pub settings: PoolTls,
-    /// HTTP/1.1 pools offer `http/1.1` unless `alpn` says otherwise, HTTP/2 pools `h2`;
-    /// a tcp listener's sessions offer only what `alpn` lists. All share one session
-    /// store.
+    /// Replaced when the files change; connections made before keep theirs.
+    connectors: ArcSwap<Connectors>,
+    /// `None`: each endpoint's IP address (verified as an IP SAN).
+    server_name: Option<ServerName<'static>>,
+    /// The files read again after they changed, and those that did not read (the
+    /// connectors before them stay).
+    pub reloads_ok: AtomicU64,
+    pub reloads_failed: AtomicU64,
+}
+
+/// HTTP/1.1 pools offer `http/1.1` unless `alpn` says otherwise, HTTP/2 pools `h2`; a tcp
+/// listener's sessions offer only what `alpn` lists. All share one session store.
+struct Connectors {
     http: TlsConnector,
     h2: TlsConnector,
     tcp: TlsConnector,
-    /// `None`: each endpoint's IP address (verified as an IP SAN).
-    server_name: Option<ServerName<'static>>,
 }
 
 impl fmt::Debug for UpstreamTls {
@@ -89,35 +104,12 @@ pub struct BuildError(String);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl UpstreamTls {
-    /// Reads the files `settings` names and builds the client config.
-    pub fn build(settings: &PoolTls) -> Result<UpstreamTls, BuildError> {
-        let client = ClientSettings {
-            trust: match &settings.ca {
-                Some(ca) => Trust::File(ca.clone()),
-                None => Trust::System,
-            },
-            min_version: match settings.min_version {
-                TlsVersion::V12 => MinVersion::V12,
-                TlsVersion::V13 => MinVersion::V13,
-            },
-            identity: settings.cert.clone().zip(settings.key.clone()),
-            alpn: match &settings.alpn {
-                Some(list) => list.iter().map(|p| p.as_bytes().to_vec()).collect(),
-                None => vec![b"http/1.1".to_vec()],
-            },
-        };
-        let http = weir_tls::client::client_config(&client).map_err(|e| BuildError(why(e)))?;
-        // A clone shares the session store: one pool, one set of sessions.
-        let offering = |alpn: Vec<Vec<u8>>| match settings.alpn {
-            Some(_) => http.clone(),
-            None => {
-                let mut c = ClientConfig::clone(&http);
-                c.alpn_protocols = alpn;
-                Arc::new(c)
-            }
-        };
-        let tcp = offering(Vec::new());
-        let h2 = offering(vec![b"h2".to_vec()]);
+    /// Reads the files `settings` (of pool `pool`) names and builds the client config, then
+    /// watches the files for as long as the result is in use.
+    pub fn build(pool: &str, settings: &PoolTls) -> Result<Arc<UpstreamTls>, BuildError> {
+        // Stamped first: a change made while they are read is seen by the watch.
+        let seen = reload::stamps(settings);
+        let connectors = Connectors::build(settings)?;
         let server_name = match &settings.server_name {
             Some(n) => Some(
                 ServerName::try_from(n.clone())
@@ -125,14 +117,17 @@ impl UpstreamTls {
             ),
             None => None,
         };
-        Ok(UpstreamTls {
+        let tls = Arc::new(UpstreamTls {
             id: NEXT_ID.fetch_add(1, Relaxed),
+            pool: pool.to_string(),
             settings: settings.clone(),
-            http: TlsConnector::from(http),
-            h2: TlsConnector::from(h2),
-            tcp: TlsConnector::from(tcp),
+            connectors: ArcSwap::from_pointee(connectors),
             server_name,
-        })
+            reloads_ok: AtomicU64::new(0),
+            reloads_failed: AtomicU64::new(0),
+        });
+        reload::watch(&tls, seen);
+        Ok(tls)
     }
 
     /// The name sent as SNI and verified for an endpoint at `ip`.
@@ -153,10 +148,11 @@ impl UpstreamTls {
         timeout: Duration,
         timer: Pin<&mut Sleep>,
     ) -> Result<TlsStream, ConnectError> {
+        let connectors = self.connectors.load();
         let connector = match alpn {
-            Alpn::Http1 => &self.http,
-            Alpn::H2 => &self.h2,
-            Alpn::Tcp => &self.tcp,
+            Alpn::Http1 => &connectors.http,
+            Alpn::H2 => &connectors.h2,
+            Alpn::Tcp => &connectors.tcp,
         };
         let name = self.name_for(addr.ip());
         let shown = name.to_str().into_owned();
@@ -186,6 +182,44 @@ impl UpstreamTls {
             }),
             _ => Ok(stream),
         }
+    }
+}
+
+impl Connectors {
+    /// Reads the files `settings` names and builds the client configs.
+    fn build(settings: &PoolTls) -> Result<Connectors, BuildError> {
+        let client = ClientSettings {
+            trust: match &settings.ca {
+                Some(ca) => Trust::File(ca.clone()),
+                None => Trust::System,
+            },
+            min_version: match settings.min_version {
+                TlsVersion::V12 => MinVersion::V12,
+                TlsVersion::V13 => MinVersion::V13,
+            },
+            identity: settings.cert.clone().zip(settings.key.clone()),
+            alpn: match &settings.alpn {
+                Some(list) => list.iter().map(|p| p.as_bytes().to_vec()).collect(),
+                None => vec![b"http/1.1".to_vec()],
+            },
+        };
+        let http = weir_tls::client::client_config(&client).map_err(|e| BuildError(why(e)))?;
+        // A clone shares the session store: one pool, one set of sessions.
+        let offering = |alpn: Vec<Vec<u8>>| match settings.alpn {
+            Some(_) => http.clone(),
+            None => {
+                let mut c = ClientConfig::clone(&http);
+                c.alpn_protocols = alpn;
+                Arc::new(c)
+            }
+        };
+        let tcp = offering(Vec::new());
+        let h2 = offering(vec![b"h2".to_vec()]);
+        Ok(Connectors {
+            http: TlsConnector::from(http),
+            h2: TlsConnector::from(h2),
+            tcp: TlsConnector::from(tcp),
+        })
     }
 }
 
@@ -317,15 +351,19 @@ mod tests {
         )
         .unwrap();
         let t = Duration::from_secs(5);
-        let good =
-            UpstreamTls::build(&settings(Some(ca_file.clone()), Some("api.internal"))).unwrap();
+        let good = UpstreamTls::build(
+            "test",
+            &settings(Some(ca_file.clone()), Some("api.internal")),
+        )
+        .unwrap();
         let s = UpstreamStream::connect(front.addr(), t, Some(&good), Alpn::Http1, None)
             .await
             .unwrap();
         assert!(matches!(s, UpstreamStream::Tls(_)));
         assert!(!s.peer_gone());
 
-        let wrong = UpstreamTls::build(&settings(Some(ca_file), Some("other.internal"))).unwrap();
+        let wrong =
+            UpstreamTls::build("test", &settings(Some(ca_file), Some("other.internal"))).unwrap();
         assert_ne!(wrong.id, good.id);
         match UpstreamStream::connect(front.addr(), t, Some(&wrong), Alpn::Http1, None).await {
             Err(e @ ConnectError::Tls { .. }) => {
@@ -350,7 +388,7 @@ mod tests {
         let front = TlsFront::spawn(front_target().await, Arc::new(h2)).unwrap();
         let mut offer = settings(Some(ca_file), Some("api.internal"));
         offer.alpn = Some(vec!["h2".into(), "http/1.1".into()]);
-        let tls = UpstreamTls::build(&offer).unwrap();
+        let tls = UpstreamTls::build("test", &offer).unwrap();
         let t = Duration::from_secs(5);
         match UpstreamStream::connect(front.addr(), t, Some(&tls), Alpn::Http1, None).await {
             Err(ConnectError::Alpn { chosen, .. }) => assert_eq!(chosen, "h2"),
@@ -379,7 +417,7 @@ mod tests {
         });
         let dir = tempfile_dir();
         let ca = Ca::new("ca").write(&dir, "ca");
-        let tls = UpstreamTls::build(&settings(Some(ca), Some("x.internal"))).unwrap();
+        let tls = UpstreamTls::build("test", &settings(Some(ca), Some("x.internal"))).unwrap();
         // Long enough for any loopback connect: what runs out is the handshake's time.
         match UpstreamStream::connect(addr, Duration::from_secs(1), Some(&tls), Alpn::Http1, None)
             .await
@@ -394,8 +432,8 @@ mod tests {
 
     #[test]
     fn a_ca_file_that_does_not_read_is_a_build_error_naming_it() {
-        let e =
-            UpstreamTls::build(&settings(Some("/nonexistent/ca.pem".into()), None)).unwrap_err();
+        let e = UpstreamTls::build("test", &settings(Some("/nonexistent/ca.pem".into()), None))
+            .unwrap_err();
         let text = e.to_string();
         assert!(
             text.starts_with("ca: cannot read /nonexistent/ca.pem"),

@@ -2,8 +2,9 @@
 //! behind a rustls front (`weir_testkit::TlsFront`) with certificates made per test: the
 //! CA and server name verified, keep-alive reuse of a TLS connection, resumption on
 //! reconnect, verification failures as `connect_failed` with the TLS reason logged, a
-//! client certificate for a backend that requires one, health checks over TLS, and a tcp
-//! listener relaying through TLS.
+//! client certificate for a backend that requires one, health checks over TLS, a tcp
+//! listener relaying through TLS, and a pool's CA and client certificate files read again
+//! when they change.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -518,4 +519,100 @@ server_name = "api.internal"
         );
     }
     assert_eq!(front.handshakes(), 1);
+}
+
+/// A pool's CA, certificate and key files are read again when they change, with no reload
+/// (a rotated CA, a renewed short-lived client certificate); a file that no longer reads
+/// keeps the settings in use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn changed_tls_files_of_a_pool_are_read_again() {
+    use crate::tls_kit::{metric, wait_metric};
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("internal ca");
+    let clients = Ca::new("clients ca");
+    let clients_file = clients.write(dir.path(), "clients");
+    let (_up, front) = tls_backend(
+        dir.path(),
+        &ca,
+        "api",
+        &["api.internal"],
+        Some(&clients_file),
+    )
+    .await;
+    // To begin with, weir trusts another CA and holds a certificate the backend refuses.
+    let ca_file = Ca::new("someone else").write(dir.path(), "pool-ca");
+    let (cert, key) = Ca::new("outsiders").leaf_files(dir.path(), "pool-client", &["weir"]);
+    let listen = free_addr();
+    let cfg = format!(
+        r#"
+[listeners.web]
+bind = "{listen}"
+pool = "api"
+
+[pools.api]
+{eps}
+max_requests_per_conn = 1
+[pools.api.retry]
+attempts = 0
+[pools.api.tls]
+ca = "{ca}"
+server_name = "api.internal"
+cert = "{cert}"
+key = "{key}"
+"#,
+        eps = endpoints(&[(front.addr(), 1)]),
+        ca = toml_path(&ca_file),
+        cert = toml_path(&cert),
+        key = toml_path(&key),
+    );
+    let w = Weir::start(&cfg, &[listen]);
+    let from = w.log_lines();
+    assert_eq!(get(listen, "x", "/").await.status, 502);
+    let line = w.wait_log(from, "request failed", Duration::from_secs(5));
+    assert!(line.contains("UnknownIssuer"), "{line}");
+    let reloads = |result: &str| {
+        format!("weir_upstream_tls_reloads_total{{pool=\"api\",result=\"{result}\"}}")
+    };
+
+    // The CA rotated: weir now trusts the backend, which still refuses weir's certificate.
+    std::fs::copy(ca.write(dir.path(), "new-ca"), &ca_file).unwrap();
+    assert!(wait_metric(w.admin, &reloads("ok"), 1.0).await >= 1.0);
+    let from = w.log_lines();
+    assert_eq!(get(listen, "x", "/").await.status, 502);
+    let line = w.wait_log(from, "request failed", Duration::from_secs(5));
+    assert!(!line.contains("UnknownIssuer"), "{line}");
+
+    // The client certificate renewed (key first, then certificate, as a renewal may write
+    // them): every request from then on is let in.
+    let (new_cert, new_key) = clients.leaf_files(dir.path(), "renewed", &["weir"]);
+    std::fs::copy(&new_key, &key).unwrap();
+    std::fs::copy(&new_cert, &cert).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let r = get(listen, "x", "/").await;
+        if r.status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the renewed certificate not used"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // A CA file that no longer reads: the settings in use stay, new connections still work.
+    let failed = metric(w.admin, &reloads("failed")).await;
+    let from = w.log_lines();
+    std::fs::write(&ca_file, "not a certificate\n").unwrap();
+    assert!(wait_metric(w.admin, &reloads("failed"), failed + 1.0).await >= failed + 1.0);
+    let line = w.wait_log(
+        from,
+        "pool TLS files not read again",
+        Duration::from_secs(5),
+    );
+    assert!(line.contains("api"), "{line}");
+    for _ in 0..3 {
+        let r = get(listen, "x", "/").await;
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
 }
