@@ -310,6 +310,57 @@ async fn client_certificates_and_the_identity_header() {
     assert!(out.contains(r#"["x-client-subject","CN=alice"]"#), "{out}");
 }
 
+/// The client CA file is watched as the certificates are: a rotated CA lets in the clients
+/// it signs and no longer those of the CA before, with no reload; a file that no longer
+/// reads keeps the CA in use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_client_ca_file_is_read_again() {
+    let s = setup();
+    let shop = s.ca.leaf(&["shop.test"]).write(s.dir.path(), "shop");
+    let old = Ca::new("clients CA 2025");
+    let new = Ca::new("clients CA 2026");
+    let ca_file = old.write(s.dir.path(), "clients");
+    let alice = old.leaf(&["alice"]).write(s.dir.path(), "alice");
+    let bob = new.leaf(&["bob"]).write(s.dir.path(), "bob");
+    let up = HttpUpstream::spawn("a").await.unwrap();
+    let listen = free_addr();
+    let cfg = format!(
+        "[listeners.req]\nbind = \"{listen}\"\npool = \"app\"\n[listeners.req.tls]\ncertificates = [{}]\nclient_auth = \"required\"\nclient_ca = \"{}\"\n[pools.app]\nendpoints = [{{ addr = \"{}\" }}]\n",
+        pair_toml(&shop, true),
+        ca_file.display(),
+        up.addr()
+    );
+    let w = Weir::start(&cfg, &[listen]);
+    let with = |p: &Pair| {
+        let (cert, key) = (p.cert.display().to_string(), p.key.display().to_string());
+        curl(
+            &s.ca_path,
+            "shop.test",
+            listen,
+            "/",
+            &["--cert", &cert, "--key", &key],
+        )
+        .0
+    };
+    assert!(with(&alice));
+    assert!(!with(&bob));
+    let reloads = |result: &str| {
+        format!("weir_tls_certificate_reloads_total{{listener=\"req\",result=\"{result}\"}}")
+    };
+
+    std::fs::copy(new.write(s.dir.path(), "clients-2026"), &ca_file).unwrap();
+    assert!(wait_metric(w.admin, &reloads("ok"), 1.0).await >= 1.0);
+    assert!(with(&bob), "the new CA's client refused");
+    assert!(!with(&alice), "the old CA's client let in");
+
+    let from = w.log_lines();
+    std::fs::write(&ca_file, "not a certificate\n").unwrap();
+    assert!(wait_metric(w.admin, &reloads("failed"), 1.0).await >= 1.0);
+    let line = w.wait_log(from, "client CA not read again", Duration::from_secs(5));
+    assert!(line.contains("req"), "{line}");
+    assert!(with(&bob), "the CA in use was dropped");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_resume_on_any_thread() {
     let s = setup();

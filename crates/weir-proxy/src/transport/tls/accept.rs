@@ -131,7 +131,7 @@ async fn run(mut sock: TcpStream, server: &TlsServer) -> Result<(TlsConn, Versio
         ));
     }
     let tls = StartHandshake::from_parts(accepted, sock)
-        .into_stream(server.config.clone())
+        .into_stream(server.config.load_full())
         .await
         .map_err(classify_io)?;
     let session = tls.get_ref().1;

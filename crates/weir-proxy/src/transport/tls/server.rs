@@ -4,13 +4,15 @@
 //! `reload.rs`; attached certificates change with the config), and the listener's handshake
 //! counters.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use arc_swap::ArcSwap;
 use http::HeaderName;
 use weir_config::{CertificateResource, ClientAuth, ListenerTls, Protocol, TlsVersion};
 use weir_tls::{LiveCertificates, MinVersion, PairSource, ServerSettings};
 
+use crate::file_stamp::{stamp, Stamp};
 use crate::metrics;
 
 pub struct TlsServer {
@@ -22,7 +24,11 @@ pub struct TlsServer {
     /// the files): a change to one builds a new server.
     pub attached: Vec<(String, CertificateResource)>,
     pub protocol: Protocol,
-    pub config: Arc<rustls::ServerConfig>,
+    /// Made again when the client CA file changes (`reload.rs`), with the same session
+    /// tickets and cache.
+    pub config: ArcSwap<rustls::ServerConfig>,
+    /// The client CA file's stamp when it was last read.
+    pub client_ca_seen: Mutex<Stamp>,
     pub certs: Arc<LiveCertificates>,
     pub handshake_timeout: Duration,
     /// Where the verified client certificate's subject goes (http listeners).
@@ -102,32 +108,14 @@ impl TlsServer {
             }
         }
         let certs = Arc::new(certs);
-        let ca = || tls.client_ca.clone().unwrap_or_default();
-        let settings = ServerSettings {
-            min_version: match tls.min_version {
-                TlsVersion::V12 => MinVersion::V12,
-                TlsVersion::V13 => MinVersion::V13,
-            },
-            // What weir speaks on an http listener, HTTP/2 first (as browsers and gRPC
-            // clients prefer); a tcp listener relays whatever the client speaks, so it
-            // offers nothing.
-            alpn: match protocol {
-                Protocol::Http => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
-                Protocol::Tcp => Vec::new(),
-            },
-            client_auth: match tls.client_auth {
-                ClientAuth::None => weir_tls::ClientAuth::None,
-                ClientAuth::Optional => weir_tls::ClientAuth::Optional(ca()),
-                ClientAuth::Required => weir_tls::ClientAuth::Required(ca()),
-            },
-        };
+        // Stamped first: a change made while it is read is seen by the watch.
+        let client_ca_seen = Mutex::new(tls.client_ca.as_deref().and_then(stamp));
         let config =
-            weir_tls::server::server_config(&settings, certs.clone()).map_err(|source| {
-                TlsSetupError::Settings {
+            weir_tls::server::server_config(&server_settings(protocol, tls), certs.clone())
+                .map_err(|source| TlsSetupError::Settings {
                     listener: listener.to_string(),
                     source,
-                }
-            })?;
+                })?;
         let name: Arc<str> = listener.into();
         let server = Arc::new(TlsServer {
             metrics: metrics::tls::for_listener(&name),
@@ -135,7 +123,8 @@ impl TlsServer {
             settings: tls.clone(),
             attached,
             protocol,
-            config,
+            config: ArcSwap::new(config),
+            client_ca_seen,
             certs,
             handshake_timeout: tls.handshake_timeout,
             identity_header: tls
@@ -145,5 +134,43 @@ impl TlsServer {
         });
         super::reload::watch(&server);
         Ok(server)
+    }
+
+    /// Makes the rustls config again (reading the client CA file), keeping the session
+    /// tickets and cache of the one in use, which stays when this fails.
+    pub fn rebuild_config(&self) -> Result<(), weir_tls::SettingsError> {
+        let mut fresh = weir_tls::server::server_config(
+            &server_settings(self.protocol, &self.settings),
+            self.certs.clone(),
+        )?;
+        let current = self.config.load();
+        let c = Arc::make_mut(&mut fresh);
+        c.ticketer = current.ticketer.clone();
+        c.session_storage = current.session_storage.clone();
+        self.config.store(fresh);
+        Ok(())
+    }
+}
+
+/// What weir_tls makes a listener's rustls config from.
+fn server_settings(protocol: Protocol, tls: &ListenerTls) -> ServerSettings {
+    let ca = || tls.client_ca.clone().unwrap_or_default();
+    ServerSettings {
+        min_version: match tls.min_version {
+            TlsVersion::V12 => MinVersion::V12,
+            TlsVersion::V13 => MinVersion::V13,
+        },
+        // What weir speaks on an http listener, HTTP/2 first (as browsers and gRPC
+        // clients prefer); a tcp listener relays whatever the client speaks, so it
+        // offers nothing.
+        alpn: match protocol {
+            Protocol::Http => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+            Protocol::Tcp => Vec::new(),
+        },
+        client_auth: match tls.client_auth {
+            ClientAuth::None => weir_tls::ClientAuth::None,
+            ClientAuth::Optional => weir_tls::ClientAuth::Optional(ca()),
+            ClientAuth::Required => weir_tls::ClientAuth::Required(ca()),
+        },
     }
 }
