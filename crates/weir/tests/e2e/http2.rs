@@ -346,24 +346,12 @@ async fn ping_settings_and_continuation_floods_are_bounded() {
     // PING flood: 64 MiB of PINGs from a client that never reads the PONGs. weir bounds
     // the answers it queues for a client that does not read them (past 10 000, GOAWAY with
     // control_flood), so its memory does not grow with the flood.
-    let ping = frame(6, 0, 0, &[7; 8]);
-    let pings: Vec<u8> = ping
-        .iter()
-        .copied()
-        .cycle()
-        .take(ping.len() * 4096)
-        .collect();
+    let pings = frame(6, 0, 0, &[7; 8]).repeat(4096);
     let addr = s.plain;
     let flooded = tokio::spawn(async move { flood(addr, &[], &pings, 64 << 20).await });
     // SETTINGS flood (CVE-2019-9515): 64 MiB of SETTINGS, each to be acknowledged, from a
     // client that never reads the acknowledgements; bounded the same way.
-    let settings = frame(4, 0, 0, &[0, 1, 0, 0, 0x10, 0]); // HEADER_TABLE_SIZE 4096
-    let settings: Vec<u8> = settings
-        .iter()
-        .copied()
-        .cycle()
-        .take(settings.len() * 4096)
-        .collect();
+    let settings = frame(4, 0, 0, &[0, 1, 0, 0, 0x10, 0]).repeat(4096); // HEADER_TABLE_SIZE 4096
     let settings_flooded = tokio::spawn(async move { flood(addr, &[], &settings, 64 << 20).await });
     // CONTINUATION flood: one HEADERS without END_HEADERS, then CONTINUATION frames of
     // header fields, endlessly (CVE-2024-27316). Refused once past the header list limit.
