@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-
 use rustls::pki_types::ServerName;
 use rustls::{CertificateError, ClientConfig};
 use tokio::net::TcpStream;
