@@ -10,6 +10,8 @@
 //     expiring soon and the 90-day one not (a picture of the panel goes to
 //     target/browser-artifacts/certificates.png);
 //   - after ~50 requests through the listener the pool's req/s graph has points;
+//   - three gRPC calls (h2c, from Node) to a route whose backend is not there are answered
+//     UNAVAILABLE, and the route's and the listener's rows show them, highlighted;
 //   - after one upstream is killed its endpoint shows data-state="down" within 3 s;
 //   - a page of another origin cannot register an endpoint with a text/plain POST;
 //   - after a reload without the TLS listener the Certificates panel is hidden;
@@ -27,6 +29,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import http2 from "node:http2";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -247,7 +250,7 @@ async function main() {
   rmSync(SCREENSHOT, { force: true });
   rmSync(CERTS_SCREENSHOT, { force: true });
   tmp = mkdtempSync(path.join(os.tmpdir(), "weir-browser-"));
-  const [listenPort, adminPort, portA, portB, tlsPort, replicaAdminPort, noEtcdPort] = await freePorts(7);
+  const [listenPort, adminPort, portA, portB, tlsPort, replicaAdminPort, noEtcdPort, deadPort] = await freePorts(8);
   const listenUrl = `http://127.0.0.1:${listenPort}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const addrA = `127.0.0.1:${portA}`;
@@ -260,6 +263,7 @@ async function main() {
     "lists the listener, the pool and both endpoints",
     "the Certificates panel shows names and days left, the 5-day one as a warning",
     `req/s graph has data points after ${REQUESTS} requests`,
+    "gRPC calls show in the listener's and the route's rows, with the statuses that failed",
     "a killed upstream shows data-state=\"down\" within 3 s",
     "a page of another origin cannot change the config",
     "after a reload without the TLS listener the Certificates panel is hidden",
@@ -312,6 +316,18 @@ check = "tcp"
 interval = "300ms"
 timeout = "200ms"
 fall = 2
+
+# gRPC calls to a backend that is not there: weir answers them UNAVAILABLE.
+[routes.grpc]
+listener = "web"
+path_prefix = "/weir.test.Echo/"
+pool = "grpc"
+
+[pools.grpc]
+endpoints = [{ addr = "127.0.0.1:${deadPort}" }]
+
+[pools.grpc.retry]
+attempts = 0
 `;
     writeFileSync(config, configText(true));
     weir = start("weir", WEIR_BIN, ["run", "-c", config, "--admin", `127.0.0.1:${adminPort}`, "--threads", "2"]);
@@ -360,7 +376,7 @@ fall = 2
     return `config ${version}, uptime ${uptime}`;
   });
   if (!loaded) {
-    skip(later.slice(2, 6), "the page did not load");
+    skip(later.slice(2, 7), "the page did not load");
   } else {
     await check(later[2], async () => {
       if (!(await page.$('#listeners tr[data-listener="web"]'))) throw new Error(`listener "web" is not in the listeners table`);
@@ -434,6 +450,55 @@ fall = 2
     });
 
     await check(later[5], async () => {
+      // Three unary calls over h2c (prior knowledge, as gRPC clients without TLS speak).
+      const statuses = [];
+      const client = http2.connect(listenUrl);
+      client.on("error", () => {});
+      try {
+        for (let i = 0; i < 3; i++) {
+          statuses.push(
+            await new Promise((resolve, reject) => {
+              const req = client.request({
+                ":method": "POST",
+                ":path": "/weir.test.Echo/Unary",
+                "content-type": "application/grpc",
+                te: "trailers",
+              });
+              let status = null;
+              req.on("response", (hd) => (status = hd["grpc-status"] ?? status));
+              req.on("trailers", (t) => (status = t["grpc-status"] ?? status));
+              req.on("end", () => resolve(status));
+              req.on("error", reject);
+              req.setTimeout(5000, () => reject(new Error("no answer within 5 s")));
+              req.resume();
+              req.end(Buffer.from([0, 0, 0, 0, 0]));
+            }),
+          );
+        }
+      } finally {
+        client.close();
+      }
+      if (!statuses.every((st) => st === "14")) throw new Error(`grpc-status ${statuses.join(", ")}, not 14 (UNAVAILABLE) each`);
+      const route = 'tr[data-route="grpc"] td[data-grpc-calls]';
+      const listener = 'tr[data-listener="web"] td[data-grpc-calls]';
+      await eventually(
+        async () =>
+          Number(await attr(route, "data-grpc-calls")) === 3 &&
+          Number(await attr(route, "data-grpc-failed")) === 3 &&
+          Number(await attr(listener, "data-grpc-calls")) === 3,
+        5000,
+        async () =>
+          `the rows show route ${await attr(route, "data-grpc-calls")}/${await attr(route, "data-grpc-failed")}, listener ${await attr(listener, "data-grpc-calls")} gRPC calls, not 3: ${await pageSummary()}`,
+      );
+      const text = (await page.textContent(route))?.trim() ?? "";
+      if (!text.includes("UNAVAILABLE 3")) throw new Error(`the route's cell says "${text}", not UNAVAILABLE 3`);
+      const cls = await attr(route, "class");
+      if (!(cls ?? "").split(" ").includes("grpc-failing")) throw new Error(`the failing calls are not highlighted: class="${cls}"`);
+      const app = await attr('tr[data-listener="web"] td[data-grpc-calls]', "data-grpc-failed");
+      return `route cell "${text}", listener failed=${app}`;
+    });
+
+    await check(later[6], async () => {
       upB.child.kill("SIGKILL");
       const t0 = Date.now();
       await eventually(
@@ -453,7 +518,7 @@ fall = 2
   // Issue 23 §2: a page elsewhere (here the proxied listener, another port so another
   // origin) sends what needs no CORS preflight: a text/plain POST. Chromium adds Origin,
   // weir refuses it (403) and registers nothing.
-  await check(later[6], async () => {
+  await check(later[7], async () => {
     const other = await context.newPage();
     try {
       await other.goto(`${listenUrl}/`, { waitUntil: "load", timeout: 10_000 });
@@ -476,7 +541,7 @@ fall = 2
     }
   });
 
-  await check(later[7], async () => {
+  await check(later[8], async () => {
     if (!loaded) throw new Error("not run: the page did not load");
     writeFileSync(config + ".tmp", configText(false));
     renameSync(config + ".tmp", config);
@@ -490,7 +555,7 @@ fall = 2
 
   // Issue 19: a replica started from its cache while its etcd does not answer (nothing
   // listens on that port) serves its last config and shows why changes are refused.
-  await check(later[8], async () => {
+  await check(later[9], async () => {
     const cache = path.join(tmp, "store-cache.json");
     writeFileSync(cache, JSON.stringify({ prefix: "/weir", revision: 1, resources: [] }));
     const replica = start("replica", WEIR_BIN, [
@@ -517,11 +582,11 @@ fall = 2
     return "banner shown on the replica, none on the file-mode weir";
   });
 
-  await check(later[9], async () => {
+  await check(later[10], async () => {
     if (pageErrors.length) throw new Error(`${pageErrors.length}:\n    ${pageErrors.join("\n    ")}`);
   });
 
-  await check(later[10], async () => {
+  await check(later[11], async () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     const size = statSync(SCREENSHOT).size;
     if (size < 1000) throw new Error(`${SCREENSHOT} is only ${size} bytes`);

@@ -7,6 +7,7 @@
 //   body[data-updates="N"]             successful updates so far
 //   #conn[data-status]                 "connecting" | "ok" | "error"
 //   tr[data-listener=NAME], tr[data-route=NAME]
+//       td[data-grpc-calls=N][data-grpc-failed=N]  gRPC calls since start, and those not OK
 //   #certs-panel[hidden]               hidden while no listener has TLS
 //   #certs tr[data-cert-listener=NAME][data-cert=PATH]
 //       [data-names="a,b"]             the certificate's DNS names
@@ -245,6 +246,36 @@
     tbody.replaceChildren(...rows);
   }
 
+  /**
+   * The gRPC calls counted under a listener or route (`grpc`: status name -> calls since
+   * weir started): how many, and the statuses other than OK, most first. Every call is an
+   * HTTP 200, so this is where failing gRPC backends show.
+   */
+  function grpcCell(grpc) {
+    let calls = 0;
+    const failed = [];
+    for (const [code, n] of Object.entries(grpc && typeof grpc === "object" ? grpc : {})) {
+      const v = num(n) ?? 0;
+      calls += v;
+      if (code !== "OK" && v > 0) failed.push([code, v]);
+    }
+    const notOk = failed.reduce((a, [, v]) => a + v, 0);
+    if (!calls) return h("td", { class: "muted", "data-grpc-calls": 0, "data-grpc-failed": 0, text: "–" });
+    failed.sort((a, b) => b[1] - a[1]);
+    const shown = failed.slice(0, 3).map(([c, v]) => `${c} ${fmtInt(v)}`);
+    if (failed.length > 3) shown.push("…");
+    return h(
+      "td",
+      {
+        class: notOk ? "grpc-failing" : null,
+        "data-grpc-calls": calls,
+        "data-grpc-failed": notOk,
+        title: failed.map(([c, v]) => `${c}: ${v}`).join("\n") || "all OK",
+      },
+      `${fmtInt(calls)} (${notOk ? shown.join(", ") : "all OK"})`,
+    );
+  }
+
   function renderListeners(listeners) {
     const rows = listeners.map((l) =>
       h(
@@ -254,9 +285,10 @@
         h("td", { class: "mono", text: l.bind ?? "–" }),
         h("td", { text: (l.protocol ?? "http") + (l.tls ? " + TLS" : "") }),
         h("td", { text: l.pool ?? "–" }),
+        grpcCell(l.grpc),
       ),
     );
-    renderTable("listeners", rows, 4, "no listeners");
+    renderTable("listeners", rows, 5, "no listeners");
   }
 
   function renderRoutes(routes) {
@@ -269,9 +301,10 @@
         h("td", { class: r.host ? "mono" : "muted", text: r.host || "any" }),
         h("td", { class: "mono", text: r.path_prefix || "/" }),
         h("td", { text: r.pool ?? "–" }),
+        grpcCell(r.grpc),
       ),
     );
-    renderTable("routes", rows, 5, "no routes: each listener sends everything to its default pool");
+    renderTable("routes", rows, 6, "no routes: each listener sends everything to its default pool");
   }
 
   function fmtDate(unixSecs) {
