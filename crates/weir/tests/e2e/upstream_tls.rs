@@ -32,6 +32,16 @@ async fn tls_backend(
     (up, front)
 }
 
+/// A fake backend `api` (a leaf for `api.internal` signed by the returned server CA) that
+/// requires a client certificate signed by the returned clients CA.
+async fn mtls_backend(dir: &Path) -> (Ca, Ca, HttpUpstream, TlsFront) {
+    let ca = Ca::new("internal ca");
+    let clients = Ca::new("clients ca");
+    let clients_file = clients.write(dir, "clients");
+    let (up, front) = tls_backend(dir, &ca, "api", &["api.internal"], Some(&clients_file)).await;
+    (ca, clients, up, front)
+}
+
 /// A GET with `host`, answered within 10 s (a TLS failure must not hang a request).
 async fn get(listen: SocketAddr, host: &str, path: &str) -> client::Resp {
     let req = http::Request::get(path)
@@ -240,20 +250,10 @@ server_name = "{name}"
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn presents_a_client_certificate_to_a_backend_that_requires_one() {
     let dir = tempfile::tempdir().unwrap();
-    let ca = Ca::new("internal ca");
+    let (ca, clients, _up, front) = mtls_backend(dir.path()).await;
     let ca_file = ca.write(dir.path(), "ca");
-    let clients = Ca::new("clients ca");
-    let clients_file = clients.write(dir.path(), "clients");
     let (client_cert, client_key) =
         clients.leaf_files(dir.path(), "weir-client", &["weir.internal"]);
-    let (_up, front) = tls_backend(
-        dir.path(),
-        &ca,
-        "api",
-        &["api.internal"],
-        Some(&clients_file),
-    )
-    .await;
     let listen = free_addr();
     let cfg = format!(
         r#"
@@ -528,17 +528,7 @@ server_name = "api.internal"
 async fn changed_tls_files_of_a_pool_are_read_again() {
     use crate::tls_kit::{metric, wait_metric};
     let dir = tempfile::tempdir().unwrap();
-    let ca = Ca::new("internal ca");
-    let clients = Ca::new("clients ca");
-    let clients_file = clients.write(dir.path(), "clients");
-    let (_up, front) = tls_backend(
-        dir.path(),
-        &ca,
-        "api",
-        &["api.internal"],
-        Some(&clients_file),
-    )
-    .await;
+    let (ca, clients, _up, front) = mtls_backend(dir.path()).await;
     // To begin with, weir trusts another CA and holds a certificate the backend refuses.
     let ca_file = Ca::new("someone else").write(dir.path(), "pool-ca");
     let (cert, key) = Ca::new("outsiders").leaf_files(dir.path(), "pool-client", &["weir"]);
