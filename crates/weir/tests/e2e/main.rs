@@ -60,6 +60,7 @@ mod tls_config;
 mod tls_stats;
 mod truncation;
 mod upstream_h2;
+mod upstream_h2_goaway;
 mod upstream_h2_interop;
 mod upstream_h2_limits;
 mod upstream_h2_ping;
