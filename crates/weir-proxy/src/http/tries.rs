@@ -27,6 +27,7 @@
 //! A failed try is one [`TryError`]; these rules read it (its `delivery`,
 //! and for an upgrade its cause) and nothing else about how the try failed.
 
+use std::future::Future;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -122,8 +123,10 @@ const IDEMPOTENCY_KEY: http::HeaderName = http::HeaderName::from_static("idempot
 
 // The response is built once, where it is returned: wrapping `Ended` in
 // another struct cost a copy of it per request (~90 instructions, callgrind).
-pub async fn run(a: Attempts<'_>) -> Ended {
-    let mut info = TryInfo::default();
+//
+// Taken apart before the future is made: an `async fn` would keep `a` whole in its state
+// beside the parts taken from it (see `http/forward`), ~460 bytes per request in flight.
+pub fn run(a: Attempts<'_>) -> impl Future<Output = Ended> + '_ {
     let Attempts {
         pool,
         mut key,
@@ -133,196 +136,199 @@ pub async fn run(a: Attempts<'_>) -> Ended {
         deadline,
         proxy_header,
     } = a;
-    let policy = &pool.retry;
-    pool.shared.budget.deposit(policy.budget_percent);
-    let upgrade = parts.headers.contains_key(http::header::UPGRADE);
-    let idempotent = idempotent(&parts) && !upgrade;
-    let (mut replay, mut once) = match body {
-        Prepared::Replayable(b) => (Some(b), None),
-        Prepared::Once(b) => (None, Some(b)),
-    };
-    let mut tries = 0u32;
-    // `request_timeout`: from the first try's start, across every try.
-    let mut total: Option<Instant> = None;
-    let limit = pool.retry.per_try_timeout.unwrap_or(pool.response_timeout);
-    let mut last_answer: Option<(Response<ProxyBody>, usize)> = None;
-    let mut last_failure: (TryError, Option<(Arc<str>, usize)>) =
-        (TryError::no_slot(Reason::NoHealthyEndpoint), None);
-    // A pooled connection could be found dead only after the upgrade was
-    // written, which may not be retried.
-    let mut fresh_only = upgrade || proxy_header.is_some();
-    loop {
-        let granted = match capacity::acquire(pool, &key, deadline).await {
-            Ok(g) => g,
-            Err(reason) if tries == 0 => {
-                return Ended::Failed {
-                    error: TryError::no_slot(reason),
-                    endpoint: None,
-                    info,
-                };
-            }
-            // A retry found no slot: the last answer or failure stands.
-            Err(_) => break,
+    async move {
+        let mut info = TryInfo::default();
+        let policy = &pool.retry;
+        pool.shared.budget.deposit(policy.budget_percent);
+        let upgrade = parts.headers.contains_key(http::header::UPGRADE);
+        let idempotent = idempotent(&parts) && !upgrade;
+        let (mut replay, mut once) = match body {
+            Prepared::Replayable(b) => (Some(b), None),
+            Prepared::Once(b) => (None, Some(b)),
         };
-        // Clock reads cost ~27 ns each here and a request once made ten of
-        // them: a reused connection's exchange reads it twice (start, answer).
-        let started = Instant::now();
-        let until = *total.get_or_insert_with(|| {
-            let t = started + pool.request_timeout;
-            deadline.map_or(t, |d| d.min(t))
-        });
-        let ep = granted.slot.endpoint.clone();
-        let index = granted.slot.index;
-        info.queued += granted.queued;
-        // A body streamed without waiting keeps a copy while it is small (`Tee`).
-        let tee = once.as_ref().and_then(UpBody::tee);
-        let body = match (&replay, once.take()) {
-            (Some(b), _) => {
-                ep.metrics.bytes_in.fetch_add(b.len() as u64, Relaxed);
-                Payload::Bytes(b.clone())
-            }
-            (None, Some(b)) => Payload::Stream(b.counting(ep.metrics.bytes_in.clone())),
-            (None, None) => break,
-        };
-        // A streamed body is sent once: its wait counts only once it is out.
-        let timer = match &body {
-            Payload::Bytes(_) => HeadTimer {
-                started,
-                limit,
-                cap: Some(until),
-            },
-            Payload::Stream(_) => HeadTimer {
-                started,
-                limit: limit.min(pool.request_timeout),
-                cap: deadline,
-            },
-        };
-        let mut unsent = None;
-        let outcome = try_once(
-            pool,
-            granted,
-            &parts,
-            &added,
-            body,
-            fresh_only,
-            proxy_header.as_deref(),
-            timer,
-            key.sticky,
-            &mut info,
-            &mut unsent,
-        )
-        .await;
-        // A streamed body not a byte of which went out can go to the next try; one
-        // whose copy has it whole is replayable, should a retry need it.
-        let may_retry = match &outcome {
-            Ok(Answer(_, _, retry_status)) => *retry_status,
-            Err(_) => true,
-        };
-        if let Some(Payload::Stream(b)) = unsent {
-            once = Some(b);
-        } else if let Some(whole) = tee.filter(|_| may_retry).and_then(|t| t.replay()) {
-            replay = Some(whole);
-        }
-        let mut free = false;
-        let retried_for;
-        let retry = match outcome {
-            Ok(Answer(resp, granted, retry_status)) => {
-                // A success is recorded when the body ends cleanly
-                // (`http/body.rs`), since it may still be cut short.
-                let status = resp.status().as_u16();
-                if pool.health.eject_status.contains(&status) {
-                    pool.record_failure(&ep, "ejecting status", Loss::Nothing);
-                }
-                if !(retry_status && idempotent && replay.is_some()) {
-                    return Ended::Response {
-                        resp: attach(resp, granted),
-                        endpoint: index,
+        let mut tries = 0u32;
+        // `request_timeout`: from the first try's start, across every try.
+        let mut total: Option<Instant> = None;
+        let limit = pool.retry.per_try_timeout.unwrap_or(pool.response_timeout);
+        let mut last_answer: Option<(Response<ProxyBody>, usize)> = None;
+        let mut last_failure: (TryError, Option<(Arc<str>, usize)>) =
+            (TryError::no_slot(Reason::NoHealthyEndpoint), None);
+        // A pooled connection could be found dead only after the upgrade was
+        // written, which may not be retried.
+        let mut fresh_only = upgrade || proxy_header.is_some();
+        loop {
+            let granted = match capacity::acquire(pool, &key, deadline).await {
+                Ok(g) => g,
+                Err(reason) if tries == 0 => {
+                    return Ended::Failed {
+                        error: TryError::no_slot(reason),
+                        endpoint: None,
                         info,
                     };
                 }
-                // Keep the answer for the client, but free its slot now so
-                // the retry can use it.
-                drop(granted);
-                last_answer = Some((resp, index));
-                retried_for = "retry_status";
-                true
+                // A retry found no slot: the last answer or failure stands.
+                Err(_) => break,
+            };
+            // Clock reads cost ~27 ns each here and a request once made ten of
+            // them: a reused connection's exchange reads it twice (start, answer).
+            let started = Instant::now();
+            let until = *total.get_or_insert_with(|| {
+                let t = started + pool.request_timeout;
+                deadline.map_or(t, |d| d.min(t))
+            });
+            let ep = granted.slot.endpoint.clone();
+            let index = granted.slot.index;
+            info.queued += granted.queued;
+            // A body streamed without waiting keeps a copy while it is small (`Tee`).
+            let tee = once.as_ref().and_then(UpBody::tee);
+            let body = match (&replay, once.take()) {
+                (Some(b), _) => {
+                    ep.metrics.bytes_in.fetch_add(b.len() as u64, Relaxed);
+                    Payload::Bytes(b.clone())
+                }
+                (None, Some(b)) => Payload::Stream(b.counting(ep.metrics.bytes_in.clone())),
+                (None, None) => break,
+            };
+            // A streamed body is sent once: its wait counts only once it is out.
+            let timer = match &body {
+                Payload::Bytes(_) => HeadTimer {
+                    started,
+                    limit,
+                    cap: Some(until),
+                },
+                Payload::Stream(_) => HeadTimer {
+                    started,
+                    limit: limit.min(pool.request_timeout),
+                    cap: deadline,
+                },
+            };
+            let mut unsent = None;
+            let outcome = try_once(
+                pool,
+                granted,
+                &parts,
+                &added,
+                body,
+                fresh_only,
+                proxy_header.as_deref(),
+                timer,
+                key.sticky,
+                &mut info,
+                &mut unsent,
+            )
+            .await;
+            // A streamed body not a byte of which went out can go to the next try; one
+            // whose copy has it whole is replayable, should a retry need it.
+            let may_retry = match &outcome {
+                Ok(Answer(_, _, retry_status)) => *retry_status,
+                Err(_) => true,
+            };
+            if let Some(Payload::Stream(b)) = unsent {
+                once = Some(b);
+            } else if let Some(whole) = tee.filter(|_| may_retry).and_then(|t| t.replay()) {
+                replay = Some(whole);
             }
-            Err(error) => {
-                let reason = error.reason;
-                // A request body the client broke off says nothing about the endpoint; a
-                // timeout says it is slow, not that it failed.
-                let upstream = error.side == Side::Upstream;
-                if upstream && reason != Reason::UpstreamTimeout {
-                    let loss = match reason == Reason::UpstreamReset && !error.not_delivered() {
-                        true => Loss::InFlight,
-                        false => Loss::Nothing,
+            let mut free = false;
+            let retried_for;
+            let retry = match outcome {
+                Ok(Answer(resp, granted, retry_status)) => {
+                    // A success is recorded when the body ends cleanly
+                    // (`http/body.rs`), since it may still be cut short.
+                    let status = resp.status().as_u16();
+                    if pool.health.eject_status.contains(&status) {
+                        pool.record_failure(&ep, "ejecting status", Loss::Nothing);
+                    }
+                    if !(retry_status && idempotent && replay.is_some()) {
+                        return Ended::Response {
+                            resp: attach(resp, granted),
+                            endpoint: index,
+                            info,
+                        };
+                    }
+                    // Keep the answer for the client, but free its slot now so
+                    // the retry can use it.
+                    drop(granted);
+                    last_answer = Some((resp, index));
+                    retried_for = "retry_status";
+                    true
+                }
+                Err(error) => {
+                    let reason = error.reason;
+                    // A request body the client broke off says nothing about the endpoint; a
+                    // timeout says it is slow, not that it failed.
+                    let upstream = error.side == Side::Upstream;
+                    if upstream && reason != Reason::UpstreamTimeout {
+                        let loss = match reason == Reason::UpstreamReset && !error.not_delivered() {
+                            true => Loss::InFlight,
+                            false => Loss::Nothing,
+                        };
+                        pool.record_failure(&ep, reason.as_str(), loss);
+                    }
+                    if upstream {
+                        ep.metrics.error(reason);
+                    }
+                    retried_for = reason.as_str();
+                    // A body to send again: the replay copy, or the streamed one given back.
+                    let resendable = replay.is_some() || once.is_some();
+                    let retry = match error.not_delivered() {
+                        true if upgrade => {
+                            free = true;
+                            resendable && matches!(error.cause, Cause::Connect(_))
+                        }
+                        // The application never saw it: any method may go again.
+                        true => {
+                            free = true;
+                            resendable
+                        }
+                        false => idempotent && replay.is_some(),
                     };
-                    pool.record_failure(&ep, reason.as_str(), loss);
+                    last_failure = (error, Some((ep.addr_str.clone(), index)));
+                    retry
                 }
-                if upstream {
-                    ep.metrics.error(reason);
-                }
-                retried_for = reason.as_str();
-                // A body to send again: the replay copy, or the streamed one given back.
-                let resendable = replay.is_some() || once.is_some();
-                let retry = match error.not_delivered() {
-                    true if upgrade => {
-                        free = true;
-                        resendable && matches!(error.cause, Cause::Connect(_))
-                    }
-                    // The application never saw it: any method may go again.
-                    true => {
-                        free = true;
-                        resendable
-                    }
-                    false => idempotent && replay.is_some(),
-                };
-                last_failure = (error, Some((ep.addr_str.clone(), index)));
-                retry
-            }
-        };
-        // The budget guards backends against retry storms; a try that never
-        // reached the application (refused, stale keep-alive) cost them
-        // nothing, so retrying it is not charged.
-        if !retry
+            };
+            // The budget guards backends against retry storms; a try that never
+            // reached the application (refused, stale keep-alive) cost them
+            // nothing, so retrying it is not charged.
+            if !retry
             || tries >= policy.attempts
             // No time left for another try: the last failure stands.
             || total.is_some_and(|t| Instant::now() >= t)
             || !(free || pool.shared.budget.withdraw(policy.budget_min_per_sec))
-        {
-            break;
-        }
-        tries += 1;
-        info.retries = tries;
-        fresh_only = true;
-        pool.shared.metrics.retried(retried_for);
-        // Prefer another endpoint, even one marked down (see
-        // `PoolRt::health_filter`), over the one that just failed.
-        let index = pool.endpoints.iter().position(|e| Arc::ptr_eq(e, &ep));
-        if let Some(i) = index {
-            if (0..pool.endpoints.len()).any(|j| j != i && !key.avoids(j)) {
-                key.avoid(i);
+            {
+                break;
             }
+            tries += 1;
+            info.retries = tries;
+            fresh_only = true;
+            pool.shared.metrics.retried(retried_for);
+            // Prefer another endpoint, even one marked down (see
+            // `PoolRt::health_filter`), over the one that just failed.
+            let index = pool.endpoints.iter().position(|e| Arc::ptr_eq(e, &ep));
+            if let Some(i) = index {
+                if (0..pool.endpoints.len()).any(|j| j != i && !key.avoids(j)) {
+                    key.avoid(i);
+                }
+            }
+            tracing::debug!(
+                pool = &*pool.name,
+                endpoint = &*ep.addr_str,
+                try_ = tries,
+                "retrying"
+            );
         }
-        tracing::debug!(
-            pool = &*pool.name,
-            endpoint = &*ep.addr_str,
-            try_ = tries,
-            "retrying"
-        );
-    }
-    if let Some((resp, index)) = last_answer {
-        return Ended::Response {
-            resp,
-            endpoint: index,
+        if let Some((resp, index)) = last_answer {
+            return Ended::Response {
+                resp,
+                endpoint: index,
+                info,
+            };
+        }
+        let (error, endpoint) = last_failure;
+        Ended::Failed {
+            error,
+            endpoint,
             info,
-        };
-    }
-    let (error, endpoint) = last_failure;
-    Ended::Failed {
-        error,
-        endpoint,
-        info,
+        }
     }
 }
 

@@ -143,6 +143,9 @@ async fn a_stream_above_a_goaways_last_id_is_retried_even_for_a_post() {
         .body(Full::new(Bytes::from_static(b"{\"qty\":2}")))
         .unwrap();
     let r = conn.send(req).await.unwrap();
-    assert_eq!((r.status.as_u16(), r.text()), (200, "done {\"qty\":2}\n".into()));
+    assert_eq!(
+        (r.status.as_u16(), r.text()),
+        (200, "done {\"qty\":2}\n".into())
+    );
     assert_eq!(conns.load(Relaxed), 2);
 }
