@@ -23,6 +23,7 @@
 
 mod block;
 pub mod client;
+mod dispatch;
 mod field;
 mod flow;
 pub mod frame;

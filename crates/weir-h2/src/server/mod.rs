@@ -502,137 +502,26 @@ impl Connection {
         stream > self.last_stream || stream.is_multiple_of(2)
     }
 
-    fn frame(&mut self, f: Frame) -> Result<(), ConnectionError> {
-        if !self.settings_seen && !matches!(f, Frame::Settings(_)) {
-            return Err(self.fail(
-                Reason::PROTOCOL_ERROR,
-                "the preface not followed by SETTINGS",
-            ));
-        }
-        if let Some(b) = &self.block {
-            match f {
-                Frame::Continuation { stream, .. } if stream == b.stream => {}
-                _ => return Err(self.fail(Reason::PROTOCOL_ERROR, "a frame inside a header block")),
-            }
-        }
-        match f {
-            Frame::Settings(s) => self.settings(s)?,
-            Frame::SettingsAck | Frame::Priority { .. } | Frame::Unknown { .. } => {}
-            Frame::Ping {
-                ack: false,
-                payload,
-            } => {
-                self.control_queued += 1;
-                write::ping(&mut self.out, true, payload);
-            }
-            Frame::Ping { ack: true, .. } => {}
-            Frame::GoAway {
-                last_stream, code, ..
-            } => self.events.push_back(Event::GoAway {
-                last_stream,
-                code: Reason(code),
-            }),
-            Frame::PushPromise { .. } => {
-                return Err(self.fail(Reason::PROTOCOL_ERROR, "PUSH_PROMISE from a client"))
-            }
-            Frame::WindowUpdate {
-                stream: 0,
-                increment,
-            } => {
-                if !self.flow.grow(increment) {
-                    return Err(
-                        self.fail(Reason::FLOW_CONTROL_ERROR, "connection window above 2^31-1")
-                    );
-                }
-                self.events.push_back(Event::Window { stream: 0 });
-            }
-            Frame::WindowUpdate { stream, increment } => {
-                if self.idle(stream) {
-                    return Err(
-                        self.fail(Reason::PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream")
-                    );
-                }
-                if let Some(s) = self.streams.get_mut(&stream) {
-                    if !s.flow.grow(increment) {
-                        self.stream_error(stream, Reason::FLOW_CONTROL_ERROR);
-                    } else {
-                        self.events.push_back(Event::Window { stream });
-                    }
-                }
-            }
-            Frame::RstStream { stream, code } => {
-                if self.idle(stream) {
-                    return Err(self.fail(Reason::PROTOCOL_ERROR, "RST_STREAM on an idle stream"));
-                }
-                if self.streams.remove(&stream).is_some() {
-                    self.closed_now(stream);
-                    self.events.push_back(Event::Reset {
-                        stream,
-                        code: Reason(code),
-                        by_client: true,
-                    });
-                }
-            }
-            Frame::Headers {
-                stream,
-                block,
-                end_stream,
-                end_headers,
-            } => self.headers(stream, &block, end_stream, end_headers)?,
-            Frame::Continuation {
-                block, end_headers, ..
-            } => {
-                let Some(b) = self.block.as_mut() else {
-                    return Err(self.fail(Reason::PROTOCOL_ERROR, "CONTINUATION without HEADERS"));
-                };
-                if !b.extend(&block, self.cfg.max_header_list) {
-                    return Err(
-                        self.flooded(Flood::Continuation, "a header block past any allowed size")
-                    );
-                }
-                if end_headers {
-                    if let Some(mut b) = self.block.take() {
-                        let bytes = std::mem::take(&mut b.bytes);
-                        self.block_done(b, &bytes)?;
-                    }
-                }
-            }
-            Frame::Data {
-                stream,
-                data,
-                end_stream,
-                flow_len,
-            } => self.data(stream, data, end_stream, flow_len)?,
-        }
-        Ok(())
+    crate::dispatch::frames!(
+        preface: "the preface not followed by SETTINGS",
+        push: "PUSH_PROMISE from a client"
+    );
+
+    fn go_away_received(&mut self, last_stream: StreamId, code: Reason) {
+        self.events.push_back(Event::GoAway { last_stream, code });
     }
 
-    fn settings(&mut self, s: Settings) -> Result<(), ConnectionError> {
-        self.settings_seen = true;
-        if let Some(w) = s.initial_window_size {
-            let delta = i64::from(w) - i64::from(self.peer_initial_window);
-            self.peer_initial_window = w;
-            for st in self.streams.values_mut() {
-                st.flow.send += delta;
-                if st.flow.send > i64::from(MAX_WINDOW) {
-                    return Err(
-                        self.fail(Reason::FLOW_CONTROL_ERROR, "a stream window above 2^31-1")
-                    );
-                }
-            }
-            if delta > 0 {
-                self.events.push_back(Event::Window { stream: 0 });
-            }
-        }
-        if let Some(m) = s.max_frame_size {
-            self.peer_max_frame = m;
-        }
-        // SETTINGS_HEADER_TABLE_SIZE is the client's decoder's: weir's encoder keeps no
-        // table, so any size suits it.
-        self.control_queued += 1;
-        write::settings_ack(&mut self.out);
-        Ok(())
+    fn reset_received(&mut self, stream: StreamId, code: Reason) {
+        self.closed_now(stream);
+        self.events.push_back(Event::Reset {
+            stream,
+            code,
+            by_client: true,
+        });
     }
+
+    /// A client's SETTINGS say nothing the server reads beyond what both ends read.
+    fn peer_settings(&mut self, _: &Settings) {}
 
     fn headers(
         &mut self,
