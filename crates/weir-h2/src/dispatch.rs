@@ -1,14 +1,16 @@
-//! The frame handling both ends of an HTTP/2 connection share (RFC 9113 §6): what SETTINGS,
-//! PING, WINDOW_UPDATE, RST_STREAM, CONTINUATION and the order of frames mean for a
-//! connection does not depend on which end weir is, so it is written once, here, and
-//! expanded inside `client::Connection`'s and `server::Connection`'s `impl`s. A macro rather
-//! than a trait or a shared struct: the two ends keep different streams, events and
-//! settings, and each expansion compiles to the code that was written twice before.
+//! The frame handling both ends of an HTTP/2 connection share (RFC 9113 §4-6): reading the
+//! frames out of the read buffer, and what SETTINGS, PING, WINDOW_UPDATE, RST_STREAM, GOAWAY,
+//! CONTINUATION and the order of frames mean for a connection. None of that depends on
+//! which end weir is, so it is written once, here, and expanded inside `client::Connection`'s
+//! and `server::Connection`'s `impl`s. A macro rather than a trait or a shared struct: the
+//! two ends keep different streams, events and settings, and each expansion compiles to the
+//! code that was written twice before.
 //!
 //! The expansion uses fields and methods both `Connection`s have (`settings_seen`, `block`,
 //! `streams`, `events`, `flow`, `peer_initial_window`, `peer_max_frame`, `control_queued`,
 //! `out`, `cfg.max_header_list`; `fail`, `flooded`, `idle`, `stream_error`, `headers`,
 //! `data`, `block_done`), and calls the steps that differ, which each end defines:
+//! - `flooding()`: a bound of this end's that the frames so far broke (checked after each);
 //! - `go_away_received(last_stream, code)`: the peer's GOAWAY;
 //! - `reset_received(stream, code)`: the peer reset an open stream (already removed);
 //! - `peer_settings(&settings)`: what only this end reads of the peer's SETTINGS.
@@ -18,6 +20,43 @@
 
 macro_rules! frames {
     (preface: $preface:literal, push: $push:literal) => {
+        /// Reads and handles the frames in `buf` until it holds no whole one.
+        fn frames_in(&mut self, buf: &mut BytesMut) -> Result<(), ConnectionError> {
+            loop {
+                // A whole block in one HEADERS frame, where one may come, is decoded in the
+                // buffer.
+                let plain = match self.settings_seen && self.block.is_none() {
+                    true => frame::whole_headers(buf, DEFAULT_MAX_FRAME),
+                    false => None,
+                };
+                if let Some((stream, end_stream, block)) = plain {
+                    let end = block.end;
+                    let done = self.headers(stream, &buf[block], end_stream, true);
+                    buf.advance(end);
+                    done?;
+                } else {
+                    let f = match frame::read(buf, DEFAULT_MAX_FRAME) {
+                        Ok(Some(f)) => f,
+                        Ok(None) => return Ok(()),
+                        Err(frame::Error::Connection(r, why)) => return Err(self.fail(r, why)),
+                        Err(frame::Error::Stream(..)) if self.block.is_some() => {
+                            return Err(
+                                self.fail(Reason::PROTOCOL_ERROR, "a frame inside a header block")
+                            )
+                        }
+                        Err(frame::Error::Stream(s, r, _)) => {
+                            self.stream_error(s, r);
+                            continue;
+                        }
+                    };
+                    self.frame(f)?;
+                }
+                if let Some((flood, why)) = self.flooding() {
+                    return Err(self.flooded(flood, why));
+                }
+            }
+        }
+
         fn frame(&mut self, f: Frame) -> Result<(), ConnectionError> {
             if !self.settings_seen && !matches!(f, Frame::Settings(_)) {
                 return Err(self.fail(Reason::PROTOCOL_ERROR, $preface));

@@ -223,47 +223,7 @@ impl Connection {
             buf.advance(n);
             self.preface_left -= n;
         }
-        loop {
-            // A whole block in one HEADERS frame, where one may come, is decoded in the buffer.
-            let plain = match self.settings_seen && self.block.is_none() {
-                true => frame::whole_headers(buf, DEFAULT_MAX_FRAME),
-                false => None,
-            };
-            if let Some((stream, end_stream, block)) = plain {
-                let end = block.end;
-                let done = self.headers(stream, &buf[block], end_stream, true);
-                buf.advance(end);
-                done?;
-            } else {
-                let f = match frame::read(buf, DEFAULT_MAX_FRAME) {
-                    Ok(Some(f)) => f,
-                    Ok(None) => return Ok(()),
-                    Err(frame::Error::Connection(r, why)) => return Err(self.fail(r, why)),
-                    Err(frame::Error::Stream(..)) if self.block.is_some() => {
-                        return Err(
-                            self.fail(Reason::PROTOCOL_ERROR, "a frame inside a header block")
-                        )
-                    }
-                    Err(frame::Error::Stream(s, r, _)) => {
-                        self.stream_error(s, r);
-                        continue;
-                    }
-                };
-                self.frame(f)?;
-            }
-            if self.error_resets > MAX_ERROR_RESETS {
-                return Err(self.flooded(
-                    Flood::StreamErrors,
-                    "too many streams reset for the client's errors",
-                ));
-            }
-            if self.control_queued > MAX_CONTROL_QUEUED {
-                return Err(self.flooded(
-                    Flood::ControlFrames,
-                    "control frames sent faster than their answers are read",
-                ));
-            }
-        }
+        self.frames_in(buf)
     }
 
     /// The next thing the client did.
@@ -518,6 +478,19 @@ impl Connection {
             code,
             by_client: true,
         });
+    }
+
+    fn flooding(&self) -> Option<(Flood, &'static str)> {
+        if self.error_resets > MAX_ERROR_RESETS {
+            return Some((
+                Flood::StreamErrors,
+                "too many streams reset for the client's errors",
+            ));
+        }
+        (self.control_queued > MAX_CONTROL_QUEUED).then_some((
+            Flood::ControlFrames,
+            "control frames sent faster than their answers are read",
+        ))
     }
 
     /// A client's SETTINGS say nothing the server reads beyond what both ends read.
