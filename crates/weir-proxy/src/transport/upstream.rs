@@ -87,6 +87,17 @@ impl UpstreamStream {
         }
     }
 
+    /// Ready once a read may find bytes: when the socket is readable, or at once over TLS
+    /// (the session may hold plaintext already read). A codec makes room to read into only
+    /// then, so that a request waiting on its answer holds no read buffer.
+    #[inline]
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            UpstreamStream::Plain(s) => s.poll_read_ready(cx),
+            UpstreamStream::Tls(_) => Poll::Ready(Ok(())),
+        }
+    }
+
     /// The TCP socket under the stream, for what the kernel knows about the
     /// connection (`take_error`, `TCP_INFO`).
     pub fn raw(&self) -> &TcpStream {

@@ -20,6 +20,9 @@ use crate::upstream::Session;
 const MAX_IDLE: usize = 1024;
 /// A learned idle-close time is trusted this long without new evidence.
 const LEARNED_TTL_MS: u64 = 60_000;
+/// An idle connection gives back its read buffer after this long unused (at the next
+/// sweep, which runs every second).
+const RELEASE_AFTER: Duration = Duration::from_secs(1);
 /// The shortest idle-close time weir will learn.
 const MIN_LEARNED_MS: u64 = 10;
 
@@ -212,9 +215,18 @@ impl IdleConns {
         Some(Duration::from_millis(ms * 3 / 4))
     }
 
+    /// Closes the connections past their expiry or closed by the backend, and has those idle
+    /// for a sweep's period or more give back their read buffers (one reused sooner is a
+    /// busy one, and keeps it: making it again per request would cost an allocation each).
     pub fn prune(&self, now: Instant) {
         let mut conns = self.conns.lock().unwrap();
-        conns.retain(|c| c.expires > now && !c.conn.session.is_closed());
+        conns.retain_mut(|c| {
+            let keep = c.expires > now && !c.conn.session.is_closed();
+            if keep && now.saturating_duration_since(c.since) >= RELEASE_AFTER {
+                c.conn.session.release_idle();
+            }
+            keep
+        });
         drop(conns);
         let now_ms = clock::now_ms();
         let mut shared = self.shared.lock().unwrap();

@@ -102,6 +102,14 @@ impl Session {
         }
     }
 
+    /// Gives back what an idle session need not hold (an HTTP/1.1 connection's empty read
+    /// buffer; an HTTP/2 stream holds none).
+    pub fn release_idle(&mut self) {
+        if let Session::H1(c) = self {
+            c.release_idle();
+        }
+    }
+
     /// Sends the request and waits for the response head (see
     /// [`HeadTimer`]); the body that comes back owns the session.
     pub async fn send(

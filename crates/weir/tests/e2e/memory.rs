@@ -1,7 +1,8 @@
 //! Memory bounded for idle connections (issue 23 §3): an idle keep-alive
 //! HTTP connection or an idle TCP session holds no buffers, and what a
 //! burst of connections took goes back to the OS once they close. Measured
-//! on weir's own resident set, which nothing but this test's traffic moves.
+//! on weir's own resident set, which nothing but this test's traffic moves. A request
+//! waiting on a slow backend holds no read buffer for its answer yet.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -120,3 +121,126 @@ async fn idle_tcp_sessions_hold_no_buffers() {
     // Before: 34 KiB (two 16 KiB relay buffers).
     idle_cost(&w, listen, false, 8.0).await;
 }
+
+/// A request in flight holds no read buffer for its answer until the answer comes: the
+/// upstream connection makes room once its socket is readable. When the 16 KiB buffer was
+/// made as the request went out, each request here cost 35-38 KiB; now about 19.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_waiting_on_their_answer_hold_no_read_buffer() {
+    const WAITING: usize = 1000;
+    let up = HttpUpstream::builder("a")
+        .latency(weir_testkit::Latency::Fixed(Duration::from_secs(120)))
+        .spawn()
+        .await
+        .unwrap();
+    let listen = free_addr();
+    let cfg = format!(
+        "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n\n\
+         [pools.app]\nendpoints = [{{ addr = \"{}\" }}]\n",
+        up.addr()
+    );
+    let w = Weir::start_with(&cfg, &[listen], &["--threads", "1"]);
+    let pid = w.child.id();
+    // Settled: the same figure twice, a moment apart.
+    let mut start = rss_kib(pid);
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = rss_kib(pid);
+        if now == start {
+            break;
+        }
+        start = now;
+    }
+    let mut clients = Vec::with_capacity(WAITING);
+    for _ in 0..WAITING {
+        let mut s = TcpStream::connect(listen).await.unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        clients.push(s);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (up.in_flight() as usize) < WAITING {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {WAITING} requests reached the upstream",
+            up.in_flight()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let per_request = rss_kib(pid).saturating_sub(start) as f64 / WAITING as f64;
+    assert!(
+        per_request <= LIMIT_KIB,
+        "{per_request:.1} KiB per request waiting on its answer"
+    );
+    drop(clients);
+}
+
+/// Between the 35-38 KiB per waiting request with the read buffer made early and the ~19
+/// without it.
+const LIMIT_KIB: f64 = 28.0;
+
+/// Upstream connections idle in the pool for a second or more give their read buffers
+/// back (the pool's sweep): a burst that left many pooled connections leaves no buffers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pooled_upstream_connections_give_back_their_read_buffers() {
+    const BURST: usize = 1000;
+    // Slow enough that every request of the burst is in flight at once: one upstream
+    // connection each, all pooled once answered.
+    let up = HttpUpstream::builder("a")
+        .latency(weir_testkit::Latency::Fixed(Duration::from_millis(1500)))
+        .spawn()
+        .await
+        .unwrap();
+    let listen = free_addr();
+    let cfg = format!(
+        "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n\n\
+         [pools.app]\nendpoints = [{{ addr = \"{}\" }}]\nidle_timeout = \"600s\"\n",
+        up.addr()
+    );
+    let w = Weir::start_with(&cfg, &[listen], &["--threads", "1"]);
+    let pid = w.child.id();
+    let mut start = rss_kib(pid);
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = rss_kib(pid);
+        if now == start {
+            break;
+        }
+        start = now;
+    }
+    let mut burst = tokio::task::JoinSet::new();
+    for _ in 0..BURST {
+        burst.spawn(async move {
+            let mut s = TcpStream::connect(listen).await.unwrap();
+            s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).await.unwrap();
+            assert!(
+                got.starts_with(b"HTTP/1.1 200"),
+                "{}",
+                String::from_utf8_lossy(&got)
+            );
+        });
+    }
+    while let Some(r) = burst.join_next().await {
+        r.unwrap();
+    }
+    let per_conn = || rss_kib(pid).saturating_sub(start) as f64 / BURST as f64;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut cost = per_conn();
+    while cost > POOLED_LIMIT_KIB && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cost = per_conn();
+    }
+    assert!(
+        cost <= POOLED_LIMIT_KIB,
+        "{cost:.1} KiB per pooled upstream connection"
+    );
+}
+
+/// Between the ~28.5 KiB per pooled connection that kept its read buffer and the ~13 that
+/// gave it back.
+const POOLED_LIMIT_KIB: f64 = 20.0;
