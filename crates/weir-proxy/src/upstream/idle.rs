@@ -254,3 +254,47 @@ impl IdleConns {
         self.len() == 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+    use crate::codec::h1::client::Connection;
+    use crate::transport::UpstreamStream;
+
+    /// The sweep takes the read buffer of a connection idle a second or more, not of one
+    /// idle for less (a busy connection keeps it).
+    #[tokio::test]
+    async fn the_sweep_takes_the_read_buffers_of_connections_idle_a_second() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let idle = IdleConns::default();
+        let t0 = Instant::now();
+        let mut backends = Vec::new();
+        for since in [t0, t0 + Duration::from_millis(900)] {
+            let (ours, theirs) = tokio::join!(TcpStream::connect(addr), l.accept());
+            backends.push(theirs.unwrap().0);
+            let mut c = Connection::new(UpstreamStream::Plain(ours.unwrap()));
+            c.reserve_for_test();
+            let conn = Conn {
+                session: Session::H1(c),
+                born: since,
+                uses: 1,
+                tls: 0,
+            };
+            idle.checkin(conn, Duration::from_secs(600), since);
+        }
+        idle.prune(t0 + Duration::from_millis(1500));
+        // LIFO: the newer (idle 0.6 s) first, then the older (idle 1.5 s).
+        let rooms: Vec<usize> = std::iter::from_fn(|| idle.checkout(t0, 0))
+            .map(|c| match c.conn.session {
+                Session::H1(c) => c.read_room(),
+                Session::H2(_) => unreachable!(),
+            })
+            .collect();
+        assert_eq!(rooms.len(), 2);
+        assert!(rooms[0] > 0, "{rooms:?}");
+        assert_eq!(rooms[1], 0, "{rooms:?}");
+    }
+}

@@ -53,16 +53,7 @@ async fn idle_cost(w: &Weir, addr: SocketAddr, http: bool, limit: f64) {
     for _ in 0..3 {
         drop(open(addr, http).await);
     }
-    // Settled: the same figure twice, a moment apart.
-    let mut start = rss_kib(pid);
-    loop {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let now = rss_kib(pid);
-        if now == start {
-            break;
-        }
-        start = now;
-    }
+    let start = settled_rss(pid).await;
     let mut conns = Vec::with_capacity(CONNS);
     for _ in 0..CONNS {
         conns.push(open(addr, http).await);
@@ -128,29 +119,9 @@ async fn idle_tcp_sessions_hold_no_buffers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn requests_waiting_on_their_answer_hold_no_read_buffer() {
     const WAITING: usize = 1000;
-    let up = HttpUpstream::builder("a")
-        .latency(weir_testkit::Latency::Fixed(Duration::from_secs(120)))
-        .spawn()
-        .await
-        .unwrap();
-    let listen = free_addr();
-    let cfg = format!(
-        "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n\n\
-         [pools.app]\nendpoints = [{{ addr = \"{}\" }}]\n",
-        up.addr()
-    );
-    let w = Weir::start_with(&cfg, &[listen], &["--threads", "1"]);
+    let (up, w, listen) = behind_slow_upstream(Duration::from_secs(120)).await;
     let pid = w.child.id();
-    // Settled: the same figure twice, a moment apart.
-    let mut start = rss_kib(pid);
-    loop {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let now = rss_kib(pid);
-        if now == start {
-            break;
-        }
-        start = now;
-    }
+    let start = settled_rss(pid).await;
     let mut clients = Vec::with_capacity(WAITING);
     for _ in 0..WAITING {
         let mut s = TcpStream::connect(listen).await.unwrap();
@@ -180,67 +151,32 @@ async fn requests_waiting_on_their_answer_hold_no_read_buffer() {
 /// without it.
 const LIMIT_KIB: f64 = 28.0;
 
-/// Upstream connections idle in the pool for a second or more give their read buffers
-/// back (the pool's sweep): a burst that left many pooled connections leaves no buffers.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn pooled_upstream_connections_give_back_their_read_buffers() {
-    const BURST: usize = 1000;
-    // Slow enough that every request of the burst is in flight at once: one upstream
-    // connection each, all pooled once answered.
+/// weir's resident set once settled: the same figure twice, a moment apart.
+async fn settled_rss(pid: u32) -> u64 {
+    let mut start = rss_kib(pid);
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = rss_kib(pid);
+        if now == start {
+            return start;
+        }
+        start = now;
+    }
+}
+
+/// weir on one thread in front of one upstream that answers after `latency`.
+async fn behind_slow_upstream(latency: Duration) -> (HttpUpstream, Weir, SocketAddr) {
     let up = HttpUpstream::builder("a")
-        .latency(weir_testkit::Latency::Fixed(Duration::from_millis(1500)))
+        .latency(weir_testkit::Latency::Fixed(latency))
         .spawn()
         .await
         .unwrap();
     let listen = free_addr();
     let cfg = format!(
         "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n\n\
-         [pools.app]\nendpoints = [{{ addr = \"{}\" }}]\nidle_timeout = \"600s\"\n",
+         [pools.app]\nendpoints = [{{ addr = \"{}\" }}]\n",
         up.addr()
     );
     let w = Weir::start_with(&cfg, &[listen], &["--threads", "1"]);
-    let pid = w.child.id();
-    let mut start = rss_kib(pid);
-    loop {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let now = rss_kib(pid);
-        if now == start {
-            break;
-        }
-        start = now;
-    }
-    let mut burst = tokio::task::JoinSet::new();
-    for _ in 0..BURST {
-        burst.spawn(async move {
-            let mut s = TcpStream::connect(listen).await.unwrap();
-            s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                .await
-                .unwrap();
-            let mut got = Vec::new();
-            s.read_to_end(&mut got).await.unwrap();
-            assert!(
-                got.starts_with(b"HTTP/1.1 200"),
-                "{}",
-                String::from_utf8_lossy(&got)
-            );
-        });
-    }
-    while let Some(r) = burst.join_next().await {
-        r.unwrap();
-    }
-    let per_conn = || rss_kib(pid).saturating_sub(start) as f64 / BURST as f64;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut cost = per_conn();
-    while cost > POOLED_LIMIT_KIB && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        cost = per_conn();
-    }
-    assert!(
-        cost <= POOLED_LIMIT_KIB,
-        "{cost:.1} KiB per pooled upstream connection"
-    );
+    (up, w, listen)
 }
-
-/// Between the ~28.5 KiB per pooled connection that kept its read buffer and the ~13 that
-/// gave it back.
-const POOLED_LIMIT_KIB: f64 = 20.0;

@@ -167,3 +167,62 @@ impl Connection {
         Poll::Ready(Ok(n))
     }
 }
+
+#[cfg(test)]
+impl Connection {
+    /// The room its read buffer has (for tests of when it is made and given back).
+    pub fn read_room(&self) -> usize {
+        self.rbuf.capacity()
+    }
+
+    /// A read buffer as an answer would have made it.
+    pub fn reserve_for_test(&mut self) {
+        self.rbuf.reserve(READ_CHUNK);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    async fn connection() -> (Connection, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (ours, theirs) = tokio::join!(TcpStream::connect(addr), l.accept());
+        let c = Connection::new(UpstreamStream::Plain(ours.unwrap()));
+        (c, theirs.unwrap().0)
+    }
+
+    /// A request waiting on its answer holds no room to read it into; the answer makes it.
+    #[tokio::test]
+    async fn room_to_read_is_made_when_the_answer_comes() {
+        let (mut c, mut backend) = connection().await;
+        let waiting = std::future::poll_fn(|cx| Poll::Ready(c.poll_fill(cx).is_pending())).await;
+        assert!(waiting);
+        assert_eq!(c.read_room(), 0);
+        backend.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+        let n = std::future::poll_fn(|cx| c.poll_fill(cx)).await.unwrap();
+        assert_eq!(n, 19);
+        assert!(c.read_room() >= READ_CHUNK);
+    }
+
+    /// An idle connection gives back an empty buffer of a first read's size, and keeps one
+    /// that holds bytes or that grew for large bodies.
+    #[tokio::test]
+    async fn an_idle_connection_gives_back_its_empty_read_buffer() {
+        let (mut c, _backend) = connection().await;
+        c.rbuf.reserve(READ_CHUNK);
+        c.release_idle();
+        assert_eq!(c.read_room(), 0);
+        c.rbuf.extend_from_slice(b"x");
+        c.release_idle();
+        assert!(c.read_room() > 0);
+        c.rbuf.clear();
+        c.read_size = READ_CHUNK * 2;
+        c.release_idle();
+        assert!(c.read_room() > 0);
+    }
+}
