@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The cargo-fuzz targets of crates/weir-proxy/fuzz (request framing: no panic, the same
+# The cargo-fuzz targets of crates/weir-h1/fuzz (request framing: no panic, the same
 # framing however the bytes are split), each run for FUZZ_SECONDS [20] with libFuzzer.
 # Needs the nightly toolchain (cargo-fuzz's sanitizer flags); installs cargo-fuzz when
 # missing, cached outside the repo in ~/.cache/weir-test/cargo-fuzz. The corpus grows in
-# crates/weir-proxy/fuzz/corpus (ignored by git); a crash leaves its input in
-# crates/weir-proxy/fuzz/artifacts and fails the run.
+# crates/weir-h1/fuzz/corpus (ignored by git); a crash leaves its input in
+# crates/weir-h1/fuzz/artifacts and fails the run.
 #
 #   tests/fuzz/run.sh
 #
@@ -28,7 +28,7 @@ if ! command -v cargo-fuzz >/dev/null; then
 fi
 
 mkdir -p "$root/target"
-cd "$root/crates/weir-proxy"
+cd "$root/crates/weir-h1"
 passed=0
 failed=0
 for target in $(cargo +nightly fuzz list); do

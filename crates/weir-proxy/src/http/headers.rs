@@ -6,8 +6,8 @@ use std::net::IpAddr;
 use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use crate::codec::h1::common::fields::trim;
 use crate::http::added::Added;
+use weir_h1::fields::trim;
 
 /// Headers that describe one connection, never forwarded, and `Upgrade`,
 /// which weir does not pass yet (WebSocket comes later; an Upgrade header

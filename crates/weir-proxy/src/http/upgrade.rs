@@ -31,7 +31,6 @@ use http_body::Body;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tracing::debug;
 
-use crate::codec::h1::common::fields::has_token;
 use crate::codec::h1::server::Switched;
 use crate::codec::h2::tunnel::Tunnel;
 use crate::http::body::ProxyBody;
@@ -41,6 +40,7 @@ use crate::metrics::{Held, GLOBAL};
 use crate::race::race;
 use crate::tcp::{copy, relay};
 use crate::transport::{ClientStream, UpstreamStream};
+use weir_h1::fields::has_token;
 
 /// When the listener is gone from the snapshot by the time of the switch.
 const FALLBACK_IDLE: Duration = weir_config::defaults::UPGRADE_IDLE_TIMEOUT;

@@ -14,8 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{parse, send, Connection, Payload};
-use crate::codec::h1::common::decode::Decoder;
-use crate::codec::h1::common::fields::only_persistence;
+use weir_h1::decode::Decoder;
+use weir_h1::fields::only_persistence;
 
 /// What a client made of a response.
 #[derive(Debug, PartialEq)]

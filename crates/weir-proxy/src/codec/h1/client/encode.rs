@@ -8,8 +8,8 @@ use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::request::Parts;
 use http::Method;
 
-use crate::codec::h1::common::fields::{content_length, push_decimal};
 use crate::http::added::Added;
+use weir_h1::fields::{content_length, push_decimal};
 
 /// What is known about the request body before it is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

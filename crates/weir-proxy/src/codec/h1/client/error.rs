@@ -38,9 +38,9 @@ impl Error {
     }
 }
 
-impl From<crate::codec::h1::common::decode::DecodeError> for Error {
-    fn from(e: crate::codec::h1::common::decode::DecodeError) -> Self {
-        use crate::codec::h1::common::decode::DecodeError;
+impl From<weir_h1::decode::DecodeError> for Error {
+    fn from(e: weir_h1::decode::DecodeError) -> Self {
+        use weir_h1::decode::DecodeError;
         match e {
             DecodeError::Invalid(what) => Error::Protocol(what),
             DecodeError::ClosedEarly => Error::ClosedInBody,

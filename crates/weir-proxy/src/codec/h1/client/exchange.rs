@@ -21,9 +21,9 @@ use super::encode::{self, BodyKind};
 use super::error::{BoxError, Error};
 use super::parse::{self, Head};
 use super::write::{WriteError, Writer};
-use crate::codec::h1::common::decode::Decoder;
 use crate::codec::send::{HeadTimer, Payload};
 use crate::http::added::Added;
+use weir_h1::decode::Decoder;
 
 /// A failed exchange. When not a byte of the request went out (the
 /// connection was dead before it was used), `unsent` gives the payload back

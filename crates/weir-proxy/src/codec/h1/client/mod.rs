@@ -14,7 +14,7 @@
 //! - `encode`: the request head and how the body is framed;
 //! - `write`: sending the request (head, then a streamed body);
 //! - `parse`: the response head and how its body is framed (the body
-//!   decoder itself is `crate::codec::h1::common::decode`, shared with the server);
+//!   decoder itself is `weir_h1::decode`, shared with the server);
 //! - `exchange`: one request/response, and the response body type.
 
 mod conn;

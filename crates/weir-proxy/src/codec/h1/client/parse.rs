@@ -4,7 +4,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::codec::h1::common::spans::{offset, Spans};
+use weir_h1::spans::{offset, Spans};
 
 use bytes::{Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, UPGRADE};
@@ -13,9 +13,9 @@ use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, Version};
 
 use super::error::Error;
 use super::{MAX_HEAD, MAX_HEADERS};
-use crate::codec::h1::common::decode::Decoder;
-use crate::codec::h1::common::fields::{add_length, fold_connection, trim};
-use crate::codec::h1::common::names::header_name;
+use weir_h1::decode::Decoder;
+use weir_h1::fields::{add_length, fold_connection, trim};
+use weir_h1::names::header_name;
 
 pub(super) struct Head {
     pub parts: Parts,

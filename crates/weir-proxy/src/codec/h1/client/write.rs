@@ -13,8 +13,8 @@ use tokio::io::AsyncWrite;
 use super::conn::Connection;
 use super::encode::Framing;
 use super::error::{BoxError, Error};
-use crate::codec::h1::common::fields::push_hex;
 use crate::codec::send::Payload;
+use weir_h1::fields::push_hex;
 
 /// Bodies up to this size are copied behind the head, for a single write.
 const INLINE_BODY: usize = 16 * 1024;

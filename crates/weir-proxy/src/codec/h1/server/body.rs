@@ -12,7 +12,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::error::BodyError;
 use super::reader::Home;
-use crate::codec::h1::common::decode::DecodeError;
+use weir_h1::decode::DecodeError;
 
 pub struct ReqBody {
     /// Only while there is body left to read.

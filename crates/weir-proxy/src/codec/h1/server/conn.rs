@@ -23,12 +23,12 @@ use tokio::time::Sleep;
 use tracing::debug;
 
 use super::body::ReqBody;
-use super::error::ParseError;
-use super::parse::{self, Head};
 use super::reader::{Home, Reader};
 use super::respond::{self, Asked, Framing, Length};
 use super::write::Writer;
 use crate::transport::{ClientReader, ClientStream, ClientWriter};
+use weir_h1::request::{self as parse, Head};
+use weir_h1::ParseError;
 
 /// What serves the requests of a connection.
 pub trait Handler: Sync {

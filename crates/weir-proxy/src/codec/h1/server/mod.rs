@@ -7,8 +7,8 @@
 //! straight from the socket by whoever polls it (in the same task), and
 //! the response head and a small body leave in one write.
 //!
-//! - `parse`: the request head and how its body is framed (the body decoder
-//!   is `crate::codec::h1::common::decode`, shared with the upstream client);
+//! - the request head and how its body is framed are read by `weir_h1::request`
+//!   (the body decoder is `weir_h1::decode`, shared with the upstream client);
 //! - `reader`: the socket's read side and the buffer that outlives a request;
 //! - `body`: the request body handed to the handler;
 //! - `respond`: the response head and its framing;
@@ -19,24 +19,17 @@
 mod body;
 mod conn;
 mod error;
-mod parse;
 mod reader;
 mod respond;
 mod write;
 
 #[cfg(test)]
 mod differential;
-#[doc(hidden)]
-pub mod fuzz;
 #[cfg(test)]
 mod tests;
 
 pub use body::ReqBody;
 pub use conn::{run, DrainFlags, Handler, Handover, Switched};
-pub use error::{BodyError, ParseError};
-
-/// The most header fields a request may carry (hyper's limit too): more
-/// answers 431.
-pub const MAX_HEADERS: usize = 100;
-/// The longest request target (hyper's limit too): longer answers 414.
-pub const MAX_URI_LEN: usize = u16::MAX as usize - 1;
+pub use error::BodyError;
+pub use weir_h1::request::{MAX_HEADERS, MAX_URI_LEN};
+pub use weir_h1::ParseError;

@@ -10,8 +10,8 @@ use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
 use http::response::Parts;
 use http::{Method, StatusCode, Version};
 
-use crate::codec::h1::common::date;
-use crate::codec::h1::common::fields::{digits, has_token, push_decimal};
+use crate::codec::h1::date;
+use weir_h1::fields::{digits, has_token, push_decimal};
 
 /// What the request tells about its response.
 #[derive(Debug, Clone, Copy)]

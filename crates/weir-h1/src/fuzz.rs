@@ -1,13 +1,13 @@
 //! Request framing over arbitrary bytes, for the cargo-fuzz target in
-//! `crates/weir-proxy/fuzz/` and for a unit test that feeds it random
+//! `crates/weir-h1/fuzz/` and for a unit test that feeds it random
 //! input (nightly is not always at hand): a byte stream read as pipelined
 //! requests, heads and bodies, must never panic and must frame the same
 //! whether it arrives whole or split anywhere.
 
 use bytes::BytesMut;
 
-use super::parse::parse;
-use crate::codec::h1::common::decode::Decoder;
+use crate::decode::Decoder;
+use crate::request::parse;
 
 /// A head limit small enough for fuzz inputs to reach it.
 const MAX_HEAD: usize = 8 * 1024;

@@ -33,10 +33,15 @@ pub fn push_hex(dst: &mut Vec<u8>, mut n: u64) {
     dst.extend_from_slice(&digits[i..]);
 }
 
-/// The message's Content-Length: `Ok(None)` without one, `Err` when a value
-/// is not a number or the values disagree. Like hyper, a comma-separated
+/// A Content-Length that does not give one length: a value that is not a number, or
+/// values that disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("invalid Content-Length")]
+pub struct InvalidLength;
+
+/// The message's Content-Length: `Ok(None)` without one. Like hyper, a comma-separated
 /// list of equal values counts as one.
-pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ()> {
+pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, InvalidLength> {
     let mut found = None;
     for value in headers.get_all(CONTENT_LENGTH) {
         add_length(&mut found, value.as_bytes())?;
@@ -45,11 +50,11 @@ pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ()> {
 }
 
 /// Adds one Content-Length line to what the earlier ones said.
-pub fn add_length(found: &mut Option<u64>, value: &[u8]) -> Result<(), ()> {
+pub fn add_length(found: &mut Option<u64>, value: &[u8]) -> Result<(), InvalidLength> {
     for part in value.split(|&b| b == b',') {
-        let n = digits(trim(part)).ok_or(())?;
+        let n = digits(trim(part)).ok_or(InvalidLength)?;
         match *found {
-            Some(f) if f != n => return Err(()),
+            Some(f) if f != n => return Err(InvalidLength),
             _ => *found = Some(n),
         }
     }
@@ -117,8 +122,7 @@ pub fn fold_connection(value: &[u8], keep_alive: &mut bool, saw_close: &mut bool
 }
 
 /// Whether a `Connection` line says nothing but `close` or `keep-alive` (the parsers
-/// leave such a line out of the map; the differential tests compare around it).
-#[cfg(test)]
+/// leave such a line out of the map; weir-proxy's differential tests compare around it).
 pub fn only_persistence(value: &[u8]) -> bool {
     let (mut keep_alive, mut saw_close) = (true, false);
     fold_connection(value, &mut keep_alive, &mut saw_close)
@@ -149,11 +153,11 @@ mod tests {
         h.append(CONTENT_LENGTH, "5, 5".parse().unwrap());
         assert_eq!(content_length(&h), Ok(Some(5)));
         h.append(CONTENT_LENGTH, "6".parse().unwrap());
-        assert_eq!(content_length(&h), Err(()));
+        assert_eq!(content_length(&h), Err(InvalidLength));
         for bad in ["", "+5", "-1", "5x", "1,", "99999999999999999999"] {
             let mut h = HeaderMap::new();
             h.append(CONTENT_LENGTH, bad.parse().unwrap());
-            assert_eq!(content_length(&h), Err(()), "{bad:?}");
+            assert_eq!(content_length(&h), Err(InvalidLength), "{bad:?}");
         }
     }
 }

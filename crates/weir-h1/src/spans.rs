@@ -15,6 +15,12 @@ pub struct Spans {
     len: usize,
 }
 
+impl Default for Spans {
+    fn default() -> Self {
+        Spans::new()
+    }
+}
+
 impl Spans {
     pub fn new() -> Self {
         Spans {

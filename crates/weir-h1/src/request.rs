@@ -11,20 +11,25 @@
 
 use std::mem::MaybeUninit;
 
-use crate::codec::h1::common::spans::{offset, Spans};
-
 use bytes::BytesMut;
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING};
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, Request, Uri, Version};
 
-use super::error::ParseError;
-use super::{MAX_HEADERS, MAX_URI_LEN};
-use crate::codec::h1::common::decode::Decoder;
-use crate::codec::h1::common::fields::{digits, fold_connection, trim};
-use crate::codec::h1::common::names::header_name;
+use crate::decode::Decoder;
+pub use crate::error::ParseError;
+use crate::fields::{digits, fold_connection, trim};
+use crate::names::header_name;
+use crate::spans::{offset, Spans};
 
-pub(crate) struct Head {
+/// The most header fields a request may carry (hyper's limit too): more
+/// answers 431.
+pub const MAX_HEADERS: usize = 100;
+/// The longest request target (hyper's limit too): longer answers 414.
+pub const MAX_URI_LEN: usize = u16::MAX as usize - 1;
+
+/// A request head read, and what it says about its body and connection.
+pub struct Head {
     pub parts: Parts,
     pub body: Decoder,
     /// The client allows the connection to stay open after this exchange.
@@ -46,13 +51,13 @@ struct Framing {
 
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0";
 
-/// Fields `forward` may add to a request (X-Forwarded-For, -Proto, -Host, Forwarded), and
+/// Fields a proxy may add to a request (weir: X-Forwarded-For, -Proto, -Host, Forwarded), and
 /// room for a few a route's filters set (a request id, a client address).
 const FORWARD_FIELDS: usize = 6;
 
 /// Parses a request head from the front of `buf` (`Ok(None)`: more bytes
 /// are needed).
-pub(crate) fn parse(buf: &mut BytesMut, max_head: usize) -> Result<Option<Head>, ParseError> {
+pub fn parse(buf: &mut BytesMut, max_head: usize) -> Result<Option<Head>, ParseError> {
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut spans = Spans::new();
     let (len, method, target, version, count) = {
@@ -211,3 +216,6 @@ fn body_framing(f: &Framing) -> Result<Decoder, ParseError> {
     }
     Ok(Decoder::chunked())
 }
+
+#[cfg(test)]
+mod tests;

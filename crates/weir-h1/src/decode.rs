@@ -47,7 +47,7 @@ impl Decoder {
         matches!(self, Decoder::Done)
     }
 
-    #[cfg(test)]
+    /// Whether the body ends only when the connection does (a response without a length).
     pub fn is_eof_delimited(&self) -> bool {
         matches!(self, Decoder::Eof)
     }

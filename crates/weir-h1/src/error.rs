@@ -1,0 +1,58 @@
+//! What can go wrong reading a request head: weir refuses it, answering with the status
+//! `status()` gives, then closes the connection.
+
+use crate::request::{MAX_HEADERS, MAX_URI_LEN};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ParseError {
+    #[error("invalid request head: {0}")]
+    Syntax(httparse::Error),
+    #[error("invalid method")]
+    Method,
+    #[error("invalid request target")]
+    Uri,
+    #[error("request target longer than {MAX_URI_LEN} bytes")]
+    UriTooLong,
+    #[error("request head larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("more than {MAX_HEADERS} header fields")]
+    TooManyHeaders,
+    /// Content-Length / Transfer-Encoding that do not frame the body
+    /// unambiguously (the request smuggling guard).
+    #[error("{0}")]
+    Framing(&'static str),
+    /// A transfer coding weir cannot pass on (RFC 9112 §6.1).
+    #[error("unsupported transfer coding")]
+    UnsupportedCoding,
+    /// CONNECT asks for a tunnel, which no listener offers (yet).
+    #[error("CONNECT: tunnelling is not offered")]
+    Connect,
+    /// A target form the method does not allow (`*` is for OPTIONS only,
+    /// authority-form for CONNECT only; RFC 9112 §3.2).
+    #[error("request target form not allowed for the method")]
+    TargetForm,
+    /// A Host field that is not `host[:port]` (RFC 9110 §7.2).
+    #[error("invalid Host")]
+    Host,
+    /// An `Expect` other than `100-continue`: nothing weir or an endpoint can meet.
+    #[error("an expectation other than 100-continue")]
+    Expectation,
+    /// An HTTP/2 client with prior knowledge: it gets no HTTP/1 answer.
+    #[error("HTTP/2 connection preface")]
+    Http2Preface,
+}
+
+impl ParseError {
+    /// The status to answer with, if any.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ParseError::Http2Preface => None,
+            ParseError::TooLarge(_) | ParseError::TooManyHeaders => Some(431),
+            ParseError::UriTooLong => Some(414),
+            ParseError::UnsupportedCoding => Some(501),
+            ParseError::Connect => Some(405),
+            ParseError::Expectation => Some(417),
+            _ => Some(400),
+        }
+    }
+}

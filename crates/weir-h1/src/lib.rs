@@ -1,0 +1,24 @@
+//! HTTP/1.1 wire syntax of weir's own, sans I/O: bytes in, heads and body framing out.
+//!
+//! - `request`: a request head (httparse for the syntax, then RFC 9112's framing rules,
+//!   stricter than hyper's wherever a request could be framed two ways);
+//! - `decode`: a body's framing (Content-Length, chunked, until close), for requests and
+//!   responses alike;
+//! - `fields`, `names`, `spans`: field syntax both directions parse and write.
+//!
+//! weir-proxy's `codec/h1` holds the rest of weir's HTTP/1.1 (connections, the response
+//! parser, writing): what does I/O or belongs to the proxy. This part is a crate of its own
+//! so that the fuzz target (`fuzz/`, the property in `fuzz.rs`) builds against it alone: a
+//! cold build of weir-proxy's dependencies for libFuzzer took six minutes of the test
+//! command, this one seconds.
+
+pub mod decode;
+mod error;
+pub mod fields;
+#[doc(hidden)]
+pub mod fuzz;
+pub mod names;
+pub mod request;
+pub mod spans;
+
+pub use error::ParseError;
