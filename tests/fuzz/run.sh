@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cargo-fuzz targets of crates/weir-h1/fuzz (request framing: no panic, the same
+# The cargo-fuzz targets of crates/weir-h1/fuzz (request and response framing: no panic, the same
 # framing however the bytes are split), each run for FUZZ_SECONDS [20] with libFuzzer.
 # Needs the nightly toolchain (cargo-fuzz's sanitizer flags); installs cargo-fuzz when
 # missing, cached outside the repo in ~/.cache/weir-test/cargo-fuzz. The corpus grows in

@@ -1,5 +1,6 @@
-//! What can go wrong reading a request head: weir refuses it, answering with the status
-//! `status()` gives, then closes the connection.
+//! What can go wrong reading a head: a request head weir refuses (answered with the status
+//! `status()` gives, then the connection closes), or a response head it cannot read (the
+//! exchange fails as the upstream's fault).
 
 use crate::request::{MAX_HEADERS, MAX_URI_LEN};
 
@@ -55,4 +56,15 @@ impl ParseError {
             _ => Some(400),
         }
     }
+}
+
+/// Why a response head could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ResponseError {
+    #[error("invalid response head: {0}")]
+    Parse(httparse::Error),
+    #[error("response head larger than {} bytes", crate::response::MAX_HEAD)]
+    HeadTooLarge,
+    #[error("invalid response: {0}")]
+    Protocol(&'static str),
 }

@@ -2,7 +2,12 @@
 //! `crates/weir-h1/fuzz/` and for a unit test that feeds it random
 //! input (nightly is not always at hand): a byte stream read as pipelined
 //! requests, heads and bodies, must never panic and must frame the same
-//! whether it arrives whole or split anywhere.
+//! whether it arrives whole or split anywhere. `response.rs` holds the same
+//! property for what an upstream sends back.
+
+pub mod response;
+
+use std::fmt::Debug;
 
 use bytes::BytesMut;
 
@@ -77,14 +82,20 @@ pub fn frame<'a>(pieces: impl IntoIterator<Item = &'a [u8]>) -> (Vec<Framed>, En
 /// The fuzz property: `data` frames the same whole, split in two at
 /// several places, and (when short) a byte at a time.
 pub fn check(data: &[u8]) {
-    let whole = frame([data]);
+    same_however_split(data, |pieces| frame(pieces));
+}
+
+/// Asserts that `frame` gives the same for `data` whole, split in two at several places,
+/// and (when short) a byte at a time.
+fn same_however_split<T: PartialEq + Debug>(data: &[u8], frame: impl Fn(Vec<&[u8]>) -> T) {
+    let whole = frame(vec![data]);
     let cuts = data.len().min(32);
     for i in 0..=cuts {
         let at = i * data.len() / cuts.max(1);
         let (a, b) = data.split_at(at);
-        assert_eq!(frame([a, b]), whole, "split at {at}");
+        assert_eq!(frame(vec![a, b]), whole, "split at {at}");
     }
     if data.len() <= 512 {
-        assert_eq!(frame(data.chunks(1)), whole, "byte by byte");
+        assert_eq!(frame(data.chunks(1).collect()), whole, "byte by byte");
     }
 }

@@ -13,9 +13,10 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{parse, send, Connection, Payload};
+use super::{send, Connection, Payload};
 use weir_h1::decode::Decoder;
 use weir_h1::fields::only_persistence;
+use weir_h1::response as parse;
 
 /// What a client made of a response.
 #[derive(Debug, PartialEq)]

@@ -38,6 +38,17 @@ impl Error {
     }
 }
 
+impl From<weir_h1::ResponseError> for Error {
+    fn from(e: weir_h1::ResponseError) -> Self {
+        use weir_h1::ResponseError;
+        match e {
+            ResponseError::Parse(e) => Error::Parse(e),
+            ResponseError::HeadTooLarge => Error::HeadTooLarge,
+            ResponseError::Protocol(what) => Error::Protocol(what),
+        }
+    }
+}
+
 impl From<weir_h1::decode::DecodeError> for Error {
     fn from(e: weir_h1::decode::DecodeError) -> Self {
         use weir_h1::decode::DecodeError;

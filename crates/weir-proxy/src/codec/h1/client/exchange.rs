@@ -19,11 +19,11 @@ use http_body::{Body, Frame, SizeHint};
 use super::conn::Connection;
 use super::encode::{self, BodyKind};
 use super::error::{BoxError, Error};
-use super::parse::{self, Head};
 use super::write::{WriteError, Writer};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::http::added::Added;
 use weir_h1::decode::Decoder;
+use weir_h1::response::{self as parse, Head};
 
 /// A failed exchange. When not a byte of the request went out (the
 /// connection was dead before it was used), `unsent` gives the payload back
@@ -130,11 +130,16 @@ where
     match head.await {
         Ok(head) => {
             let Head {
-                parts,
+                mut parts,
                 decoder,
                 keep_alive,
                 upgraded,
+                reason,
             } = head;
+            if let Some(r) = reason.and_then(|r| hyper::ext::ReasonPhrase::try_from(r).ok()) {
+                // hyper's server sends this reason phrase on to the client.
+                parts.extensions.insert(r);
+            }
             // Usually the whole request is out by now; the rare rest (an
             // early answer, a full-duplex backend) is boxed, to keep the
             // body small where it is moved.

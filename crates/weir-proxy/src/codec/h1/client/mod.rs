@@ -13,15 +13,15 @@
 //!   the EOF check before reuse;
 //! - `encode`: the request head and how the body is framed;
 //! - `write`: sending the request (head, then a streamed body);
-//! - `parse`: the response head and how its body is framed (the body
-//!   decoder itself is `weir_h1::decode`, shared with the server);
+//! - the response head and how its body is framed are read by
+//!   `weir_h1::response` (the body decoder is `weir_h1::decode`, shared with
+//!   the server);
 //! - `exchange`: one request/response, and the response body type.
 
 mod conn;
 mod encode;
 mod error;
 mod exchange;
-mod parse;
 mod write;
 
 #[cfg(test)]
@@ -32,7 +32,4 @@ pub use conn::Connection;
 pub use error::Error;
 pub use exchange::{send, send_into, RecvBody, SendError};
 
-/// The largest response head accepted (status line, headers, 1xx heads).
-pub const MAX_HEAD: usize = 64 * 1024;
-/// The most response header fields accepted.
-pub const MAX_HEADERS: usize = 100;
+pub use weir_h1::response::{MAX_HEAD, MAX_HEADERS};

@@ -4,20 +4,24 @@
 
 use std::mem::MaybeUninit;
 
-use weir_h1::spans::{offset, Spans};
-
 use bytes::{Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, UPGRADE};
 use http::response::Parts;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, Version};
 
-use super::error::Error;
-use super::{MAX_HEAD, MAX_HEADERS};
-use weir_h1::decode::Decoder;
-use weir_h1::fields::{add_length, fold_connection, trim};
-use weir_h1::names::header_name;
+use crate::decode::Decoder;
+pub use crate::error::ResponseError as Error;
+use crate::fields::{add_length, fold_connection, trim, InvalidLength};
+use crate::names::header_name;
+use crate::spans::{offset, Spans};
 
-pub(super) struct Head {
+/// The largest response head accepted (status line, headers, 1xx heads).
+pub const MAX_HEAD: usize = 64 * 1024;
+/// The most response header fields accepted.
+pub const MAX_HEADERS: usize = 100;
+
+/// A final response head read, and what it says about its body and connection.
+pub struct Head {
     pub parts: Parts,
     pub decoder: Decoder,
     /// The backend will keep the connection open after this response.
@@ -25,19 +29,21 @@ pub(super) struct Head {
     /// A `101` to the upgrade the request asked for: the connection now
     /// speaks that protocol, and its bytes after the head are not HTTP.
     pub upgraded: bool,
+    /// The status line's reason phrase, when it is not the status's usual one (hyper's
+    /// server sends such a phrase on to the client; weir-proxy hands it to it).
+    pub reason: Option<Bytes>,
 }
 
 /// Parses a response head from the front of `buf`, skipping interim (1xx)
 /// responses. `Ok(None)`: more bytes are needed.
-#[cfg(test)]
-pub(super) fn parse(buf: &mut BytesMut, method: &Method) -> Result<Option<Head>, Error> {
+pub fn parse(buf: &mut BytesMut, method: &Method) -> Result<Option<Head>, Error> {
     parse_for(buf, method, None)
 }
 
 /// As `parse`, for a request that carried `upgrade` (its `Upgrade` field):
 /// a `101` switching to one of those protocols is accepted, any other 101
 /// is refused (nobody asked for it, and its bytes could not be read as HTTP).
-pub(super) fn parse_for(
+pub fn parse_for(
     buf: &mut BytesMut,
     method: &Method,
     upgrade: Option<&HeaderValue>,
@@ -57,6 +63,7 @@ pub(super) fn parse_for(
                             decoder: Decoder::Done,
                             keep_alive: false,
                             upgraded: true,
+                            reason: head.reason,
                         }))
                     }
                     (Some(_), _) => Err(Error::Protocol(
@@ -108,8 +115,10 @@ struct Parsed {
     /// The framing headers, noted while the head was read: the last
     /// Transfer-Encoding line, and Content-Length (`Err` if invalid).
     te: Option<Bytes>,
-    length: Result<Option<u64>, ()>,
+    length: Result<Option<u64>, InvalidLength>,
     has_length: bool,
+    /// See [`Head::reason`].
+    reason: Option<Bytes>,
 }
 
 fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
@@ -165,8 +174,8 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
         if name == CONTENT_LENGTH {
             has_length = true;
             if let Ok(found) = &mut length {
-                if add_length(found, &value).is_err() {
-                    length = Err(());
+                if let Err(e) = add_length(found, &value) {
+                    length = Err(e);
                 }
             }
         } else if name == TRANSFER_ENCODING {
@@ -183,15 +192,9 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
     *resp.status_mut() = status;
     *resp.version_mut() = version;
     *resp.headers_mut() = map;
-    let reason = &head[reason_span[0] as usize..reason_span[1] as usize];
-    if Some(reason) != status.canonical_reason().map(str::as_bytes) {
-        // hyper's server sends this reason phrase on to the client.
-        if let Ok(r) = hyper::ext::ReasonPhrase::try_from(
-            head.slice(reason_span[0] as usize..reason_span[1] as usize),
-        ) {
-            resp.extensions_mut().insert(r);
-        }
-    }
+    let span = reason_span[0] as usize..reason_span[1] as usize;
+    let reason = (Some(&head[span.clone()]) != status.canonical_reason().map(str::as_bytes))
+        .then(|| head.slice(span));
     let (parts, ()) = resp.into_parts();
     Ok(Some(Parsed {
         parts,
@@ -199,6 +202,7 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
         te,
         length,
         has_length,
+        reason,
     }))
 }
 
@@ -210,6 +214,7 @@ fn framing(head: Parsed, method: &Method) -> Result<Head, Error> {
         te,
         length,
         has_length,
+        reason,
     } = head;
     let status = parts.status.as_u16();
     let decoder = if status == 204 || status == 304 || *method == Method::HEAD {
@@ -233,7 +238,7 @@ fn framing(head: Parsed, method: &Method) -> Result<Head, Error> {
         match length {
             Ok(Some(n)) => Decoder::length(n),
             Ok(None) => Decoder::Eof,
-            Err(()) => return Err(Error::Protocol("invalid Content-Length")),
+            Err(InvalidLength) => return Err(Error::Protocol("invalid Content-Length")),
         }
     };
     Ok(Head {
@@ -241,160 +246,9 @@ fn framing(head: Parsed, method: &Method) -> Result<Head, Error> {
         decoder,
         keep_alive,
         upgraded: false,
+        reason,
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn head(input: &str, method: Method) -> Result<Option<Head>, Error> {
-        let mut buf = BytesMut::from(input.as_bytes());
-        parse(&mut buf, &method)
-    }
-
-    #[test]
-    fn simple_head() {
-        let h = head(
-            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: 1\r\nx-a: 2\r\n\r\nok",
-            Method::GET,
-        )
-        .unwrap()
-        .unwrap();
-        assert_eq!(h.parts.status, 200);
-        assert_eq!(h.parts.headers.get_all("x-a").iter().count(), 2);
-        assert_eq!(h.decoder.remaining(), Some(2));
-        assert!(h.keep_alive);
-        assert!(h
-            .parts
-            .extensions
-            .get::<hyper::ext::ReasonPhrase>()
-            .is_none());
-    }
-
-    #[test]
-    fn partial_heads_wait_for_more() {
-        let full = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Nope\r\ncontent-length: 0\r\n\r\n";
-        for cut in 0..full.len() {
-            let mut buf = BytesMut::from(&full.as_bytes()[..cut]);
-            assert!(parse(&mut buf, &Method::GET).unwrap().is_none(), "{cut}");
-            buf.extend_from_slice(&full.as_bytes()[cut..]);
-            let h = parse(&mut buf, &Method::GET).unwrap().unwrap();
-            assert_eq!(h.parts.status, 404);
-            assert!(h.decoder.is_done());
-            let reason = h
-                .parts
-                .extensions
-                .get::<hyper::ext::ReasonPhrase>()
-                .unwrap();
-            assert_eq!(reason.as_bytes(), b"Nope");
-        }
-    }
-
-    #[test]
-    fn framing_rules() {
-        let done = |s: &str, m: Method| head(s, m).unwrap().unwrap().decoder.is_done();
-        assert!(done(
-            "HTTP/1.1 204 No Content\r\ncontent-length: 5\r\n\r\n",
-            Method::GET
-        ));
-        assert!(done("HTTP/1.1 304 Not Modified\r\n\r\n", Method::GET));
-        assert!(done(
-            "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n",
-            Method::HEAD
-        ));
-        assert!(done(
-            "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
-            Method::GET
-        ));
-        let eof = |s: &str| {
-            head(s, Method::GET)
-                .unwrap()
-                .unwrap()
-                .decoder
-                .is_eof_delimited()
-        };
-        assert!(eof("HTTP/1.1 200 OK\r\n\r\n"));
-        assert!(eof("HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\n\r\n"));
-        assert!(!eof(
-            "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, Chunked\r\n\r\n"
-        ));
-        let ka = |s: &str| head(s, Method::GET).unwrap().unwrap().keep_alive;
-        assert!(!ka(
-            "HTTP/1.1 200 OK\r\nconnection: Close\r\ncontent-length: 0\r\n\r\n"
-        ));
-        assert!(!ka(
-            "HTTP/1.1 200 OK\r\nconnection: close\r\nconnection: keep-alive\r\n\r\n"
-        ));
-        assert!(!ka("HTTP/1.0 200 OK\r\ncontent-length: 0\r\n\r\n"));
-        assert!(ka(
-            "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\ncontent-length: 0\r\n\r\n"
-        ));
-    }
-
-    #[test]
-    fn invalid_heads() {
-        for bad in [
-            "HTTP/1.1 200 OK\r\ncontent-length: 1\r\ntransfer-encoding: chunked\r\n\r\n",
-            "HTTP/1.1 200 OK\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n",
-            "HTTP/1.1 200 OK\r\ncontent-length: -1\r\n\r\n",
-            "HTTP/1.0 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
-            "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\n",
-            "HTTP/1.1 2000 OK\r\n\r\n",
-            "HTTP/2.0 200 OK\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nbad header\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nx: a\r\n folded\r\n\r\n",
-            "garbage\r\n\r\n",
-        ] {
-            assert!(head(bad, Method::GET).is_err(), "{bad:?}");
-        }
-        let many = format!(
-            "HTTP/1.1 200 OK\r\n{}\r\n",
-            "a: b\r\n".repeat(MAX_HEADERS + 1)
-        );
-        assert!(head(&many, Method::GET).is_err());
-        let big = format!("HTTP/1.1 200 OK\r\nx: {}\r\n\r\n", "a".repeat(MAX_HEAD));
-        assert!(matches!(head(&big, Method::GET), Err(Error::HeadTooLarge)));
-        let mut unfinished = BytesMut::from(&big.as_bytes()[..MAX_HEAD + 10]);
-        assert!(matches!(
-            parse(&mut unfinished, &Method::GET),
-            Err(Error::HeadTooLarge)
-        ));
-    }
-
-    /// A 101 is accepted only for the upgrade the request offered; the bytes
-    /// after its head stay in the buffer (they are the new protocol's).
-    #[test]
-    fn a_101_only_to_the_upgrade_asked_for() {
-        let ws = HeaderValue::from_static("websocket");
-        let ok = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\nConnection: Upgrade\r\n\r\n\x01\x02hi";
-        let mut buf = BytesMut::from(ok);
-        let h = parse_for(&mut buf, &Method::GET, Some(&ws))
-            .unwrap()
-            .unwrap();
-        assert!(h.upgraded && !h.keep_alive && h.decoder.is_done());
-        assert_eq!(&buf[..], b"\x01\x02hi");
-        for (resp, asked) in [
-            (ok, None),
-            (
-                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
-                Some(&ws),
-            ),
-            ("HTTP/1.1 101 Switching Protocols\r\n\r\n", Some(&ws)),
-        ] {
-            let mut buf = BytesMut::from(resp);
-            assert!(
-                parse_for(&mut buf, &Method::GET, asked).is_err(),
-                "{resp:?}"
-            );
-        }
-        // Declined: an ordinary answer, and the connection is not reused.
-        let mut buf = BytesMut::from("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
-        let h = parse_for(&mut buf, &Method::GET, Some(&ws))
-            .unwrap()
-            .unwrap();
-        assert!(!h.upgraded && !h.keep_alive);
-        assert!(offered(b"foo/2, websocket", b"WebSocket"));
-        assert!(!offered(b"websocket", b"websocket, h2c"));
-    }
-}
+mod tests;
