@@ -4,6 +4,7 @@
 
 use crate::request::{MAX_HEADERS, MAX_URI_LEN};
 
+/// Why a request head was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ParseError {
     #[error("invalid request head: {0}")]

@@ -137,7 +137,7 @@ where
                 reason,
             } = head;
             if let Some(r) = reason.and_then(|r| hyper::ext::ReasonPhrase::try_from(r).ok()) {
-                // hyper's server sends this reason phrase on to the client.
+                // Sent on to an HTTP/1 client (`server/respond.rs`), as hyper's server did.
                 parts.extensions.insert(r);
             }
             // Usually the whole request is out by now; the rare rest (an
