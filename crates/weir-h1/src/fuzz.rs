@@ -56,19 +56,15 @@ pub fn frame<'a>(pieces: impl IntoIterator<Item = &'a [u8]>) -> (Vec<Framed>, En
                     Ok(None) => break,
                     Err(e) => return (done, End::Refused(e.status())),
                 },
-                Some((req, body)) => {
-                    match body.decode(&mut buf) {
-                        Ok(Some(data)) => req.3.extend_from_slice(&data),
-                        Ok(None) if body.is_done() => {}
-                        Ok(None) => break,
-                        Err(_) => return (done, End::BadBody),
-                    }
-                    if body.is_done() {
+                Some((req, body)) => match read_body(body, &mut buf, &mut req.3) {
+                    Ok(true) => {
                         if let Some((req, _)) = current.take() {
                             done.push(req);
                         }
                     }
-                }
+                    Ok(false) => break,
+                    Err(_) => return (done, End::BadBody),
+                },
             }
         }
     }
@@ -83,6 +79,22 @@ pub fn frame<'a>(pieces: impl IntoIterator<Item = &'a [u8]>) -> (Vec<Framed>, En
 /// several places, and (when short) a byte at a time.
 pub fn check(data: &[u8]) {
     same_however_split(data, |pieces| frame(pieces));
+}
+
+/// Feeds what `buf` holds of `body` into `out`: `Ok(true)` once the body is whole,
+/// `Ok(false)` when it needs more bytes.
+fn read_body(
+    body: &mut Decoder,
+    buf: &mut BytesMut,
+    out: &mut Vec<u8>,
+) -> Result<bool, crate::decode::DecodeError> {
+    while !body.is_done() {
+        match body.decode(buf)? {
+            Some(data) => out.extend_from_slice(&data),
+            None => return Ok(body.is_done()),
+        }
+    }
+    Ok(true)
 }
 
 /// Asserts that `frame` gives the same for `data` whole, split in two at several places,

@@ -74,14 +74,8 @@ pub fn frame<'a>(
                     Ok(None) => break,
                     Err(_) => return (done, End::Refused),
                 },
-                Some((resp, body)) => {
-                    match body.decode(&mut buf) {
-                        Ok(Some(data)) => resp.4.extend_from_slice(&data),
-                        Ok(None) if body.is_done() => {}
-                        Ok(None) => break,
-                        Err(_) => return (done, End::BadBody),
-                    }
-                    if body.is_done() {
+                Some((resp, body)) => match super::read_body(body, &mut buf, &mut resp.4) {
+                    Ok(true) => {
                         let Some((resp, _)) = current.take() else {
                             break;
                         };
@@ -92,7 +86,9 @@ pub fn frame<'a>(
                             return (done, End::Clean);
                         }
                     }
-                }
+                    Ok(false) => break,
+                    Err(_) => return (done, End::BadBody),
+                },
             }
         }
     }
