@@ -3,8 +3,8 @@
 # framing however the bytes are split), each run for FUZZ_SECONDS [20] with libFuzzer.
 # Needs the nightly toolchain (cargo-fuzz's sanitizer flags); installs cargo-fuzz when
 # missing, cached outside the repo in ~/.cache/weir-test/cargo-fuzz. The corpus grows in
-# crates/weir-h1/fuzz/corpus (ignored by git); a crash leaves its input in
-# crates/weir-h1/fuzz/artifacts and fails the run.
+# crates/weir-h1/fuzz/corpus (ignored by git), from the seeds in crates/weir-h1/fuzz/seeds;
+# a crash leaves its input in crates/weir-h1/fuzz/artifacts and fails the run.
 #
 #   tests/fuzz/run.sh
 #
@@ -33,7 +33,11 @@ passed=0
 failed=0
 for target in $(cargo +nightly fuzz list); do
   echo "== fuzzing $target for ${seconds}s"
-  if cargo +nightly fuzz run "$target" -- -max_total_time="$seconds" -rss_limit_mb=2048 \
+  # New inputs go to the corpus (kept locally, ignored by git); fuzz/seeds/ gives a clean
+  # clone's 20 s a start from well-formed messages instead of from nothing.
+  mkdir -p "fuzz/corpus/$target"
+  if cargo +nightly fuzz run "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" \
+      -- -max_total_time="$seconds" -rss_limit_mb=2048 \
       > "$root/target/fuzz-$target.log" 2>&1; then
     passed=$((passed + 1))
     echo "ok - $target: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$root/target/fuzz-$target.log" | tail -1)"
