@@ -342,3 +342,17 @@ pub fn rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
 }
+
+/// A process's resident memory once it holds still: the same figure twice, a moment apart
+/// (KiB). Waits as long as that takes, so a loaded machine only makes it slower.
+pub async fn settled_rss(pid: u32) -> u64 {
+    let mut rss = rss_kib(pid);
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = rss_kib(pid);
+        if now == rss {
+            return rss;
+        }
+        rss = now;
+    }
+}

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use weir_testkit::{HttpUpstream, TcpUpstream};
 
-use crate::common::{free_addr, rss_kib, Weir};
+use crate::common::{free_addr, rss_kib, settled_rss, Weir};
 
 const CONNS: usize = 2000;
 
@@ -150,19 +150,6 @@ async fn requests_waiting_on_their_answer_hold_no_read_buffer() {
 /// Between the 35-38 KiB per waiting request with the read buffer made early and the ~19
 /// without it.
 const LIMIT_KIB: f64 = 28.0;
-
-/// weir's resident set once settled: the same figure twice, a moment apart.
-async fn settled_rss(pid: u32) -> u64 {
-    let mut start = rss_kib(pid);
-    loop {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let now = rss_kib(pid);
-        if now == start {
-            return start;
-        }
-        start = now;
-    }
-}
 
 /// weir on one thread in front of one upstream that answers after `latency`.
 async fn behind_slow_upstream(latency: Duration) -> (HttpUpstream, Weir, SocketAddr) {

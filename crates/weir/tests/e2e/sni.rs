@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 use weir_testkit::certs::Ca;
 use weir_testkit::{TcpUpstream, TlsFront};
 
-use crate::common::{free_addr, rss_kib, Weir};
+use crate::common::{free_addr, rss_kib, settled_rss, Weir};
 use crate::tls_kit::{client, connect};
 
 /// A listener `edge` with routes `a` (a.example) and `b` (*.b.example), `listener_extra`
@@ -437,19 +437,6 @@ async fn a_hello_trickled_past_the_header_timeout_is_cut_while_others_are_served
     let line = w.wait_log(from, "reason=\"timeout\"", Duration::from_secs(10));
     assert!(line.contains("tcp session refused"), "{line}");
     assert_eq!(a.handshakes(), 3);
-}
-
-/// Waits for weir's resident set to hold still (the same figure twice, a moment apart).
-async fn settled_rss(pid: u32) -> u64 {
-    let mut rss = rss_kib(pid);
-    loop {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let now = rss_kib(pid);
-        if now == rss {
-            return rss;
-        }
-        rss = now;
-    }
 }
 
 /// `n` clients that each send `half` a hello and stop; returns once all are open, with
