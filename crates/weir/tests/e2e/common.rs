@@ -356,3 +356,29 @@ pub async fn settled_rss(pid: u32) -> u64 {
         rss = now;
     }
 }
+
+/// A backend that reads one request head and answers `resp`, then closes.
+pub async fn fixed_backend(resp: &'static str) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut b = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&b[..n]),
+                    }
+                }
+                let _ = s.write_all(resp.as_bytes()).await;
+                let _ = s.shutdown().await;
+                // Hold the socket until the peer closes.
+                let _ = s.read(&mut b).await;
+            });
+        }
+    });
+    addr
+}

@@ -8,7 +8,7 @@ use http_body_util::Full;
 use weir_testkit::client::{self, HttpConn};
 use weir_testkit::HttpUpstream;
 
-use crate::common::{endpoints, free_addr, one_pool, raw_exchange, Weir};
+use crate::common::{endpoints, fixed_backend, free_addr, one_pool, raw_exchange, Weir};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn forwards_and_rewrites_headers() {
@@ -371,41 +371,22 @@ async fn upstream_connections_retire_after_max_requests_and_max_age() {
 /// hyper's server passed it on); the status's usual phrase is weir's own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_backends_own_reason_phrase_reaches_the_client() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let backend = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let up = backend.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = backend.accept().await {
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if s.read(&mut byte).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let status = match head.starts_with(b"GET /custom ") {
-                    true => "418 Kein Kaffee",
-                    false => "418 I'm a teapot",
-                };
-                let answer =
-                    format!("HTTP/1.1 {status}\r\ncontent-length: 1\r\nconnection: close\r\n\r\n!");
-                let _ = s.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    let listen = free_addr();
-    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up, 1)]), ""), &[listen]);
-    let ask = |path: &str| format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
-    let custom = raw_exchange(listen, ask("/custom").as_bytes(), Duration::from_secs(30)).await;
-    assert!(
-        custom.starts_with("HTTP/1.1 418 Kein Kaffee\r\n"),
-        "{custom:?}"
+    let answer =
+        |status| format!("HTTP/1.1 {status}\r\ncontent-length: 1\r\nconnection: close\r\n\r\n!");
+    let custom_up = fixed_backend(answer("418 Kein Kaffee").leak()).await;
+    let usual_up = fixed_backend(answer("418 I'm a teapot").leak()).await;
+    let (custom, usual) = (free_addr(), free_addr());
+    let cfg = format!(
+        "[listeners.custom]\nbind = \"{custom}\"\npool = \"custom\"\n\n\
+         [listeners.usual]\nbind = \"{usual}\"\npool = \"usual\"\n\n\
+         [pools.custom]\n{}\n\n[pools.usual]\n{}\n",
+        endpoints(&[(custom_up, 1)]),
+        endpoints(&[(usual_up, 1)]),
     );
-    let usual = raw_exchange(listen, ask("/usual").as_bytes(), Duration::from_secs(30)).await;
-    assert!(
-        usual.starts_with("HTTP/1.1 418 I'm a teapot\r\n"),
-        "{usual:?}"
-    );
+    let _w = Weir::start(&cfg, &[custom, usual]);
+    let ask = b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    let got = raw_exchange(custom, ask, Duration::from_secs(30)).await;
+    assert!(got.starts_with("HTTP/1.1 418 Kein Kaffee\r\n"), "{got:?}");
+    let got = raw_exchange(usual, ask, Duration::from_secs(30)).await;
+    assert!(got.starts_with("HTTP/1.1 418 I'm a teapot\r\n"), "{got:?}");
 }

@@ -8,15 +8,14 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::frame::Frame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 use weir_testkit::WsUpstream;
 
-use crate::common::{endpoints, free_addr, raw_exchange, Weir};
+use crate::common::{endpoints, fixed_backend, free_addr, raw_exchange, Weir};
 use crate::tls_kit::metric;
 
 type Ws = WebSocketStream<TcpStream>;
@@ -179,31 +178,6 @@ async fn a_socket_survives_a_reload_and_is_cut_when_its_endpoint_goes() {
     assert_eq!(other.sessions(), 1);
 }
 
-/// A backend that reads one request head and answers `resp`, then closes.
-async fn fixed(resp: &'static str) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = l.accept().await {
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut b = [0u8; 1024];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut b).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&b[..n]),
-                    }
-                }
-                let _ = s.write_all(resp.as_bytes()).await;
-                let _ = s.shutdown().await;
-                // Hold the socket until the peer closes.
-                let _ = s.read(&mut b).await;
-            });
-        }
-    });
-    addr
-}
-
 const UPGRADE_REQ: &str = "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -233,7 +207,7 @@ async fn declined_upgrades_and_unsolicited_101s_are_ordinary_http() {
             "HTTP/1.1 502",
         ),
     ] {
-        let up = fixed(resp).await;
+        let up = fixed_backend(resp).await;
         let listen = free_addr();
         let _w = Weir::start(&cfg(listen, up, ""), &[listen]);
         let got = raw_exchange(listen, req.as_bytes(), t).await;
