@@ -128,6 +128,16 @@ impl ClientReader {
     }
 }
 
+impl ClientReader {
+    /// Has the kernel acknowledge now what arrived (`acks.rs`).
+    pub fn ack_now(&self) {
+        match self {
+            ClientReader::Plain(r) => super::acks::ack_now(r.tcp()),
+            ClientReader::Tls(r) => r.ack_now(),
+        }
+    }
+}
+
 impl AsyncRead for ClientReader {
     #[inline]
     fn poll_read(

@@ -1,8 +1,9 @@
 //! The transport seam: every byte stream weir reads or writes, below any
 //! codec. Listening and accepting (`accept.rs`), client streams
 //! (`client.rs`; plain ones on a lazily registered socket, `lazy.rs`),
-//! upstream streams (`upstream.rs`; opened by `connect.rs`), and what a
-//! stream's TLS session tells the layers above (`tls_info.rs`).
+//! upstream streams (`upstream.rs`; opened by `connect.rs`), what a
+//! stream's TLS session tells the layers above (`tls_info.rs`), and ACKs sent
+//! at once while a message is only part there (`acks.rs`).
 //!
 //! Streams are enums: TLS is a variant (and a file of its own) on each
 //! side, picked where the stream is made (the listener, the pool's connect:
@@ -11,6 +12,7 @@
 //! splice(2), and copies through TLS ones.
 
 mod accept;
+mod acks;
 mod client;
 mod connect;
 mod lazy;

@@ -107,6 +107,11 @@ impl UpstreamStream {
         }
     }
 
+    /// Has the kernel acknowledge now what arrived (`acks.rs`).
+    pub fn ack_now(&self) {
+        super::acks::ack_now(self.raw());
+    }
+
     /// The TLS session's details; `None` on a plain connection (and, until
     /// `TlsInfo` carries any, on a TLS one).
     pub fn tls(&self) -> Option<&TlsInfo> {

@@ -11,6 +11,7 @@ mod api_safety;
 
 mod accept;
 mod accesslog;
+mod acks;
 mod auth_basic;
 mod auth_forward;
 mod balance;

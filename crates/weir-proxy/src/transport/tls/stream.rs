@@ -57,6 +57,14 @@ impl TlsReader {
     }
 }
 
+impl TlsReader {
+    /// Has the kernel acknowledge now what arrived on the socket under the session
+    /// (`transport/acks.rs`).
+    pub fn ack_now(&self) {
+        crate::transport::acks::ack_now(lock(&self.0).get_ref().0);
+    }
+}
+
 impl AsyncRead for TlsReader {
     fn poll_read(
         self: Pin<&mut Self>,

@@ -27,6 +27,9 @@ pub struct Connection {
     pub(super) rbuf: BytesMut,
     pub(super) wbuf: Vec<u8>,
     read_size: usize,
+    /// Whether the answer being read had the kernel acknowledge what came
+    /// ([`Connection::awaiting_rest`]).
+    pub(super) acked: bool,
     /// Bounds the wait for a response head; armed by the first exchange.
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
     _open: Held,
@@ -39,6 +42,7 @@ impl Connection {
             rbuf: BytesMut::new(),
             wbuf: Vec::new(),
             read_size: READ_CHUNK,
+            acked: false,
             timer: None,
             _open: Held::new(&GLOBAL.upstream_open),
         }
@@ -140,6 +144,16 @@ impl Connection {
                 return Poll::Ready(());
             }
             timer.as_mut().reset(deadline);
+        }
+    }
+
+    /// For an answer that has begun to arrive and must wait for the rest: the kernel
+    /// acknowledges what came now, once per answer, so that a backend writing its answer in
+    /// pieces without TCP_NODELAY does not wait 40 ms for each ACK (`transport/acks.rs`).
+    pub(super) fn awaiting_rest(&mut self) {
+        if !self.acked {
+            self.acked = true;
+            self.io.ack_now();
         }
     }
 

@@ -96,6 +96,7 @@ where
         },
     };
     conn.wbuf.clear();
+    conn.acked = false;
     let framing = encode::head(&mut conn.wbuf, parts, added, kind);
     let inline = match &payload {
         Payload::Bytes(b) if !b.is_empty() && b.len() <= Writer::<B>::inline_limit() => {
@@ -234,7 +235,13 @@ where
             }
         }
         match conn.poll_fill(cx) {
-            Poll::Pending => return Poll::Pending,
+            Poll::Pending => {
+                if *answered {
+                    // Part of the head is here, the rest is not.
+                    conn.awaiting_rest();
+                }
+                return Poll::Pending;
+            }
             Poll::Ready(Ok(0)) => {
                 return Poll::Ready(Err(match sending.failed.take() {
                     Some(e) => Error::Io(e),
@@ -367,7 +374,10 @@ where
                 Err(e) => return this.fail(e.into()),
             }
             match conn.poll_fill(cx) {
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    conn.awaiting_rest();
+                    return Poll::Pending;
+                }
                 Poll::Ready(Ok(0)) => {
                     if let Err(e) = this.decoder.on_eof() {
                         return this.fail(e.into());

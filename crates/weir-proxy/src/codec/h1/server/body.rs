@@ -85,7 +85,10 @@ impl Body for ReqBody {
                 Err(e) => break Err(BodyError::from(e)),
             }
             match r.poll_fill(cx) {
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    r.awaiting_rest();
+                    return Poll::Pending;
+                }
                 Poll::Ready(Ok(0)) => {
                     let e = r.body.on_eof().err().unwrap_or(DecodeError::ClosedEarly);
                     break Err(e.into());

@@ -205,6 +205,7 @@ impl Conn {
     async fn next_head<H: Handler>(&mut self, handler: &H, max_head: usize) -> Option<Head> {
         let r = self.reader.as_mut()?;
         let w = &mut self.w;
+        r.acked = false;
         let parsed = poll_fn(|cx| loop {
             if !r.buf.is_empty() {
                 match parse::parse(&mut r.buf, max_head) {
@@ -214,6 +215,11 @@ impl Conn {
                 }
             }
             match r.poll_fill(cx) {
+                Poll::Pending if !r.buf.is_empty() => {
+                    // Part of the head is here, the rest is not.
+                    r.awaiting_rest();
+                    return Poll::Pending;
+                }
                 Poll::Pending => {
                     // Waiting for the next request: hold no buffers meanwhile.
                     r.release_idle();

@@ -32,6 +32,9 @@ pub(crate) struct Reader {
     pub body: Decoder,
     /// The stream failed or broke its framing: the connection cannot go on.
     pub broken: bool,
+    /// Whether the request being read had the kernel acknowledge what came
+    /// ([`Reader::awaiting_rest`]).
+    pub acked: bool,
 }
 
 impl Reader {
@@ -42,6 +45,18 @@ impl Reader {
             read_size: READ_CHUNK,
             body: Decoder::Done,
             broken: false,
+            acked: false,
+        }
+    }
+
+    /// For a request that has begun to arrive and must wait for the rest: the kernel
+    /// acknowledges what came now, once per request, so that a client writing its request in
+    /// pieces without TCP_NODELAY (a head, then its body) does not wait 40 ms for each ACK
+    /// (`transport/acks.rs`).
+    pub fn awaiting_rest(&mut self) {
+        if !self.acked {
+            self.acked = true;
+            self.io.ack_now();
         }
     }
 
