@@ -74,7 +74,8 @@ impl Body for ReqBody {
             this.give_back();
             return Poll::Ready(None);
         };
-        if std::mem::take(&mut this.expect_continue) && r.buf.is_empty() {
+        let asked = std::mem::take(&mut this.expect_continue) && r.buf.is_empty();
+        if asked {
             home.ask_continue();
         }
         let polled = loop {
@@ -85,6 +86,13 @@ impl Body for ReqBody {
                 Err(e) => break Err(BodyError::from(e)),
             }
             match r.poll_fill(cx) {
+                Poll::Pending if asked => {
+                    // The client waits for the `100 Continue` weir sends next; after those
+                    // bytes the kernel holds ACKs back again, so the body's first wait
+                    // acknowledges what came of it.
+                    r.acked = false;
+                    return Poll::Pending;
+                }
                 Poll::Pending => {
                     r.awaiting_rest();
                     return Poll::Pending;
