@@ -1,19 +1,27 @@
-//! A backend that writes its answer in pieces without TCP_NODELAY (Nagle's algorithm on, as
-//! in many application servers) sends each piece after the first only once weir's kernel
-//! has acknowledged what went before; on a kept-alive connection Linux holds that ACK back
-//! for 40 ms or more, hoping to carry it on weir's next request. weir has the kernel send it
-//! at once when it waits for the rest of an answer (`Connection::awaiting_rest`). Without
-//! that, every answer after a connection's first took 44 ms more here (through HAProxy 2.6
-//! and nginx 1.22 too: bench/acks.py), and so did every request whose client wrote its body
-//! apart from its head.
+//! A peer that writes a message in pieces without TCP_NODELAY (Nagle's algorithm on, as in
+//! many application servers and clients) sends each piece after the first only once weir's
+//! kernel has acknowledged what went before; on a kept-alive connection Linux holds that ACK
+//! back for 40 ms or more, hoping to carry it on weir's next bytes. weir has the kernel send
+//! it at once when it waits for the rest of a message (`transport/acks.rs`; the h1 codecs'
+//! `awaiting_rest`). Without that, every answer after a connection's first took 44 ms more
+//! here (through HAProxy 2.6 and nginx 1.22 too: bench/acks.py), and so did every request
+//! whose client wrote its body apart from its head; over TLS alike. Each case below fails
+//! without its call.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use rustls::ServerConfig;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+
+use weir_testkit::certs::Ca;
+use weir_testkit::tls::server_config;
 
 use crate::common::{endpoints, free_addr, Weir};
+use crate::tls_kit::{client, connect};
 
 const BODY: usize = 2048;
 const GET: &[u8] = b"GET / HTTP/1.1\r\nhost: acks\r\n\r\n";
@@ -22,6 +30,11 @@ const GET: &[u8] = b"GET / HTTP/1.1\r\nhost: acks\r\n\r\n";
 /// pieces: the first `split` bytes of the answer, then the rest. With `nagle` it leaves
 /// TCP_NODELAY off, as the sockets of many servers are.
 async fn piecewise_backend(split: usize, nagle: bool) -> SocketAddr {
+    backend(split, nagle, None).await
+}
+
+/// [`piecewise_backend`], over TLS when given a config (each piece a record of its own).
+async fn backend(split: usize, nagle: bool, tls: Option<Arc<ServerConfig>>) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     let answer = format!(
@@ -30,39 +43,57 @@ async fn piecewise_backend(split: usize, nagle: bool) -> SocketAddr {
     );
     tokio::spawn(async move {
         loop {
-            let Ok((mut s, _)) = l.accept().await else {
+            let Ok((s, _)) = l.accept().await else {
                 return;
             };
             s.set_nodelay(!nagle).unwrap();
-            let answer = answer.clone();
+            let (answer, tls) = (answer.clone(), tls.clone());
             tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match s.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                match tls {
+                    None => answer_in_pieces(s, answer.as_bytes(), split).await,
+                    Some(cfg) => {
+                        if let Ok(s) = TlsAcceptor::from(cfg).accept(s).await {
+                            answer_in_pieces(s, answer.as_bytes(), split).await;
                         }
-                    }
-                    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-                    let length = content_length(&buf[..end]);
-                    while buf.len() < end + length {
-                        match s.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    buf.drain(..end + length);
-                    let (first, rest) = answer.as_bytes().split_at(split);
-                    if s.write_all(first).await.is_err() || s.write_all(rest).await.is_err() {
-                        return;
                     }
                 }
             });
         }
     });
     addr
+}
+
+/// Reads requests off `s` (heads and bodies by their Content-Length) and answers each with
+/// `answer`, cut at `split`, until the connection ends.
+async fn answer_in_pieces<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    answer: &[u8],
+    split: usize,
+) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let length = content_length(&buf[..end]);
+        while buf.len() < end + length {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        buf.drain(..end + length);
+        for piece in [&answer[..split], &answer[split..]] {
+            if s.write_all(piece).await.is_err() || s.flush().await.is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// A head's Content-Length (0 without one).
@@ -75,10 +106,12 @@ fn content_length(head: &[u8]) -> usize {
 
 /// How long a request on `conn`, written as `pieces` one after the other, takes to be
 /// answered whole.
-async fn timed(conn: &mut TcpStream, pieces: &[&[u8]]) -> Duration {
+async fn timed<S: AsyncRead + AsyncWrite + Unpin>(conn: &mut S, pieces: &[&[u8]]) -> Duration {
     let start = Instant::now();
     for p in pieces {
         conn.write_all(p).await.unwrap();
+        // A TLS client makes each piece a record of its own.
+        conn.flush().await.unwrap();
     }
     read_answer(conn).await;
     start.elapsed()
@@ -107,7 +140,7 @@ async fn timed_continue(conn: &mut TcpStream, head: &[&[u8]], body: &[&[u8]]) ->
 }
 
 /// Reads one `200` answer with a `BODY`-byte body off `conn`.
-async fn read_answer(conn: &mut TcpStream) {
+async fn read_answer<S: AsyncRead + Unpin>(conn: &mut S) {
     let mut got = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
@@ -250,5 +283,122 @@ async fn requests_written_in_pieces_without_nodelay_are_not_held_for_delayed_ack
         body_apart < bound && in_head < bound && continued < bound,
         "median request with its body sent apart {body_apart:?}, cut in the head \
          {in_head:?}, after 100 Continue {continued:?}, against {nodelay:?} with TCP_NODELAY"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_in_pieces_over_tls_are_not_held_for_delayed_acks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("acks ca");
+    let ca_file = ca.write(dir.path(), "ca");
+    let site = ca.leaf(&["acks.test"]).write(dir.path(), "site");
+    let (cert, key) = ca.leaf_files(dir.path(), "api", &["api.internal"]);
+    let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {BODY}\r\n\r\n").len();
+    // Answers whole, for the clients' side; answers in two records from a TLS backend with
+    // Nagle on; and in two pieces from a plain one with TCP_NODELAY (what it is measured
+    // against).
+    let whole = piecewise_backend(BODY, false).await;
+    let tls_backend = backend(
+        head + 1024,
+        true,
+        Some(server_config(&cert, &key, None).unwrap()),
+    )
+    .await;
+    let fast = piecewise_backend(head + 1024, false).await;
+    let [https, tls_up, plain_up] = [free_addr(), free_addr(), free_addr()];
+    let cfg = format!(
+        r#"
+[listeners.https]
+bind = "{https}"
+pool = "whole"
+[listeners.https.tls]
+certificates = [{{ cert = "{}", key = "{}" }}]
+
+[listeners.tls_up]
+bind = "{tls_up}"
+pool = "tls"
+
+[listeners.plain_up]
+bind = "{plain_up}"
+pool = "fast"
+
+[pools.whole]
+{}
+
+[pools.tls]
+{}
+[pools.tls.tls]
+ca = "{}"
+server_name = "api.internal"
+
+[pools.fast]
+{}
+"#,
+        site.cert.display(),
+        site.key.display(),
+        endpoints(&[(whole, 1)]),
+        endpoints(&[(tls_backend, 1)]),
+        ca_file.display(),
+        endpoints(&[(fast, 1)]),
+    );
+    let _w = Weir::start(&cfg, &[https, tls_up, plain_up]);
+
+    let tls = client(&ca.pem, &["http/1.1"], None);
+    let post: &'static [u8] = b"POST / HTTP/1.1\r\nhost: acks.test\r\ncontent-length: 1000\r\n\r\n";
+    let body: &'static [u8] = vec![b'y'; 1000].leak();
+    // Over TLS from a client with Nagle on, its head and body as two records; the same from a
+    // client with TCP_NODELAY; a GET answered by the TLS backend, and one by the plain one.
+    // All at once, 24 requests each, as in the tests above.
+    let over_tls = |nagle: bool| {
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let mut c = connect(&tls, https, Some("acks.test"))
+                .await
+                .unwrap()
+                .stream;
+            c.get_ref().0.set_nodelay(!nagle).unwrap();
+            let mut times = Vec::new();
+            for round in 0..24 {
+                let took = timed(&mut c, &[post, body]).await;
+                if round >= 3 {
+                    times.push(took);
+                }
+            }
+            median(times)
+        })
+    };
+    let plain = |listen| {
+        tokio::spawn(async move {
+            let mut c = TcpStream::connect(listen).await.unwrap();
+            c.set_nodelay(true).unwrap();
+            let mut times = Vec::new();
+            for round in 0..24 {
+                let took = timed(&mut c, &[GET]).await;
+                if round >= 3 {
+                    times.push(took);
+                }
+            }
+            median(times)
+        })
+    };
+    let asked = [
+        over_tls(true),
+        over_tls(false),
+        plain(tls_up),
+        plain(plain_up),
+    ];
+    let mut medians = Vec::new();
+    for a in asked {
+        medians.push(a.await.unwrap());
+    }
+    let [client_nagle, client_nodelay, upstream_tls, upstream_plain] = medians[..] else {
+        unreachable!()
+    };
+    let margin = Duration::from_millis(20);
+    assert!(
+        client_nagle < client_nodelay + margin && upstream_tls < upstream_plain + margin,
+        "median request over TLS with its body a record apart {client_nagle:?} (with \
+         TCP_NODELAY {client_nodelay:?}); answer in two records from a TLS upstream with Nagle \
+         on {upstream_tls:?} (in two pieces over plain TCP with TCP_NODELAY {upstream_plain:?})"
     );
 }
