@@ -126,9 +126,7 @@ impl ClientReader {
             ClientReader::Tls(r) => r.poll_gone(cx),
         }
     }
-}
 
-impl ClientReader {
     /// Has the kernel acknowledge now what arrived (`acks.rs`).
     pub fn ack_now(&self) {
         match self {

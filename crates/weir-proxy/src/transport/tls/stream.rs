@@ -55,9 +55,7 @@ impl TlsReader {
             Ok(_) => Poll::Ready(false),
         }
     }
-}
 
-impl TlsReader {
     /// Has the kernel acknowledge now what arrived on the socket under the session
     /// (`transport/acks.rs`).
     pub fn ack_now(&self) {
