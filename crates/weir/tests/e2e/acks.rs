@@ -156,9 +156,27 @@ async fn read_answer<S: AsyncRead + Unpin>(conn: &mut S) {
     }
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+/// Requests made on each connection ([`median_after_three`] of their times).
+const ROUNDS: usize = 24;
+
+/// The median of `times` without the first three: the kernel holds ACKs back only once a
+/// connection has gone request, answer, request.
+fn median_after_three(mut times: Vec<Duration>) -> Duration {
+    let mut counted = times.split_off(3);
+    counted.sort();
+    counted[counted.len() / 2]
+}
+
+/// The median time of GETs on a new connection to `listen` from a client with TCP_NODELAY
+/// ([`median_after_three`]).
+async fn median_get(listen: SocketAddr) -> Duration {
+    let mut c = TcpStream::connect(listen).await.unwrap();
+    c.set_nodelay(true).unwrap();
+    let mut times = Vec::new();
+    for _ in 0..ROUNDS {
+        times.push(timed(&mut c, &[GET]).await);
+    }
+    median_after_three(times)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,26 +199,10 @@ async fn answers_written_in_pieces_without_nodelay_are_not_held_for_delayed_acks
     }
     let _w = Weir::start(&cfg, &listens);
 
-    // The kernel holds ACKs back once a connection has gone request, answer, request: the
-    // first answers are not counted. Each backend has its own client, all three asking at
-    // once: load on the machine falls on them alike, and one connection's wait does not
-    // space out another's requests (a connection quiet for longer than the delayed-ACK
-    // time no longer holds ACKs back).
-    let ask = |listen| {
-        tokio::spawn(async move {
-            let mut c = TcpStream::connect(listen).await.unwrap();
-            c.set_nodelay(true).unwrap();
-            let mut times = Vec::new();
-            for round in 0..24 {
-                let took = timed(&mut c, &[GET]).await;
-                if round >= 3 {
-                    times.push(took);
-                }
-            }
-            median(times)
-        })
-    };
-    let asked = listens.map(ask);
+    // Each backend has its own client, all three asking at once: load on the machine falls
+    // on them alike, and one connection's wait does not space out another's requests (a
+    // connection quiet for longer than the delayed-ACK time no longer holds ACKs back).
+    let asked = listens.map(|l| tokio::spawn(median_get(l)));
     let mut medians = Vec::new();
     for a in asked {
         medians.push(a.await.unwrap());
@@ -233,7 +235,7 @@ async fn requests_written_in_pieces_without_nodelay_are_not_held_for_delayed_ack
     let asks: &[u8] =
         b"POST / HTTP/1.1\r\nhost: acks\r\ncontent-length: 1000\r\nexpect: 100-continue\r\n\r\n";
     let body: &[u8] = &[b'y'; 1000];
-    // Each client asks 24 times on one connection, all at once, as in the test above: a POST
+    // Each client asks on its own connection, all at once, as in the test above: a POST
     // written as its head, then its body; one cut inside the head; one that asks for `100
     // Continue`, its head cut and, after weir's go-ahead (bytes weir sent: the kernel holds
     // ACKs back again), its body in two; and the first from a client with TCP_NODELAY.
@@ -242,17 +244,14 @@ async fn requests_written_in_pieces_without_nodelay_are_not_held_for_delayed_ack
             let mut c = TcpStream::connect(listen).await.unwrap();
             c.set_nodelay(!nagle).unwrap();
             let mut times = Vec::new();
-            for round in 0..24 {
-                let took = if continued.is_empty() {
+            for _ in 0..ROUNDS {
+                times.push(if continued.is_empty() {
                     timed(&mut c, &pieces).await
                 } else {
                     timed_continue(&mut c, &pieces, &continued).await
-                };
-                if round >= 3 {
-                    times.push(took);
-                }
+                });
             }
-            median(times)
+            median_after_three(times)
         })
     };
     let (head, asks, body): (&'static [u8], &'static [u8], &'static [u8]) = (
@@ -348,7 +347,7 @@ server_name = "api.internal"
     let body: &'static [u8] = vec![b'y'; 1000].leak();
     // Over TLS from a client with Nagle on, its head and body as two records; the same from a
     // client with TCP_NODELAY; a GET answered by the TLS backend, and one by the plain one.
-    // All at once, 24 requests each, as in the tests above.
+    // All at once, as in the tests above.
     let over_tls = |nagle: bool| {
         let tls = tls.clone();
         tokio::spawn(async move {
@@ -358,34 +357,17 @@ server_name = "api.internal"
                 .stream;
             c.get_ref().0.set_nodelay(!nagle).unwrap();
             let mut times = Vec::new();
-            for round in 0..24 {
-                let took = timed(&mut c, &[post, body]).await;
-                if round >= 3 {
-                    times.push(took);
-                }
+            for _ in 0..ROUNDS {
+                times.push(timed(&mut c, &[post, body]).await);
             }
-            median(times)
-        })
-    };
-    let plain = |listen| {
-        tokio::spawn(async move {
-            let mut c = TcpStream::connect(listen).await.unwrap();
-            c.set_nodelay(true).unwrap();
-            let mut times = Vec::new();
-            for round in 0..24 {
-                let took = timed(&mut c, &[GET]).await;
-                if round >= 3 {
-                    times.push(took);
-                }
-            }
-            median(times)
+            median_after_three(times)
         })
     };
     let asked = [
         over_tls(true),
         over_tls(false),
-        plain(tls_up),
-        plain(plain_up),
+        tokio::spawn(median_get(tls_up)),
+        tokio::spawn(median_get(plain_up)),
     ];
     let mut medians = Vec::new();
     for a in asked {
