@@ -12,8 +12,9 @@
 //!
 //! TCP_QUICKACK has the kernel send the ACK now and leave pingpong mode until weir next
 //! sends on the connection, so the codecs set it once per message, and only when a message
-//! has begun to arrive and weir must wait for the rest: a message that arrives whole costs
-//! nothing.
+//! has begun to arrive and weir must wait for the rest (again if weir sent bytes on the
+//! connection meanwhile: a full-duplex exchange, weir's own `100 Continue`): a message that
+//! arrives whole costs nothing.
 
 use std::os::fd::AsFd;
 

@@ -167,6 +167,15 @@ fn median_after_three(mut times: Vec<Duration>) -> Duration {
     counted[counted.len() / 2]
 }
 
+/// What the clients measured, in the order they were asked.
+async fn medians<const N: usize>(asked: [tokio::task::JoinHandle<Duration>; N]) -> [Duration; N] {
+    let mut out = [Duration::ZERO; N];
+    for (o, a) in out.iter_mut().zip(asked) {
+        *o = a.await.unwrap();
+    }
+    out
+}
+
 /// The median time of GETs on a new connection to `listen` from a client with TCP_NODELAY
 /// ([`median_after_three`]).
 async fn median_get(listen: SocketAddr) -> Duration {
@@ -203,13 +212,7 @@ async fn answers_written_in_pieces_without_nodelay_are_not_held_for_delayed_acks
     // on them alike, and one connection's wait does not space out another's requests (a
     // connection quiet for longer than the delayed-ACK time no longer holds ACKs back).
     let asked = listens.map(|l| tokio::spawn(median_get(l)));
-    let mut medians = Vec::new();
-    for a in asked {
-        medians.push(a.await.unwrap());
-    }
-    let [in_body, in_head, nodelay] = medians[..] else {
-        unreachable!()
-    };
+    let [in_body, in_head, nodelay] = medians(asked).await;
     // Held back, each would take the kernel's delayed-ACK time (40 ms at the least) more
     // than the answer from the backend with TCP_NODELAY.
     let bound = nodelay + Duration::from_millis(20);
@@ -270,13 +273,7 @@ async fn requests_written_in_pieces_without_nodelay_are_not_held_for_delayed_ack
         ),
         ask(false, vec![head, body], vec![]),
     ];
-    let mut medians = Vec::new();
-    for a in asked {
-        medians.push(a.await.unwrap());
-    }
-    let [body_apart, in_head, continued, nodelay] = medians[..] else {
-        unreachable!()
-    };
+    let [body_apart, in_head, continued, nodelay] = medians(asked).await;
     let bound = nodelay + Duration::from_millis(20);
     assert!(
         body_apart < bound && in_head < bound && continued < bound,
@@ -369,18 +366,154 @@ server_name = "api.internal"
         tokio::spawn(median_get(tls_up)),
         tokio::spawn(median_get(plain_up)),
     ];
-    let mut medians = Vec::new();
-    for a in asked {
-        medians.push(a.await.unwrap());
-    }
-    let [client_nagle, client_nodelay, upstream_tls, upstream_plain] = medians[..] else {
-        unreachable!()
-    };
+    let [client_nagle, client_nodelay, upstream_tls, upstream_plain] = medians(asked).await;
     let margin = Duration::from_millis(20);
     assert!(
         client_nagle < client_nodelay + margin && upstream_tls < upstream_plain + margin,
         "median request over TLS with its body a record apart {client_nagle:?} (with \
          TCP_NODELAY {client_nodelay:?}); answer in two records from a TLS upstream with Nagle \
          on {upstream_tls:?} (in two pieces over plain TCP with TCP_NODELAY {upstream_plain:?})"
+    );
+}
+
+/// A backend that answers while the request is still coming (full duplex), with Nagle on
+/// unless `nodelay`: once a chunked request's first byte of data (`x`) is in, the head and
+/// `a`; once the request has ended, `b` and `c` as two writes.
+async fn duplex_backend(nodelay: bool) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
+            s.set_nodelay(nodelay).unwrap();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    // Hex sizes and CRLFs never hold an `x`; the body's last chunk ends it.
+                    for (until, answer) in [
+                        (
+                            &b"x"[..],
+                            &[&b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\na"[..]][..],
+                        ),
+                        (&b"0\r\n\r\n"[..], &[&b"b"[..], &b"c"[..]][..]),
+                    ] {
+                        while !buf.windows(until.len()).any(|w| w == until) {
+                            match s.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        for piece in answer {
+                            if s.write_all(piece).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    buf.clear();
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Reads from `conn` into `got` until it ends with `end`.
+async fn read_until(conn: &mut TcpStream, got: &mut Vec<u8>, end: &[u8]) {
+    let mut chunk = [0u8; 1024];
+    while !got.ends_with(end) {
+        let n = conn.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "weir closed: {:?}", String::from_utf8_lossy(got));
+        got.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// One full-duplex exchange on `conn`: the request's head and first chunk; once the answer's
+/// head and first byte are back, the rest of the request, written as `rest`. How long the
+/// rest of the answer took from there.
+async fn timed_duplex(conn: &mut TcpStream, rest: &[&[u8]]) -> Duration {
+    conn.write_all(
+        b"POST / HTTP/1.1\r\nhost: acks\r\ntransfer-encoding: chunked\r\n\r\n1\r\nx\r\n",
+    )
+    .await
+    .unwrap();
+    let mut got = Vec::new();
+    read_until(conn, &mut got, b"\r\n\r\na").await;
+    let start = Instant::now();
+    for piece in rest {
+        conn.write_all(piece).await.unwrap();
+    }
+    read_until(conn, &mut got, b"abc").await;
+    assert!(got.starts_with(b"HTTP/1.1 200 "), "{got:?}");
+    start.elapsed()
+}
+
+/// The median time of [`timed_duplex`] exchanges on a new connection to `listen`, from a
+/// client with Nagle on if `nagle` ([`median_after_three`]).
+async fn median_duplex(
+    listen: SocketAddr,
+    nagle: bool,
+    rest: &'static [&'static [u8]],
+) -> Duration {
+    let mut c = TcpStream::connect(listen).await.unwrap();
+    c.set_nodelay(!nagle).unwrap();
+    let mut times = Vec::new();
+    for _ in 0..ROUNDS {
+        let one = tokio::time::timeout(Duration::from_secs(30), timed_duplex(&mut c, rest));
+        times.push(one.await.expect("a full-duplex exchange within 30 s"));
+    }
+    median_after_three(times)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_goes_on_after_weir_sent_more_of_the_request_is_not_held() {
+    // weir acknowledges at once once per answer, and again after it sent more of the request
+    // while the answer was coming: those bytes have the kernel hold its ACKs back anew. The
+    // pools keep no body for replay (`buffer = 0`), so the request streams to the backend
+    // as it comes instead of being read whole first.
+    let (nagle, nodelay) = (duplex_backend(false).await, duplex_backend(true).await);
+    let listens = [free_addr(), free_addr()];
+    let mut cfg = String::new();
+    for (i, (l, b)) in listens.iter().zip([nagle, nodelay]).enumerate() {
+        cfg += &format!(
+            "[listeners.l{i}]\nbind = \"{l}\"\npool = \"p{i}\"\n\n[pools.p{i}]\n{}\n\
+             [pools.p{i}.retry]\nbuffer = 0\n\n",
+            endpoints(&[(b, 1)])
+        );
+    }
+    let _w = Weir::start(&cfg, &listens);
+    let asked = listens.map(|l| tokio::spawn(median_duplex(l, false, &[b"1\r\ny\r\n0\r\n\r\n"])));
+    let [with_nagle, with_nodelay] = medians(asked).await;
+    assert!(
+        with_nagle < with_nodelay + Duration::from_millis(20),
+        "median rest of a full-duplex answer {with_nagle:?}, against {with_nodelay:?} from a \
+         backend with TCP_NODELAY"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_goes_on_after_weir_sent_some_of_the_answer_is_not_held() {
+    // The mirror of the test above: weir has sent the client the start of the answer while
+    // the request's body is still coming, and the client writes the rest of it in two
+    // pieces with Nagle on.
+    let up = duplex_backend(true).await;
+    let listen = free_addr();
+    let _w = Weir::start(
+        &format!(
+            "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n\n[pools.app]\n{}\n\
+             [pools.app.retry]\nbuffer = 0\n",
+            endpoints(&[(up, 1)])
+        ),
+        &[listen],
+    );
+    let rest: &[&[u8]] = &[b"1\r\ny\r\n", b"0\r\n\r\n"];
+    let asked = [true, false].map(|nagle| tokio::spawn(median_duplex(listen, nagle, rest)));
+    let [with_nagle, with_nodelay] = medians(asked).await;
+    assert!(
+        with_nagle < with_nodelay + Duration::from_millis(20),
+        "median rest of a full-duplex exchange from a client with Nagle on {with_nagle:?}, \
+         against {with_nodelay:?} with TCP_NODELAY"
     );
 }

@@ -202,7 +202,14 @@ where
         if self.failed.is_some() || self.writer.is_done() {
             return Ok(());
         }
-        match self.writer.poll(conn, cx) {
+        let writes = self.writer.writes();
+        let polled = self.writer.poll(conn, cx);
+        if self.writer.writes() != writes {
+            // Bytes weir sends have the kernel hold its ACKs back again: an answer already
+            // coming is acknowledged at once anew at its next wait.
+            conn.acked = false;
+        }
+        match polled {
             Poll::Ready(Ok(())) | Poll::Pending => Ok(()),
             Poll::Ready(Err(WriteError::Io(e))) if self.writer.sent_nothing() => Err(Error::Io(e)),
             Poll::Ready(Err(WriteError::Io(e))) => {

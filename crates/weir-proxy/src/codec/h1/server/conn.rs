@@ -474,6 +474,13 @@ impl Conn {
                     }
                 }
             }
+            if self.reader.is_none() && !self.w.is_empty() {
+                // The request's body is still being read (full duplex): after the bytes
+                // about to go, the kernel holds its ACKs back again.
+                if let Some(home) = &self.home {
+                    home.rearm_ack();
+                }
+            }
             match self.w.poll_flush(cx) {
                 Poll::Ready(Err(_)) => return Poll::Ready(false),
                 Poll::Ready(Ok(())) if body.is_none() => return Poll::Ready(true),

@@ -149,6 +149,14 @@ impl Home {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// weir sends the client bytes while a body still reads the request: the body's next
+    /// wait acknowledges what came at once anew ([`Reader::awaiting_rest`]).
+    pub fn rearm_ack(&self) {
+        if let Some(r) = self.lock().reader.as_mut() {
+            r.acked = false;
+        }
+    }
+
     pub fn ask_continue(&self) {
         self.wants_continue.store(true, Relaxed);
     }
