@@ -248,6 +248,11 @@ impl Connection {
         self.closed
     }
 
+    /// Whether a stream's request is still coming (its client has not ended it).
+    pub fn awaits_request(&self) -> bool {
+        self.streams.values().any(|s| !s.recv_closed)
+    }
+
     /// Whether no stream is open.
     pub fn is_idle(&self) -> bool {
         self.streams.is_empty() && self.block.is_none()

@@ -8,7 +8,8 @@
 //! message then waits for the delayed-ACK timer, 40 ms or more, on every request or answer
 //! after a connection's first: measured here, +44 ms each through weir, HAProxy 2.6 and
 //! nginx 1.22 alike, for answers and for request bodies sent after their heads
-//! (bench/acks.py; tests/e2e/acks.rs).
+//! (bench/acks.py; tests/e2e/acks.rs). Over HTTP/2 too, for a request's DATA sent after
+//! its HEADERS (HAProxy and nginx did not wait there).
 //!
 //! TCP_QUICKACK has the kernel send the ACK now and leave pingpong mode until weir next
 //! sends on the connection, so the codecs set it once per message, and only when a message

@@ -5,8 +5,9 @@
 //! it at once when it waits for the rest of a message (`transport/acks.rs`; the h1 codecs'
 //! `awaiting_rest`). Without that, every answer after a connection's first took 44 ms more
 //! here (through HAProxy 2.6 and nginx 1.22 too: bench/acks.py), and so did every request
-//! whose client wrote its body apart from its head; over TLS alike. Each case below fails
-//! without its call.
+//! whose client wrote its body apart from its head; over TLS alike; and, over HTTP/2, every
+//! request whose DATA came after its HEADERS (there HAProxy and nginx did not wait). Each
+//! case below fails without its call.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -515,5 +516,63 @@ async fn a_request_that_goes_on_after_weir_sent_some_of_the_answer_is_not_held()
         with_nagle < with_nodelay + Duration::from_millis(20),
         "median rest of a full-duplex exchange from a client with Nagle on {with_nagle:?}, \
          against {with_nodelay:?} with TCP_NODELAY"
+    );
+}
+
+/// The median time of POSTs over HTTP/2 (h2c) on a new connection to `listen`, from a client
+/// with Nagle on if `nagle` that sends each request's HEADERS and, a moment later, its DATA
+/// ([`median_after_three`]).
+async fn median_h2_post(listen: SocketAddr, nagle: bool) -> Duration {
+    let tcp = TcpStream::connect(listen).await.unwrap();
+    tcp.set_nodelay(!nagle).unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut times = Vec::new();
+    for _ in 0..ROUNDS {
+        let mut c = client.clone().ready().await.unwrap();
+        let start = Instant::now();
+        let req = http::Request::post("http://acks/")
+            .header("content-length", "1000")
+            .body(())
+            .unwrap();
+        let (resp, mut body) = c.send_request(req, false).unwrap();
+        // The HEADERS frame goes out on its own first.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        body.send_data(bytes::Bytes::from(vec![b'y'; 1000]), true)
+            .unwrap();
+        let resp = tokio::time::timeout(Duration::from_secs(30), resp)
+            .await
+            .expect("an answer within 30 s")
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let mut data = resp.into_body();
+        while let Some(d) = data.data().await {
+            let d = d.unwrap();
+            data.flow_control().release_capacity(d.len()).unwrap();
+        }
+        times.push(start.elapsed());
+    }
+    median_after_three(times)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_request_whose_data_comes_after_its_headers_is_not_held() {
+    let up = piecewise_backend(BODY, false).await;
+    let listen = free_addr();
+    let _w = Weir::start(
+        &format!(
+            "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n\n[pools.app]\n{}\n",
+            endpoints(&[(up, 1)])
+        ),
+        &[listen],
+    );
+    let asked = [true, false].map(|nagle| tokio::spawn(median_h2_post(listen, nagle)));
+    let [with_nagle, with_nodelay] = medians(asked).await;
+    assert!(
+        with_nagle < with_nodelay + Duration::from_millis(20),
+        "median HTTP/2 POST from a client with Nagle on {with_nagle:?}, against \
+         {with_nodelay:?} with TCP_NODELAY"
     );
 }

@@ -28,6 +28,13 @@ impl Joined {
     }
 }
 
+impl Joined {
+    /// Has the kernel acknowledge now what arrived (`transport/acks.rs`).
+    pub fn ack_now(&self) {
+        self.reader.ack_now();
+    }
+}
+
 impl AsyncRead for Joined {
     fn poll_read(
         self: Pin<&mut Self>,

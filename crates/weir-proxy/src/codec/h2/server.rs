@@ -181,6 +181,8 @@ pub async fn run<H: Handler>(
     let mut idled = pin!(idle.cancelled());
     let mut draining = false;
     let mut eof = false;
+    // No bytes sent since the kernel last acknowledged at once (`transport/acks.rs`).
+    let mut acked = false;
     // The waker the drain and idle futures were last polled with. A poll of one looks at
     // its token and then at its notification, each under a lock; they are polled again only
     // for a new waker, and in between the token is looked at alone: a cancellation wakes
@@ -246,7 +248,15 @@ pub async fn run<H: Handler>(
                                 l.event(ev);
                             }
                         }
-                        Poll::Pending => {}
+                        Poll::Pending => {
+                            // A request still coming (a body after its HEADERS) from a
+                            // client that may write it in pieces with Nagle on: what came
+                            // is acknowledged at once, as the HTTP/1 codec does.
+                            if !acked && l.h2.awaits_request() {
+                                io.ack_now();
+                                acked = true;
+                            }
+                        }
                     }
                 }
                 if !progress || eof || l.h2.output_len() >= WRITE_HIGH {
@@ -273,6 +283,8 @@ pub async fn run<H: Handler>(
                 debug!("HTTP/2: writing to the client: {e}");
                 break;
             }
+            // After weir's bytes the kernel holds its ACKs back again.
+            acked = false;
             out.clear();
         }
         *l.h2.output() = out;
