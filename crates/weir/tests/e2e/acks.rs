@@ -21,7 +21,7 @@ use tokio_rustls::TlsAcceptor;
 use weir_testkit::certs::Ca;
 use weir_testkit::tls::server_config;
 
-use crate::common::{endpoints, free_addr, Weir};
+use crate::common::{endpoints, free_addr, one_pool, Weir};
 use crate::tls_kit::{client, connect};
 
 const BODY: usize = 2048;
@@ -168,6 +168,23 @@ fn median_after_three(mut times: Vec<Duration>) -> Duration {
     counted[counted.len() / 2]
 }
 
+/// A config with a listener per backend, each to a pool of that backend alone (with the
+/// keys `pool_extra` in each pool's table), and the listeners' addresses.
+fn listener_per_backend<const N: usize>(
+    backends: [SocketAddr; N],
+    pool_extra: &str,
+) -> (String, [SocketAddr; N]) {
+    let listens = backends.map(|_| free_addr());
+    let mut cfg = String::new();
+    for (i, (l, b)) in listens.iter().zip(backends).enumerate() {
+        cfg += &format!(
+            "[listeners.l{i}]\nbind = \"{l}\"\npool = \"p{i}\"\n\n[pools.p{i}]\n{}\n{pool_extra}\n",
+            endpoints(&[(b, 1)])
+        );
+    }
+    (cfg, listens)
+}
+
 /// What the clients measured, in the order they were asked.
 async fn medians<const N: usize>(asked: [tokio::task::JoinHandle<Duration>; N]) -> [Duration; N] {
     let mut out = [Duration::ZERO; N];
@@ -199,14 +216,7 @@ async fn answers_written_in_pieces_without_nodelay_are_not_held_for_delayed_acks
         piecewise_backend(10, true).await,
         piecewise_backend(head + 1024, false).await,
     ];
-    let listens = [free_addr(), free_addr(), free_addr()];
-    let mut cfg = String::new();
-    for (i, (l, b)) in listens.iter().zip(&backends).enumerate() {
-        cfg += &format!(
-            "[listeners.l{i}]\nbind = \"{l}\"\npool = \"p{i}\"\n\n[pools.p{i}]\n{}\n\n",
-            endpoints(&[(*b, 1)])
-        );
-    }
+    let (cfg, listens) = listener_per_backend(backends, "");
     let _w = Weir::start(&cfg, &listens);
 
     // Each backend has its own client, all three asking at once: load on the machine falls
@@ -228,13 +238,7 @@ async fn answers_written_in_pieces_without_nodelay_are_not_held_for_delayed_acks
 async fn requests_written_in_pieces_without_nodelay_are_not_held_for_delayed_acks() {
     let up = piecewise_backend(BODY, false).await;
     let listen = free_addr();
-    let _w = Weir::start(
-        &format!(
-            "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n\n[pools.app]\n{}\n",
-            endpoints(&[(up, 1)])
-        ),
-        &[listen],
-    );
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up, 1)]), ""), &[listen]);
     let head: &[u8] = b"POST / HTTP/1.1\r\nhost: acks\r\ncontent-length: 1000\r\n\r\n";
     let asks: &[u8] =
         b"POST / HTTP/1.1\r\nhost: acks\r\ncontent-length: 1000\r\nexpect: 100-continue\r\n\r\n";
@@ -475,15 +479,7 @@ async fn an_answer_that_goes_on_after_weir_sent_more_of_the_request_is_not_held(
     // pools keep no body for replay (`buffer = 0`), so the request streams to the backend
     // as it comes instead of being read whole first.
     let (nagle, nodelay) = (duplex_backend(false).await, duplex_backend(true).await);
-    let listens = [free_addr(), free_addr()];
-    let mut cfg = String::new();
-    for (i, (l, b)) in listens.iter().zip([nagle, nodelay]).enumerate() {
-        cfg += &format!(
-            "[listeners.l{i}]\nbind = \"{l}\"\npool = \"p{i}\"\n\n[pools.p{i}]\n{}\n\
-             [pools.p{i}.retry]\nbuffer = 0\n\n",
-            endpoints(&[(b, 1)])
-        );
-    }
+    let (cfg, listens) = listener_per_backend([nagle, nodelay], "retry = { buffer = 0 }");
     let _w = Weir::start(&cfg, &listens);
     let asked = listens.map(|l| tokio::spawn(median_duplex(l, false, &[b"1\r\ny\r\n0\r\n\r\n"])));
     let [with_nagle, with_nodelay] = medians(asked).await;
@@ -502,11 +498,7 @@ async fn a_request_that_goes_on_after_weir_sent_some_of_the_answer_is_not_held()
     let up = duplex_backend(true).await;
     let listen = free_addr();
     let _w = Weir::start(
-        &format!(
-            "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n\n[pools.app]\n{}\n\
-             [pools.app.retry]\nbuffer = 0\n",
-            endpoints(&[(up, 1)])
-        ),
+        &one_pool(listen, &endpoints(&[(up, 1)]), "retry = { buffer = 0 }"),
         &[listen],
     );
     let rest: &[&[u8]] = &[b"1\r\ny\r\n", b"0\r\n\r\n"];
@@ -561,13 +553,7 @@ async fn median_h2_post(listen: SocketAddr, nagle: bool) -> Duration {
 async fn an_http2_request_whose_data_comes_after_its_headers_is_not_held() {
     let up = piecewise_backend(BODY, false).await;
     let listen = free_addr();
-    let _w = Weir::start(
-        &format!(
-            "[listeners.web]\nbind = \"{listen}\"\npool = \"app\"\n\n[pools.app]\n{}\n",
-            endpoints(&[(up, 1)])
-        ),
-        &[listen],
-    );
+    let _w = Weir::start(&one_pool(listen, &endpoints(&[(up, 1)]), ""), &[listen]);
     let asked = [true, false].map(|nagle| tokio::spawn(median_h2_post(listen, nagle)));
     let [with_nagle, with_nodelay] = medians(asked).await;
     assert!(

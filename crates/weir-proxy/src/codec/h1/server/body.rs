@@ -86,13 +86,9 @@ impl Body for ReqBody {
                 Err(e) => break Err(BodyError::from(e)),
             }
             match r.poll_fill(cx) {
-                Poll::Pending if asked => {
-                    // The client waits for the `100 Continue` weir sends next; after those
-                    // bytes the kernel holds ACKs back again, so the body's first wait
-                    // acknowledges what came of it.
-                    r.acked = false;
-                    return Poll::Pending;
-                }
+                // The client sends nothing before the `100 Continue` weir sends next (whose
+                // bytes rearm the at-once ACK for the body's first wait).
+                Poll::Pending if asked => return Poll::Pending,
                 Poll::Pending => {
                     r.awaiting_rest();
                     return Poll::Pending;

@@ -364,6 +364,19 @@ impl Conn {
         }
     }
 
+    /// Flushes what weir has for the client while a request may still be coming. Bytes
+    /// sent while a body still reads the request (the reader lent: a `100 Continue`, an
+    /// answer going out as the body still comes) have the kernel hold its ACKs back again,
+    /// so the body's next wait acknowledges what came at once anew (`transport/acks.rs`).
+    fn flush_during_request(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if self.reader.is_none() && !self.w.is_empty() {
+            if let Some(home) = &self.home {
+                home.rearm_ack();
+            }
+        }
+        self.w.poll_flush(cx)
+    }
+
     /// Polls the handler; meanwhile answers `100 Continue` and watches the
     /// client. `None`: the client left.
     fn wait<F: Future>(
@@ -378,7 +391,7 @@ impl Conn {
             self.w.buf.extend_from_slice(CONTINUE);
         }
         if !self.w.is_empty() {
-            if let Poll::Ready(Err(_)) = self.w.poll_flush(cx) {
+            if let Poll::Ready(Err(_)) = self.flush_during_request(cx) {
                 return Poll::Ready(None);
             }
         }
@@ -474,14 +487,7 @@ impl Conn {
                     }
                 }
             }
-            if self.reader.is_none() && !self.w.is_empty() {
-                // The request's body is still being read (full duplex): after the bytes
-                // about to go, the kernel holds its ACKs back again.
-                if let Some(home) = &self.home {
-                    home.rearm_ack();
-                }
-            }
-            match self.w.poll_flush(cx) {
+            match self.flush_during_request(cx) {
                 Poll::Ready(Err(_)) => return Poll::Ready(false),
                 Poll::Ready(Ok(())) if body.is_none() => return Poll::Ready(true),
                 Poll::Ready(Ok(())) if !body_pending => continue,

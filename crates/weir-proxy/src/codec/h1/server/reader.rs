@@ -150,7 +150,8 @@ impl Home {
     }
 
     /// weir sends the client bytes while a body still reads the request: the body's next
-    /// wait acknowledges what came at once anew ([`Reader::awaiting_rest`]).
+    /// wait acknowledges what came at once anew ([`Reader::awaiting_rest`]; `conn.rs`'s
+    /// `flush_during_request`).
     pub fn rearm_ack(&self) {
         if let Some(r) = self.lock().reader.as_mut() {
             r.acked = false;
