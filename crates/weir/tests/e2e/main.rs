@@ -28,6 +28,7 @@ mod ejection;
 mod etcd;
 #[cfg(feature = "etcd")]
 mod etcd_secure;
+mod expect;
 mod filters;
 mod grpc;
 mod grpc_answers;

@@ -324,15 +324,18 @@ struct Open {
     /// Bytes received for it and not yet given back to the client's windows (taken or
     /// not): what `finish` gives back, without asking the stream.
     unreleased: usize,
+    /// The client waits for a `100` before its body (`Shared` says whether it was asked).
+    expects_continue: bool,
 }
 
 impl Open {
-    fn new(shared: Arc<Shared>, tunnel: bool) -> Open {
+    fn new(shared: Arc<Shared>, tunnel: bool, expects_continue: bool) -> Open {
         Open {
             shared,
             tunnel,
             relay_over: false,
             unreleased: 0,
+            expects_continue,
         }
     }
 }
@@ -440,7 +443,10 @@ where
                     (call, tunnel)
                 };
                 self.calls.push(call);
-                self.open.insert(stream, Open::new(shared, tunnel));
+                self.open.insert(
+                    stream,
+                    Open::new(shared, tunnel, expect == Expect::Continue),
+                );
             }
             Event::Data {
                 stream,
@@ -515,9 +521,19 @@ where
 
     /// The pipeline's answer to a stream (`None`: the client reset the stream first).
     fn answer(&mut self, cx: &mut Context<'_>, id: StreamId, resp: Option<Response<H::Body>>) {
-        let (Some(resp), Some(open)) = (resp, self.open.get(&id)) else {
+        let Some(resp) = resp else {
             return;
         };
+        let Some(mut open) = self.open.get(&id) else {
+            return;
+        };
+        if open.expects_continue {
+            // A `100` the pipeline asked for before its answer came (by the poll that
+            // asked: a backend answering before it reads) goes first: the client still
+            // waits for it to send the body the request goes on streaming.
+            self.released(id);
+            open = &self.open[&id];
+        }
         if open.tunnel
             && resp.status() == StatusCode::SWITCHING_PROTOCOLS
             && self.handler.is_switched(resp.body())
@@ -688,20 +704,10 @@ where
     /// A stream whose pipeline took request body bytes (given back to the window) or
     /// queued tunnel bytes (sent as the window allows).
     fn dirty(&mut self, id: StreamId) {
+        self.released(id);
         let Some(o) = self.open.get_mut(&id) else {
             return;
         };
-        let (taken, continue_asked) = o.shared.take_released();
-        if continue_asked {
-            // Refused by weir-h2 once the answer went (the client then needs no `100`).
-            self.h2
-                .send_headers(id, StatusCode::CONTINUE, &HeaderMap::new(), false);
-        }
-        if taken > 0 {
-            // Bytes taken were counted in when they came.
-            o.unreleased = o.unreleased.saturating_sub(taken);
-            self.h2.release(id, taken);
-        }
         if !o.tunnel {
             return;
         }
@@ -722,6 +728,26 @@ where
             if o.relay_over {
                 self.finish(id);
             }
+        }
+    }
+
+    /// What the stream's pipeline asked of the client since the last pass: the `100` its
+    /// first read of a body still to come asks for, and window for the bytes it took.
+    fn released(&mut self, id: StreamId) {
+        let Some(o) = self.open.get_mut(&id) else {
+            return;
+        };
+        let (taken, continue_asked) = o.shared.take_released();
+        if continue_asked {
+            // Refused by weir-h2 once the answer went (asked after it, the `100` is not
+            // needed: the answer came without the body).
+            self.h2
+                .send_headers(id, StatusCode::CONTINUE, &HeaderMap::new(), false);
+        }
+        if taken > 0 {
+            // Bytes taken were counted in when they came.
+            o.unreleased = o.unreleased.saturating_sub(taken);
+            self.h2.release(id, taken);
         }
     }
 }

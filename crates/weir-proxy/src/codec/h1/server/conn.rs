@@ -282,9 +282,12 @@ impl Conn {
             debug!("client went away before the response");
             return After::Close;
         };
-        if let Some(home) = &self.home {
-            // Too late for `100 Continue` once the answer is known.
-            home.continue_asked();
+        if self.home.as_ref().is_some_and(|h| h.continue_asked()) {
+            // The pipeline asked for the body before its answer came (by the poll that
+            // asked: a backend answering before it reads): the client still waits for the
+            // `100` to send the body the request goes on streaming, so it goes first.
+            // Not asked by now, it is not sent: the answer came without the body.
+            self.w.buf.extend_from_slice(CONTINUE);
         }
 
         let (parts, body) = resp.into_parts();
