@@ -13,6 +13,10 @@ two clients ask through each, one request at a time on one kept-alive connection
 - "answer in pieces": GET, TCP_NODELAY on the client;
 - "body apart": a POST whose 1000-byte body the client writes after its head, Nagle on.
 
+A third client makes the GETs through weir and HAProxy to an HTTP/2 backend (h2c, Python's
+`h2`, Nagle on) that writes each answer's HEADERS and then its DATA: "h2 backend" (nginx
+proxies no HTTP/2 to backends but gRPC's).
+
 The table shows the median time per request, the first three of each connection left out
 (the kernel holds ACKs back only once a connection has gone request, answer, request). A
 peer that waits for a delayed ACK shows ~40 ms or more; one that does not, well under 1 ms.
@@ -79,6 +83,36 @@ def backend(listener):
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
+def h2_backend(listener):
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    def serve(c):
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+        conn.initiate_connection()
+        try:
+            c.sendall(conn.data_to_send())
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                for ev in conn.receive_data(d):
+                    if isinstance(ev, h2.events.StreamEnded):
+                        conn.send_headers(ev.stream_id, [(":status", "200"),
+                                                         ("content-length", str(len(BODY)))])
+                        c.sendall(conn.data_to_send())
+                        conn.send_data(ev.stream_id, BODY, end_stream=True)
+                c.sendall(conn.data_to_send())
+        except OSError:
+            pass
+        c.close()
+
+    while True:
+        c, _ = listener.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
 def probe(port, pieces, nodelay, n):
     s = socket.create_connection(("127.0.0.1", port))
     if nodelay:
@@ -120,14 +154,23 @@ def main():
     up.listen(64)
     upport = up.getsockname()[1]
     threading.Thread(target=backend, args=(up,), daemon=True).start()
+    up2 = socket.socket()
+    up2.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    up2.bind(("127.0.0.1", 0))
+    up2.listen(64)
+    h2port = up2.getsockname()[1]
+    threading.Thread(target=h2_backend, args=(up2,), daemon=True).start()
 
     ports = {name: free_port() for name in ("weir", "haproxy", "nginx")}
+    h2ports = {name: free_port() for name in ("weir", "haproxy")}
     procs = []
     cfg = os.path.join(tmp, "weir.toml")
     with open(cfg, "w") as f:
         f.write(
             f'[listeners.web]\nbind = "127.0.0.1:{ports["weir"]}"\npool = "app"\n\n'
-            f'[pools.app]\nendpoints = [{{ addr = "127.0.0.1:{upport}" }}]\n'
+            f'[pools.app]\nendpoints = [{{ addr = "127.0.0.1:{upport}" }}]\n\n'
+            f'[listeners.h2]\nbind = "127.0.0.1:{h2ports["weir"]}"\npool = "h2"\n\n'
+            f'[pools.h2]\nprotocol = "h2c"\nendpoints = [{{ addr = "127.0.0.1:{h2port}" }}]\n'
         )
     procs.append(subprocess.Popen(
         [weir, "run", "-c", cfg, "--threads", "1", "--admin", f"127.0.0.1:{free_port()}"],
@@ -140,11 +183,13 @@ def main():
                 "    timeout client 30s\n    timeout server 30s\n    http-reuse always\n"
                 f"frontend f\n    bind 127.0.0.1:{ports['haproxy']}\n    default_backend b\n"
                 f"backend b\n    server s1 127.0.0.1:{upport}\n"
+                f"frontend f2\n    bind 127.0.0.1:{h2ports['haproxy']}\n    default_backend b2\n"
+                f"backend b2\n    server s2 127.0.0.1:{h2port} proto h2\n"
             )
         procs.append(subprocess.Popen(["haproxy", "-db", "-f", cfg],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     else:
-        del ports["haproxy"]
+        del ports["haproxy"], h2ports["haproxy"]
     if shutil.which("nginx"):
         cfg = os.path.join(tmp, "nginx.conf")
         with open(cfg, "w") as f:
@@ -162,14 +207,15 @@ def main():
     else:
         del ports["nginx"]
     try:
-        for p in ports.values():
+        for p in [*ports.values(), *h2ports.values()]:
             wait_port(p)
         print(f"median ms per request, {n} requests each after 3 (backend: two pieces, Nagle on)")
-        print(f"{'proxy':10} {'answer in pieces':>17} {'body apart':>11}")
+        print(f"{'proxy':10} {'answer in pieces':>17} {'body apart':>11} {'h2 backend':>11}")
         for name, port in ports.items():
             answer = probe(port, [GET], True, n)
             post = probe(port, [POST_HEAD, POST_BODY], False, n)
-            print(f"{name:10} {answer:17.2f} {post:11.2f}")
+            h2 = f"{probe(h2ports[name], [GET], True, n):11.2f}" if name in h2ports else f"{'-':>11}"
+            print(f"{name:10} {answer:17.2f} {post:11.2f} {h2}")
     finally:
         for p in procs:
             p.terminate()

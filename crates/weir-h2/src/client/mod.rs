@@ -217,6 +217,13 @@ impl Connection {
         self.streams.len()
     }
 
+    /// Whether a stream's response has begun (its head came) and is still coming.
+    pub fn awaits_rest(&self) -> bool {
+        self.streams
+            .values()
+            .any(|s| s.head.is_some() && !s.recv_closed)
+    }
+
     /// The id of the last stream opened (0 before the first).
     pub fn last_opened(&self) -> StreamId {
         self.next_id.saturating_sub(2)

@@ -9,7 +9,8 @@
 //! after a connection's first: measured here, +44 ms each through weir, HAProxy 2.6 and
 //! nginx 1.22 alike, for answers and for request bodies sent after their heads
 //! (bench/acks.py; tests/e2e/acks.rs). Over HTTP/2 too, for a request's DATA sent after
-//! its HEADERS (HAProxy and nginx did not wait there).
+//! its HEADERS (HAProxy and nginx did not wait there) and for an HTTP/2 backend's answer
+//! whose DATA came after its HEADERS (HAProxy waits there too).
 //!
 //! TCP_QUICKACK has the kernel send the ACK now and leave pingpong mode until weir next
 //! sends on the connection, so the codecs set it once per message, and only when a message
@@ -26,4 +27,22 @@ pub fn ack_now(tcp: &impl AsFd) {
     let _ = socket2::SockRef::from(tcp).set_tcp_quickack(true);
     #[cfg(not(target_os = "linux"))]
     let _ = tcp;
+}
+
+/// A stream over TCP whose kernel can be told to acknowledge at once (for codecs generic
+/// over their stream: the upstream HTTP/2 connection's task).
+pub trait AckNow {
+    fn ack_now(&self);
+}
+
+impl AckNow for super::UpstreamStream {
+    fn ack_now(&self) {
+        super::UpstreamStream::ack_now(self);
+    }
+}
+
+/// In memory, for unit tests: no kernel holds anything back.
+#[cfg(test)]
+impl AckNow for tokio::io::DuplexStream {
+    fn ack_now(&self) {}
 }

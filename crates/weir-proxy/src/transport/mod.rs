@@ -23,6 +23,7 @@ mod upstream;
 mod upstream_tls;
 
 pub use accept::{accept, defer_accept, listen, BindError, Listener};
+pub use acks::AckNow;
 pub use client::{ClientReader, ClientStream, ClientWriter};
 pub use connect::{connect, connect_until, ConnectError};
 pub use tls_info::TlsInfo;

@@ -5,8 +5,9 @@
 //! it at once when it waits for the rest of a message (`transport/acks.rs`; the h1 codecs'
 //! `awaiting_rest`). Without that, every answer after a connection's first took 44 ms more
 //! here (through HAProxy 2.6 and nginx 1.22 too: bench/acks.py), and so did every request
-//! whose client wrote its body apart from its head; over TLS alike; and, over HTTP/2, every
-//! request whose DATA came after its HEADERS (there HAProxy and nginx did not wait). Each
+//! whose client wrote its body apart from its head; over TLS alike; over HTTP/2, every
+//! request whose DATA came after its HEADERS (there HAProxy and nginx did not wait), and every
+//! answer from an HTTP/2 backend whose DATA came after its HEADERS (HAProxy waits too). Each
 //! case below fails without its call.
 
 use std::net::SocketAddr;
@@ -559,6 +560,57 @@ async fn an_http2_request_whose_data_comes_after_its_headers_is_not_held() {
     assert!(
         with_nagle < with_nodelay + Duration::from_millis(20),
         "median HTTP/2 POST from a client with Nagle on {with_nagle:?}, against \
+         {with_nodelay:?} with TCP_NODELAY"
+    );
+}
+
+/// An h2c backend (the `h2` crate's server) answering every request with its HEADERS and, a
+/// moment later, a `BODY`-byte DATA frame; with `nagle` it leaves TCP_NODELAY off.
+async fn h2_piecewise_backend(nagle: bool) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = l.accept().await {
+            tcp.set_nodelay(!nagle).unwrap();
+            tokio::spawn(async move {
+                let Ok(mut conn) = h2::server::handshake(tcp).await else {
+                    return;
+                };
+                while let Some(Ok((_, mut respond))) = conn.accept().await {
+                    tokio::spawn(async move {
+                        let resp = http::Response::builder()
+                            .header("content-length", BODY)
+                            .body(())
+                            .unwrap();
+                        let Ok(mut send) = respond.send_response(resp, false) else {
+                            return;
+                        };
+                        // The HEADERS frame goes out on its own first.
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        let _ = send.send_data(bytes::Bytes::from(vec![b'x'; BODY]), true);
+                    });
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// An answer from an HTTP/2 backend whose DATA comes after its HEADERS: weir's upstream
+/// connection acknowledges at once what came while a stream's answer is still coming.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_backends_answer_whose_data_comes_after_its_headers_is_not_held() {
+    let backends = [
+        h2_piecewise_backend(true).await,
+        h2_piecewise_backend(false).await,
+    ];
+    let (cfg, listens) = listener_per_backend(backends, "protocol = \"h2c\"");
+    let _w = Weir::start(&cfg, &listens);
+    let asked = listens.map(|l| tokio::spawn(median_get(l)));
+    let [with_nagle, with_nodelay] = medians(asked).await;
+    assert!(
+        with_nagle < with_nodelay + Duration::from_millis(20),
+        "median answer from an HTTP/2 backend with Nagle on {with_nagle:?}, against \
          {with_nodelay:?} with TCP_NODELAY"
     );
 }

@@ -35,6 +35,7 @@ use super::keepalive::{Due, Keepalive, Ping};
 use super::shared::keep_waker;
 use crate::clock;
 use crate::metrics::{Held, GLOBAL};
+use crate::transport::AckNow;
 
 /// Per stream receive window: what one response may have in flight to weir before the
 /// client it goes to takes it.
@@ -347,7 +348,7 @@ impl Drop for Stream {
 /// (`keepalive.rs`) and ends the connection when a PING goes unanswered.
 pub fn handshake<T>(io: T, max: u32, tls: u64, idle_timeout: Duration, ping: Option<Ping>) -> Stream
 where
-    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    T: AsyncRead + AsyncWrite + AckNow + Unpin + Send + 'static,
 {
     let conn = Arc::new(Conn {
         state: Mutex::new(State {
@@ -390,7 +391,7 @@ where
 /// until the connection ends or nobody holds it.
 async fn drive<T>(mut io: T, conn: Arc<Conn>, mut keepalive: Option<Keepalive>)
 where
-    T: AsyncRead + AsyncWrite + Unpin,
+    T: AsyncRead + AsyncWrite + AckNow + Unpin,
 {
     let mut rbuf = BytesMut::with_capacity(READ_SIZE);
     let mut out: Vec<u8> = Vec::new();
@@ -406,6 +407,10 @@ where
     // The streams' head deadlines: armed at the earliest (see `State::head_deadline`).
     let mut timer = std::pin::pin!(tokio::time::sleep(Duration::from_secs(86_400)));
     let mut timing = false;
+    // No bytes written since the kernel last acknowledged at once (`transport/acks.rs`).
+    let mut acked = false;
+    // A stream's answer had begun and was still coming when the last bytes were read.
+    let mut rest_coming = false;
     let why: Arc<str> = poll_fn(|cx| loop {
         let mut progress = false;
         if timing && timer.as_mut().poll(cx).is_ready() {
@@ -435,6 +440,7 @@ where
                         st.event(ev);
                     }
                     conn.peer_max.store(st.h2.peer_max_streams(), Relaxed);
+                    rest_coming = st.h2.awaits_rest();
                     if st.h2.is_going_away() {
                         conn.retire();
                     }
@@ -445,7 +451,15 @@ where
                         st.end(e.to_string().into(), handed);
                     }
                 }
-                Poll::Pending => {}
+                Poll::Pending => {
+                    // An answer begun and still coming, from an endpoint that may write it
+                    // in pieces with Nagle on (HEADERS, then DATA): what came is
+                    // acknowledged at once, as the HTTP/1 codec does.
+                    if !acked && rest_coming {
+                        io.ack_now();
+                        acked = true;
+                    }
+                }
             }
         }
         // After the read: an answer waiting in the socket is heard before the timer judges.
@@ -506,6 +520,8 @@ where
                 Poll::Ready(Ok(n)) => {
                     written += n;
                     flushed = false;
+                    // After weir's bytes the kernel holds its ACKs back again.
+                    acked = false;
                     progress = true;
                     handed = handing;
                 }
