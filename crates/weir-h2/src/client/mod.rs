@@ -224,6 +224,13 @@ impl Connection {
             .any(|s| s.head.is_some() && !s.recv_closed)
     }
 
+    /// Whether a stream waits for its response head.
+    pub fn awaits_head(&self) -> bool {
+        self.streams
+            .values()
+            .any(|s| s.head.is_none() && !s.recv_closed)
+    }
+
     /// The id of the last stream opened (0 before the first).
     pub fn last_opened(&self) -> StreamId {
         self.next_id.saturating_sub(2)

@@ -614,3 +614,76 @@ async fn an_http2_backends_answer_whose_data_comes_after_its_headers_is_not_held
          {with_nodelay:?} with TCP_NODELAY"
     );
 }
+
+/// An h2c backend (the `h2` crate's server) that reads each request's body, giving the
+/// window back as it goes (WINDOW_UPDATE frames), and 2 ms later answers with its HEADERS
+/// and a `BODY`-byte DATA frame; with `nagle` it leaves TCP_NODELAY off.
+async fn h2_reading_backend(nagle: bool) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = l.accept().await {
+            tcp.set_nodelay(!nagle).unwrap();
+            tokio::spawn(async move {
+                let Ok(mut conn) = h2::server::handshake(tcp).await else {
+                    return;
+                };
+                while let Some(Ok((req, mut respond))) = conn.accept().await {
+                    tokio::spawn(async move {
+                        let mut body = req.into_body();
+                        while let Some(Ok(d)) = body.data().await {
+                            let _ = body.flow_control().release_capacity(d.len());
+                        }
+                        // The work the answer takes: the WINDOW_UPDATE frames go first.
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        let resp = http::Response::builder()
+                            .header("content-length", BODY)
+                            .body(())
+                            .unwrap();
+                        let Ok(mut send) = respond.send_response(resp, false) else {
+                            return;
+                        };
+                        let _ = send.send_data(bytes::Bytes::from(vec![b'x'; BODY]), true);
+                    });
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The median time of POSTs of 30 000 bytes on a new connection to `listen` from a client
+/// with TCP_NODELAY ([`median_after_three`]).
+async fn median_post(listen: SocketAddr) -> Duration {
+    let mut c = TcpStream::connect(listen).await.unwrap();
+    c.set_nodelay(true).unwrap();
+    let req = format!(
+        "POST / HTTP/1.1\r\nhost: acks\r\ncontent-length: 30000\r\n\r\n{}",
+        "y".repeat(30_000)
+    );
+    let mut times = Vec::new();
+    for _ in 0..ROUNDS {
+        times.push(timed(&mut c, &[req.as_bytes()]).await);
+    }
+    median_after_three(times)
+}
+
+/// An HTTP/2 backend that gives a request body's window back before it answers: its
+/// WINDOW_UPDATE is acknowledged at once, or a backend with Nagle on holds the answer's
+/// HEADERS behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_backends_answer_after_its_window_updates_is_not_held() {
+    let backends = [
+        h2_reading_backend(true).await,
+        h2_reading_backend(false).await,
+    ];
+    let (cfg, listens) = listener_per_backend(backends, "protocol = \"h2c\"");
+    let _w = Weir::start(&cfg, &listens);
+    let asked = listens.map(|l| tokio::spawn(median_post(l)));
+    let [with_nagle, with_nodelay] = medians(asked).await;
+    assert!(
+        with_nagle < with_nodelay + Duration::from_millis(20),
+        "median POST to an HTTP/2 backend with Nagle on {with_nagle:?}, against \
+         {with_nodelay:?} with TCP_NODELAY"
+    );
+}

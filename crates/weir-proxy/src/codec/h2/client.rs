@@ -436,11 +436,17 @@ where
                     }
                     let mut st = conn.lock();
                     let r = st.h2.recv(&mut rbuf);
+                    let mut answers = false;
                     while let Some(ev) = st.h2.next_event() {
+                        answers |= !matches!(ev, Event::Window { .. });
                         st.event(ev);
                     }
                     conn.peer_max.store(st.h2.peer_max_streams(), Relaxed);
-                    rest_coming = st.h2.awaits_rest();
+                    // What an endpoint with Nagle on holds back until what it sent is
+                    // acknowledged: the rest of an answer begun, or, when only control
+                    // frames came (a WINDOW_UPDATE for a request body), an answer's head.
+                    rest_coming =
+                        st.h2.awaits_rest() || (!answers && st.h2.awaits_head());
                     if st.h2.is_going_away() {
                         conn.retire();
                     }
@@ -452,8 +458,8 @@ where
                     }
                 }
                 Poll::Pending => {
-                    // An answer begun and still coming, from an endpoint that may write it
-                    // in pieces with Nagle on (HEADERS, then DATA): what came is
+                    // An answer still coming (`rest_coming`) from an endpoint that may
+                    // write it in pieces with Nagle on (HEADERS, then DATA): what came is
                     // acknowledged at once, as the HTTP/1 codec does.
                     if !acked && rest_coming {
                         io.ack_now();
