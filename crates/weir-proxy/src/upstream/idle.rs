@@ -91,8 +91,16 @@ impl IdleConns {
                     conn: c.conn,
                 });
             }
+            let idle_for = now.saturating_duration_since(c.since);
+            tracing::debug!(
+                closed,
+                expired = c.expires <= now,
+                tls_changed = c.conn.tls != tls,
+                ?idle_for,
+                "pooled upstream connection not reused"
+            );
             if closed {
-                self.learn(now.saturating_duration_since(c.since));
+                self.learn(idle_for);
             }
         }
     }

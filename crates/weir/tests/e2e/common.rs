@@ -57,6 +57,12 @@ pub struct Weir {
     log_done: Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// weir's log filter in tests: `info`, or `WEIR_TEST_RUST_LOG` to look closer (with
+/// `WEIR_TEST_LOG` to see the lines).
+fn test_log() -> String {
+    std::env::var("WEIR_TEST_RUST_LOG").unwrap_or_else(|_| "info".into())
+}
+
 impl Weir {
     /// Starts `weir run` on `toml` and waits until every address in `wait_for`
     /// and the admin listener accept connections.
@@ -65,6 +71,17 @@ impl Weir {
     }
 
     pub fn start_with(toml: &str, wait_for: &[SocketAddr], extra: &[&str]) -> Weir {
+        Self::start_logging(toml, wait_for, extra, &test_log())
+    }
+
+    /// [`Weir::start_with`], with weir's log filtered by `filter` (`RUST_LOG` syntax): a test
+    /// whose failure a debug line would explain shows them in its message.
+    pub fn start_logging(
+        toml: &str,
+        wait_for: &[SocketAddr],
+        extra: &[&str],
+        filter: &str,
+    ) -> Weir {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("weir.toml");
         std::fs::write(&config, toml).unwrap();
@@ -77,7 +94,7 @@ impl Weir {
             admin.to_string(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        Self::spawn(dir, config, &args, wait_for, admin)
+        Self::spawn(dir, config, &args, wait_for, admin, filter)
     }
 
     /// Starts `weir run --data DIR` (the store mode: no file) on `dir`, and waits for the
@@ -97,7 +114,7 @@ impl Weir {
             admin.to_string(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        Self::spawn(tmp, config, &args, &[admin], admin)
+        Self::spawn(tmp, config, &args, &[admin], admin, &test_log())
     }
 
     /// Runs `weir ARGS... --admin ADDR` (`run` or `demo`) and waits for `wait_for`.
@@ -107,7 +124,7 @@ impl Weir {
         let admin = free_addr();
         let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         args.extend(["--admin".to_string(), admin.to_string()]);
-        Self::spawn(dir, config, &args, wait_for, admin)
+        Self::spawn(dir, config, &args, wait_for, admin, &test_log())
     }
 
     fn spawn(
@@ -116,10 +133,11 @@ impl Weir {
         args: &[String],
         wait_for: &[SocketAddr],
         admin: SocketAddr,
+        log: &str,
     ) -> Weir {
         let mut child = Command::new(WEIR)
             .args(args)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -499,7 +499,13 @@ server_name = "api.internal"
         endpoints(&[(front.addr(), 1)]),
         toml_path(&ca_file),
     );
-    let _w = Weir::start(&cfg, &[listen]);
+    // Why a connection was not reused is a debug line (once seen to fail under load).
+    let w = Weir::start_logging(
+        &cfg,
+        &[listen],
+        &["--threads", "2"],
+        "info,weir_proxy::codec::h1::client=debug,weir_proxy::upstream::idle=debug",
+    );
     let body: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
     for _ in 0..2 {
         let req = http::Request::post("/echo")
@@ -518,7 +524,7 @@ server_name = "api.internal"
             body.len()
         );
     }
-    assert_eq!(front.handshakes(), 1);
+    assert_eq!(front.handshakes(), 1, "weir's log:\n{}", w.log_text());
 }
 
 /// A pool's CA, certificate and key files are read again when they change, with no reload

@@ -330,6 +330,12 @@ where
             && self.sending.is_none()
             && self.conn.as_ref().is_some_and(|c| c.rbuf.is_empty());
         if !self.reusable && !self.upgraded {
+            tracing::debug!(
+                keep_alive = self.keep_alive,
+                request_sent = self.sent && self.sending.is_none(),
+                bytes_after = self.conn.as_ref().map_or(0, |c| c.rbuf.len()),
+                "upstream connection not reused after its answer"
+            );
             self.conn = None;
             self.sending = None;
         }
