@@ -113,6 +113,16 @@ def h2_backend(listener):
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
+def serve_backend(serve):
+    """Listens on a free port, `serve` accepting on it in a thread: the port."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    threading.Thread(target=serve, args=(listener,), daemon=True).start()
+    return listener.getsockname()[1]
+
+
 def probe(port, pieces, nodelay, n):
     s = socket.create_connection(("127.0.0.1", port))
     if nodelay:
@@ -148,18 +158,8 @@ def main():
         del args[i : i + 2]
     weir = args[0] if args else "target/release/weir"
     tmp = tempfile.mkdtemp(prefix="weir-acks.")
-    up = socket.socket()
-    up.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    up.bind(("127.0.0.1", 0))
-    up.listen(64)
-    upport = up.getsockname()[1]
-    threading.Thread(target=backend, args=(up,), daemon=True).start()
-    up2 = socket.socket()
-    up2.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    up2.bind(("127.0.0.1", 0))
-    up2.listen(64)
-    h2port = up2.getsockname()[1]
-    threading.Thread(target=h2_backend, args=(up2,), daemon=True).start()
+    upport = serve_backend(backend)
+    h2port = serve_backend(h2_backend)
 
     ports = {name: free_port() for name in ("weir", "haproxy", "nginx")}
     h2ports = {name: free_port() for name in ("weir", "haproxy")}

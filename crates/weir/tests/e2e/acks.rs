@@ -564,63 +564,23 @@ async fn an_http2_request_whose_data_comes_after_its_headers_is_not_held() {
     );
 }
 
-/// An h2c backend (the `h2` crate's server) answering every request with its HEADERS and, a
-/// moment later, a `BODY`-byte DATA frame; with `nagle` it leaves TCP_NODELAY off.
-async fn h2_piecewise_backend(nagle: bool) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = l.accept().await {
-            tcp.set_nodelay(!nagle).unwrap();
-            tokio::spawn(async move {
-                let Ok(mut conn) = h2::server::handshake(tcp).await else {
-                    return;
-                };
-                while let Some(Ok((_, mut respond))) = conn.accept().await {
-                    tokio::spawn(async move {
-                        let resp = http::Response::builder()
-                            .header("content-length", BODY)
-                            .body(())
-                            .unwrap();
-                        let Ok(mut send) = respond.send_response(resp, false) else {
-                            return;
-                        };
-                        // The HEADERS frame goes out on its own first.
-                        tokio::time::sleep(Duration::from_millis(2)).await;
-                        let _ = send.send_data(bytes::Bytes::from(vec![b'x'; BODY]), true);
-                    });
-                }
-            });
-        }
-    });
-    addr
+/// Where an [`h2_backend`] pauses 2 ms (the work an answer takes) before going on.
+#[derive(Clone, Copy)]
+enum Pause {
+    /// Between the answer's HEADERS and its DATA: the HEADERS frame goes out on its own.
+    BeforeData,
+    /// After reading the request body, whose window it gave back as it read (WINDOW_UPDATE
+    /// frames, which then go out on their own), before the answer.
+    BeforeAnswer,
 }
 
-/// An answer from an HTTP/2 backend whose DATA comes after its HEADERS: weir's upstream
-/// connection acknowledges at once what came while a stream's answer is still coming.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_http2_backends_answer_whose_data_comes_after_its_headers_is_not_held() {
-    let backends = [
-        h2_piecewise_backend(true).await,
-        h2_piecewise_backend(false).await,
-    ];
-    let (cfg, listens) = listener_per_backend(backends, "protocol = \"h2c\"");
-    let _w = Weir::start(&cfg, &listens);
-    let asked = listens.map(|l| tokio::spawn(median_get(l)));
-    let [with_nagle, with_nodelay] = medians(asked).await;
-    assert!(
-        with_nagle < with_nodelay + Duration::from_millis(20),
-        "median answer from an HTTP/2 backend with Nagle on {with_nagle:?}, against \
-         {with_nodelay:?} with TCP_NODELAY"
-    );
-}
-
-/// An h2c backend (the `h2` crate's server) that reads each request's body, giving the
-/// window back as it goes (WINDOW_UPDATE frames), and 2 ms later answers with its HEADERS
-/// and a `BODY`-byte DATA frame; with `nagle` it leaves TCP_NODELAY off.
-async fn h2_reading_backend(nagle: bool) -> SocketAddr {
+/// An h2c backend (the `h2` crate's server) that reads each request's body and answers it
+/// with its HEADERS and a `BODY`-byte DATA frame, pausing where `pause` says; with `nagle`
+/// it leaves TCP_NODELAY off.
+async fn h2_backend(nagle: bool, pause: Pause) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
+    let moment = || tokio::time::sleep(Duration::from_millis(2));
     tokio::spawn(async move {
         while let Ok((tcp, _)) = l.accept().await {
             tcp.set_nodelay(!nagle).unwrap();
@@ -634,8 +594,9 @@ async fn h2_reading_backend(nagle: bool) -> SocketAddr {
                         while let Some(Ok(d)) = body.data().await {
                             let _ = body.flow_control().release_capacity(d.len());
                         }
-                        // The work the answer takes: the WINDOW_UPDATE frames go first.
-                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        if let Pause::BeforeAnswer = pause {
+                            moment().await;
+                        }
                         let resp = http::Response::builder()
                             .header("content-length", BODY)
                             .body(())
@@ -643,6 +604,9 @@ async fn h2_reading_backend(nagle: bool) -> SocketAddr {
                         let Ok(mut send) = respond.send_response(resp, false) else {
                             return;
                         };
+                        if let Pause::BeforeData = pause {
+                            moment().await;
+                        }
                         let _ = send.send_data(bytes::Bytes::from(vec![b'x'; BODY]), true);
                     });
                 }
@@ -650,6 +614,31 @@ async fn h2_reading_backend(nagle: bool) -> SocketAddr {
         }
     });
     addr
+}
+
+/// A config with an h2c pool per backend of `pause` (Nagle on, then TCP_NODELAY), and weir
+/// serving it: the listeners, in that order.
+async fn h2_backends(pause: Pause) -> (Weir, [SocketAddr; 2]) {
+    let backends = [
+        h2_backend(true, pause).await,
+        h2_backend(false, pause).await,
+    ];
+    let (cfg, listens) = listener_per_backend(backends, "protocol = \"h2c\"");
+    (Weir::start(&cfg, &listens), listens)
+}
+
+/// An answer from an HTTP/2 backend whose DATA comes after its HEADERS: weir's upstream
+/// connection acknowledges at once what came while a stream's answer is still coming.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_backends_answer_whose_data_comes_after_its_headers_is_not_held() {
+    let (_w, listens) = h2_backends(Pause::BeforeData).await;
+    let asked = listens.map(|l| tokio::spawn(median_get(l)));
+    let [with_nagle, with_nodelay] = medians(asked).await;
+    assert!(
+        with_nagle < with_nodelay + Duration::from_millis(20),
+        "median answer from an HTTP/2 backend with Nagle on {with_nagle:?}, against \
+         {with_nodelay:?} with TCP_NODELAY"
+    );
 }
 
 /// The median time of POSTs of 30 000 bytes on a new connection to `listen` from a client
@@ -673,12 +662,7 @@ async fn median_post(listen: SocketAddr) -> Duration {
 /// HEADERS behind it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http2_backends_answer_after_its_window_updates_is_not_held() {
-    let backends = [
-        h2_reading_backend(true).await,
-        h2_reading_backend(false).await,
-    ];
-    let (cfg, listens) = listener_per_backend(backends, "protocol = \"h2c\"");
-    let _w = Weir::start(&cfg, &listens);
+    let (_w, listens) = h2_backends(Pause::BeforeAnswer).await;
     let asked = listens.map(|l| tokio::spawn(median_post(l)));
     let [with_nagle, with_nodelay] = medians(asked).await;
     assert!(
