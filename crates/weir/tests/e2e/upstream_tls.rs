@@ -491,6 +491,7 @@ bind = "{listen}"
 pool = "api"
 
 [pools.api]
+idle_timeout = "60s"
 {}
 [pools.api.tls]
 ca = "{}"
@@ -499,7 +500,9 @@ server_name = "api.internal"
         endpoints(&[(front.addr(), 1)]),
         toml_path(&ca_file),
     );
-    // Why a connection was not reused is a debug line (once seen to fail under load).
+    // Why a connection was not reused is a debug line (once seen to fail under load, cause
+    // not found); the pool's idle time is a minute, so that a slow machine between the two
+    // requests cannot be the reason.
     let w = Weir::start_logging(
         &cfg,
         &[listen],
