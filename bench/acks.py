@@ -113,6 +113,14 @@ def h2_backend(listener):
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
+def write_config(tmp, name, text):
+    """Writes `text` to the file `name` in `tmp`: its path."""
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def serve_backend(serve):
     """Listens on a free port, `serve` accepting on it in a thread: the port."""
     listener = socket.socket()
@@ -164,44 +172,41 @@ def main():
     ports = {name: free_port() for name in ("weir", "haproxy", "nginx")}
     h2ports = {name: free_port() for name in ("weir", "haproxy")}
     procs = []
-    cfg = os.path.join(tmp, "weir.toml")
-    with open(cfg, "w") as f:
-        f.write(
-            f'[listeners.web]\nbind = "127.0.0.1:{ports["weir"]}"\npool = "app"\n\n'
-            f'[pools.app]\nendpoints = [{{ addr = "127.0.0.1:{upport}" }}]\n\n'
-            f'[listeners.h2]\nbind = "127.0.0.1:{h2ports["weir"]}"\npool = "h2"\n\n'
-            f'[pools.h2]\nprotocol = "h2c"\nendpoints = [{{ addr = "127.0.0.1:{h2port}" }}]\n'
-        )
+    cfg = write_config(
+        tmp, "weir.toml",
+        f'[listeners.web]\nbind = "127.0.0.1:{ports["weir"]}"\npool = "app"\n\n'
+        f'[pools.app]\nendpoints = [{{ addr = "127.0.0.1:{upport}" }}]\n\n'
+        f'[listeners.h2]\nbind = "127.0.0.1:{h2ports["weir"]}"\npool = "h2"\n\n'
+        f'[pools.h2]\nprotocol = "h2c"\nendpoints = [{{ addr = "127.0.0.1:{h2port}" }}]\n'
+    )
     procs.append(subprocess.Popen(
         [weir, "run", "-c", cfg, "--threads", "1", "--admin", f"127.0.0.1:{free_port()}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     if shutil.which("haproxy"):
-        cfg = os.path.join(tmp, "haproxy.cfg")
-        with open(cfg, "w") as f:
-            f.write(
-                "global\n    nbthread 1\ndefaults\n    mode http\n    timeout connect 5s\n"
-                "    timeout client 30s\n    timeout server 30s\n    http-reuse always\n"
-                f"frontend f\n    bind 127.0.0.1:{ports['haproxy']}\n    default_backend b\n"
-                f"backend b\n    server s1 127.0.0.1:{upport}\n"
-                f"frontend f2\n    bind 127.0.0.1:{h2ports['haproxy']}\n    default_backend b2\n"
-                f"backend b2\n    server s2 127.0.0.1:{h2port} proto h2\n"
-            )
+        cfg = write_config(
+            tmp, "haproxy.cfg",
+            "global\n    nbthread 1\ndefaults\n    mode http\n    timeout connect 5s\n"
+            "    timeout client 30s\n    timeout server 30s\n    http-reuse always\n"
+            f"frontend f\n    bind 127.0.0.1:{ports['haproxy']}\n    default_backend b\n"
+            f"backend b\n    server s1 127.0.0.1:{upport}\n"
+            f"frontend f2\n    bind 127.0.0.1:{h2ports['haproxy']}\n    default_backend b2\n"
+            f"backend b2\n    server s2 127.0.0.1:{h2port} proto h2\n"
+        )
         procs.append(subprocess.Popen(["haproxy", "-db", "-f", cfg],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     else:
         del ports["haproxy"], h2ports["haproxy"]
     if shutil.which("nginx"):
-        cfg = os.path.join(tmp, "nginx.conf")
-        with open(cfg, "w") as f:
-            f.write(
-                f"worker_processes 1;\ndaemon off;\npid {tmp}/nginx.pid;\n"
-                f"error_log {tmp}/nginx.error.log warn;\nevents {{ worker_connections 1024; }}\n"
-                f"http {{\n  access_log off;\n  client_body_temp_path {tmp}; proxy_temp_path {tmp};\n"
-                f"  fastcgi_temp_path {tmp}; uwsgi_temp_path {tmp}; scgi_temp_path {tmp};\n"
-                f"  upstream b {{ server 127.0.0.1:{upport}; keepalive 16; }}\n"
-                f"  server {{ listen 127.0.0.1:{ports['nginx']}; location / {{ proxy_pass http://b;\n"
-                '    proxy_http_version 1.1; proxy_set_header Connection ""; } }\n}\n'
-            )
+        cfg = write_config(
+            tmp, "nginx.conf",
+            f"worker_processes 1;\ndaemon off;\npid {tmp}/nginx.pid;\n"
+            f"error_log {tmp}/nginx.error.log warn;\nevents {{ worker_connections 1024; }}\n"
+            f"http {{\n  access_log off;\n  client_body_temp_path {tmp}; proxy_temp_path {tmp};\n"
+            f"  fastcgi_temp_path {tmp}; uwsgi_temp_path {tmp}; scgi_temp_path {tmp};\n"
+            f"  upstream b {{ server 127.0.0.1:{upport}; keepalive 16; }}\n"
+            f"  server {{ listen 127.0.0.1:{ports['nginx']}; location / {{ proxy_pass http://b;\n"
+            '    proxy_http_version 1.1; proxy_set_header Connection ""; } }\n}\n'
+        )
         procs.append(subprocess.Popen(["nginx", "-c", cfg],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     else:

@@ -299,3 +299,51 @@ async fn stats_count_requests_and_errors_per_route() {
     assert_eq!(route("dead")["requests_total"], 1);
     assert_eq!(route("dead")["errors"]["connect_failed"], 1);
 }
+
+/// Why an upstream connection was not reused is a debug line (`RUST_LOG=weir_proxy=debug`):
+/// an answer that closes its connection, and a pooled connection the backend closed while it
+/// sat idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_lines_say_why_an_upstream_connection_was_not_reused() {
+    let closing = crate::common::fixed_backend(
+        "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok",
+    )
+    .await;
+    // Answers as if it kept the connection, then closes it.
+    let silent =
+        crate::common::fixed_backend("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
+    let (a, b) = (free_addr(), free_addr());
+    let cfg = format!(
+        "[listeners.a]\nbind = \"{a}\"\npool = \"a\"\n\n[listeners.b]\nbind = \"{b}\"\npool = \"b\"\n\n\
+         [pools.a]\n{}\n[pools.b]\n{}\n",
+        endpoints(&[(closing, 1)]),
+        endpoints(&[(silent, 1)]),
+    );
+    let w = Weir::start_logging(&cfg, &[a, b], &["--threads", "2"], "info,weir_proxy=debug");
+
+    assert_eq!(client::get(a, "/").await.unwrap().status, 200);
+    let line = w.wait_log(
+        0,
+        "upstream connection not reused after its answer",
+        Duration::from_secs(20),
+    );
+    assert!(line.contains("keep_alive=false"), "{line}");
+
+    // The backend's FIN reaches weir's pool some time after the answer: ask until a request
+    // finds it there (each is answered either way, on a new connection if need be).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let needle = "pooled upstream connection not reused";
+    loop {
+        assert_eq!(client::get(b, "/").await.unwrap().status, 200);
+        let log = w.log_text();
+        if let Some(l) = log.lines().find(|l| l.contains(needle)) {
+            assert!(l.contains("closed=true"), "{l}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {needle:?}:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
