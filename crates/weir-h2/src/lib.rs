@@ -19,7 +19,8 @@
 //! connection ([`server`]), which weir-proxy serves HTTP/2 clients with, and the client side
 //! ([`client`]), which it speaks to h2c and h2 upstreams with. Tested against RFC 7541's
 //! examples, the `h2` crate's client and server as peers, each side against the other, and
-//! h2spec (every case, against the server side).
+//! h2spec (every case, against the server side); both sides and HPACK are fuzzed (`fuzz.rs`
+//! holds the properties, `fuzz/` the cargo-fuzz targets).
 
 mod block;
 pub mod client;
@@ -27,6 +28,8 @@ mod dispatch;
 mod field;
 mod flow;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod hpack;
 pub mod server;
 
