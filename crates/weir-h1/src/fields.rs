@@ -1,9 +1,18 @@
-//! Small pieces of HTTP/1.1 syntax both sides need: numbers written in
-//! decimal and hex without `format!`, Content-Length values, and
-//! comma-separated tokens.
+//! Small pieces of HTTP/1.1 syntax both sides need: a field line written,
+//! numbers written in decimal and hex without `format!`, Content-Length
+//! values, and comma-separated tokens.
 
 use http::header::CONTENT_LENGTH;
 use http::HeaderMap;
+
+/// Appends the field line `name: value` (CRLF-ended).
+#[inline]
+pub fn push_field(dst: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    dst.extend_from_slice(name);
+    dst.extend_from_slice(b": ");
+    dst.extend_from_slice(value);
+    dst.extend_from_slice(b"\r\n");
+}
 
 pub fn push_decimal(dst: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];

@@ -9,7 +9,7 @@ use http::request::Parts;
 use http::Method;
 
 use crate::http::added::Added;
-use weir_h1::fields::{content_length, push_decimal};
+use weir_h1::fields::{content_length, push_decimal, push_field};
 
 /// What is known about the request body before it is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,10 +70,10 @@ pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, added: &Added<'_>, body: Bo
         if name == TRANSFER_ENCODING || (drop_length && name == CONTENT_LENGTH) {
             continue;
         }
-        line(dst, name.as_str().as_bytes(), value.as_bytes());
+        push_field(dst, name.as_str().as_bytes(), value.as_bytes());
     }
     for (name, value) in added.iter() {
-        line(dst, name.as_bytes(), value);
+        push_field(dst, name.as_bytes(), value);
     }
     if let Some(n) = add_length {
         dst.extend_from_slice(b"content-length: ");
@@ -85,13 +85,6 @@ pub(super) fn head(dst: &mut Vec<u8>, parts: &Parts, added: &Added<'_>, body: Bo
     }
     dst.extend_from_slice(b"\r\n");
     framing
-}
-
-fn line(dst: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    dst.extend_from_slice(name);
-    dst.extend_from_slice(b": ");
-    dst.extend_from_slice(value);
-    dst.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use http::response::Parts;
 use http::{Method, StatusCode, Version};
 
 use crate::codec::h1::date;
-use weir_h1::fields::{digits, has_token, push_decimal};
+use weir_h1::fields::{digits, has_token, push_decimal, push_field};
 
 /// What the request tells about its response.
 #[derive(Debug, Clone, Copy)]
@@ -88,14 +88,14 @@ pub(crate) fn head(
         } else if name == DATE {
             has_date = true;
         }
-        line(dst, name.as_str().as_bytes(), value.as_bytes());
+        push_field(dst, name.as_str().as_bytes(), value.as_bytes());
     }
 
     let framing = match length {
         // A HEAD answer keeps the length the GET would have had.
         Length::None if asked.head => {
             if let Some(v) = length_value {
-                line(dst, b"content-length", v.as_bytes());
+                push_field(dst, b"content-length", v.as_bytes());
             }
             Framing::Nothing
         }
@@ -107,7 +107,7 @@ pub(crate) fn head(
         }
         Length::Known(n) => match length_value {
             Some(v) => {
-                line(dst, b"content-length", v.as_bytes());
+                push_field(dst, b"content-length", v.as_bytes());
                 Framing::Length(n)
             }
             None if may_length => {
@@ -120,7 +120,7 @@ pub(crate) fn head(
         },
         Length::Unknown => match length_value.and_then(|v| Some((v, digits(v.as_bytes())?))) {
             Some((v, n)) => {
-                line(dst, b"content-length", v.as_bytes());
+                push_field(dst, b"content-length", v.as_bytes());
                 Framing::Length(n)
             }
             None if asked.http10 || !may_body => Framing::Close,
@@ -179,13 +179,6 @@ fn status_line(dst: &mut Vec<u8>, parts: &Parts, asked: Asked) {
                 .as_bytes(),
         ),
     }
-    dst.extend_from_slice(b"\r\n");
-}
-
-fn line(dst: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    dst.extend_from_slice(name);
-    dst.extend_from_slice(b": ");
-    dst.extend_from_slice(value);
     dst.extend_from_slice(b"\r\n");
 }
 
