@@ -30,6 +30,14 @@ use crate::Reason;
 /// requests, window updates and a GOAWAY are a few dozen bytes each.
 const SLACK: usize = 64 * 1024;
 
+/// Asserts that one step queued to write no more than [`SLACK`] beyond a few times what it read.
+fn bounded(queued: usize, read: usize) {
+    assert!(
+        queued <= 4 * read + SLACK,
+        "{queued} bytes queued after a piece of {read}"
+    );
+}
+
 /// The knob bytes at the front of an input, and the rest.
 fn knobs<const N: usize>(data: &[u8]) -> ([u8; N], &[u8]) {
     let mut k = [0u8; N];
@@ -171,12 +179,7 @@ pub fn server(data: &[u8]) {
                 c.go_away(Reason::NO_ERROR);
             }
         }
-        assert!(
-            c.output_len() <= 4 * piece.len() + SLACK,
-            "{} bytes queued after a piece of {}",
-            c.output_len(),
-            piece.len()
-        );
+        bounded(c.output_len(), piece.len());
         c.output().clear();
     }
 }
@@ -268,12 +271,7 @@ pub fn client(data: &[u8]) {
                 client::Event::Window { .. } => {}
             }
         }
-        assert!(
-            c.output_len() <= 4 * piece.len() + SLACK,
-            "{} bytes queued after a piece of {}",
-            c.output_len(),
-            piece.len()
-        );
+        bounded(c.output_len(), piece.len());
         c.output().clear();
     }
 }
