@@ -12,9 +12,10 @@ cd "$(dirname "$0")"
 # python3-zstandard: the compress tests decode each coding. apache2-utils: the basic_auth
 # tests make users files with its htpasswd. etcd-server and etcd-client: the replica tests
 # start real etcd members and write into them with etcdctl; protobuf-compiler: the etcd
-# client crate compiles etcd's .proto files with protoc (weir's `etcd` feature).
+# client crate compiles etcd's .proto files with protoc (weir's `etcd` feature). nghttp2-client:
+# h2load drives release/train.sh, the workload of the profile-guided build, which a test runs.
 DEBS=(openssl ca-certificates curl haproxy nginx python3-brotli python3-zstandard apache2-utils
-  etcd-server etcd-client protobuf-compiler)
+  etcd-server etcd-client protobuf-compiler nghttp2-client)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

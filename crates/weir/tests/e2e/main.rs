@@ -45,6 +45,7 @@ mod observability;
 mod proxy_protocol;
 mod proxy_protocol_interop;
 mod proxy_protocol_tlvs;
+mod release;
 mod reload;
 mod request_timeout;
 mod resilience;
