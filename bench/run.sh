@@ -74,7 +74,7 @@ mkdir -p "$BENCH_OUT_DIR"
 export BENCH_COMMAND="bench/run.sh${*:+ $*}"
 for v in BENCH_QUICK BENCH_ROUNDS BENCH_SECONDS BENCH_PROXIES BENCH_TCP_BYTES BENCH_TCP_STREAMS BENCH_WRK_THREADS \
          BENCH_SYSCALL_SECONDS BENCH_PEER_DEFER BENCH_PIN BENCH_CAPACITY_SECONDS BENCH_RESILIENCE_SECONDS \
-         BENCH_CONFIG_CHANGES; do
+         BENCH_CONFIG_CHANGES BENCH_PGO; do
     [ -n "${!v:-}" ] && BENCH_COMMAND="$v=${!v} $BENCH_COMMAND"
 done
 
@@ -112,6 +112,24 @@ if [ $awslc = 1 ] && [ "${BENCH_SKIP_BUILD:-0}" = 0 ] && [ -z "${BENCH_WEIR_BUIL
         err=$(grep -E '^error' "$BENCH_OUT_DIR/build.log" | tail -1 || true)
         export BENCH_WEIR_AWSLC_ERROR="cargo build --features aws-lc-rs failed: ${err:-see build.log} (see build.log)"
         log "$BENCH_WEIR_AWSLC_ERROR"
+    fi
+fi
+
+# BENCH_PGO=1: weir built with profile-guided optimization (release/pgo.sh, the build to
+# deploy), for weir-pgo rows beside weir's (and weir-chain-pgo beside weir-chain).
+if [ "${BENCH_PGO:-0}" = 1 ]; then
+    pgo_bin="$TARGET_DIR/pgo/release/weir"
+    if [ "${BENCH_SKIP_BUILD:-0}" = 0 ]; then
+        log "building weir with profile-guided optimization (release/pgo.sh --features etcd, about ten minutes)"
+        if ! CARGO_TARGET_DIR="$TARGET_DIR" release/pgo.sh --features etcd >>"$BENCH_OUT_DIR/build.log" 2>&1; then
+            log "release/pgo.sh failed (see build.log): no weir-pgo rows"
+            pgo_bin=""
+        fi
+    fi
+    if [ -n "$pgo_bin" ] && [ -x "$pgo_bin" ]; then
+        export BENCH_WEIR_PGO=$pgo_bin
+    else
+        log "no $TARGET_DIR/pgo/release/weir: no weir-pgo rows"
     fi
 fi
 

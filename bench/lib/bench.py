@@ -12,7 +12,8 @@ tls (https-small, https-conn, https-resume), h2 (h2-small, grpc-unary), filters
 Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
 BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),
 BENCH_TCP_BYTES (1 GiB), BENCH_TCP_STREAMS (3), BENCH_PROXIES (e.g. "weir,haproxy"), BENCH_PEER_DEFER (0),
-BENCH_PIN (1: one-thread proxies on their own CPU, see harness.Pinning), BENCH_PORT_BASE
+BENCH_PIN (1: one-thread proxies on their own CPU, see harness.Pinning), BENCH_PGO (0; 1: weir-pgo rows,
+the build of release/pgo.sh), BENCH_PORT_BASE
 (18000), BENCH_QUICK=1 (1 round x 3 s, 256 MiB), BENCH_OUT_DIR, BENCH_BIN_DIR.
 The capacity and resilience scenarios have their own durations (BENCH_CAPACITY_SECONDS,
 20; BENCH_RESILIENCE_SECONDS, 12; quick: 5) and run 1 round unless BENCH_ROUNDS is set.
@@ -128,6 +129,14 @@ def run_scenario(sc: Scenario, ctx: Ctx, opts: dict) -> dict:
         variants.insert(at, dataclasses.replace(
             next((v for v in variants if v.name == "weir"), Variant("weir", "weir", 1)),
             name="weir-base", exe=base))
+    # BENCH_PGO=1 (run.sh exports the binary): the profile-guided build beside the rows it
+    # is the same weir as.
+    pgo = os.environ.get("BENCH_WEIR_PGO", "").strip()
+    if pgo:
+        for name in ("weir", "weir-chain"):
+            at = next((i for i, v in enumerate(variants) if v.name == name and not v.exe), None)
+            if at is not None:
+                variants.insert(at + 1, dataclasses.replace(variants[at], name=f"{name}-pgo", exe=pgo))
     res["variants"] = [v.name for v in variants]
     log(f"== {sc.name}: {sc.describe()}")
     try:

@@ -84,6 +84,8 @@ def render_markdown(results: dict, scenarios: dict) -> str:
                 reason = res["failed"].get(pname, "no result")
                 lines.append(f"| {pname} | failed: {esc(reason[:300])} |" + " |" * (len(cols) - 1))
         compared = getattr(sc, "compared", ("weir",))
+        # BENCH_PGO's rows get their ratio rows too (the goal line stays the plain build's).
+        compared = [*compared, *(f"{w}-pgo" for w in compared if f"{w}-pgo" in res["variants"])]
         for wname in compared:
             w = med.get(wname)
             for peer in PEERS:

@@ -331,11 +331,13 @@ class HttpFilters(HttpScenario):
         by_round: dict = {}
         for m in res.get("rounds", []):
             by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
-        rs = [r["weir-chain"] / r["weir"] for r in by_round.values() if r.get("weir") and r.get("weir-chain")]
-        if len(rs) < 2:
-            return []
-        return [f"Per round, weir-chain's CPU ÷ weir's: {' '.join(f'{r:.2f}' for r in rs)} "
-                f"(median {statistics.median(rs):.2f})."]
+        lines = []
+        for base, chain in (("weir", "weir-chain"), ("weir-pgo", "weir-chain-pgo")):
+            rs = [r[chain] / r[base] for r in by_round.values() if r.get(base) and r.get(chain)]
+            if len(rs) >= 2:
+                lines.append(f"Per round, {chain}'s CPU ÷ {base}'s: {' '.join(f'{r:.2f}' for r in rs)} "
+                             f"(median {statistics.median(rs):.2f}).")
+        return lines
 
     def goal_line(self, med, row="weir"):
         if not med.get("weir", {}).get("cpu_total") or not med.get("weir-chain", {}).get("cpu_total"):
