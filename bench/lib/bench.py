@@ -129,11 +129,11 @@ def run_scenario(sc: Scenario, ctx: Ctx, opts: dict) -> dict:
         variants.insert(at, dataclasses.replace(
             next((v for v in variants if v.name == "weir"), Variant("weir", "weir", 1)),
             name="weir-base", exe=base))
-    # BENCH_PGO=1 (run.sh exports the binary): the profile-guided build beside the rows it
-    # is the same weir as.
+    # BENCH_PGO=1 (run.sh exports the binary): the profile-guided build beside each of the
+    # scenario's compared rows that is the plain build (weir-awslc, another build, is not).
     pgo = os.environ.get("BENCH_WEIR_PGO", "").strip()
     if pgo:
-        for name in ("weir", "weir-chain"):
+        for name in getattr(sc, "compared", ("weir",)):
             at = next((i for i, v in enumerate(variants) if v.name == name and not v.exe), None)
             if at is not None:
                 variants.insert(at + 1, dataclasses.replace(variants[at], name=f"{name}-pgo", exe=pgo))
