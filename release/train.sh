@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The workload release/pgo.sh profiles weir under: a few seconds of each kind of traffic a
 # deployment sends (HTTP/1.1 small and large, request bodies, a filter chain with
-# compression, h2c, gRPC, TLS with HTTP/1.1 and HTTP/2 and new handshakes, a TCP relay),
+# compression, a chain with an allow list, cors and basic_auth, h2c, gRPC, TLS with HTTP/1.1 and HTTP/2 and new handshakes, a TCP relay),
 # through release/train.toml, against the testkit's upstreams. Fails when any request does.
 #
 #   release/train.sh WEIR [PERCENT]
@@ -76,6 +76,9 @@ start echo "$testkit/fake-upstream" --listen "127.0.0.1:$PORT_ECHO" --tcp-echo
 wait_port "$PORT_ECHO" "${pids[-1]}" echo
 
 "$weir" cert localhost 127.0.0.1 --out "$dir/certs" >/dev/null
+# basic_auth's users: `train`, password `train` (`htpasswd -nbB -C 4 train train`; the
+# lowest cost, since only the first request of the workload verifies it).
+echo 'train:$2y$04$Yd7oUlsNkXdNQID.dXB40uwOMW/k83qGt6CCV8qn7SAbLlKGt37LK' >"$dir/users"
 python3 -c 'import os, string, sys; sys.stdout.write(string.Template(open(sys.argv[1]).read()).substitute(os.environ))' \
     release/train.toml >"$dir/weir.toml"
 "$weir" run -c "$dir/weir.toml" >"$dir/weir.log" 2>&1 &
@@ -124,6 +127,9 @@ load "HTTP/1.1, 64 KiB answers" --h1 -n "$(n 1000)" -c 4 "$web/bytes/65536"
 load "HTTP/1.1, 16 KiB bodies echoed" --h1 -n "$(n 2000)" -c 8 -d "$dir/body.bin" "$web/echo"
 load "HTTP/1.1, a filter chain, compressed" --h1 -n "$(n 10000)" -c 20 \
     -H 'Origin: https://app.example.com' -H 'Accept-Encoding: gzip, br, zstd' "$web/api/bytes/2048"
+members=(-H 'Origin: https://app.example.com' -H 'Authorization: Basic dHJhaW46dHJhaW4=')
+load "HTTP/1.1, a members' chain" --h1 -n "$(n 10000)" -c 20 "${members[@]}" "$web/members/"
+load "h2c, a members' chain" -n "$(n 5000)" -c 10 -m 10 "${members[@]}" "$web/members/"
 load "h2c, small answers" -n "$(n 20000)" -c 10 -m 10 "$web/"
 load "gRPC over h2c" -n "$(n 20000)" -c 10 -m 10 -d "$dir/call.bin" \
     -H 'content-type: application/grpc' -H 'te: trailers' "$web/weir.test.Echo/Unary"

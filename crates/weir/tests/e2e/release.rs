@@ -30,6 +30,7 @@ fn the_pgo_training_workload_runs_clean_through_weir() {
     // Every phase ran (2 % of each), through to the TCP relay and weir's clean exit.
     for phase in [
         "HTTP/1.1, small answers: 400 requests",
+        "HTTP/1.1, a members' chain: 200 requests",
         "gRPC over h2c: 400 requests",
         "HTTPS, a handshake each: 10 requests",
         "gRPC over TLS: 100 requests",
