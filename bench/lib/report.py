@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 PEERS = ("haproxy", "nginx")
+
+
+def deploy_goal_line(sc, med: dict) -> str | None:
+    """The scenario's goal judged on the build to deploy (release/pgo.sh, BENCH_PGO=1): the
+    same line with each `-pgo` row in place of the plain one it stands beside."""
+    pgo = {name[:-len("-pgo")]: m for name, m in med.items() if name.endswith("-pgo")}
+    if not pgo:
+        return None
+    line = sc.goal_line({**med, **pgo})
+    if not line:
+        return None
+    said = r"\1 on the build to deploy (release/pgo.sh; the weir rows it names are their -pgo ones)"
+    return re.sub(r"(Goal \(issue \d+\))", said, line)
 
 
 def esc(s: str) -> str:
@@ -84,7 +99,8 @@ def render_markdown(results: dict, scenarios: dict) -> str:
                 reason = res["failed"].get(pname, "no result")
                 lines.append(f"| {pname} | failed: {esc(reason[:300])} |" + " |" * (len(cols) - 1))
         compared = getattr(sc, "compared", ("weir",))
-        # BENCH_PGO's rows get their ratio rows too (the goal line stays the plain build's).
+        # BENCH_PGO's rows get their ratio rows too, and a goal line of their own after the
+        # plain build's.
         compared = [*compared, *(f"{w}-pgo" for w in compared if f"{w}-pgo" in res["variants"])]
         for wname in compared:
             w = med.get(wname)
@@ -104,6 +120,10 @@ def render_markdown(results: dict, scenarios: dict) -> str:
             lines.extend(notes)
             lines.append("")
         g = sc.goal_line(med)
+        if g:
+            lines.append(g)
+            lines.append("")
+        g = deploy_goal_line(sc, med)
         if g:
             lines.append(g)
             lines.append("")
