@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The workload release/pgo.sh profiles weir under: a few seconds of each kind of traffic a
 # deployment sends (HTTP/1.1 small and large, request bodies, a filter chain with
-# compression, a chain with an allow list, cors and basic_auth, h2c, gRPC, TLS with HTTP/1.1 and HTTP/2 and new handshakes, a TCP relay),
-# through release/train.toml, against the testkit's upstreams. Fails when any request does.
+# compression, a chain with an allow list, cors and basic_auth, h2c, gRPC, TLS with HTTP/1.1
+# and HTTP/2 and new handshakes, a TCP relay), through release/train.toml, against the
+# testkit's upstreams. Fails when any request does.
 #
 #   release/train.sh WEIR [PERCENT]
 #
