@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The workload release/pgo.sh profiles weir under: a few seconds of each kind of traffic a
 # deployment sends (HTTP/1.1 small and large, request bodies, a filter chain with
-# compression, a chain with an allow list, cors and basic_auth, h2c, gRPC, TLS with HTTP/1.1
-# and HTTP/2 and new handshakes, a TCP relay), through release/train.toml, against the
-# testkit's upstreams. Fails when any request does.
+# compression, a chain with an allow list, cors and basic_auth, an auth service, error pages,
+# redirects to HTTPS, h2c, gRPC, TLS with HTTP/1.1 and HTTP/2 and new handshakes, a TCP
+# relay), through release/train.toml, against the testkit's upstreams. Fails when any request
+# does.
 #
 #   release/train.sh WEIR [PERCENT]
 #
@@ -80,6 +81,7 @@ wait_port "$PORT_ECHO" "${pids[-1]}" echo
 # basic_auth's users: `train`, password `train` (`htpasswd -nbB -C 4 train train`; the
 # lowest cost, since only the first request of the workload verifies it).
 echo 'train:$2y$04$Yd7oUlsNkXdNQID.dXB40uwOMW/k83qGt6CCV8qn7SAbLlKGt37LK' >"$dir/users"
+echo '<!doctype html><title>Not here</title><p>Not here.' >"$dir/error.html"
 python3 -c 'import os, string, sys; sys.stdout.write(string.Template(open(sys.argv[1]).read()).substitute(os.environ))' \
     release/train.toml >"$dir/weir.toml"
 "$weir" run -c "$dir/weir.toml" >"$dir/weir.log" 2>&1 &
@@ -109,13 +111,16 @@ n() { # a phase's count, scaled (at least 1)
     local v=$(($1 * scale / 100))
     echo $((v > 0 ? v : 1))
 }
-load() { # what, then h2load's arguments: every request must get a 2xx
-    local what=$1 out want
+load() { # what, then h2load's arguments: every request must get a 2xx (or the class in WANT)
+    local what=$1 class=${WANT:-2xx} out want got
     shift
     out=$(h2load "$@" 2>&1) || true
     want=$(echo "$out" | awk '/^requests:/ {print $2}')
-    if ! echo "$out" | grep -q "status codes: $want 2xx"; then
-        echo "train.sh: $what: not every request got a 2xx:" >&2
+    # "status codes: 400 2xx, 0 3xx, 0 4xx, 0 5xx": the count before the class asked for.
+    got=$(echo "$out" | awk -v c="$class" '/^status codes:/ {
+        for (i = 3; i < NF; i++) { k = $(i + 1); sub(",", "", k); if (k == c) print $i } }')
+    if [ "$got" != "$want" ]; then
+        echo "train.sh: $what: not every request got a $class:" >&2
         echo "$out" | grep -E "^(requests|status codes):" >&2
         exit 1
     fi
@@ -131,6 +136,9 @@ load "HTTP/1.1, a filter chain, compressed" --h1 -n "$(n 10000)" -c 20 \
 members=(-H 'Origin: https://app.example.com' -H 'Authorization: Basic dHJhaW46dHJhaW4=')
 load "HTTP/1.1, a members' chain" --h1 -n "$(n 10000)" -c 20 "${members[@]}" "$web/members/"
 load "h2c, a members' chain" -n "$(n 5000)" -c 10 -m 10 "${members[@]}" "$web/members/"
+load "HTTP/1.1, an auth service asked" --h1 -n "$(n 3000)" -c 20 "$web/sso/"
+WANT=4xx load "HTTP/1.1, error pages" --h1 -n "$(n 2000)" -c 20 "$web/sso/status/404"
+WANT=3xx load "HTTP/1.1, redirects to HTTPS" --h1 -n "$(n 2000)" -c 20 "$web/plain/"
 load "h2c, small answers" -n "$(n 20000)" -c 10 -m 10 "$web/"
 load "gRPC over h2c" -n "$(n 20000)" -c 10 -m 10 -d "$dir/call.bin" \
     -H 'content-type: application/grpc' -H 'te: trailers' "$web/weir.test.Echo/Unary"
