@@ -136,6 +136,8 @@ load "HTTP/1.1, a filter chain, compressed" --h1 -n "$(n 10000)" -c 20 \
 members=(-H 'Origin: https://app.example.com' -H 'Authorization: Basic dHJhaW46dHJhaW4=')
 load "HTTP/1.1, a members' chain" --h1 -n "$(n 10000)" -c 20 "${members[@]}" "$web/members/"
 load "h2c, a members' chain" -n "$(n 5000)" -c 10 -m 10 "${members[@]}" "$web/members/"
+# Without credentials the same route answers 401: the chain above ran, not the site route.
+WANT=4xx load "HTTP/1.1, the members' chain refusing" --h1 -n "$(n 200)" -c 4 "$web/members/"
 load "HTTP/1.1, an auth service asked" --h1 -n "$(n 3000)" -c 20 "$web/sso/"
 WANT=4xx load "HTTP/1.1, error pages" --h1 -n "$(n 2000)" -c 20 "$web/sso/status/404"
 WANT=3xx load "HTTP/1.1, redirects to HTTPS" --h1 -n "$(n 2000)" -c 20 "$web/plain/"
