@@ -87,8 +87,10 @@ tests/fuzz/run.sh 2>&1 | tee /tmp/weir-fuzz.log
 # builds weir in release mode), the tour's curls, `weir check` on the shown
 # file, the "Without a file" session; Ctrl-C must end each with exit 0.
 python3 tests/readme/run.py 2>&1 | tee /tmp/weir-readme.log
+# The bench's goal lines (what says a speed goal is met), on made-up medians.
+python3 bench/lib/test_goals.py 2>&1 | tee /tmp/weir-bench-goals.log
 echo "== disk: target $(du -sh target 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 # One closing line for the whole run.
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f += $3 }
-     END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' /tmp/weir-test.log /tmp/weir-browser.log /tmp/weir-contract.log /tmp/weir-fuzz.log /tmp/weir-readme.log
+     END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' /tmp/weir-test.log /tmp/weir-browser.log /tmp/weir-contract.log /tmp/weir-fuzz.log /tmp/weir-readme.log /tmp/weir-bench-goals.log
