@@ -32,6 +32,7 @@ fn the_pgo_training_workload_runs_clean_through_weir() {
         "HTTP/1.1, small answers: 400 requests",
         "HTTP/1.1, a members' chain: 200 requests",
         "HTTP/1.1, the members' chain refusing: 4 requests",
+        "HTTP/1.1, an auth service asked: 60 requests",
         "HTTP/1.1, error pages: 40 requests",
         "HTTP/1.1, redirects to HTTPS: 40 requests",
         "gRPC over h2c: 400 requests",
