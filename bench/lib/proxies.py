@@ -376,5 +376,11 @@ def versions(ctx: Ctx) -> dict:
     exe = ctx.bin("weir")
     if exe.exists():
         out["weir"] += " (binary built " + time.strftime("%H:%M", time.localtime(exe.stat().st_mtime)) + ")"
+    # The -pgo rows' binary (BENCH_PGO=1), by when it was built: what tells one build of it
+    # from the next when runs are pooled (bench/lib/pool.py).
+    pgo = Path(os.environ.get("BENCH_WEIR_PGO", "").strip() or "/nonexistent")
+    if pgo.is_file():
+        out["weir-pgo"] = "release/pgo.sh build of " + time.strftime(
+            "%Y-%m-%d %H:%M", time.localtime(pgo.stat().st_mtime))
     out["perf"] = shutil.which("perf") or ""
     return out

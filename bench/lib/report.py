@@ -61,7 +61,8 @@ def render_markdown(results: dict, scenarios: dict) -> str:
         f"Machine: {m['cpus']} cores ({m['cpu_model']}), Linux {m['kernel']}, shared and noisy "
         f"(load average {m['loadavg_start']} at start): compare within one run, not across runs. "
         f"CPUs: {m.get('pinning', 'not pinned')}.",
-        f"weir {v.get('weir', '?')} · {v.get('haproxy', '?')} · {v.get('nginx', '?')} · {v.get('wrk', '?')}"
+        f"weir {v.get('weir', '?')}" + (f" (-pgo rows: {v['weir-pgo']})" if v.get("weir-pgo") else "")
+        + f" · {v.get('haproxy', '?')} · {v.get('nginx', '?')} · {v.get('wrk', '?')}"
         + (f" · {v['h2load']}" if v.get("h2load") and any(n.startswith("h2") for n in results["scenarios"]) else "")
         + (f" · {v['ghz']}" if v.get("ghz") and any(n.startswith("grpc") for n in results["scenarios"]) else "")
         + (f" · {v['etcd']}" if v.get("etcd") and any(n.startswith("config") for n in results["scenarios"]) else "")

@@ -1,6 +1,7 @@
-"""The lines that say whether a bench run meets an issue's goal, checked on made-up medians:
-they are what a session reads to call a speed goal met, so a slip in them (the wrong peer,
-the plain rows judged where the -pgo ones were meant, a median of an even count) would pass
+"""The lines that say whether a bench run meets an issue's goal, and the pooled verdict over
+many runs (lib/pool.py), checked on made-up figures: they are what a session reads to call a
+speed goal met, so a slip in them (the wrong peer, the plain rows judged where the -pgo ones
+were meant, a median of an even count, an interval that ignores how runs differ) would pass
 unseen in a table of plausible numbers.
 
     python3 bench/lib/test_goals.py       (test.sh runs it; prints "N passed, M failed")
@@ -14,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pool  # noqa: E402
 from report import deploy_goal_line, round_ratios  # noqa: E402
 from scenarios import GrpcUnary, HttpFilters, HttpSmall  # noqa: E402
 
@@ -100,6 +102,50 @@ class RoundRatios(unittest.TestCase):
     def test_nothing_to_say(self):
         self.assertIsNone(round_ratios(rounds({"weir": 8.0, "haproxy": 10.0}), (0.8, ("haproxy",), False)))
         self.assertIsNone(round_ratios(rounds({"weir": 8.0}), None))
+
+
+class Pooled(unittest.TestCase):
+    """bench/lib/pool.py: a bound judged on many runs' rounds, not on one run."""
+
+    def test_ratios_of_rounds_where_both_rows_ran(self):
+        res = rounds({"weir": 10.0, "weir-chain": 11.0}, {"weir": 10.0}, {"weir": 8.0, "weir-chain": 10.0})
+        self.assertEqual(pool.ratios(res, "weir-chain", "weir"), [1.1, 1.25])
+
+    def test_interval_is_seeded_and_holds_the_median(self):
+        runs = [[1.0, 1.02, 1.04], [1.05, 1.07, 1.09], [0.98, 1.0, 1.03]]
+        lo, hi = pool.interval(runs, resamples=400)
+        self.assertEqual((lo, hi), pool.interval(runs, resamples=400))
+        self.assertLessEqual(lo, 1.03)
+        self.assertGreaterEqual(hi, 1.03)
+        self.assertEqual(pool.interval([[1.0, 1.0], [1.0]], resamples=50), (1.0, 1.0))
+
+    def test_a_disturbed_run_widens_the_interval(self):
+        calm = [[1.02, 1.04, 1.05]] * 6
+        _, hi_calm = pool.interval(calm, resamples=400)
+        _, hi = pool.interval(calm + [[1.3, 1.4, 1.5]] * 2, resamples=400)
+        self.assertGreater(hi, hi_calm)
+
+    def test_verdicts(self):
+        self.assertIn("at or under 1.1 with 95 % confidence", pool.verdict(1.02, 1.1, 1.1))
+        self.assertIn("over 1.1 with 95 % confidence", pool.verdict(1.11, 1.2, 1.1))
+        self.assertIn("not decided at 1.1", pool.verdict(1.05, 1.11, 1.1))
+
+    def test_report(self):
+        runs = [pool.Run("a", "x", [1.0, 1.2]), pool.Run("b", "x", [1.05]), pool.Run("c", "x", [])]
+        lines = pool.report(runs, "weir-chain", "weir", 1.1)
+        self.assertIn("pooled over 2 run(s), 3 rounds", lines[0])
+        self.assertIn("pooled median 1.050", lines[-1])
+        self.assertIn("67 % of rounds at or under 1.1", lines[-1])
+        one = pool.report(runs[:1], "weir-chain", "weir", None)
+        self.assertIn("(one run: no interval)", one[-1])
+        self.assertEqual(pool.report(runs[2:], "weir-chain", "weir", 1.1),
+                         ["weir-chain ÷ weir: no run has both rows."])
+
+    def test_which_build(self):
+        v = {"weir": "abc (binary built 10:00)", "weir-pgo": "release/pgo.sh build of 2026-11-29 14:55"}
+        self.assertEqual(pool.which(v, "weir-chain"), "abc (binary built 10:00)")
+        self.assertEqual(pool.which(v, "weir-chain-pgo"), "release/pgo.sh build of 2026-11-29 14:55")
+        self.assertIn("not recorded", pool.which({"weir": "abc"}, "weir-pgo"))
 
 
 if __name__ == "__main__":
