@@ -100,7 +100,8 @@ def which(versions: dict, row: str) -> str:
     return plain
 
 
-def load(scenario: str, dirs: list[Path]) -> list[tuple[str, str, dict]]:
+def load(scenario: str, dirs: list[Path]) -> list[tuple[str, dict, dict]]:
+    """Each run's directory name, the versions it recorded, and the scenario's results."""
     found = []
     for d in dirs:
         try:
@@ -116,11 +117,15 @@ def load(scenario: str, dirs: list[Path]) -> list[tuple[str, str, dict]]:
 def main(argv: list[str]) -> int:
     args, bound = [], None
     it = iter(argv)
-    for a in it:
-        if a == "--bound":
-            bound = float(next(it))
-        else:
-            args.append(a)
+    try:
+        for a in it:
+            if a == "--bound":
+                bound = float(next(it))
+            else:
+                args.append(a)
+    except (StopIteration, ValueError):
+        print("--bound takes a number, e.g. --bound 1.1", file=sys.stderr)
+        return 2
     if len(args) < 2 or "/" not in args[1]:
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2

@@ -141,6 +141,30 @@ class Pooled(unittest.TestCase):
         self.assertEqual(pool.report(runs[2:], "weir-chain", "weir", 1.1),
                          ["weir-chain ÷ weir: no run has both rows."])
 
+    def test_runs_read_from_their_directories(self):
+        import contextlib
+        import io
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, chain in (("a", 10.5), ("b", 10.4)):
+                (Path(tmp) / name).mkdir()
+                res = rounds({"weir-pgo": 10.0, "weir-chain-pgo": chain}, {"weir-pgo": 10.0, "weir-chain-pgo": chain})
+                meta = {"versions": {"weir": "abc", "weir-pgo": "release/pgo.sh build of 2026-11-29 14:55"}}
+                (Path(tmp) / name / "results.json").write_text(
+                    json.dumps({"meta": meta, "scenarios": {"http-filters": res}}))
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = pool.main(["http-filters", "weir-chain-pgo/weir-pgo", "--bound", "1.1",
+                                str(Path(tmp) / "a"), str(Path(tmp) / "b")])
+        self.assertEqual(rc, 0)
+        text = out.getvalue()
+        self.assertIn("pooled over 2 run(s), 4 rounds", text)
+        self.assertIn("a  weir release/pgo.sh build of 2026-11-29 14:55  2 rounds, median 1.050", text)
+        self.assertIn("at or under 1.1 with 95 % confidence", text)
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(pool.main(["http-filters", "weir-chain-pgo/weir-pgo", "--bound"]), 2)
+
     def test_which_build(self):
         v = {"weir": "abc (binary built 10:00)", "weir-pgo": "release/pgo.sh build of 2026-11-29 14:55"}
         self.assertEqual(pool.which(v, "weir-chain"), "abc (binary built 10:00)")
