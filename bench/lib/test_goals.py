@@ -62,6 +62,15 @@ class FilterGoal(unittest.TestCase):
         self.assertIn("not met", sc.goal_line(med(weir=10.0, weir_chain=11.1)))
         self.assertIsNone(sc.goal_line(med(weir=10.0)))
 
+    def test_a_ratio_next_to_the_bound_shows_three_decimals(self):
+        sc = HttpFilters(OPTS)
+        self.assertIn("not met (weir-chain is 1.104 × weir)", sc.goal_line(med(weir=10.0, weir_chain=11.04)))
+        self.assertIn("**met** (weir-chain is 1.096 × weir)", sc.goal_line(med(weir=10.0, weir_chain=10.96)))
+        self.assertIn("(weir-chain is 1.10 × weir)", sc.goal_line(med(weir=10.0, weir_chain=11.0)))
+        self.assertIn("(weir-chain is 1.06 × weir)", sc.goal_line(med(weir=10.0, weir_chain=10.6)))
+        line = GrpcUnary(OPTS).goal_line(med(weir=8.04, haproxy=10.0))
+        self.assertIn("not met (weir's CPU is 0.804 × haproxy's)", line)
+
     def test_per_round_ratios_of_both_builds(self):
         res = rounds({"weir": 10.0, "weir-chain": 12.0, "weir-pgo": 10.0, "weir-chain-pgo": 10.0},
                      {"weir": 10.0, "weir-chain": 10.0, "weir-pgo": 10.0, "weir-chain-pgo": 11.0})
