@@ -87,7 +87,7 @@ tests/fuzz/run.sh 2>&1 | tee /tmp/weir-fuzz.log
 # builds weir in release mode), the tour's curls, `weir check` on the shown
 # file, the "Without a file" session; Ctrl-C must end each with exit 0.
 python3 tests/readme/run.py 2>&1 | tee /tmp/weir-readme.log
-# The bench's goal lines (what says a speed goal is met), on made-up medians.
+# The bench's goal lines and pooled verdicts (what says a speed goal is met), on made-up figures.
 python3 bench/lib/test_goals.py 2>&1 | tee /tmp/weir-bench-goals.log
 echo "== disk: target $(du -sh target 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 # One closing line for the whole run.

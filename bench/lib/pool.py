@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from report import per_round
+
 OUT = Path(__file__).resolve().parents[1] / "out"
 RESAMPLES = 4000
 
@@ -35,14 +37,6 @@ class Run:
     name: str
     weir: str
     ratios: list[float]
-
-
-def ratios(res: dict, row: str, base: str) -> list[float]:
-    """`row`'s CPU per unit ÷ `base`'s, round by round (rounds where both ran)."""
-    by_round: dict = {}
-    for m in res.get("rounds", []):
-        by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
-    return [r[row] / r[base] for _, r in sorted(by_round.items()) if r.get(row) and r.get(base)]
 
 
 def interval(runs: list[list[float]], seed: int = 1, resamples: int = RESAMPLES) -> tuple[float, float]:
@@ -139,7 +133,7 @@ def main(argv: list[str]) -> int:
         print(f"no run of {scenario} in {len(dirs)} director(ies)", file=sys.stderr)
         return 1
     for row, base in pairs:
-        runs = [Run(name, which(versions, row), ratios(res, row, base)) for name, versions, res in found]
+        runs = [Run(name, which(versions, row), per_round(res, row, base)) for name, versions, res in found]
         print("\n".join(report(runs, row, base, bound)))
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import statistics
 
 PEERS = ("haproxy", "nginx")
 
@@ -28,22 +29,26 @@ def cell(fmt: str, v) -> str:
     return "–" if v is None else fmt.format(v)
 
 
+def per_round(res: dict, row: str, base: str) -> list[float]:
+    """`row`'s CPU per unit ÷ `base`'s, round by round, in round order (rounds where both ran):
+    the two ran seconds to a minute apart, so the machine's drift between rounds cancels."""
+    by_round: dict = {}
+    for m in res.get("rounds", []):
+        by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
+    return [r[row] / r[base] for _, r in sorted(by_round.items()) if r.get(row) and r.get(base)]
+
+
 def round_ratios(res: dict, goal, row: str = "weir") -> str | None:
     """weir's CPU ÷ each peer's, round by round: the two ran minutes apart at
     most, so a drift of the machine between rounds cancels here, and the
     spread shows how far one run's ratio can be trusted."""
     if not goal:
         return None
-    by_round: dict = {}
-    for m in res.get("rounds", []):
-        by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
     parts = []
     for peer in goal[1]:
-        rs = [r[row] / r[peer] for r in by_round.values() if r.get(row) and r.get(peer)]
+        rs = per_round(res, row, peer)
         if len(rs) > 1:
-            rs_sorted = sorted(rs)
-            mid = rs_sorted[len(rs) // 2] if len(rs) % 2 else sum(rs_sorted[len(rs) // 2 - 1:len(rs) // 2 + 1]) / 2
-            parts.append(f"÷ {peer}'s {' '.join(f'{r:.2f}' for r in rs)} (median {mid:.2f})")
+            parts.append(f"÷ {peer}'s {' '.join(f'{r:.2f}' for r in rs)} (median {statistics.median(rs):.2f})")
     if not parts:
         return None
     return f"Per round, {row}'s CPU " + "; ".join(parts) + "."

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import PROCS, BenchError, Proc, port_open, process_tree
+from report import per_round
 import ghz
 from proxies import (HOST, Ctx, Upstream, Variant, start_bench_upstream, start_etcd, start_fake_upstream,
                      start_grpc_upstream, start_nginx_upstream, start_proxy, start_weir_admin)
@@ -335,12 +336,9 @@ class HttpFilters(HttpScenario):
     def notes(self, res):
         # The two rows ran seconds apart in each round: a round's ratio is less touched by
         # the machine's other work than the ratio of medians taken over different rounds.
-        by_round: dict = {}
-        for m in res.get("rounds", []):
-            by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
         lines = []
         for base, chain in (("weir", "weir-chain"), ("weir-pgo", "weir-chain-pgo")):
-            rs = [r[chain] / r[base] for r in by_round.values() if r.get(base) and r.get(chain)]
+            rs = per_round(res, chain, base)
             if len(rs) >= 2:
                 lines.append(f"Per round, {chain}'s CPU ÷ {base}'s: {' '.join(f'{r:.2f}' for r in rs)} "
                              f"(median {statistics.median(rs):.2f}).")
@@ -1639,11 +1637,7 @@ class HttpGzip(HttpScenario):
             w, n = med.get(f"weir gzip-{lv}", {}), med.get(f"nginx gzip-{lv}", {})
             if not w.get("cpu_total") or not n.get("cpu_total"):
                 continue
-            by_round: dict = {}
-            for m in res.get("rounds", []):
-                by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
-            rs = [r[f"weir gzip-{lv}"] / r[f"nginx gzip-{lv}"] for r in by_round.values()
-                  if r.get(f"weir gzip-{lv}") and r.get(f"nginx gzip-{lv}")]
+            rs = per_round(res, f"weir gzip-{lv}", f"nginx gzip-{lv}")
             ratio = w["cpu_total"] / n["cpu_total"]
             lines.append(f"Goal (issue 26), gzip level {lv}: CPU/resp ≤ nginx's: "
                          f"{'**met**' if ratio <= 1.0 else 'not met'} (weir {w['cpu_total']:.1f} µs, nginx "

@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pool  # noqa: E402
-from report import deploy_goal_line, round_ratios  # noqa: E402
-from scenarios import GrpcUnary, HttpFilters, HttpSmall  # noqa: E402
+from report import deploy_goal_line, per_round, round_ratios  # noqa: E402
+from scenarios import GrpcUnary, HttpFilters, HttpGzip, HttpSmall  # noqa: E402
 
 OPTS = {"seconds": 10, "rounds": 3}
 
@@ -80,6 +80,18 @@ class FilterGoal(unittest.TestCase):
         self.assertIn("weir-chain-pgo's CPU ÷ weir-pgo's: 1.00 1.10 (median 1.05)", lines[1])
 
 
+class GzipGoal(unittest.TestCase):
+    def test_each_level_against_nginx_with_its_rounds(self):
+        res = rounds({"weir gzip-1": 9.0, "nginx gzip-1": 10.0, "weir gzip-6": 21.0, "nginx gzip-6": 20.0},
+                     {"weir gzip-1": 8.0, "nginx gzip-1": 10.0, "weir gzip-6": 19.0, "nginx gzip-6": 20.0})
+        res["medians"] = med(**{"weir gzip-1": 8.5, "nginx gzip-1": 10.0, "weir gzip-6": 20.0, "nginx gzip-6": 20.0})
+        lines = HttpGzip(OPTS).notes(res)
+        self.assertIn("gzip level 1: CPU/resp ≤ nginx's: **met**", lines[0])
+        self.assertIn("0.85 ×; per round 0.90 0.80)", lines[0])
+        self.assertIn("gzip level 6", lines[1])
+        self.assertIn("per round 1.05 0.95)", lines[1])
+
+
 class DeployGoal(unittest.TestCase):
     def test_judged_on_the_pgo_rows(self):
         m = med(weir=10.0, weir_pgo=9.0, weir_chain=12.0, weir_chain_pgo=9.5)
@@ -118,7 +130,7 @@ class Pooled(unittest.TestCase):
 
     def test_ratios_of_rounds_where_both_rows_ran(self):
         res = rounds({"weir": 10.0, "weir-chain": 11.0}, {"weir": 10.0}, {"weir": 8.0, "weir-chain": 10.0})
-        self.assertEqual(pool.ratios(res, "weir-chain", "weir"), [1.1, 1.25])
+        self.assertEqual(per_round(res, "weir-chain", "weir"), [1.1, 1.25])
 
     def test_interval_is_seeded_and_holds_the_median(self):
         runs = [[1.0, 1.02, 1.04], [1.05, 1.07, 1.09], [0.98, 1.0, 1.03]]
