@@ -185,6 +185,7 @@ impl crate::Listener {
             trusted_proxies: Vec::new(),
             proxy_protocol: false,
             filters: Vec::new(),
+            path: crate::path::PathRules::default(),
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod filter;
 mod host;
 mod input;
 mod json;
+pub mod path;
 mod read;
 mod resources;
 mod span;

@@ -77,6 +77,9 @@ pub struct Listener {
     /// tcp: `ip_allow` / `ip_deny` filters each connection passes before anything else
     /// (a refused one is closed and counted). http listeners take filters on routes.
     pub filters: Vec<String>,
+    /// http: how request paths are put in normal form before routing (`merge_slashes`,
+    /// `escaped_slashes`; dot segments are always resolved).
+    pub path: crate::path::PathRules,
 }
 
 /// `[listeners.NAME.tls]`: what a TLS listener presents and accepts.

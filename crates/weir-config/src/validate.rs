@@ -13,6 +13,7 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     references(sink, w);
     binds(sink, w);
     duplicate_routes(sink, w);
+    prefixes_in_normal_form(sink, w);
     pool_limits(sink, w);
     tcp_pools(sink, w);
     crate::tls::check(sink, w);
@@ -287,6 +288,33 @@ fn duplicate_routes(sink: &mut Sink<'_>, w: &Walked) {
             );
         } else {
             seen.insert(key, name);
+        }
+    }
+}
+
+/// Request paths are put in normal form before routing (`crate::path`): a prefix that is not
+/// in that form (`/a//b`, `/a/./b`, `/%61`) could never match as written.
+fn prefixes_in_normal_form(sink: &mut Sink<'_>, w: &Walked) {
+    for (name, at) in &w.routes {
+        let (Some(span), r) = (&at.path_prefix, &w.config.routes[name]) else {
+            continue;
+        };
+        let Some(l) = w.config.listeners.get(&r.listener) else {
+            continue;
+        };
+        let p = &r.path_prefix;
+        match crate::path::normalize(p, l.path) {
+            Ok(None) => {}
+            Ok(Some(n)) => sink.warn(
+                span.clone(),
+                format!(
+                    "path_prefix \"{p}\" never matches as written: request paths are put in normal form before routing, where it reads \"{n}\""
+                ),
+            ),
+            Err(e) => sink.warn(
+                span.clone(),
+                format!("path_prefix \"{p}\" never matches: a request path like it is refused ({e})"),
+            ),
         }
     }
 }

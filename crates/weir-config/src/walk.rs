@@ -45,6 +45,8 @@ const LISTENER_KEYS: &[&str] = &[
     "trusted_proxies",
     "proxy_protocol",
     "filters",
+    "merge_slashes",
+    "escaped_slashes",
 ];
 const ROUTE_KEYS: &[&str] = &[
     "listener",
@@ -204,6 +206,8 @@ pub(crate) struct RouteAt {
     pub filters: Vec<Span>,
     /// host and path_prefix both valid (or defaulted), so duplicates can be judged.
     pub matcher_ok: bool,
+    /// A valid `path_prefix`.
+    pub path_prefix: Option<Span>,
 }
 
 #[derive(Clone)]
@@ -467,6 +471,7 @@ pub(crate) fn listener(
         }
     }
     client_addr::listener(sink, t, &mut l);
+    crate::path::listener(sink, t, &mut l);
     (l.filters, at.filters) = filter_names(sink, t);
     if protocol == Protocol::Tcp {
         // Harmless but a sign of a copy-paste or a misunderstanding. With sni_routing,
@@ -513,6 +518,7 @@ pub(crate) fn route(
         hsts: None,
         filters: Vec::new(),
         matcher_ok: true,
+        path_prefix: None,
     };
 
     if let Some(v) = t.require(sink, "listener", &what, "\"web\"") {
@@ -543,7 +549,10 @@ pub(crate) fn route(
     if let Some(v) = t.get("path_prefix") {
         match read::string(sink, v) {
             Some(p) => match check_path(p) {
-                Ok(()) => r.path_prefix = p.to_string(),
+                Ok(()) => {
+                    r.path_prefix = p.to_string();
+                    at.path_prefix = Some(v.span());
+                }
                 Err(e) => {
                     sink.error(v.span(), format!("invalid path_prefix \"{p}\": {e}"));
                     at.matcher_ok = false;

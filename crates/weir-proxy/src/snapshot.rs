@@ -60,6 +60,8 @@ pub struct ListenerSnap {
     pub sends_proxy: bool,
     /// A tcp listener's `filters` (address lists), which each connection passes first.
     pub filters: Chain,
+    /// How request paths are put in normal form before routing (`http/forward/route.rs`).
+    pub path: weir_config::path::PathRules,
 }
 
 /// Runtime state that outlives snapshots: endpoints keyed by pool and
@@ -349,6 +351,7 @@ impl Snapshot {
                 proxy_protocol: proxy_counts,
                 sends_proxy,
                 filters: Chain::of(&l.filters, &filters, None),
+                path: l.path,
             });
         }
         series.finish();

@@ -42,6 +42,7 @@ mod http_framing;
 mod input_bounds;
 mod memory;
 mod observability;
+mod path_normalization;
 mod proxy_protocol;
 mod proxy_protocol_interop;
 mod proxy_protocol_tlvs;

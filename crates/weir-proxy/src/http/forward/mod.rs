@@ -2,7 +2,8 @@
 //! is a file of its own:
 //!
 //! 1. `host.rs`: the request's host (400 `bad_request` without exactly one);
-//! 2. `route.rs`: the route and pool, from the snapshot (404 without one);
+//! 2. `route.rs`: the route and pool, from the snapshot (404 without one), for the path in
+//!    normal form (`path.rs`; 400 when it has none);
 //! 3. the route's request filters (`crate::filter`), which may change the request
 //!    or answer it themselves;
 //! 4. `rewrite.rs`: the request as the upstream hop gets it;
@@ -35,6 +36,7 @@ mod filtered;
 mod host;
 mod keys;
 mod overflow;
+mod path;
 mod refused;
 mod rewrite;
 mod route;
@@ -104,7 +106,7 @@ fn forward<'a>(
     acct: &'a mut Accounting,
 ) -> impl Future<Output = Response<ProxyBody>> + 'a {
     async move {
-        let mut routed = match route::route(ctx, &req, acct) {
+        let mut routed = match route::route(ctx, &mut req, acct) {
             Ok(r) => r,
             Err(reason) => return error_response(reason),
         };

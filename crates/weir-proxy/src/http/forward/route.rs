@@ -10,6 +10,7 @@ use super::accounting::Accounting;
 use super::ctx::ConnCtx;
 use super::fail::{log, Where};
 use super::host::request_host;
+use super::path::normalize_target;
 use crate::reason::Reason;
 use crate::router::Target;
 
@@ -25,10 +26,14 @@ pub struct Routed {
     pub target: Arc<Target>,
 }
 
-/// Routes the request, or says why not (400 without a valid host, 404
-/// without a route; counted and logged here). Starts its access log entry
-/// either way.
-pub fn route<B>(ctx: &ConnCtx, req: &Request<B>, acct: &mut Accounting) -> Result<Routed, Reason> {
+/// Routes the request, or says why not (400 without a valid host or with a path that has no
+/// normal form, 404 without a route; counted and logged here). Puts the path in normal form
+/// (`path.rs`) first. Starts its access log entry either way.
+pub fn route<B>(
+    ctx: &ConnCtx,
+    req: &mut Request<B>,
+    acct: &mut Accounting,
+) -> Result<Routed, Reason> {
     // One look at the snapshot per request; the guard is gone before any await.
     let snap = ctx.shared.snapshot.load();
     let Some(Some(l)) = snap.listeners.get(ctx.slot) else {
@@ -40,6 +45,18 @@ pub fn route<B>(ctx: &ConnCtx, req: &Request<B>, acct: &mut Accounting) -> Resul
         return Err(Reason::BadRequest);
     };
     let host = host_hdr.as_ref().and_then(|v| v.to_str().ok());
+    if let Err(why) = normalize_target(req, l.path) {
+        acct.count_as(&l.no_route, None, Some(Reason::BadRequest));
+        let w = Where {
+            listener: &l.name,
+            route: None,
+            pool: "-",
+            endpoint: None,
+        };
+        let detail = format!("path {:?} refused: {why}", req.uri().path());
+        log(Reason::BadRequest.status(), Reason::BadRequest, &w, &detail);
+        return Err(Reason::BadRequest);
+    }
     match l.routes.lookup(host, req.uri().path()) {
         Some(t) => Ok(Routed {
             listener: l.name.clone(),

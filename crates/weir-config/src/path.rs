@@ -1,0 +1,331 @@
+//! A request path in normal form, before routing, filters and the upstream see it
+//! (`[listeners.NAME] merge_slashes`, `escaped_slashes`).
+//!
+//! Routes and filters match paths byte for byte, and backends resolve `..` and `%61` in
+//! their own way: if weir matched the raw path, `/open/../admin/` would pass an allow list on
+//! `/admin/` and reach the admin backend. So weir matches, filters and forwards one form, as
+//! nginx does and Envoy's `normalize_path` offers:
+//!
+//! 1. percent-encodings of unreserved characters (`A-Z a-z 0-9 - . _ ~`) decoded (RFC 3986
+//!    §6.2.2.2), every other encoding written with upper-case hex (§6.2.2.1), a `%` not
+//!    followed by two hex digits refused; an encoded slash (`%2F`) kept, refused or decoded
+//!    as the listener says ([`EscapedSlashes`]);
+//! 2. runs of `/` merged into one (unless `merge_slashes = false`);
+//! 3. `.` and `..` segments removed (RFC 3986 §5.2.4); a `..` that would climb above the root
+//!    is refused, not clamped: no honest client sends one.
+//!
+//! The query is never touched. Written by hand: it is a few lines of RFC 3986, on every
+//! request's path, and must not allocate for a path that is already normal.
+
+use std::fmt;
+
+use crate::read::{self, Fields, Sink};
+use crate::{Listener, Protocol};
+
+/// What an encoded slash (`%2F`) in a path becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EscapedSlashes {
+    /// Left encoded: `/a%2Fb` is one segment, routed and forwarded as such (Envoy's
+    /// `KEEP_UNCHANGED`).
+    #[default]
+    Keep,
+    /// The request is refused with 400.
+    Reject,
+    /// Decoded to `/` before slashes are merged and dot segments removed, so `/a%2F..%2Fb`
+    /// is `/b` (Envoy's `UNESCAPE_AND_FORWARD`).
+    Decode,
+}
+
+/// A listener's path rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathRules {
+    pub merge_slashes: bool,
+    pub escaped_slashes: EscapedSlashes,
+}
+
+impl Default for PathRules {
+    fn default() -> PathRules {
+        PathRules {
+            merge_slashes: true,
+            escaped_slashes: EscapedSlashes::Keep,
+        }
+    }
+}
+
+/// Why a path was refused (answered 400).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathError {
+    /// A `..` segment climbs above the root.
+    AboveRoot,
+    /// A `%` not followed by two hex digits.
+    BadEscape,
+    /// An encoded slash, with `escaped_slashes = "reject"`.
+    EscapedSlash,
+}
+
+impl fmt::Display for PathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PathError::AboveRoot => "a `..` segment climbs above the root",
+            PathError::BadEscape => "a `%` is not followed by two hex digits",
+            PathError::EscapedSlash => "an encoded slash (%2F), refused by escaped_slashes",
+        })
+    }
+}
+
+/// `path` in normal form: `Ok(None)` when it already is (no allocation), else the new path.
+/// A path that does not start with `/` (`*`) is left as it is.
+pub fn normalize(path: &str, rules: PathRules) -> Result<Option<String>, PathError> {
+    let b = path.as_bytes();
+    if b.first() != Some(&b'/') || !needs_work(b, rules.merge_slashes) {
+        return Ok(None);
+    }
+    let decoded = decode(b, rules.escaped_slashes)?;
+    let out = remove_dots(&decoded, rules.merge_slashes)?;
+    Ok((out != path).then_some(out))
+}
+
+/// Whether the path may change: a `%`, a `//` (when merging), or a segment starting with `.`.
+/// One pass over the bytes, so that normal paths cost next to nothing.
+#[inline]
+fn needs_work(b: &[u8], merge_slashes: bool) -> bool {
+    let mut prev = 0u8;
+    for &c in b {
+        if c == b'%' || (prev == b'/' && (c == b'.' || (c == b'/' && merge_slashes))) {
+            return true;
+        }
+        prev = c;
+    }
+    false
+}
+
+/// Step 1: percent-encodings decoded or made upper-case.
+fn decode(b: &[u8], slashes: EscapedSlashes) -> Result<String, PathError> {
+    let mut out = String::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c != b'%' {
+            out.push(c as char);
+            i += 1;
+            continue;
+        }
+        let (Some(h), Some(l)) = (
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) else {
+            return Err(PathError::BadEscape);
+        };
+        let v = h << 4 | l;
+        match v {
+            b'/' => match slashes {
+                EscapedSlashes::Keep => out.push_str("%2F"),
+                EscapedSlashes::Reject => return Err(PathError::EscapedSlash),
+                EscapedSlashes::Decode => out.push('/'),
+            },
+            _ if is_unreserved(v) => out.push(v as char),
+            _ => {
+                out.push('%');
+                out.push(HEX[(v >> 4) as usize] as char);
+                out.push(HEX[(v & 15) as usize] as char);
+            }
+        }
+        i += 3;
+    }
+    Ok(out)
+}
+
+/// Steps 2 and 3 on a path that starts with `/`.
+fn remove_dots(path: &str, merge_slashes: bool) -> Result<String, PathError> {
+    let mut segments: Vec<&str> = Vec::new();
+    // Whether the result ends with `/` after its last segment: a path ending in `/`, `/.`
+    // or `/..` names a directory (RFC 3986 §5.2.4 keeps that slash).
+    let mut dir = false;
+    for seg in path[1..].split('/') {
+        dir = true;
+        match seg {
+            "." => {}
+            ".." => {
+                if segments.pop().is_none() {
+                    return Err(PathError::AboveRoot);
+                }
+            }
+            "" if merge_slashes => {}
+            s => {
+                segments.push(s);
+                dir = false;
+            }
+        }
+    }
+    let mut out = String::with_capacity(path.len());
+    for s in &segments {
+        out.push('/');
+        out.push_str(s);
+    }
+    if segments.is_empty() || dir {
+        out.push('/');
+    }
+    Ok(out)
+}
+
+const ESCAPED_SLASHES: &[(&str, EscapedSlashes)] = &[
+    ("keep", EscapedSlashes::Keep),
+    ("reject", EscapedSlashes::Reject),
+    ("decode", EscapedSlashes::Decode),
+];
+
+/// A listener's `merge_slashes` and `escaped_slashes`, read into `l` (its `protocol` read
+/// before).
+pub(crate) fn listener(sink: &mut Sink<'_>, t: &Fields<'_, '_>, l: &mut Listener) {
+    if let Some(v) = t.get("merge_slashes") {
+        match v.get_ref().as_bool() {
+            Some(b) => l.path.merge_slashes = b,
+            None => read::wrong_type(sink, v, "a boolean"),
+        }
+    }
+    if let Some(e) = t.choice(sink, "escaped_slashes", ESCAPED_SLASHES) {
+        l.path.escaped_slashes = e;
+    }
+    if l.protocol == Protocol::Tcp {
+        for key in ["merge_slashes", "escaped_slashes"] {
+            if let Some(span) = t.key_span(key) {
+                sink.warn(span, format!("{key} has no effect on a tcp listener (it has no paths)"));
+            }
+        }
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+fn hex(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn is_unreserved(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(path: &str) -> Result<String, PathError> {
+        with(path, PathRules::default())
+    }
+
+    fn with(path: &str, rules: PathRules) -> Result<String, PathError> {
+        Ok(normalize(path, rules)?.unwrap_or_else(|| path.to_string()))
+    }
+
+    #[test]
+    fn normal_paths_are_left_alone_without_allocating() {
+        for p in ["/", "/a", "/a/b/", "/index.html", "/a.b/c..d/...", "*", "/a-b_c~d"] {
+            assert_eq!(normalize(p, PathRules::default()), Ok(None), "{p}");
+        }
+        // Looked at (a segment starting with `.`), found normal.
+        assert_eq!(normalize("/.well-known/x", PathRules::default()), Ok(None));
+    }
+
+    #[test]
+    fn dot_segments_are_removed() {
+        assert_eq!(n("/n/x/../admin/secret").unwrap(), "/n/admin/secret");
+        assert_eq!(n("/n/./admin").unwrap(), "/n/admin");
+        assert_eq!(n("/a/b/..").unwrap(), "/a/");
+        assert_eq!(n("/a/b/.").unwrap(), "/a/b/");
+        assert_eq!(n("/a/..").unwrap(), "/");
+        assert_eq!(n("/.").unwrap(), "/");
+        assert_eq!(n("/a/.../b").unwrap(), "/a/.../b");
+        assert_eq!(n("/a/..b/c").unwrap(), "/a/..b/c");
+    }
+
+    #[test]
+    fn climbing_above_the_root_is_refused() {
+        for p in ["/..", "/../a", "/a/../..", "/a/../../b", "/%2e%2e/x", "/.%2E/x"] {
+            assert_eq!(normalize(p, PathRules::default()), Err(PathError::AboveRoot), "{p}");
+        }
+    }
+
+    #[test]
+    fn slashes_are_merged_unless_the_listener_says_not() {
+        assert_eq!(n("//n//admin///x").unwrap(), "/n/admin/x");
+        assert_eq!(n("/a//").unwrap(), "/a/");
+        assert_eq!(n("//").unwrap(), "/");
+        let keep = PathRules {
+            merge_slashes: false,
+            ..PathRules::default()
+        };
+        assert_eq!(normalize("/a//b", keep), Ok(None));
+        assert_eq!(with("/a//b/./c", keep).unwrap(), "/a//b/c");
+        assert_eq!(with("//a/", keep).unwrap(), "//a/");
+        // RFC 3986 §5.2.4: `..` removes the empty segment before it.
+        assert_eq!(with("/a//../b", keep).unwrap(), "/a/b");
+        assert_eq!(with("/a//..", keep).unwrap(), "/a/");
+        assert_eq!(with("/a/b//.", keep).unwrap(), "/a/b//");
+    }
+
+    #[test]
+    fn unreserved_escapes_are_decoded_and_others_upper_cased() {
+        assert_eq!(n("/n/%61dmin/secret").unwrap(), "/n/admin/secret");
+        assert_eq!(n("/%7Euser/%2D%5F%2e").unwrap(), "/~user/-_.");
+        assert_eq!(n("/a%20b%3f%c3%a9").unwrap(), "/a%20b%3F%C3%A9");
+        // One decoding only: `%25` is `%` itself, kept encoded.
+        assert_eq!(n("/%252e%252e/x").unwrap(), "/%252e%252e/x");
+        // Decoded dots form dot segments.
+        assert_eq!(n("/n/x/%2E%2E/admin").unwrap(), "/n/admin");
+    }
+
+    #[test]
+    fn a_bad_escape_is_refused() {
+        for p in ["/a%", "/a%2", "/a%zz", "/a%2g/b"] {
+            assert_eq!(normalize(p, PathRules::default()), Err(PathError::BadEscape), "{p}");
+        }
+    }
+
+    #[test]
+    fn encoded_slashes_are_kept_refused_or_decoded() {
+        assert_eq!(n("/a%2fb/../c").unwrap(), "/c");
+        assert_eq!(n("/a%2Fb").unwrap(), "/a%2Fb");
+        assert_eq!(n("/x/..%2F..%2Fadmin").unwrap(), "/x/..%2F..%2Fadmin");
+        let reject = PathRules {
+            escaped_slashes: EscapedSlashes::Reject,
+            ..PathRules::default()
+        };
+        assert_eq!(normalize("/a%2Fb", reject), Err(PathError::EscapedSlash));
+        let decode = PathRules {
+            escaped_slashes: EscapedSlashes::Decode,
+            ..PathRules::default()
+        };
+        assert_eq!(with("/n/x%2F..%2Fadmin", decode).unwrap(), "/n/admin");
+        assert_eq!(with("/a%2F%2Fb", decode).unwrap(), "/a/b");
+        assert_eq!(normalize("/%2F..%2F..", decode), Err(PathError::AboveRoot));
+    }
+
+    /// Normal form is a fixed point: normalising twice changes nothing more.
+    #[test]
+    fn normalising_twice_changes_nothing() {
+        let parts = ["a", ".", "..", "", "%2e", "%2F", "%41", "%7e", "b%20"];
+        for rules in [
+            PathRules::default(),
+            PathRules {
+                merge_slashes: false,
+                escaped_slashes: EscapedSlashes::Decode,
+            },
+        ] {
+            for x in parts {
+                for y in parts {
+                    for z in parts {
+                        let p = format!("/{x}/{y}/{z}");
+                        if let Ok(once) = with(&p, rules) {
+                            assert_eq!(normalize(&once, rules), Ok(None), "{p} -> {once}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
