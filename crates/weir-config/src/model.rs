@@ -97,6 +97,10 @@ pub struct ListenerTls {
     /// subject to the backend (any such header from the client is removed);
     /// `None` = not passed on. (http)
     pub client_identity_header: Option<String>,
+    /// A lower-cased header that carries the verified client certificate's
+    /// `x-forwarded-client-cert` element (hash, subject, URI and DNS names); the client's own
+    /// is removed; `None` = not passed on. (http)
+    pub client_cert_header: Option<String>,
     /// Time allowed for the handshake, from accept. Default 10 s.
     pub handshake_timeout: Duration,
 }

@@ -189,7 +189,10 @@ pub(crate) fn listener(sink: &mut Sink<'_>, t: &Fields<'_, '_>, l: &mut Listener
     if l.protocol == Protocol::Tcp {
         for key in ["merge_slashes", "escaped_slashes"] {
             if let Some(span) = t.key_span(key) {
-                sink.warn(span, format!("{key} has no effect on a tcp listener (it has no paths)"));
+                sink.warn(
+                    span,
+                    format!("{key} has no effect on a tcp listener (it has no paths)"),
+                );
             }
         }
     }
@@ -224,7 +227,15 @@ mod tests {
 
     #[test]
     fn normal_paths_are_left_alone_without_allocating() {
-        for p in ["/", "/a", "/a/b/", "/index.html", "/a.b/c..d/...", "*", "/a-b_c~d"] {
+        for p in [
+            "/",
+            "/a",
+            "/a/b/",
+            "/index.html",
+            "/a.b/c..d/...",
+            "*",
+            "/a-b_c~d",
+        ] {
             assert_eq!(normalize(p, PathRules::default()), Ok(None), "{p}");
         }
         // Looked at (a segment starting with `.`), found normal.
@@ -245,8 +256,19 @@ mod tests {
 
     #[test]
     fn climbing_above_the_root_is_refused() {
-        for p in ["/..", "/../a", "/a/../..", "/a/../../b", "/%2e%2e/x", "/.%2E/x"] {
-            assert_eq!(normalize(p, PathRules::default()), Err(PathError::AboveRoot), "{p}");
+        for p in [
+            "/..",
+            "/../a",
+            "/a/../..",
+            "/a/../../b",
+            "/%2e%2e/x",
+            "/.%2E/x",
+        ] {
+            assert_eq!(
+                normalize(p, PathRules::default()),
+                Err(PathError::AboveRoot),
+                "{p}"
+            );
         }
     }
 
@@ -282,7 +304,11 @@ mod tests {
     #[test]
     fn a_bad_escape_is_refused() {
         for p in ["/a%", "/a%2", "/a%zz", "/a%2g/b"] {
-            assert_eq!(normalize(p, PathRules::default()), Err(PathError::BadEscape), "{p}");
+            assert_eq!(
+                normalize(p, PathRules::default()),
+                Err(PathError::BadEscape),
+                "{p}"
+            );
         }
     }
 

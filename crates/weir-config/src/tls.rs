@@ -16,6 +16,7 @@ const LISTENER_TLS_KEYS: &[&str] = &[
     "client_auth",
     "client_ca",
     "client_identity_header",
+    "client_cert_header",
     "handshake_timeout",
 ];
 const CERTIFICATE_KEYS: &[&str] = &["cert", "key", "default"];
@@ -72,6 +73,7 @@ pub(crate) fn listener(
         client_auth: ClientAuth::None,
         client_ca: None,
         client_identity_header: None,
+        client_cert_header: None,
         handshake_timeout: defaults::HANDSHAKE_TIMEOUT,
     };
     // Without files, `[certificates.NAME]` resources must attach to it (`certificate.rs`).
@@ -108,25 +110,47 @@ pub(crate) fn listener(
         }
         _ => {}
     }
-    if let Some(v) = t.get("client_identity_header") {
-        if let Some(s) = read::string(sink, v) {
-            if s.is_empty() || !s.bytes().all(is_token_byte) {
-                sink.error(v.span(), format!("invalid header name {s:?}"));
-            } else {
-                tls.client_identity_header = Some(s.to_ascii_lowercase());
-                if tls.client_auth == ClientAuth::None {
-                    sink.warn(
-                        v.span(),
-                        "client_identity_header is never set while client_auth is \"none\"",
-                    );
-                }
-            }
+    tls.client_identity_header = identity_header(sink, t, "client_identity_header", &tls);
+    tls.client_cert_header = identity_header(sink, t, "client_cert_header", &tls);
+    if let (Some(a), Some(b), Some(v)) = (
+        &tls.client_identity_header,
+        &tls.client_cert_header,
+        t.get("client_cert_header"),
+    ) {
+        if a == b {
+            sink.error(
+                v.span(),
+                "client_cert_header and client_identity_header name the same header; one would overwrite the other",
+            );
         }
     }
     if let Some(d) = t.duration(sink, "handshake_timeout", true) {
         tls.handshake_timeout = d;
     }
     Some(tls)
+}
+
+/// A header name for what a client certificate says (`client_identity_header`,
+/// `client_cert_header`), lower-cased.
+fn identity_header(
+    sink: &mut Sink<'_>,
+    t: &Fields<'_, '_>,
+    key: &str,
+    tls: &ListenerTls,
+) -> Option<String> {
+    let v = t.get(key)?;
+    let s = read::string(sink, v)?;
+    if s.is_empty() || !s.bytes().all(is_token_byte) {
+        sink.error(v.span(), format!("invalid header name {s:?}"));
+        return None;
+    }
+    if tls.client_auth == ClientAuth::None {
+        sink.warn(
+            v.span(),
+            format!("{key} is never set while client_auth is \"none\""),
+        );
+    }
+    Some(s.to_ascii_lowercase())
 }
 
 fn certificates(

@@ -5,7 +5,6 @@ mod common;
 use common::*;
 
 use weir_config::path::EscapedSlashes;
-use weir_config::*;
 
 fn warnings(src: &str) -> Vec<(usize, usize, String)> {
     ok(src)
@@ -28,7 +27,9 @@ fn the_keys_read_into_the_model_with_their_defaults() {
     ] {
         let src = BASE.replace(
             "bind = \"127.0.0.1:8080\"\n",
-            &format!("bind = \"127.0.0.1:8080\"\nmerge_slashes = false\nescaped_slashes = \"{v}\"\n"),
+            &format!(
+                "bind = \"127.0.0.1:8080\"\nmerge_slashes = false\nescaped_slashes = \"{v}\"\n"
+            ),
         );
         let l = ok(&src);
         assert!(l.warnings.is_empty(), "{:#?}", l.warnings);

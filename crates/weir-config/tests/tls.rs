@@ -130,6 +130,20 @@ fn each_mistake_is_named_at_its_key() {
         "invalid header name",
     );
     one_error(
+        &tls(
+            "certificates = [{ cert = \"a\", key = \"b\" }]\nclient_cert_header = \"bad header\"\n",
+        ),
+        8,
+        22,
+        "invalid header name",
+    );
+    one_error(
+        &tls("certificates = [{ cert = \"a\", key = \"b\" }]\nclient_auth = \"optional\"\nclient_ca = \"ca.pem\"\nclient_identity_header = \"X-Client\"\nclient_cert_header = \"x-client\"\n"),
+        11,
+        22,
+        "name the same header",
+    );
+    one_error(
         &format!("{BASE}[listeners.x]\nbind = \"127.0.0.1:8081\"\nsni_routing = true\n"),
         8,
         15,

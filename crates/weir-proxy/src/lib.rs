@@ -18,6 +18,7 @@ pub mod filter;
 pub mod health;
 pub mod http;
 pub mod listener;
+pub mod log_limit;
 pub mod metrics;
 pub mod pool;
 mod pool_update;

@@ -471,6 +471,7 @@ async fn serve_https(
     let Some(conn) = conn else { return };
     ctx.tls = Some(Box::new(conn.info.clone()));
     ctx.identity_header = server.identity_header.clone();
+    ctx.cert_header = server.cert_header.clone();
     drop(server);
     serve_http(
         ClientStream::Tls(Box::new(conn)),

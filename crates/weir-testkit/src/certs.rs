@@ -92,6 +92,37 @@ impl Ca {
         Pair::of(&cert, &key)
     }
 
+    /// A client certificate with exactly this subject, in this order (`("CN", "alice")`,
+    /// `("O", "Example")`; values as UTF8String, so any character a test needs), and these
+    /// DNS and URI subjectAltNames.
+    pub fn leaf_subject(&self, subject: &[(&str, &str)], dns: &[&str], uris: &[&str]) -> Pair {
+        let mut p = params(&[], Validity::default());
+        p.distinguished_name = rcgen::DistinguishedName::new();
+        for (t, v) in subject {
+            let t = match *t {
+                "CN" => DnType::CommonName,
+                "O" => DnType::OrganizationName,
+                "OU" => DnType::OrganizationalUnitName,
+                "C" => DnType::CountryName,
+                other => panic!("no DN type {other} in the test kit"),
+            };
+            p.distinguished_name
+                .push(t, rcgen::DnValue::Utf8String(v.to_string()));
+        }
+        p.subject_alt_names = dns
+            .iter()
+            .map(|d| rcgen::SanType::DnsName(d.to_string().try_into().expect("DNS name")))
+            .chain(
+                uris.iter()
+                    .map(|u| rcgen::SanType::URI(u.to_string().try_into().expect("URI"))),
+            )
+            .collect();
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate().expect("key");
+        let cert = p.signed_by(&key, &self.issuer).expect("signed leaf");
+        Pair::of(&cert, &key)
+    }
+
     /// [`Ca::leaf`] written as `dir/FILE.pem` and `dir/FILE.key`: (cert, key).
     pub fn leaf_files(&self, dir: &Path, file: &str, names: &[&str]) -> (PathBuf, PathBuf) {
         let p = self.leaf(names).write(dir, file);

@@ -190,10 +190,3 @@ fn unix(t: SystemTime) -> i64 {
         Err(e) => -(e.duration().as_secs() as i64),
     }
 }
-
-/// A certificate's subject as an RFC 4514 string (`CN=alice,O=Example`), for the header
-/// that passes a verified client's identity on; `None` if the DER does not parse.
-pub fn subject(der: &[u8]) -> Option<String> {
-    let (_, cert) = X509Certificate::from_der(der).ok()?;
-    Some(cert.subject().to_string())
-}

@@ -9,12 +9,15 @@
 //!   to load keeps the one before it;
 //! - `server`: a listener's settings to a rustls `ServerConfig`;
 //! - `client`: a pool's upstream settings to a rustls `ClientConfig`;
+//! - `client_identity`: what a verified client certificate says, escaped for a backend;
 //! - `hello`: the server name in a ClientHello peeked off an undecrypted connection;
 //! - `provider`: the one crypto provider compiled in.
 //!
-//! Nothing cryptographic is written here: rustls and its provider do all of it.
+//! Nothing cryptographic is written here: rustls and its provider do all of it (and the
+//! sha2 crate a client certificate's fingerprint).
 
 pub mod client;
+pub mod client_identity;
 pub mod hello;
 pub mod identity;
 pub mod live;
@@ -24,8 +27,9 @@ pub mod server;
 pub mod sni;
 
 pub use client::{ClientSettings, Trust};
+pub use client_identity::ClientIdentity;
 pub use hello::Hello;
-pub use identity::{subject, CertError, Identity};
+pub use identity::{CertError, Identity};
 pub use live::{LiveCertificates, PairSource, Pem, Reloaded};
 pub use server::{ClientAuth, MinVersion, ServerSettings, SettingsError};
 pub use sni::Resolver;

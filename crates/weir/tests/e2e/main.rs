@@ -18,6 +18,7 @@ mod balance;
 mod capacity;
 mod check;
 mod client_addr;
+mod client_identity;
 mod compress;
 mod ctl;
 mod demo;

@@ -48,7 +48,16 @@ pool = "open"
 /// (status, x-weir-reason, body) of one request sent by curl, the path as given.
 fn curl(listen: SocketAddr, path: &str, h2: bool) -> (u16, String, String) {
     let mut c = Command::new("curl");
-    c.args(["-s", "--path-as-is", "-o", "-", "-D", "-", "--max-time", "20"]);
+    c.args([
+        "-s",
+        "--path-as-is",
+        "-o",
+        "-",
+        "-D",
+        "-",
+        "--max-time",
+        "20",
+    ]);
     if h2 {
         c.arg("--http2-prior-knowledge");
     }
@@ -117,9 +126,19 @@ async fn a_path_above_the_root_or_badly_escaped_is_refused_with_400() {
     let _w = Weir::start(&config(listen, admin.addr(), open.addr(), ""), &[listen]);
     tokio::task::spawn_blocking(move || {
         for h2 in [false, true] {
-            for path in ["/..", "/n/../../admin/secret", "/%2e%2e/etc/passwd", "/n/%zz", "/n/a%2"] {
+            for path in [
+                "/..",
+                "/n/../../admin/secret",
+                "/%2e%2e/etc/passwd",
+                "/n/%zz",
+                "/n/a%2",
+            ] {
                 let (status, reason, _) = curl(listen, path, h2);
-                assert_eq!((status, reason.as_str()), (400, "bad_request"), "{path} (h2: {h2})");
+                assert_eq!(
+                    (status, reason.as_str()),
+                    (400, "bad_request"),
+                    "{path} (h2: {h2})"
+                );
             }
         }
     })
@@ -130,8 +149,16 @@ async fn a_path_above_the_root_or_badly_escaped_is_refused_with_400() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upstream_gets_the_normal_path_and_the_query_as_sent() {
-    let admin = HttpUpstream::builder("admin").record_log(true).spawn().await.unwrap();
-    let open = HttpUpstream::builder("open").record_log(true).spawn().await.unwrap();
+    let admin = HttpUpstream::builder("admin")
+        .record_log(true)
+        .spawn()
+        .await
+        .unwrap();
+    let open = HttpUpstream::builder("open")
+        .record_log(true)
+        .spawn()
+        .await
+        .unwrap();
     let listen = free_addr();
     let _w = Weir::start(&config(listen, admin.addr(), open.addr(), ""), &[listen]);
     tokio::task::spawn_blocking(move || {
@@ -147,8 +174,16 @@ async fn the_upstream_gets_the_normal_path_and_the_query_as_sent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn encoded_slashes_are_kept_refused_or_decoded_as_the_listener_says() {
-    let admin = HttpUpstream::builder("admin").record_log(true).spawn().await.unwrap();
-    let open = HttpUpstream::builder("open").record_log(true).spawn().await.unwrap();
+    let admin = HttpUpstream::builder("admin")
+        .record_log(true)
+        .spawn()
+        .await
+        .unwrap();
+    let open = HttpUpstream::builder("open")
+        .record_log(true)
+        .spawn()
+        .await
+        .unwrap();
     let trick = "/n/x%2F..%2Fadmin/secret";
 
     // keep (the default): one segment, routed to the open pool as it came.

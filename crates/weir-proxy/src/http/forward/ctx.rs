@@ -33,6 +33,8 @@ pub struct ConnCtx {
     /// Where the verified client certificate's subject goes upstream (any value
     /// the client sent under that name is removed).
     pub identity_header: Option<HeaderName>,
+    /// Where its `x-forwarded-client-cert` element goes (`client_cert_header`), the same way.
+    pub cert_header: Option<HeaderName>,
     /// This hop's `Forwarded` element, made at the first request (after `tls` is known).
     forwarded: OnceLock<HeaderValue>,
 }
@@ -49,6 +51,7 @@ impl ConnCtx {
             state: ConnState::new(),
             tls: None,
             identity_header: None,
+            cert_header: None,
             proxy_tlvs: None,
             forwarded: OnceLock::new(),
         }

@@ -1,8 +1,8 @@
 //! The request as the upstream hop gets it: origin-form target, hop-by-hop
 //! fields removed, `X-Forwarded-*` and `Forwarded` added, the verified client
-//! certificate's subject in the listener's identity header (and never the
-//! client's own value of it), the routed host as `Host`, and HTTP/1.1 whatever
-//! the client spoke.
+//! certificate's subject and its `x-forwarded-client-cert` element in the listener's headers
+//! for them (and never the client's own values of those), the routed host as `Host`, and
+//! HTTP/1.1 whatever the client spoke.
 
 use http::header::{self, HeaderValue};
 use http::uri::PathAndQuery;
@@ -44,11 +44,17 @@ pub fn for_upstream<'c, B>(
     if let Some(u) = upgrade {
         crate::http::upgrade::keep(h, u);
     }
+    let client_cert = ctx.tls.as_ref().and_then(|t| t.client.as_deref());
     if let Some(name) = &ctx.identity_header {
         h.remove(name);
-        let subject = ctx.tls.as_ref().and_then(|t| t.client_subject.as_deref());
-        if let Some(v) = subject.and_then(|s| HeaderValue::from_str(s).ok()) {
-            h.insert(name.clone(), v);
+        if let Some(c) = client_cert {
+            h.insert(name.clone(), c.subject.clone());
+        }
+    }
+    if let Some(name) = &ctx.cert_header {
+        h.remove(name);
+        if let Some(c) = client_cert {
+            h.insert(name.clone(), c.forwarded.clone());
         }
     }
     if let Some(v) = upstream_host.or(host) {

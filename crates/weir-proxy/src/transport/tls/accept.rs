@@ -20,7 +20,7 @@ use tracing::debug;
 use super::server::TlsServer;
 use super::stream::{TlsConn, TryWrite};
 use crate::metrics::tls::{Outcome, Version};
-use crate::transport::tls_info::TlsInfo;
+use crate::transport::tls_info::{ClientCert, TlsInfo};
 
 /// A TLS record's first byte for a handshake message.
 const HANDSHAKE_RECORD: u8 = 0x16;
@@ -140,14 +140,35 @@ async fn run(mut sock: TcpStream, server: &TlsServer) -> Result<(TlsConn, Versio
         version: version.as_str(),
         sni,
         alpn: session.alpn_protocol().map(Into::into),
-        client_subject: session
+        client: session
             .peer_certificates()
             .and_then(|c| c.first())
-            .and_then(|leaf| weir_tls::subject(leaf))
-            .map(Into::into),
+            .and_then(|leaf| client_cert(&server.listener, leaf)),
         resumed: session.handshake_kind() == Some(HandshakeKind::Resumed),
     };
     Ok((TlsConn::new(tls, info), version))
+}
+
+/// The verified client certificate as backends get it. One whose subject or names hold
+/// control characters is still passed on (encoded): that is logged, once per period.
+fn client_cert(listener: &str, leaf: &[u8]) -> Option<Arc<ClientCert>> {
+    let Some((cert, had_control)) = ClientCert::of(leaf) else {
+        crate::warn_limited!(
+            listener,
+            listener,
+            "a verified client certificate does not parse; no identity passed on"
+        );
+        return None;
+    };
+    if had_control {
+        crate::warn_limited!(
+            listener,
+            listener,
+            subject = ?cert.subject,
+            "a client certificate's subject or names hold control characters; passed on encoded"
+        );
+    }
+    Some(Arc::new(cert))
 }
 
 /// An HTTP/1 method and a space: someone spoke plain HTTP to the TLS port.

@@ -33,6 +33,8 @@ pub struct TlsServer {
     pub handshake_timeout: Duration,
     /// Where the verified client certificate's subject goes (http listeners).
     pub identity_header: Option<HeaderName>,
+    /// Where its `x-forwarded-client-cert` element goes (http listeners).
+    pub cert_header: Option<HeaderName>,
     pub metrics: Arc<metrics::tls::ListenerTls>,
 }
 
@@ -129,6 +131,10 @@ impl TlsServer {
             handshake_timeout: tls.handshake_timeout,
             identity_header: tls
                 .client_identity_header
+                .as_deref()
+                .and_then(|h| HeaderName::from_bytes(h.as_bytes()).ok()),
+            cert_header: tls
+                .client_cert_header
                 .as_deref()
                 .and_then(|h| HeaderName::from_bytes(h.as_bytes()).ok()),
         });
