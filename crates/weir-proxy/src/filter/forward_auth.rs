@@ -4,10 +4,12 @@
 //! clients, TLS), with a GET without body to `path` carrying the chosen request fields and
 //! `X-Forwarded-Method`, `-Uri`, `-Host`, `-Proto`, `-For`.
 //!
-//! - 2xx: the request goes on, with the chosen answer fields copied onto it (the client's
-//!   own values of those names are always removed first, so none can be forged);
-//! - 5xx, no answer, an answer body over [`MAX_BODY`], or nothing within `timeout` (the
-//!   answer's body included): 503 `auth_unavailable`, fail closed;
+//! - 2xx, its body read to the end within [`MAX_BODY`] and `timeout`: the request goes on,
+//!   with the chosen answer fields copied onto it (the client's own values of those names are
+//!   always removed first, so none can be forged);
+//! - 5xx, no answer, an answer body over [`MAX_BODY`] or cut short, or an answer not whole
+//!   within `timeout` (its body included; a 2xx head alone is no yes): 503
+//!   `auth_unavailable`, fail closed;
 //! - anything else (401, 403, a 302 to a login page): returned to the client as the
 //!   service sent it (hop-by-hop fields dropped), counted as `unauthorized`.
 //!
@@ -193,8 +195,13 @@ impl ForwardAuth {
         if head.status.is_server_error() {
             return Asked::Unavailable(format!("the service answered {}", head.status));
         }
+        // A yes counts only when the whole answer came within bounds: a head followed by a
+        // body that is cut, too large or never ends is a service that failed.
+        let body = match bounded(body).await {
+            Ok(b) => b,
+            Err(why) => return Asked::Unavailable(why),
+        };
         if head.status.is_success() {
-            // The body of a yes is not needed: dropping it closes or returns the connection.
             let copied: Vec<_> = self
                 .response_headers
                 .iter()
@@ -207,10 +214,6 @@ impl ForwardAuth {
                 .collect();
             return Asked::Yes(copied.into());
         }
-        let body = match bounded(body).await {
-            Ok(b) => b,
-            Err(why) => return Asked::Unavailable(why),
-        };
         strip_hop_by_hop(&mut head.headers);
         // The server codec frames the body it is given.
         head.headers.remove(header::CONTENT_LENGTH);

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response};
-use http_body_util::{BodyExt, Full};
+use http_body::Frame;
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
@@ -38,6 +39,10 @@ pub struct Call {
 /// - `Bearer hang`: never answers;
 /// - `Bearer fail`: 500;
 /// - `Bearer big`: 401 with a 100 KiB body;
+/// - `Bearer big-yes`: 200 with `X-User` and a 100 KiB body;
+/// - `Bearer cut-yes`: 200 with `X-User`, announcing 100 bytes of body, 10 sent, then the
+///   connection cut;
+/// - `Bearer slow-yes`: 200 with `X-User` at once, a body that never ends;
 /// - anything else: 401 with `WWW-Authenticate: Bearer` and a body.
 pub struct AuthService {
     pub addr: SocketAddr,
@@ -95,7 +100,7 @@ async fn answer(
     req: Request<Incoming>,
     calls: Arc<Mutex<Vec<Call>>>,
     count: Arc<AtomicU64>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+) -> Result<Response<AuthBody>, Infallible> {
     let (parts, body) = req.into_parts();
     let body_len = body.collect().await.map_or(0, |b| b.to_bytes().len());
     calls.lock().unwrap().push(Call {
@@ -116,6 +121,35 @@ async fn answer(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let r = Response::builder();
+    let yes = || Response::builder().status(200).header("x-user", "alice");
+    let stream = |chunks: Vec<Result<Bytes, std::io::Error>>, end: bool| {
+        use futures_util::StreamExt;
+        let s = futures_util::stream::iter(chunks.into_iter().map(|c| c.map(Frame::data)));
+        let s = match end {
+            true => s.boxed(),
+            false => s.chain(futures_util::stream::pending()).boxed(),
+        };
+        BodyExt::boxed_unsync(StreamBody::new(s))
+    };
+    match auth {
+        "Bearer big-yes" => {
+            return Ok(yes()
+                .body(full(Bytes::from(vec![b'x'; 100 << 10])))
+                .unwrap())
+        }
+        "Bearer cut-yes" => {
+            let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "cut");
+            return Ok(yes()
+                .header("content-length", "100")
+                .body(stream(vec![Ok(Bytes::from_static(b"0123456789")), Err(cut)], true))
+                .unwrap());
+        }
+        "Bearer slow-yes" => {
+            let first = Ok(Bytes::from_static(b"still thinking"));
+            return Ok(yes().body(stream(vec![first], false)).unwrap());
+        }
+        _ => {}
+    }
     let r = match auth {
         "Bearer good" => r
             .status(200)
@@ -150,7 +184,17 @@ async fn answer(
             .header("www-authenticate", "Bearer realm=\"sso\"")
             .body(Full::new(Bytes::from_static(b"who are you?\n"))),
     };
-    Ok(r.unwrap())
+    Ok(r.unwrap().map(full_body))
+}
+
+type AuthBody = http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>;
+
+fn full(b: Bytes) -> AuthBody {
+    full_body(Full::new(b))
+}
+
+fn full_body(b: Full<Bytes>) -> AuthBody {
+    BodyExt::boxed_unsync(b.map_err(|never| match never {}))
 }
 
 async fn get(listen: SocketAddr, host: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
@@ -351,11 +395,15 @@ async fn a_no_is_returned_as_sent_and_failures_fail_closed() {
     assert_eq!(r.header("location"), Some("/login"));
     assert_eq!(up.requests(), 0);
 
-    // A 5xx, a body past the bound, a hang, a pool that is down: 503, fail closed.
+    // A 5xx, a body past the bound, a hang, a pool that is down: 503, fail closed. A yes
+    // counts only once its answer is whole and within bounds: not with a body past the bound
+    // or cut short.
     for (host, token) in [
         ("app.test", "Bearer fail"),
         ("app.test", "Bearer big"),
         ("down.test", "Bearer good"),
+        ("app.test", "Bearer big-yes"),
+        ("app.test", "Bearer cut-yes"),
     ] {
         let r = get(listen, host, "/", &[("authorization", token)]).await;
         assert_eq!(r.status, 503, "{token}: {}", r.text());
@@ -375,10 +423,17 @@ async fn a_no_is_returned_as_sent_and_failures_fail_closed() {
         took < Duration::from_secs(8),
         "bounded by the 1s timeout: {took:?}"
     );
-    assert_eq!(up.requests(), 0);
+    // A yes whose body does not end within the timeout is no yes.
+    let t = Instant::now();
+    let r = get(listen, "app.test", "/", &[("authorization", "Bearer slow-yes")]).await;
+    let took = t.elapsed();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(r.header("x-weir-reason"), Some("auth_unavailable"));
+    assert!(took >= Duration::from_millis(900), "{took:?}");
+    assert_eq!(up.requests(), 0, "no request went on");
     w.wait_log(0, "auth service unavailable", Duration::from_secs(5));
 
-    let entries = crate::common::access_log(&log, 7);
+    let entries = crate::common::access_log(&log, 10);
     let got: Vec<(u64, &str)> = entries
         .iter()
         .map(|e| {
@@ -394,6 +449,9 @@ async fn a_no_is_returned_as_sent_and_failures_fail_closed() {
             (401, "unauthorized"),
             (403, "unauthorized"),
             (302, "unauthorized"),
+            (503, "auth_unavailable"),
+            (503, "auth_unavailable"),
+            (503, "auth_unavailable"),
             (503, "auth_unavailable"),
             (503, "auth_unavailable"),
             (503, "auth_unavailable"),
