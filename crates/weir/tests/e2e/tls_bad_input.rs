@@ -1,7 +1,8 @@
 //! What a TLS listener does with bad input: plain HTTP, garbage, a ClientHello trickled a
 //! byte at a time, a client that stops mid-handshake, thousands of abandoned handshakes.
 //! Each is cut (by the handshake timeout, or at once), counted with its result, and never
-//! delays other clients; memory stays bounded.
+//! delays other clients; memory stays bounded. A TLS 1.2 client asking to renegotiate is
+//! refused at once with the `no_renegotiation` alert.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -24,6 +25,10 @@ struct Bad {
 
 /// A TLS listener whose handshakes must finish within `timeout`.
 async fn start(timeout: &str) -> Bad {
+    start_with(timeout, "").await
+}
+
+async fn start_with(timeout: &str, listener_extra: &str) -> Bad {
     let dir = tempfile::tempdir().unwrap();
     let ca = Ca::new("weir test CA");
     let shop = ca.leaf(&["shop.test"]).write(dir.path(), "shop");
@@ -34,6 +39,7 @@ async fn start(timeout: &str) -> Bad {
 [listeners.web]
 bind = "{listen}"
 pool = "app"
+{listener_extra}
 [listeners.web.tls]
 certificates = [{{ cert = "{}", key = "{}", default = true }}]
 handshake_timeout = "{timeout}"
@@ -196,4 +202,57 @@ async fn thousands_of_abandoned_handshakes_are_cut_and_cost_bounded_memory() {
     }
     served(&b).await;
     eprintln!("{per_conn} bytes per pending handshake");
+}
+
+/// A client that asks to renegotiate (openssl s_client's `R` command, TLS 1.2) gets the
+/// `no_renegotiation` alert at once, as from HAProxy and nginx; it is not left waiting for a
+/// handshake that never comes (here, 120 s of `header_timeout`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renegotiation_is_refused_at_once() {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    let b = start_with("10s", "header_timeout = \"120s\"\nidle_timeout = \"120s\"").await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = b.ca.write(dir.path(), "ca");
+    let mut child = Command::new("openssl")
+        .args(["s_client", "-tls1_2", "-servername", "shop.test", "-CAfile"])
+        .arg(&ca)
+        .arg("-connect")
+        .arg(b.listen.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("openssl runs");
+    let mut stdout = child.stdout.take().unwrap();
+    // The handshake is done once s_client has printed its session.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("Verify return code") {
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(n > 0, "s_client ended: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let asked = Instant::now();
+    child.stdin.as_mut().unwrap().write_all(b"R\n").unwrap();
+    let deadline = asked + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let took = asked.elapsed();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    stdout.read_to_end(&mut seen).unwrap();
+    let out = format!("{}{err}", String::from_utf8_lossy(&seen));
+    assert!(status.is_some(), "s_client still waiting after {took:?}: {out}");
+    assert!(out.contains("RENEGOTIATING"), "{out}");
+    assert!(out.contains("no renegotiation"), "the alert reached the client: {out}");
+    drop(b.w);
 }

@@ -69,7 +69,19 @@ impl AsyncRead for TlsReader {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut *lock(&self.0)).poll_read(cx, buf)
+        let mut g = lock(&self.0);
+        let r = Pin::new(&mut *g).poll_read(cx, buf);
+        // What reading made rustls say (the `no_renegotiation` alert to a TLS 1.2 client's
+        // new ClientHello, a key update's answer) goes out now: tokio-rustls writes only
+        // when written to, and that client waits for an answer before it sends anything.
+        let (tcp, session) = g.get_mut();
+        let mut w = TryWrite(tcp);
+        while session.wants_write() {
+            if session.write_tls(&mut w).is_err() {
+                break;
+            }
+        }
+        r
     }
 }
 
