@@ -369,6 +369,23 @@ impl Connection {
         }
     }
 
+    /// The stream's answer is whole and its request is not: the client is asked to stop
+    /// sending it, with RST_STREAM NO_ERROR (RFC 9113 §8.1). Nothing when the request was
+    /// whole or the stream is gone.
+    pub fn end_request(&mut self, stream: StreamId) {
+        if self.request_still_coming(stream) {
+            self.reset(stream, Reason::NO_ERROR);
+        }
+    }
+
+    /// Whether the stream's answer is whole while its request is not (the client may still
+    /// be uploading, RFC 9113 §8.1).
+    pub fn request_still_coming(&self, stream: StreamId) -> bool {
+        self.streams
+            .get(&stream)
+            .is_some_and(|s| s.send_closed && !s.recv_closed)
+    }
+
     /// `n` bytes of the stream's request body were taken: the client may send as many more
     /// (given back in WINDOW_UPDATEs once half a window has been taken).
     pub fn release(&mut self, stream: StreamId, n: usize) {

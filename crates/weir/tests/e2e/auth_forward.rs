@@ -141,7 +141,10 @@ async fn answer(
             let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "cut");
             return Ok(yes()
                 .header("content-length", "100")
-                .body(stream(vec![Ok(Bytes::from_static(b"0123456789")), Err(cut)], true))
+                .body(stream(
+                    vec![Ok(Bytes::from_static(b"0123456789")), Err(cut)],
+                    true,
+                ))
                 .unwrap());
         }
         "Bearer slow-yes" => {
@@ -425,7 +428,13 @@ async fn a_no_is_returned_as_sent_and_failures_fail_closed() {
     );
     // A yes whose body does not end within the timeout is no yes.
     let t = Instant::now();
-    let r = get(listen, "app.test", "/", &[("authorization", "Bearer slow-yes")]).await;
+    let r = get(
+        listen,
+        "app.test",
+        "/",
+        &[("authorization", "Bearer slow-yes")],
+    )
+    .await;
     let took = t.elapsed();
     assert_eq!(r.status, 503, "{}", r.text());
     assert_eq!(r.header("x-weir-reason"), Some("auth_unavailable"));

@@ -557,9 +557,10 @@ async fn frames_on_their_way_when_weir_resets_a_stream_are_ignored() {
 
 /// An answer weir makes before the request's body is in (a redirect filter's, here) reaches
 /// curl whole while curl is still uploading 4 MiB. weir does not follow it with RST_STREAM
-/// NO_ERROR, which RFC 9113 §8.1 allows: Debian 12's curl (7.88) fails such a transfer with
-/// "Stream error in the HTTP/2 framing layer" (exit 92; it did when weir sent it). The rest
-/// of the body is read and dropped, its window given back, so the upload never stalls.
+/// NO_ERROR at once, which RFC 9113 §8.1 allows: Debian 12's curl (7.88) fails such a
+/// transfer with "Stream error in the HTTP/2 framing layer" (exit 92; it did when weir sent
+/// it). The rest of the body is read and dropped, its window given back, so the upload never
+/// stalls; only an upload going on past 16 MiB or 5 s is reset (`h2_early_answer.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_early_answer_reaches_curl_while_it_uploads() {
     let up = HttpUpstream::spawn("a").await.unwrap();

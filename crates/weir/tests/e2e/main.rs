@@ -33,6 +33,7 @@ mod expect;
 mod filters;
 mod grpc;
 mod grpc_answers;
+mod h2_early_answer;
 mod h2_tunnel;
 mod health;
 mod http2;

@@ -248,11 +248,22 @@ async fn renegotiation_is_refused_at_once() {
     };
     let took = asked.elapsed();
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     stdout.read_to_end(&mut seen).unwrap();
     let out = format!("{}{err}", String::from_utf8_lossy(&seen));
-    assert!(status.is_some(), "s_client still waiting after {took:?}: {out}");
+    assert!(
+        status.is_some(),
+        "s_client still waiting after {took:?}: {out}"
+    );
     assert!(out.contains("RENEGOTIATING"), "{out}");
-    assert!(out.contains("no renegotiation"), "the alert reached the client: {out}");
+    assert!(
+        out.contains("no renegotiation"),
+        "the alert reached the client: {out}"
+    );
     drop(b.w);
 }

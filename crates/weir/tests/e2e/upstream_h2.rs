@@ -339,7 +339,7 @@ async fn post(client: &h2::client::SendRequest<Bytes>, url: &str, size: usize) -
 }
 
 /// An HTTP/2 client still uploading after the whole answer came (RFC 9113 §8.1: a server may
-/// answer early; weir sends no RST_STREAM NO_ERROR after it, see `http2.rs`) gets to finish
+/// answer early; weir resets with NO_ERROR only past 16 MiB or 5 s, see `http2.rs`) gets to finish
 /// its upload: weir gives back to its windows what it sends, taken or not. Here the early
 /// answer is an h2 backend's, which resets its side of the stream unread; weir frees its
 /// upstream stream as it takes the answer's end, and both connections serve on. (Debian 12's

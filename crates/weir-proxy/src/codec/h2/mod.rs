@@ -23,6 +23,7 @@ pub mod expect;
 pub mod inbox;
 pub mod io;
 pub mod keepalive;
+pub mod linger;
 pub mod pump;
 pub mod request_body;
 pub mod server;

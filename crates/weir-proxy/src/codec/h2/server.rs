@@ -40,6 +40,7 @@ use weir_h2::Reason;
 
 use super::expect::{self, Expect};
 use super::io::Joined;
+use super::linger::{Late, Lingering};
 use super::request_body::RequestBody;
 use super::shared::{ConnShared, Shared};
 use super::tunnel::Tunnel;
@@ -167,6 +168,7 @@ pub async fn run<H: Handler>(
         conn: Arc::new(ConnShared::default()),
         open: StreamMap::default(),
         blocked: StreamMap::default(),
+        lingering: Lingering::default(),
         stall: limits.stall,
         calls: FuturesUnordered::new(),
         pumps: FuturesUnordered::new(),
@@ -211,6 +213,10 @@ pub async fn run<H: Handler>(
                 };
                 if drain_now {
                     l.h2.go_away(Reason::NO_ERROR);
+                    // Uploads nobody reads need not hold the drain.
+                    for id in l.lingering.take_all() {
+                        l.h2.end_request(id);
+                    }
                     draining = true;
                     progress = true;
                 }
@@ -218,11 +224,13 @@ pub async fn run<H: Handler>(
                     l.h2.go_away(Reason::NO_ERROR);
                     l.closing = true;
                 }
-                if !l.blocked.is_empty() && stall_timer.as_mut().poll(cx).is_ready() {
+                let timed = !l.blocked.is_empty() || !l.lingering.is_empty();
+                if timed && stall_timer.as_mut().poll(cx).is_ready() {
                     l.stalled();
+                    l.lingered();
                     progress = true;
                 }
-                if let Some(at) = l.next_stall() {
+                if let Some(at) = l.next_deadline() {
                     if stall_timer.deadline().into_std() != at {
                         stall_timer.as_mut().reset(at.into());
                     }
@@ -306,6 +314,8 @@ struct Loop<'h, H: Handler> {
     open: StreamMap<Open>,
     /// Response bodies waiting for the client's window.
     blocked: StreamMap<Blocked<H::Body>>,
+    /// Requests still coming after their answers (`linger.rs`).
+    lingering: Lingering,
     stall: Duration,
     calls: FuturesUnordered<Call<'h, H::Body>>,
     pumps: FuturesUnordered<Pump<H::Body>>,
@@ -457,13 +467,20 @@ where
                     o.unreleased += data.len();
                     o.shared.push(data, end_stream);
                 }
-                // Nobody reads it (the answer is out): given back at once.
-                None => self.h2.release(stream, data.len()),
+                // Nobody reads it (the answer is out): given back at once, up to a bound.
+                None => {
+                    self.h2.release(stream, data.len());
+                    if self.lingering.data(stream, data.len(), end_stream) == Late::TooMuch {
+                        debug!("HTTP/2 stream {stream}: upload goes on after its answer, reset");
+                        self.h2.end_request(stream);
+                    }
+                }
             },
             Event::Trailers { stream, fields } => {
                 if let Some(o) = self.open.get(&stream) {
                     o.shared.trailers(fields);
                 }
+                self.lingering.forget(stream);
             }
             Event::Reset {
                 stream,
@@ -471,6 +488,7 @@ where
                 by_client,
             } => {
                 self.blocked.remove(&stream);
+                self.lingering.forget(stream);
                 if let Some(o) = self.finish(stream) {
                     debug!("HTTP/2 stream {stream} reset ({code}) before its response ended");
                     o.shared.gone(code);
@@ -648,11 +666,15 @@ where
 
     /// The stream leaves the pipeline: its answer is out, or it was reset. What the client
     /// sent that nobody took goes back to its windows: to the stream's, so that a client
-    /// still uploading after an early answer (RFC 9113 §8.1; weir sends no RST_STREAM)
-    /// can finish, and what it sends after that is given back as it comes (`Event::Data`);
-    /// to the connection's in any case, since every stream shares it (a client cancelling
-    /// uploads that waited in a queue would otherwise stall its connection in four).
+    /// still uploading after an early answer (RFC 9113 §8.1) can finish, and what it sends
+    /// after that is given back as it comes (`Event::Data`) while it lingers (`linger.rs`:
+    /// then RST_STREAM NO_ERROR); to the connection's in any case, since every stream shares
+    /// it (a client cancelling uploads that waited in a queue would otherwise stall its
+    /// connection in four).
     fn finish(&mut self, id: StreamId) -> Option<Open> {
+        if self.h2.request_still_coming(id) {
+            self.lingering.start(id, Instant::now());
+        }
         let o = self.open.remove(&id)?;
         if o.unreleased > 0 {
             self.h2.release(id, o.unreleased);
@@ -697,8 +719,23 @@ where
         }
     }
 
-    fn next_stall(&self) -> Option<Instant> {
-        self.blocked.values().map(|b| b.since + self.stall).min()
+    /// When the timer must look again: a body's stall, or a request's linger.
+    fn next_deadline(&self) -> Option<Instant> {
+        let stall = self.blocked.values().map(|b| b.since + self.stall).min();
+        match (stall, self.lingering.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Requests still coming when their linger ran out: the clients are told to stop.
+    fn lingered(&mut self) {
+        // The timer may wake a hair before a deadline.
+        let now = Instant::now() + Duration::from_millis(5);
+        for id in self.lingering.overdue(now) {
+            debug!("HTTP/2 stream {id}: upload still coming after its answer, reset");
+            self.h2.end_request(id);
+        }
     }
 
     /// A stream whose pipeline took request body bytes (given back to the window) or
