@@ -9,11 +9,46 @@
 //! through the tries.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::codec::h1::client;
 use crate::reason::Reason;
 use crate::transport::ConnectError;
+
+/// A limit on the wait for an answer across tries, as the user set it: the pool's
+/// `request_timeout`, a gRPC call's `grpc-timeout`, a filter's `timeout`. The log names the
+/// one that ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub name: &'static str,
+    pub of: Duration,
+}
+
+impl Limit {
+    pub fn request_timeout(of: Duration) -> Limit {
+        Limit {
+            name: "request_timeout",
+            of,
+        }
+    }
+}
+
+/// A request's own deadline, which caps the pool's `request_timeout` and queue wait.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    pub at: Instant,
+    pub limit: Limit,
+}
+
+impl Deadline {
+    /// `limit` from `start`.
+    pub fn after(start: Instant, name: &'static str, of: Duration) -> Deadline {
+        Deadline {
+            at: start + of,
+            limit: Limit { name, of },
+        }
+    }
+}
 
 /// Why one try gave no answer.
 #[derive(Debug)]
@@ -52,17 +87,20 @@ pub enum Delivery {
 #[derive(Debug)]
 pub enum Cause {
     /// No slot on any endpoint (queue full or timed out, no endpoint): the
-    /// answer's detail is the pool's to give (`http/forward/overflow.rs`).
-    NoSlot,
+    /// answer's detail is the pool's to give (`http/forward/overflow.rs`), or the request's
+    /// own deadline's when that cut the wait in the queue.
+    NoSlot {
+        cut_by: Option<Limit>,
+    },
     Connect(ConnectError),
     Exchange(ExchangeError),
     /// No response head in time.
     Timeout {
         /// The per-try wait, from the request's last byte.
         limit: Duration,
-        /// Set when it was the request's `request_timeout`, across tries,
-        /// that ran out.
-        request_timeout: Option<Duration>,
+        /// Set when it was a limit across tries that ran out (the pool's
+        /// `request_timeout`, or the request's own deadline).
+        ran_out: Option<Limit>,
     },
 }
 
@@ -74,7 +112,7 @@ impl TryError {
             side: Side::Weir,
             delivery: Delivery::NotDelivered,
             reused: false,
-            cause: Cause::NoSlot,
+            cause: Cause::NoSlot { cut_by: None },
         }
     }
 
@@ -98,15 +136,15 @@ impl TryError {
 impl fmt::Display for TryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.cause {
-            Cause::NoSlot => Ok(()),
+            Cause::NoSlot { .. } => Ok(()),
             Cause::Connect(e) => e.fmt(f),
             Cause::Exchange(e) => e.fmt(f),
             Cause::Timeout {
-                request_timeout: Some(t),
-                ..
+                ran_out: Some(l), ..
             } => write!(
                 f,
-                "no response within the request_timeout ({t:?}) across tries"
+                "no response within the {} ({:?}) across tries",
+                l.name, l.of
             ),
             Cause::Timeout { limit, .. } => {
                 write!(f, "no response within {limit:?} of the request's last byte")

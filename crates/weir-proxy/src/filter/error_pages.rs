@@ -28,6 +28,7 @@ use weir_config::filter::{Page, MAX_PAGE};
 
 use super::{Cx, Later};
 use crate::balance::PickKey;
+use crate::error::{Deadline, Limit};
 use crate::file_stamp::stamp;
 use crate::file_watch;
 use crate::http::added::Added;
@@ -255,7 +256,13 @@ async fn fetch(
             parts,
             added: Added::NONE,
             body: Prepared::Replayable(Bytes::new()),
-            deadline: Some(deadline),
+            deadline: Some(Deadline {
+                at: deadline,
+                limit: Limit {
+                    name: "error_pages timeout",
+                    of: timeout,
+                },
+            }),
             // weir's own request, as a health check's: LOCAL (v2) or UNKNOWN (v1).
             proxy_header: pool
                 .send_proxy

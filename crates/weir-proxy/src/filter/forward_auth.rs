@@ -30,6 +30,7 @@ use tracing::warn;
 
 use super::{Cx, Verdict};
 use crate::codec::client_body::ClientBody;
+use crate::error::Deadline;
 use crate::http::added::Added;
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
@@ -133,7 +134,10 @@ impl ForwardAuth {
             }
             Ok(Asked::No(resp)) => Verdict::Answer(resp, Reason::Unauthorized),
             Ok(Asked::Unavailable(why)) => self.unavailable(&why),
-            Err(_) => self.unavailable(&format!("no answer within {:?}", self.timeout)),
+            Err(_) => self.unavailable(&format!(
+                "no answer within the forward_auth timeout ({:?})",
+                self.timeout
+            )),
         }
     }
 
@@ -171,7 +175,11 @@ impl ForwardAuth {
             parts,
             added: Added::NONE,
             body: Prepared::Replayable(Bytes::new()),
-            deadline: Some(Instant::now() + self.timeout),
+            deadline: Some(Deadline::after(
+                Instant::now(),
+                "forward_auth timeout",
+                self.timeout,
+            )),
             // On the client's behalf, as the request itself would be sent.
             proxy_header: pool.send_proxy.map(|v| {
                 let port = match cx.client == cx.conn.client.ip() {

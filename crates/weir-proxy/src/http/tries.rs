@@ -38,7 +38,7 @@ use http::{Method, Response};
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
 use crate::codec::send::{HeadTimer, Payload};
-use crate::error::{Cause, Side, TryError};
+use crate::error::{Cause, Deadline, Limit, Side, TryError};
 use crate::health::Loss;
 use crate::http::added::Added;
 use crate::http::body::{PoolReturn, ProxyBody};
@@ -73,9 +73,9 @@ pub struct Attempts<'a> {
     /// The forwarding fields weir adds beside `parts`' map (`http::added`).
     pub added: Added<'a>,
     pub body: Prepared,
-    /// The call's own deadline (a gRPC call's `grpc-timeout`): it caps the pool's
-    /// `request_timeout`.
-    pub deadline: Option<Instant>,
+    /// The request's own deadline (a gRPC call's `grpc-timeout`, a filter's sub-request
+    /// `timeout`): it caps the pool's `request_timeout` and queue wait.
+    pub deadline: Option<Deadline>,
     /// A `send_proxy` pool: the PROXY header for this request's client, written at the
     /// start of the fresh connection each try opens (one client's header on a connection
     /// means that connection carries nothing else: never pooled, never shared).
@@ -148,7 +148,7 @@ pub fn run(a: Attempts<'_>) -> impl Future<Output = Ended> + '_ {
         };
         let mut tries = 0u32;
         // `request_timeout`: from the first try's start, across every try.
-        let mut total: Option<Instant> = None;
+        let mut total: Option<(Instant, Limit)> = None;
         let limit = pool.retry.per_try_timeout.unwrap_or(pool.response_timeout);
         let mut last_answer: Option<(Response<ProxyBody>, usize)> = None;
         let mut last_failure: (TryError, Option<(Arc<str>, usize)>) =
@@ -157,11 +157,18 @@ pub fn run(a: Attempts<'_>) -> impl Future<Output = Ended> + '_ {
         // written, which may not be retried.
         let mut fresh_only = upgrade || proxy_header.is_some();
         loop {
-            let granted = match capacity::acquire(pool, &key, deadline).await {
+            let granted = match capacity::acquire(pool, &key, deadline.map(|d| d.at)).await {
                 Ok(g) => g,
                 Err(reason) if tries == 0 => {
+                    let mut error = TryError::no_slot(reason);
+                    // The request's own deadline, not the pool's queue_timeout, ended the wait.
+                    if let Some(d) = deadline.filter(|d| d.at <= Instant::now()) {
+                        error.cause = Cause::NoSlot {
+                            cut_by: Some(d.limit),
+                        };
+                    }
                     return Ended::Failed {
-                        error: TryError::no_slot(reason),
+                        error,
                         endpoint: None,
                         info,
                     };
@@ -172,9 +179,12 @@ pub fn run(a: Attempts<'_>) -> impl Future<Output = Ended> + '_ {
             // Clock reads cost ~27 ns each here and a request once made ten of
             // them: a reused connection's exchange reads it twice (start, answer).
             let started = Instant::now();
-            let until = *total.get_or_insert_with(|| {
+            let (until, cap_of) = *total.get_or_insert_with(|| {
                 let t = started + pool.request_timeout;
-                deadline.map_or(t, |d| d.min(t))
+                match deadline {
+                    Some(d) if d.at < t => (d.at, d.limit),
+                    _ => (t, Limit::request_timeout(pool.request_timeout)),
+                }
             });
             let ep = granted.slot.endpoint.clone();
             let index = granted.slot.index;
@@ -199,7 +209,7 @@ pub fn run(a: Attempts<'_>) -> impl Future<Output = Ended> + '_ {
                 Payload::Stream(_) => HeadTimer {
                     started,
                     limit: limit.min(pool.request_timeout),
-                    cap: deadline,
+                    cap: deadline.map(|d| d.at),
                 },
             };
             let mut unsent = None;
@@ -212,6 +222,7 @@ pub fn run(a: Attempts<'_>) -> impl Future<Output = Ended> + '_ {
                 fresh_only,
                 proxy_header.as_deref(),
                 timer,
+                cap_of,
                 key.sticky,
                 &mut info,
                 &mut unsent,
@@ -292,7 +303,7 @@ pub fn run(a: Attempts<'_>) -> impl Future<Output = Ended> + '_ {
             if !retry
             || tries >= policy.attempts
             // No time left for another try: the last failure stands.
-            || total.is_some_and(|t| Instant::now() >= t)
+            || total.is_some_and(|(t, _)| Instant::now() >= t)
             || !(free || pool.shared.budget.withdraw(policy.budget_min_per_sec))
             {
                 break;
@@ -348,6 +359,7 @@ async fn try_once(
     fresh_only: bool,
     proxy_header: Option<&[u8]>,
     timer: HeadTimer,
+    cap_of: Limit,
     sticky_from: Option<u64>,
     info: &mut TryInfo,
     unsent: &mut Option<Payload<UpBody>>,
@@ -361,7 +373,7 @@ async fn try_once(
         added,
         connect_timeout: pool.connect_timeout,
         tls: pool.tls.as_deref(),
-        request_timeout: pool.request_timeout,
+        cap_of,
         fresh_only,
         proxy_header,
         protocol: pool.protocol,

@@ -17,7 +17,7 @@ use super::session::{Dial, SendFailed, Session};
 use crate::codec::h2::keepalive::Ping;
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
-use crate::error::{Cause, TryError};
+use crate::error::{Cause, Limit, TryError};
 use crate::http::added::Added;
 use crate::transport::UpstreamTls;
 use crate::upstream::upbody::UpBody;
@@ -31,8 +31,9 @@ pub struct Exchange<'a> {
     pub connect_timeout: Duration,
     /// The pool's TLS to its endpoints, if it has any.
     pub tls: Option<&'a UpstreamTls>,
-    /// For the log line when the request's deadline across tries ran out.
-    pub request_timeout: Duration,
+    /// What the timer's cap stands for (the pool's `request_timeout` or the request's own
+    /// deadline), for the log line when it ran out.
+    pub cap_of: Limit,
     /// Open a new session rather than reuse one (a retry).
     pub fresh_only: bool,
     /// A PROXY protocol header to start the new session with (a `send_proxy` pool); the
@@ -159,12 +160,9 @@ pub async fn exchange(
                 unsent: back,
                 answered,
             }) => {
-                if let Cause::Timeout {
-                    request_timeout, ..
-                } = &mut error.cause
-                {
+                if let Cause::Timeout { ran_out, .. } = &mut error.cause {
                     if timer.cap.is_some_and(|cap| cap <= Instant::now()) {
-                        *request_timeout = Some(x.request_timeout);
+                        *ran_out = Some(x.cap_of);
                     }
                     return Err(error);
                 }

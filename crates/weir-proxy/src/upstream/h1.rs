@@ -31,7 +31,7 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
             reused,
             cause: Cause::Timeout {
                 limit,
-                request_timeout: None,
+                ran_out: None,
             },
         },
         // The request body broke on the client's side while it streamed upstream: said the

@@ -42,7 +42,7 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
     let cause = match error {
         Error::Timeout => Cause::Timeout {
             limit,
-            request_timeout: None,
+            ran_out: None,
         },
         e => Cause::Exchange(ExchangeError::H2(e)),
     };

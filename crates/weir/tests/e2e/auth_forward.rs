@@ -441,6 +441,17 @@ async fn a_no_is_returned_as_sent_and_failures_fail_closed() {
     assert!(took >= Duration::from_millis(900), "{took:?}");
     assert_eq!(up.requests(), 0, "no request went on");
     w.wait_log(0, "auth service unavailable", Duration::from_secs(5));
+    // The hang and the endless body ran out the filter's own timeout, and the log says so
+    // (not the auth pool's request_timeout of 60 s).
+    let text = w.log_text();
+    let timed_out: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("auth service unavailable") && l.contains("within"))
+        .collect();
+    assert_eq!(timed_out.len(), 2, "{text}");
+    for l in timed_out {
+        assert!(l.contains("the forward_auth timeout (1s)"), "{l}");
+    }
 
     let entries = crate::common::access_log(&log, 10);
     let got: Vec<(u64, &str)> = entries

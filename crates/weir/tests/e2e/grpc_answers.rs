@@ -141,6 +141,10 @@ endpoints = [{{ addr = "{dead}" }}]
     let rec = slow.log();
     assert_eq!(rec.len(), 1);
     assert_eq!(rec[0].headers["grpc-timeout"], "1S");
+    // The log names the limit that ran out: the call's, not the pool's request_timeout.
+    let line = w.wait_log(0, "upstream_timeout", Duration::from_secs(10));
+    assert!(line.contains("grpc-timeout (1s)"), "{line}");
+    assert!(!line.contains("request_timeout"), "{line}");
 
     // Counted and logged under their reasons, with the status the client got (200), once
     // each answer is done (weir records it after the client has it: wait for that).

@@ -61,7 +61,11 @@ pub fn tries_failed(
 ) -> Response<ProxyBody> {
     match reason {
         Reason::QueueFull | Reason::QueueTimeout | Reason::NoHealthyEndpoint => {
-            overflow(pool, reason, w)
+            let cut_by = match error.cause {
+                crate::error::Cause::NoSlot { cut_by } => cut_by,
+                _ => None,
+            };
+            overflow(pool, reason, cut_by, w)
         }
         _ => fail_as(error.reason.status(), reason, w, &Detail(error, retries)),
     }

@@ -158,7 +158,7 @@ fn proxy<'a>(
     let deadline = grpc
         .then(|| grpc::timeout(req.headers()))
         .flatten()
-        .map(|t| start + t);
+        .map(|t| crate::error::Deadline::after(start, "grpc-timeout", t));
     let (parts, body) = req.into_parts();
     async move {
         let Target {

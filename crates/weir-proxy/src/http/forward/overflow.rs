@@ -5,16 +5,31 @@ use http::header::{self, HeaderValue};
 use http::Response;
 
 use super::fail::{fail, Where};
+use crate::error::Limit;
 use crate::http::body::ProxyBody;
 use crate::pool::PoolRt;
 use crate::reason::Reason;
 
 /// The answer when no slot could be had: the pool's overflow status with
-/// `Retry-After`, so clients and autoscalers can back off.
-pub fn overflow(pool: &PoolRt, reason: Reason, w: &Where<'_>) -> Response<ProxyBody> {
-    let detail = match reason {
-        Reason::QueueFull => format!("queue of {} is full", pool.max_queue),
-        Reason::QueueTimeout => format!("no free slot within {:?}", pool.queue_timeout),
+/// `Retry-After`, so clients and autoscalers can back off. `cut_by`: the request's own
+/// deadline ended the wait before the pool's `queue_timeout`.
+pub fn overflow(
+    pool: &PoolRt,
+    reason: Reason,
+    cut_by: Option<Limit>,
+    w: &Where<'_>,
+) -> Response<ProxyBody> {
+    let detail = match (reason, cut_by) {
+        (Reason::QueueFull, _) => format!("queue of {} is full", pool.max_queue),
+        (Reason::QueueTimeout, Some(l)) => {
+            format!("no free slot within the {} ({:?})", l.name, l.of)
+        }
+        (Reason::QueueTimeout, None) => {
+            format!(
+                "no free slot within the queue_timeout ({:?})",
+                pool.queue_timeout
+            )
+        }
         _ => "the pool has no endpoints".to_string(),
     };
     let mut resp = fail(reason, w, &detail);
