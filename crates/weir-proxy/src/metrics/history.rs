@@ -2,8 +2,8 @@
 //! reads the counters the stats read (off the request path, which counts nothing more for
 //! it) and keeps the differences. They give the per-second rates of `/api/v1/stats` and,
 //! per pool, the series of `/api/v1/stats/history`, so a dashboard opened now draws the
-//! past minutes at once. Bounded: [`KEEP`] samples of four numbers per pool, two for the
-//! totals, and one set of running counts per listener, route, pool and endpoint.
+//! past minutes at once. Bounded: [`KEEP`] samples of 16 bytes per pool, of two numbers
+//! for the totals, and one set of running counts per listener, route, pool and endpoint.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
@@ -34,14 +34,17 @@ pub struct Rate {
     pub errors: f64,
 }
 
-/// A pool's part of one sample.
+/// A pool's part of one sample: 16 bytes, [`KEEP`] of them per pool.
 #[derive(Debug, Clone, Copy)]
 struct PoolPoint {
-    rate: Rate,
-    /// The p99 of the answers' time to their head over the interval; `None` without any.
-    p99_ms: Option<f64>,
+    requests: f32,
+    errors: f32,
+    /// The p99 of the answers' time to their head over the interval; NaN without any.
+    p99_ms: f32,
     queue: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<PoolPoint>() == 16);
 
 /// What one sampling read, by the keys of [`Tallies`].
 #[derive(Debug, Default)]
@@ -200,9 +203,11 @@ impl History {
                     .collect(),
                 None => buckets.to_vec(),
             };
+            let rate = self.rates.pools.get(name).copied().unwrap_or_default();
             let point = PoolPoint {
-                rate: self.rates.pools.get(name).copied().unwrap_or_default(),
-                p99_ms: quantile(&delta, 0.99).map(|s| s * 1000.0),
+                requests: rate.requests as f32,
+                errors: rate.errors as f32,
+                p99_ms: quantile(&delta, 0.99).map_or(f32::NAN, |s| (s * 1000.0) as f32),
                 queue: reading.queues.get(name).copied().unwrap_or(0),
             };
             self.pools.entry(name.clone()).or_default().push_back(point);
@@ -230,13 +235,14 @@ impl History {
             .map(|(name, points)| {
                 let pad = kept - points.len();
                 let at = |i: usize| i.checked_sub(pad).map(|j| &points[j]);
-                let series = |f: &dyn Fn(&PoolPoint) -> Option<f64>| -> Vec<Option<f64>> {
-                    (skip..kept).map(|i| at(i).and_then(f)).collect()
+                let series = |f: &dyn Fn(&PoolPoint) -> f32| -> Vec<Option<f32>> {
+                    let value = |p| Some(f(p)).filter(|v| !v.is_nan());
+                    (skip..kept).map(|i| at(i).and_then(value)).collect()
                 };
                 PoolSeries {
                     name: name.to_string(),
-                    requests_per_sec: series(&|p| Some(p.rate.requests)),
-                    errors_per_sec: series(&|p| Some(p.rate.errors)),
+                    requests_per_sec: series(&|p| p.requests),
+                    errors_per_sec: series(&|p| p.errors),
                     p99_ms: series(&|p| p.p99_ms),
                     queue_depth: (skip..kept).map(|i| at(i).map(|p| p.queue)).collect(),
                 }
@@ -282,9 +288,9 @@ pub struct TotalSeries {
 #[derive(Debug, Serialize)]
 pub struct PoolSeries {
     pub name: String,
-    pub requests_per_sec: Vec<Option<f64>>,
-    pub errors_per_sec: Vec<Option<f64>>,
-    pub p99_ms: Vec<Option<f64>>,
+    pub requests_per_sec: Vec<Option<f32>>,
+    pub errors_per_sec: Vec<Option<f32>>,
+    pub p99_ms: Vec<Option<f32>>,
     pub queue_depth: Vec<Option<u32>>,
 }
 
@@ -362,7 +368,7 @@ mod tests {
         assert_eq!(app.errors_per_sec, [Some(4.0), Some(0.0)]);
         // Ten answers in (5 ms, 10 ms] in the first second, none in the next two.
         assert_eq!(app.p99_ms[1], None);
-        assert!((app.p99_ms[0].unwrap() - 9.95).abs() < 1e-9);
+        assert!((app.p99_ms[0].unwrap() - 9.95).abs() < 1e-5);
         assert_eq!(app.queue_depth, [Some(2), Some(2)]);
         // A pool new in the config: nothing before it was there.
         let new = &j.pools[1];
