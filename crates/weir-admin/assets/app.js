@@ -28,7 +28,7 @@
 //   tr[data-endpoint=ADDR][data-state=active|draining|down][data-healthy][data-ejected][data-requests]
 //   figure.chart[data-chart=rps|eps|p99|queue]
 //       [data-points=N]                samples with a value in the graph's window
-//       [data-span=SECS]               the window shown: 60..300 s (grows with the page's history)
+//       [data-span=SECS]               the window shown: 60..300 s (grows with weir's history)
 //       [data-nonzero=N]               of those, samples with a value above 0
 //       [data-last=V]                  the newest value ("" if none)
 "use strict";
@@ -58,6 +58,8 @@
   /** The number of the next sample to ask weir for; the newest sample's time. */
   let nextSample = 0;
   let lastSampleT = 0;
+  /** weir's uptime at the last update: less now means weir restarted. */
+  let lastUptime = 0;
   /** pool name -> card refs */
   const cards = new Map();
   let updates = 0;
@@ -701,9 +703,10 @@
    * history, and drops what is older than the widest graph. A `next` below the one asked
    * for is a weir restarted since: its samples replace the old ones.
    */
-  function mergeHistory(hist, from) {
+  function mergeHistory(hist, from, restarted) {
     if (!hist || !Array.isArray(hist.t)) return;
-    if (num(hist.next) !== null && hist.next < from) {
+    if (restarted || (num(hist.next) !== null && hist.next < from)) {
+      // Samples of the weir before: the next poll asks the new one for all of its own.
       history.clear();
       nextSample = 0;
       lastSampleT = 0;
@@ -758,7 +761,9 @@
   }
 
   function update(data, hist, from) {
-    mergeHistory(hist, from);
+    const uptime = num(data.uptime_secs) ?? 0;
+    mergeHistory(hist, from, uptime < lastUptime);
+    lastUptime = uptime;
     // The graphs end at weir's newest sample (its clock, not this browser's).
     const now = lastSampleT || Date.now();
     const pools = Array.isArray(data.pools) ? data.pools : [];
