@@ -12,6 +12,12 @@
 //   - after ~50 requests through the listener the pool's req/s graph has points;
 //   - three gRPC calls (h2c, from Node) to a route whose backend is not there are answered
 //     UNAVAILABLE, and the route's and the listener's rows show them, highlighted;
+//   - with half the traffic answered 503 no_healthy_endpoint by weir (a route to a pool
+//     whose only endpoint is down, fail_closed) and some 500s from the backend, the
+//     overview's errors/s, the failing pool's card, its errors/s graph, the listener's and
+//     the route's rows show the errors with their reasons and the answers by status class;
+//   - p50 and p99 are interpolated within their histogram bucket, not its bounds;
+//   - a page opened later draws the past minutes at once (weir keeps them);
 //   - after one upstream is killed its endpoint shows data-state="down" within 3 s;
 //   - a page of another origin cannot register an endpoint with a text/plain POST;
 //   - after a reload without the TLS listener the Certificates panel is hidden;
@@ -250,7 +256,7 @@ async function main() {
   rmSync(SCREENSHOT, { force: true });
   rmSync(CERTS_SCREENSHOT, { force: true });
   tmp = mkdtempSync(path.join(os.tmpdir(), "weir-browser-"));
-  const [listenPort, adminPort, portA, portB, tlsPort, replicaAdminPort, noEtcdPort, deadPort] = await freePorts(8);
+  const [listenPort, adminPort, portA, portB, tlsPort, replicaAdminPort, noEtcdPort, deadPort, failPort] = await freePorts(9);
   const listenUrl = `http://127.0.0.1:${listenPort}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const addrA = `127.0.0.1:${portA}`;
@@ -264,6 +270,9 @@ async function main() {
     "the Certificates panel shows names and days left, the 5-day one as a warning",
     `req/s graph has data points after ${REQUESTS} requests`,
     "gRPC calls show in the listener's and the route's rows, with the statuses that failed",
+    "a failing pool: weir's own 503s and upstream 500s show as errors with their reasons, by status class",
+    "p50 and p99 are interpolated within their bucket, not its bounds",
+    "a page opened later draws the past minutes at once",
     "a killed upstream shows data-state=\"down\" within 3 s",
     "a page of another origin cannot change the config",
     "after a reload without the TLS listener the Certificates panel is hidden",
@@ -328,6 +337,22 @@ endpoints = [{ addr = "127.0.0.1:${deadPort}" }]
 
 [pools.grpc.retry]
 attempts = 0
+
+# Half the traffic: a pool whose only endpoint is down, so weir answers 503 itself.
+[routes.failing]
+listener = "web"
+path_prefix = "/failing/"
+pool = "failing"
+
+[pools.failing]
+endpoints = [{ addr = "127.0.0.1:${failPort}" }]
+
+[pools.failing.health]
+check = "tcp"
+interval = "300ms"
+timeout = "200ms"
+fall = 1
+no_healthy = "fail_closed"
 `;
     writeFileSync(config, configText(true));
     weir = start("weir", WEIR_BIN, ["run", "-c", config, "--admin", `127.0.0.1:${adminPort}`, "--threads", "2"]);
@@ -376,7 +401,7 @@ attempts = 0
     return `config ${version}, uptime ${uptime}`;
   });
   if (!loaded) {
-    skip(later.slice(2, 7), "the page did not load");
+    skip(later.slice(2, 10), "the page did not load");
   } else {
     await check(later[2], async () => {
       if (!(await page.$('#listeners tr[data-listener="web"]'))) throw new Error(`listener "web" is not in the listeners table`);
@@ -499,6 +524,102 @@ attempts = 0
     });
 
     await check(later[6], async () => {
+      // Half the requests to the failing pool (503 from weir), a quarter answered 500 by the
+      // backend, a quarter 200, about 40 a second until the page shows them.
+      const seen = { 200: 0, 500: 0, 503: 0, other: 0 };
+      let stop = false;
+      const traffic = (async () => {
+        for (let i = 0; !stop; i++) {
+          const p = ["/failing/a", "/status/500", "/failing/b", "/"][i % 4];
+          const r = await get(`${listenUrl}${p}`, 5000).then((x) => x.status, () => "error");
+          seen[r in seen ? r : "other"]++;
+          await sleep(25);
+        }
+      })();
+      try {
+        const pool = (name) => `section.pool[data-pool="${name}"]`;
+        const failing = {
+          overview: async () => Number(await attr("#sum-eps", "data-value")) > 0,
+          eps: async () => Number(await attr(`${pool("failing")} [data-stat="eps"]`, "data-value")) > 0,
+          reason: async () => !!(await page.$(`${pool("failing")} [data-stat="errors"] [data-reason="no_healthy_endpoint"]`)),
+          upstream: async () => !!(await page.$(`${pool("app")} [data-stat="errors"] [data-reason="upstream_5xx"]`)),
+          classes: async () => Number(await attr(`${pool("failing")} [data-stat="statuses"]`, "data-5xx")) > 0,
+          graph: async () => Number(await attr(`${pool("failing")} figure.chart[data-chart="eps"]`, "data-nonzero")) >= 1,
+          listener: async () =>
+            Number(await attr('tr[data-listener="web"] td[data-errors]', "data-errors")) > 0 &&
+            !!(await page.$('tr[data-listener="web"] td[data-errors] [data-reason="no_healthy_endpoint"]')) &&
+            !!(await page.$('tr[data-listener="web"] td[data-errors] [data-reason="upstream_5xx"]')) &&
+            Number(await attr('tr[data-listener="web"] td[data-eps]', "data-eps")) > 0 &&
+            Number(await attr('tr[data-listener="web"] td.statuses', "data-5xx")) > 0 &&
+            Number(await attr('tr[data-listener="web"] td.statuses', "data-2xx")) > 0,
+          route: async () => !!(await page.$('tr[data-route="failing"] td[data-errors] [data-reason="no_healthy_endpoint"]')),
+        };
+        const missing = async () => {
+          const out = [];
+          for (const [k, f] of Object.entries(failing)) if (!(await f())) out.push(k);
+          return out;
+        };
+        await eventually(
+          async () => (await missing()).length === 0,
+          15_000,
+          async () => `not shown 15 s into the traffic (${JSON.stringify(seen)}): ${(await missing()).join(", ")}: ${await pageSummary()}`,
+        );
+        if (!(seen[503] > 0 && seen[500] > 0 && seen[200] > 0)) throw new Error(`the traffic was not as meant: ${JSON.stringify(seen)}`);
+        const eps = await page.textContent("#sum-eps");
+        const cls = await attr("#sum-eps", "class");
+        if (!(cls ?? "").split(" ").includes("bad")) throw new Error(`errors/s ${eps} is not highlighted: class="${cls}"`);
+        const chips = await page.$$eval(`${pool("failing")} [data-stat="errors"] [data-reason]`, (els) => els.map((e) => e.textContent.trim()));
+        return `answers ${JSON.stringify(seen)}; overview errors/s ${eps}; failing pool errors: ${chips.join(", ")}`;
+      } finally {
+        stop = true;
+        await traffic;
+      }
+    });
+
+    await check(later[7], async () => {
+      // Bucket bounds in ms: what a percentile read as its bucket's bound would be.
+      const bounds = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000];
+      const stat = (k) => attr(`section.pool[data-pool="app"] [data-stat="${k}"]`, "data-value");
+      let last = [];
+      await eventually(
+        async () => {
+          last = [Number(await stat("p50")), Number(await stat("p99"))];
+          return last.every((v) => v > 0 && !bounds.some((b) => Math.abs(b - v) < 1e-9));
+        },
+        10_000,
+        async () => `pool app shows p50 ${last[0]} ms and p99 ${last[1]} ms: bucket bounds, or none`,
+      );
+      return `p50 ${last[0].toFixed(3)} ms, p99 ${last[1].toFixed(3)} ms`;
+    });
+
+    await check(later[8], async () => {
+      const other = await context.newPage();
+      const errors = [];
+      other.on("pageerror", (e) => errors.push(e.message));
+      try {
+        // What weir keeps now: every sample since it started (less than five minutes ago).
+        const kept = JSON.parse((await get(`${adminUrl}/api/v1/stats/history`)).body).t.length;
+        if (!(kept >= 3)) throw new Error(`weir keeps only ${kept} samples`);
+        await other.goto(`${adminUrl}/`, { waitUntil: "load", timeout: 15_000 });
+        await other.waitForSelector('body[data-ready="true"]', { timeout: 10_000 });
+        const chart = 'section.pool[data-pool="failing"] figure.chart[data-chart="eps"]';
+        const [updates, points, nonzero, span] = await other.evaluate((sel) => {
+          const c = document.querySelector(sel);
+          return [Number(document.body.dataset.updates), Number(c?.dataset.points), Number(c?.dataset.nonzero), Number(c?.dataset.span)];
+        }, chart);
+        if (errors.length) throw new Error(`the page threw: ${errors.join("; ")}`);
+        // Drawn at once: every sample weir kept, the failing seconds among them.
+        if (!(points >= kept && points > updates)) {
+          throw new Error(`the errors/s graph has ${points} points after ${updates} update(s) of the page; weir kept ${kept}`);
+        }
+        if (!(nonzero >= 1)) throw new Error(`the errors/s graph shows no errors of the past minutes (${points} points)`);
+        return `after ${updates} update(s): ${points} points (weir kept ${kept}), ${nonzero} with errors, span ${span} s`;
+      } finally {
+        await other.close();
+      }
+    });
+
+    await check(later[9], async () => {
       upB.child.kill("SIGKILL");
       const t0 = Date.now();
       await eventually(
@@ -518,7 +639,7 @@ attempts = 0
   // Issue 23 §2: a page elsewhere (here the proxied listener, another port so another
   // origin) sends what needs no CORS preflight: a text/plain POST. Chromium adds Origin,
   // weir refuses it (403) and registers nothing.
-  await check(later[7], async () => {
+  await check(later[10], async () => {
     const other = await context.newPage();
     try {
       await other.goto(`${listenUrl}/`, { waitUntil: "load", timeout: 10_000 });
@@ -541,7 +662,7 @@ attempts = 0
     }
   });
 
-  await check(later[8], async () => {
+  await check(later[11], async () => {
     if (!loaded) throw new Error("not run: the page did not load");
     writeFileSync(config + ".tmp", configText(false));
     renameSync(config + ".tmp", config);
@@ -555,7 +676,7 @@ attempts = 0
 
   // Issue 19: a replica started from its cache while its etcd does not answer (nothing
   // listens on that port) serves its last config and shows why changes are refused.
-  await check(later[9], async () => {
+  await check(later[12], async () => {
     const cache = path.join(tmp, "store-cache.json");
     writeFileSync(cache, JSON.stringify({ prefix: "/weir", revision: 1, resources: [] }));
     const replica = start("replica", WEIR_BIN, [
@@ -582,11 +703,11 @@ attempts = 0
     return "banner shown on the replica, none on the file-mode weir";
   });
 
-  await check(later[10], async () => {
+  await check(later[13], async () => {
     if (pageErrors.length) throw new Error(`${pageErrors.length}:\n    ${pageErrors.join("\n    ")}`);
   });
 
-  await check(later[11], async () => {
+  await check(later[14], async () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     const size = statSync(SCREENSHOT).size;
     if (size < 1000) throw new Error(`${SCREENSHOT} is only ${size} bytes`);

@@ -36,6 +36,7 @@ API_MD_OPERATIONS = {
     ("GET", "/readyz"),
     ("GET", "/metrics"),
     ("GET", "/api/v1/stats"),
+    ("GET", "/api/v1/stats/history"),
     ("GET", "/api/v1/openapi.json"),
     ("GET", "/api/v1/config"),
     ("GET", "/api/v1/export"),
@@ -174,13 +175,18 @@ def main():
                {"op": "put", "path": "certificates/seed", "if_none_match": "*", "spec": dict(cert, default=True)},
            ]})
 
-    for path in ("/healthz", "/readyz", "/metrics", "/api/v1/stats", "/api/v1/config", "/api/v1/export",
+    for path in ("/healthz", "/readyz", "/metrics", "/api/v1/stats", "/api/v1/stats/history",
+                 "/api/v1/stats/history?from=1", "/api/v1/config", "/api/v1/export",
                  "/api/v1/listeners", "/api/v1/routes", "/api/v1/pools", "/api/v1/pools/app/endpoints",
                  "/api/v1/certificates", "/api/v1/filters"):
         s, _, b = expect(api, f"GET {path}", "GET", path, 200)
         # The private key is never read back (docs/API.md, Certificates).
         if path in ("/api/v1/export", "/api/v1/certificates"):
             case(f"GET {path} holds no private key", s == 200 and b"PRIVATE KEY" not in b)
+    # A `from` that is not a sample number is refused, naming the parameter.
+    s, _, b = expect(api, "GET /api/v1/stats/history?from=soon answers 400", "GET",
+                     "/api/v1/stats/history?from=soon", 400)
+    case("the 400 names the field from", s == 400 and b'"field":"from"' in b, brief(s, b))
 
     items = {
         "listener": ("/api/v1/listeners/web", "/api/v1/listeners/tmp",

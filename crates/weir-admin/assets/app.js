@@ -1,29 +1,41 @@
 // weir dashboard: polls api/v1/stats every second, renders listeners, routes and
-// one card per pool, and keeps the last 5 minutes of req/s, p99 latency and
-// queue depth per pool in memory for the graphs. Plain DOM and SVG, no library.
+// one card per pool, and graphs each pool's req/s, errors/s, p99 latency and queue
+// depth over the last 5 minutes, which weir keeps a sample a second: the page asks
+// api/v1/stats/history for all of them once, then for the newer ones at each poll, so a
+// page opened late draws the past minutes at once. Plain DOM and SVG, no library.
+//
+// Errors are every request that failed, each under its reason: weir's own answers
+// (no_healthy_endpoint, route_not_found, queue_full, ...) and upstream 5xx (upstream_5xx).
 //
 // Hooks for tests (stable, keep them):
 //   body[data-ready="true"]            after the first successful update
 //   body[data-updates="N"]             successful updates so far
 //   #conn[data-status]                 "connecting" | "ok" | "error"
+//   #sum-rps[data-value=V], #sum-eps[data-value=V]  requests and errors per second, all listeners
 //   tr[data-listener=NAME], tr[data-route=NAME]
 //       td[data-grpc-calls=N][data-grpc-failed=N]  gRPC calls since start, and those not OK
+//       td[data-rps=V], td[data-eps=V]             requests and errors per second
+//       td.statuses[data-1xx..data-5xx=N]          requests since start by status class
+//       td[data-errors=N] [data-reason=R]          failed requests since start, a chip per reason
 //   #certs-panel[hidden]               hidden while no listener has TLS
 //   #certs tr[data-cert-listener=NAME][data-cert=PATH]
 //       [data-names="a,b"]             the certificate's DNS names
 //       [data-days-left=D]             days until it expires (negative once expired)
 //       [data-expiry=ok|warning|expired]  also as the class cert-warning / cert-expired
 //   section.pool[data-pool=NAME]       one card per pool
+//       [data-stat=rps|eps|p50|p90|p99][data-value=V]  (V "" when there is none)
+//       [data-stat=statuses][data-1xx..data-5xx=N], [data-stat=errors] [data-reason=R]
 //   tr[data-endpoint=ADDR][data-state=active|draining|down][data-healthy][data-ejected][data-requests]
-//   figure.chart[data-chart=rps|p99|queue]
+//   figure.chart[data-chart=rps|eps|p99|queue]
 //       [data-points=N]                samples with a value in the graph's window
-//       [data-span=SECS]               the window shown: 60..300 s (grows with the page's history)
+//       [data-span=SECS]               the window shown: 60..300 s (grows with weir's history)
 //       [data-nonzero=N]               of those, samples with a value above 0
 //       [data-last=V]                  the newest value ("" if none)
 "use strict";
 
 (function () {
   const STATS_URL = "api/v1/stats";
+  const HISTORY_URL = "api/v1/stats/history";
   const POLL_MS = 1000;
   const FETCH_TIMEOUT_MS = 3000;
   const WINDOW_MS = 5 * 60 * 1000; // history kept and the widest graph
@@ -36,12 +48,18 @@
 
   const CHARTS = [
     { key: "rps", title: "requests/s", fmt: (v) => fmtRate(v) + " /s" },
+    { key: "eps", title: "errors/s", fmt: (v) => fmtRate(v) + " /s" },
     { key: "p99", title: "p99 latency", fmt: (v) => fmtMs(v) },
     { key: "queue", title: "queue depth", fmt: (v) => fmtInt(v) },
   ];
 
-  /** pool name -> [{t, rps, p99, queue}] oldest first */
+  /** pool name -> [{t, rps, eps, p99, queue}] oldest first, t in weir's clock (Unix ms) */
   const history = new Map();
+  /** The number of the next sample to ask weir for; the newest sample's time. */
+  let nextSample = 0;
+  let lastSampleT = 0;
+  /** weir's uptime at the last update: less now means weir restarted. */
+  let lastUptime = 0;
   /** pool name -> card refs */
   const cards = new Map();
   let updates = 0;
@@ -167,6 +185,22 @@
     );
   }
 
+  const CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+  /** Requests by status class since start (`statuses`), the classes seen, 4xx and 5xx flagged. */
+  function statusClasses(statuses) {
+    const st = statuses && typeof statuses === "object" ? statuses : {};
+    const data = {};
+    const parts = [];
+    for (const c of CLASSES) {
+      const n = num(st[c]) ?? 0;
+      data["data-" + c] = n;
+      if (n > 0) parts.push(h("span", { class: "cls cls-" + c, title: `${c}: ${n} since start` }, c + " ", h("b", { text: fmtInt(n) })));
+    }
+    const el = parts.length ? h("span", { class: "classes" }, parts) : h("span", { class: "muted", text: "–" });
+    return { data, el };
+  }
+
   /** A bar of used/max; max 0 or missing = no limit. */
   function meter(used, max, title) {
     used = num(used) ?? 0;
@@ -211,11 +245,14 @@
       : "";
   }
 
-  function renderOverview(pools) {
+  function renderOverview(listeners, pools) {
     let rps = 0, eps = 0, inflight = 0, queued = 0, total = 0, active = 0, down = 0;
+    // Every request comes through a listener, routed or not.
+    for (const l of listeners) {
+      rps += num(l.requests_per_sec) ?? 0;
+      eps += num(l.errors_per_sec) ?? 0;
+    }
     for (const p of pools) {
-      rps += num(p.requests_per_sec) ?? 0;
-      eps += num(p.errors_per_sec) ?? 0;
       inflight += num(p.in_flight) ?? 0;
       queued += num(p.queue_depth) ?? 0;
       for (const e of p.endpoints || []) {
@@ -228,9 +265,10 @@
       const el = document.getElementById(id);
       el.textContent = text;
       el.classList.toggle("bad", !!bad);
+      return el;
     };
-    set("sum-rps", fmtRate(rps));
-    set("sum-eps", fmtRate(eps), eps > 0);
+    set("sum-rps", fmtRate(rps)).dataset.value = String(rps);
+    set("sum-eps", fmtRate(eps), eps > 0).dataset.value = String(eps);
     set("sum-inflight", fmtInt(inflight));
     set("sum-queue", fmtInt(queued), queued > 0);
     set("sum-endpoints", `${active} / ${total} active`, down > 0);
@@ -276,6 +314,20 @@
     );
   }
 
+  /** A listener's or route's traffic: req/s, errors/s, statuses by class, errors by reason. */
+  function trafficCells(x) {
+    const rps = num(x.requests_per_sec) ?? 0;
+    const eps = num(x.errors_per_sec) ?? 0;
+    const errors = Object.values(x.errors || {}).reduce((a, n) => a + (num(n) ?? 0), 0);
+    const classes = statusClasses(x.statuses);
+    return [
+      h("td", { class: "num", "data-rps": rps, text: fmtRate(rps) }),
+      h("td", { class: "num" + (eps > 0 ? " bad" : ""), "data-eps": eps, text: fmtRate(eps) }),
+      h("td", { class: "statuses", ...classes.data }, classes.el),
+      h("td", { "data-errors": errors }, errorChips(x.errors)),
+    ];
+  }
+
   function renderListeners(listeners) {
     const rows = listeners.map((l) =>
       h(
@@ -285,10 +337,11 @@
         h("td", { class: "mono", text: l.bind ?? "–" }),
         h("td", { text: (l.protocol ?? "http") + (l.tls ? " + TLS" : "") }),
         h("td", { text: l.pool ?? "–" }),
+        trafficCells(l),
         grpcCell(l.grpc),
       ),
     );
-    renderTable("listeners", rows, 5, "no listeners");
+    renderTable("listeners", rows, 9, "no listeners");
   }
 
   function renderRoutes(routes) {
@@ -301,10 +354,11 @@
         h("td", { class: r.host ? "mono" : "muted", text: r.host || "any" }),
         h("td", { class: "mono", text: r.path_prefix || "/" }),
         h("td", { text: r.pool ?? "–" }),
+        trafficCells(r),
         grpcCell(r.grpc),
       ),
     );
-    renderTable("routes", rows, 6, "no routes: each listener sends everything to its default pool");
+    renderTable("routes", rows, 10, "no routes: each listener sends everything to its default pool");
   }
 
   function fmtDate(unixSecs) {
@@ -543,7 +597,9 @@
   function stat(k, v, opts) {
     opts = opts || {};
     const vEl = v instanceof Node ? v : h("span", { class: "v" + (opts.bad ? " bad" : ""), text: v });
-    return h("span", { class: "stat", "data-stat": opts.id || null }, h("span", { class: "k", text: k }), vEl);
+    const data = opts.data || {};
+    if ("value" in opts) data["data-value"] = opts.value === null ? "" : opts.value;
+    return h("span", { class: "stat", "data-stat": opts.id || null, ...data }, h("span", { class: "k", text: k }), vEl);
   }
 
   function renderPool(card, p, samples, now, span) {
@@ -555,15 +611,17 @@
     const nActive = endpoints.filter((e) => e.state === "active").length;
     card.el.dataset.endpoints = String(endpoints.length);
     card.el.dataset.down = String(nDown);
+    const classes = statusClasses(p.statuses);
     card.stats.replaceChildren(
-      stat("req/s", fmtRate(p.requests_per_sec), { id: "rps" }),
-      stat("errors/s", fmtRate(eps), { id: "eps", bad: eps > 0 }),
+      stat("req/s", fmtRate(p.requests_per_sec), { id: "rps", value: num(p.requests_per_sec) }),
+      stat("errors/s", fmtRate(eps), { id: "eps", bad: eps > 0, value: eps }),
       stat("in flight", fmtInt(p.in_flight), { id: "in_flight" }),
       stat("queue", meter(p.queue_depth, p.max_queue, "requests waiting / max_queue"), { id: "queue" }),
-      stat("p50", fmtMs(lat.p50), { id: "p50" }),
-      stat("p90", fmtMs(lat.p90), { id: "p90" }),
-      stat("p99", fmtMs(lat.p99), { id: "p99" }),
+      stat("p50", fmtMs(lat.p50), { id: "p50", value: num(lat.p50) }),
+      stat("p90", fmtMs(lat.p90), { id: "p90", value: num(lat.p90) }),
+      stat("p99", fmtMs(lat.p99), { id: "p99", value: num(lat.p99) }),
       stat("endpoints", `${nActive}/${endpoints.length} active`, { id: "endpoints", bad: nDown > 0 }),
+      stat("answers", classes.el, { id: "statuses", data: classes.data }),
       stat("errors", errorChips(p.errors), { id: "errors" }),
     );
 
@@ -640,18 +698,41 @@
     }
   }
 
-  function record(pools, now) {
-    for (const p of pools) {
+  /**
+   * Adds weir's samples (api/v1/stats/history: columns aligned with `t`) to the graphs'
+   * history, and drops what is older than the widest graph. A `next` below the one asked
+   * for is a weir restarted since: its samples replace the old ones.
+   */
+  function mergeHistory(hist, from, restarted) {
+    if (!hist || !Array.isArray(hist.t)) return;
+    if (restarted || (num(hist.next) !== null && hist.next < from)) {
+      // Samples of the weir before: the next poll asks the new one for all of its own.
+      history.clear();
+      nextSample = 0;
+      lastSampleT = 0;
+      return;
+    }
+    const t = hist.t;
+    const at = (arr, i) => (Array.isArray(arr) ? num(arr[i]) : null);
+    for (const p of Array.isArray(hist.pools) ? hist.pools : []) {
       if (typeof p.name !== "string") continue;
       let arr = history.get(p.name);
       if (!arr) history.set(p.name, (arr = []));
-      arr.push({
-        t: now,
-        rps: num(p.requests_per_sec),
-        p99: num((p.latency_ms || {}).p99),
-        queue: num(p.queue_depth),
-      });
-      while (arr.length && arr[0].t < now - WINDOW_MS - POLL_MS) arr.shift();
+      for (let i = 0; i < t.length; i++) {
+        if (arr.length && arr[arr.length - 1].t >= t[i]) continue;
+        arr.push({
+          t: t[i],
+          rps: at(p.requests_per_sec, i),
+          eps: at(p.errors_per_sec, i),
+          p99: at(p.p99_ms, i),
+          queue: at(p.queue_depth, i),
+        });
+      }
+    }
+    if (num(hist.next) !== null) nextSample = hist.next;
+    if (t.length) lastSampleT = Math.max(lastSampleT, t[t.length - 1]);
+    for (const arr of history.values()) {
+      while (arr.length && arr[0].t < lastSampleT - WINDOW_MS - POLL_MS) arr.shift();
     }
   }
 
@@ -664,11 +745,11 @@
     document.body.classList.toggle("stale", status === "error" && updates > 0);
   }
 
-  async function fetchStats() {
+  async function fetchJson(url) {
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), FETCH_TIMEOUT_MS);
     try {
-      const res = await fetch(STATS_URL, { cache: "no-store", signal: ctl.signal, headers: { Accept: "application/json" } });
+      const res = await fetch(url, { cache: "no-store", signal: ctl.signal, headers: { Accept: "application/json" } });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       return await res.json();
     } catch (e) {
@@ -679,34 +760,40 @@
     }
   }
 
-  function update(data) {
-    const now = Date.now();
+  function update(data, hist, from) {
+    const uptime = num(data.uptime_secs) ?? 0;
+    mergeHistory(hist, from, uptime < lastUptime);
+    lastUptime = uptime;
+    // The graphs end at weir's newest sample (its clock, not this browser's).
+    const now = lastSampleT || Date.now();
     const pools = Array.isArray(data.pools) ? data.pools : [];
-    record(pools, now);
+    const listeners = Array.isArray(data.listeners) ? data.listeners : [];
     renderHeader(data);
-    renderOverview(pools);
-    renderListeners(Array.isArray(data.listeners) ? data.listeners : []);
+    renderOverview(listeners, pools);
+    renderListeners(listeners);
     renderCerts(Array.isArray(data.listeners) ? data.listeners : []);
     renderRoutes(Array.isArray(data.routes) ? data.routes : []);
     renderPools(pools, now);
     updates++;
     document.body.dataset.updates = String(updates);
     document.body.dataset.ready = "true";
-    setConn("ok", `live · updated ${fmtClock(now)}`);
+    setConn("ok", `live · updated ${fmtClock(Date.now())}`);
   }
 
   async function poll() {
     const started = Date.now();
     let data = null;
+    let hist = null;
+    const from = nextSample;
     try {
-      data = await fetchStats();
+      [data, hist] = await Promise.all([fetchJson(STATS_URL), fetchJson(`${HISTORY_URL}?from=${from}`)]);
     } catch (e) {
       // Not a console error: the admin server being away is a state the page shows.
       setConn("error", `no answer from weir (${(e && e.message) || e}); retrying`);
     }
     if (data !== null) {
       try {
-        update(data);
+        update(data, hist, from);
       } catch (e) {
         // A bug in this page (or an unexpected stats shape): show it and report it.
         setConn("error", `cannot show the stats: ${(e && e.message) || e}`);

@@ -50,6 +50,8 @@ pub use crate::reason::Reason;
 #[derive(Debug)]
 pub struct Shared {
     pub snapshot: ArcSwap<Snapshot>,
+    /// The last minutes of traffic, sampled once a second (never by the data plane).
+    pub history: Mutex<metrics::history::History>,
 }
 
 /// The running data plane. Cheap to share; all methods take `&self`.
@@ -118,6 +120,7 @@ impl Proxy {
         let proxy = Arc::new(Proxy {
             shared: Arc::new(Shared {
                 snapshot: ArcSwap::from_pointee(Snapshot::default()),
+                history: Mutex::default(),
             }),
             installed: Mutex::new(Installed {
                 listeners: HashMap::new(),
@@ -129,6 +132,7 @@ impl Proxy {
             }),
         });
         tokio::spawn(sweep(Arc::downgrade(&proxy.shared)));
+        tokio::spawn(metrics::history::run(Arc::downgrade(&proxy.shared)));
         proxy
     }
 
@@ -310,7 +314,13 @@ impl Proxy {
 
     /// Traffic statistics for `/api/v1/stats`.
     pub fn stats(&self) -> metrics::stats::Stats {
-        metrics::stats::stats(&self.shared.snapshot.load())
+        let snap = self.shared.snapshot.load();
+        metrics::stats::stats(&snap, &self.shared.history.lock().unwrap())
+    }
+
+    /// The per-second samples kept for `/api/v1/stats/history`, numbered `from` and later.
+    pub fn stats_history(&self, from: u64) -> metrics::history::HistoryJson {
+        self.shared.history.lock().unwrap().since(from)
     }
 
     /// Counts a reload attempt that did not get as far as `apply` (an

@@ -60,6 +60,15 @@ impl Reason {
         }
     }
 
+    /// Whether an answer for this reason is a failure (an error on the dashboard): all are
+    /// but the redirects and allowed CORS preflights, which are what the route asked for.
+    pub const fn is_failure(self) -> bool {
+        !matches!(
+            self,
+            Reason::HttpsRedirect | Reason::Redirected | Reason::CorsPreflight
+        )
+    }
+
     /// The status weir answers with when it generates the response itself.
     pub const fn status(self) -> u16 {
         match self {

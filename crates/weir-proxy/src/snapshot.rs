@@ -208,6 +208,26 @@ pub(crate) fn sync_checker(
 }
 
 impl Snapshot {
+    /// Every label set of request counts (each once: a set of labels has one `Counts`),
+    /// for metrics and stats.
+    pub fn all_counts(&self) -> Vec<Arc<Counts>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out: Vec<Arc<Counts>> = Vec::new();
+        let mut push = |c: &Arc<Counts>| {
+            if seen.insert(Arc::as_ptr(c)) {
+                out.push(c.clone());
+            }
+        };
+        for l in self.listeners.iter().flatten() {
+            push(&l.no_route.no_endpoint);
+            for t in l.routes.targets() {
+                push(&t.metrics.no_endpoint);
+                t.metrics.by_endpoint.iter().for_each(&mut push);
+            }
+        }
+        out
+    }
+
     /// Builds a snapshot; endpoints already in `registry` keep their state,
     /// new ones are added. `slots` maps each listener name to its slot; `tls`
     /// holds each TLS pool's settings (`Proxy::prepare`).

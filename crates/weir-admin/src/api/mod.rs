@@ -61,6 +61,7 @@ async fn dispatch(
     req: Request<Incoming>,
 ) -> Reply {
     let target = path::parse(rest)?;
+    let query = req.uri().query().map(str::to_owned);
     let (parts, incoming) = req.into_parts();
     let method = parts.method;
     let write = !matches!(method, Method::GET | Method::HEAD);
@@ -140,7 +141,30 @@ async fn dispatch(
             });
             Ok(json_response(StatusCode::OK, &stats))
         }
+        Target::StatsHistory => {
+            read_only("GET, HEAD")?;
+            let from = history_from(query.as_deref())?;
+            Ok(json_response(StatusCode::OK, &proxy.stats_history(from)))
+        }
     }
+}
+
+/// `?from=N` of `stats/history`: the first sample wanted (a `next` it answered before);
+/// 0, all of them, without it. Other parameters are ignored.
+fn history_from(query: Option<&str>) -> Result<u64, Problem> {
+    let from = query
+        .unwrap_or("")
+        .split('&')
+        .find_map(|p| p.strip_prefix("from="));
+    let Some(v) = from else {
+        return Ok(0);
+    };
+    v.parse().map_err(|_| {
+        Problem::bad_request(format!(
+            "from must be a sample number (the `next` of an earlier answer), not {v:?}"
+        ))
+        .with_field("from".into())
+    })
 }
 
 /// Reads a request body, at most [`MAX_BODY`] bytes.
@@ -170,4 +194,18 @@ fn text(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Resp
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_from_reads_its_parameter() {
+        assert_eq!(history_from(None).unwrap(), 0);
+        assert_eq!(history_from(Some("x=1&from=42")).unwrap(), 42);
+        let p = history_from(Some("from=soon")).unwrap_err();
+        assert_eq!(p.field(), Some("from"));
+        assert!(history_from(Some("from=-1")).is_err());
+    }
 }

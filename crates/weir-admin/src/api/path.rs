@@ -20,6 +20,8 @@ pub enum Target {
     Export,
     OpenApi,
     Stats,
+    /// `stats/history`: the last minutes of per-second samples.
+    StatsHistory,
 }
 
 /// Parses the part after `/api/v1/`.
@@ -45,6 +47,7 @@ pub fn parse(rest: &str) -> Result<Target, Problem> {
         ["export"] => Target::Export,
         ["openapi.json"] => Target::OpenApi,
         ["stats"] => Target::Stats,
+        ["stats", "history"] => Target::StatsHistory,
         _ => return Err(unknown()),
     })
 }
@@ -109,6 +112,7 @@ mod tests {
         assert!(parse("pools/a b").is_err());
         assert!(parse("pools/app/endpoints/nothost").is_err());
         assert!(parse("nothing").is_err());
+        assert_eq!(parse("stats/history").unwrap(), Target::StatsHistory);
         assert_eq!(
             of(Kind::Endpoint, "app/[::1]:80"),
             "pools/app/endpoints/[::1]:80"

@@ -157,31 +157,37 @@ impl Counts {
     /// Every non-zero (code, reason, count); reason "" for upstream answers,
     /// code 0 for TCP sessions.
     pub fn each(&self, mut f: impl FnMut(u16, &'static str, u64)) {
+        self.each_outcome(|code, r, n| f(code, r.map_or("", Reason::as_str), n));
+    }
+
+    /// Every non-zero (code, reason, count); no reason for upstream answers, code 0 for
+    /// TCP sessions.
+    pub fn each_outcome(&self, mut f: impl FnMut(u16, Option<Reason>, u64)) {
         for (i, c) in self.by_code.iter().enumerate() {
             let n = c.load(Relaxed);
             if n > 0 {
-                f(i as u16 + 100, "", n);
+                f(i as u16 + 100, None, n);
             }
         }
         for (ri, row) in self.by_reason.iter().enumerate() {
             for (ci, c) in row.iter().enumerate() {
                 let n = c.load(Relaxed);
                 if n > 0 {
-                    f(GENERATED[ci], REASONS[ri].as_str(), n);
+                    f(GENERATED[ci], Some(REASONS[ri]), n);
                 }
             }
         }
         for &(code, r, n) in self.by_other.lock().unwrap().iter() {
-            f(code, r.as_str(), n);
+            f(code, Some(r), n);
         }
         let n = self.sessions.load(Relaxed);
         if n > 0 {
-            f(0, "", n);
+            f(0, None, n);
         }
         for (ri, c) in self.sessions_refused.iter().enumerate() {
             let n = c.load(Relaxed);
             if n > 0 {
-                f(0, REASONS[ri].as_str(), n);
+                f(0, Some(REASONS[ri]), n);
             }
         }
     }

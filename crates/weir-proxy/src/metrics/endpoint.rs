@@ -14,12 +14,10 @@ pub struct EndpointMetrics {
     pub requests: AtomicU64,
     /// Time to the response head, per try.
     pub upstream: Histogram,
-    /// The same, over the last minute (rates and percentiles for stats).
+    /// The same, over the last minute (percentiles for stats).
     pub recent: Windowed,
     /// Failed tries by reason.
     errors: [AtomicU64; REASONS.len()],
-    /// Failed tries over the last minute (for errors per second).
-    recent_errors: Windowed,
     /// Request body bytes sent upstream, response bytes sent to clients.
     pub bytes_in: Arc<AtomicU64>,
     pub bytes_out: AtomicU64,
@@ -28,11 +26,11 @@ pub struct EndpointMetrics {
 impl EndpointMetrics {
     pub fn error(&self, r: Reason) {
         self.errors[reason_index(r)].fetch_add(1, Relaxed);
-        self.recent_errors.observe(std::time::Duration::ZERO);
     }
 
-    pub fn error_rate(&self) -> f64 {
-        self.recent_errors.rate()
+    /// Failed tries so far (the history samples it for errors per second).
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().map(|c| c.load(Relaxed)).sum()
     }
 
     /// Non-zero error counts by reason.

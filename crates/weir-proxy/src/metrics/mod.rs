@@ -1,7 +1,8 @@
 //! Metrics and statistics. The data plane only ever touches atomics
 //! (per-label-set counters, histograms, gauges kept in the runtime state);
 //! everything is read and formatted at scrape time: Prometheus text by
-//! `render`, the JSON of `/api/v1/stats` by `stats`.
+//! `render`, the JSON of `/api/v1/stats` by `stats` (errors and status classes by
+//! `outcome`), and once a second by the sampler of `history`.
 
 pub mod config_apply;
 pub mod config_store;
@@ -9,6 +10,8 @@ pub mod counts;
 pub mod endpoint;
 pub mod h2;
 pub mod hist;
+pub mod history;
+pub mod outcome;
 pub mod pool;
 pub mod proxy_protocol;
 pub mod recorder;

@@ -12,7 +12,6 @@ use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use crate::metrics::counts::Counts;
 use crate::metrics::hist::Histogram;
 use crate::metrics::GLOBAL;
 use crate::snapshot::Snapshot;
@@ -79,30 +78,12 @@ fn histogram(
     Ok(())
 }
 
-/// Every label set of request counts in the snapshot (each once).
-fn all_counts(snap: &Snapshot) -> Vec<Arc<Counts>> {
-    let mut out: Vec<Arc<Counts>> = Vec::new();
-    let mut push = |c: &Arc<Counts>| {
-        if !out.iter().any(|o| Arc::ptr_eq(o, c)) {
-            out.push(c.clone());
-        }
-    };
-    for l in snap.listeners.iter().flatten() {
-        push(&l.no_route.no_endpoint);
-        for t in l.routes.targets() {
-            push(&t.metrics.no_endpoint);
-            t.metrics.by_endpoint.iter().for_each(&mut push);
-        }
-    }
-    out
-}
-
 impl Collector for Weir {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let snap = self.0.snapshot.load_full();
 
         let mut rows = Vec::new();
-        for c in all_counts(&snap) {
+        for c in snap.all_counts() {
             let l = &c.labels;
             c.each(|code, reason, n| {
                 let labels = vec![
@@ -127,7 +108,7 @@ impl Collector for Weir {
         counter(&mut enc, "weir_requests", "Requests answered, by where they went, status and (for answers weir generated) reason; TCP sessions ended, with an empty code.", &rows)?;
 
         let mut rows = Vec::new();
-        for c in all_counts(&snap) {
+        for c in snap.all_counts() {
             let l = &c.labels;
             c.each_grpc(|code, n| {
                 let labels = vec![

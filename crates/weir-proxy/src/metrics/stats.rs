@@ -1,20 +1,22 @@
 //! `/api/v1/stats`: the state of traffic as JSON, for the dashboard and for
 //! people: per listener, route, pool and endpoint, read from the current
-//! snapshot and the atomics behind it.
+//! snapshot and the atomics behind it (errors and status classes as `outcome.rs`
+//! counts them), with the per-second rates of the newest sample of `history.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use weir_config::{Balance, ClientAuth, HostMatch, Protocol, TlsVersion};
 
 use crate::clock;
-use crate::metrics::counts::Counts;
 use crate::metrics::hist::Windowed;
+use crate::metrics::history::{History, Rate};
+use crate::metrics::outcome::{Statuses, Tallies, Tally, UPSTREAM_5XX};
 use crate::metrics::GLOBAL;
 use crate::pool::PoolRt;
-use crate::router::TargetMetrics;
 use crate::snapshot::Snapshot;
 use crate::transport::tls::TlsServer;
 
@@ -33,10 +35,15 @@ pub struct ListenerStats {
     pub bind: String,
     pub protocol: &'static str,
     pub pool: Option<String>,
-    /// HTTP requests answered on this listener since start.
+    /// HTTP requests answered (and TCP sessions ended) on this listener since start.
     pub requests_total: u64,
-    /// Of those, the ones weir answered itself, by reason.
+    /// Over the last second sampled.
+    pub requests_per_sec: f64,
+    pub errors_per_sec: f64,
+    /// Of the requests, those that failed, by reason (`outcome.rs`).
     pub errors: BTreeMap<&'static str, u64>,
+    /// The requests by status class.
+    pub statuses: Statuses,
     /// gRPC calls by the `grpc-status` their client got (`weir_grpc_calls_total`).
     pub grpc: BTreeMap<&'static str, u64>,
     /// TLS termination, when the listener has `[tls]`.
@@ -112,35 +119,11 @@ pub struct RouteStats {
     pub path_prefix: String,
     pub pool: String,
     pub requests_total: u64,
+    pub requests_per_sec: f64,
+    pub errors_per_sec: f64,
     pub errors: BTreeMap<&'static str, u64>,
+    pub statuses: Statuses,
     pub grpc: BTreeMap<&'static str, u64>,
-}
-
-/// Requests and errors by reason, and gRPC calls by status, over some label sets.
-#[derive(Default)]
-struct Totals {
-    requests: u64,
-    errors: BTreeMap<&'static str, u64>,
-    grpc: BTreeMap<&'static str, u64>,
-}
-
-impl Totals {
-    fn add(&mut self, c: &Counts) {
-        c.each(|_, reason, n| {
-            self.requests += n;
-            if !reason.is_empty() {
-                *self.errors.entry(reason).or_default() += n;
-            }
-        });
-        c.each_grpc(|code, n| *self.grpc.entry(code).or_default() += n);
-    }
-
-    fn add_target(&mut self, m: &TargetMetrics) {
-        self.add(&m.no_endpoint);
-        for c in m.by_endpoint.iter() {
-            self.add(c);
-        }
-    }
 }
 
 #[derive(Debug, Serialize)]
@@ -168,9 +151,14 @@ pub struct PoolStats {
     pub queue_depth: usize,
     pub max_queue: u32,
     pub in_flight: u32,
+    /// Requests routed to the pool since start, whoever answered them.
+    pub requests_total: u64,
     pub requests_per_sec: f64,
     pub errors_per_sec: f64,
+    /// Of the requests, those that failed, by reason: weir's own answers (no healthy
+    /// endpoint, queue full, ...) and upstream 5xx.
     pub errors: BTreeMap<&'static str, u64>,
+    pub statuses: Statuses,
     pub latency_ms: Latency,
     pub endpoints: Vec<EndpointStats>,
 }
@@ -185,15 +173,18 @@ pub struct EndpointStats {
     pub ejected: bool,
     pub in_flight: u32,
     pub max_conn: u32,
+    /// Answers it gave (every try that got a response head).
     pub requests_total: u64,
     pub requests_per_sec: f64,
+    pub errors_per_sec: f64,
+    /// Its failed tries by reason, and its answers relayed with a 5xx (`upstream_5xx`).
     pub errors: BTreeMap<&'static str, u64>,
     pub latency_ms: Latency,
     pub bytes_in: u64,
     pub bytes_out: u64,
 }
 
-fn pool_stats(p: &PoolRt, balance: Balance) -> PoolStats {
+fn pool_stats(p: &PoolRt, balance: Balance, tallies: &Tallies, history: &History) -> PoolStats {
     let endpoints: Vec<EndpointStats> = p
         .endpoints
         .iter()
@@ -201,6 +192,21 @@ fn pool_stats(p: &PoolRt, balance: Balance) -> PoolStats {
         .map(|(e, &weight)| {
             let healthy = e.health.is_up();
             let ejected = e.health.ejected();
+            let key = (p.name.clone(), e.addr_str.clone());
+            let mut errors: BTreeMap<&'static str, u64> = e.metrics.errors().into_iter().collect();
+            if let Some(&n) = tallies
+                .endpoints
+                .get(&key)
+                .and_then(|t| t.errors.get(UPSTREAM_5XX))
+            {
+                errors.insert(UPSTREAM_5XX, n);
+            }
+            let rate = history
+                .rates
+                .endpoints
+                .get(&key)
+                .copied()
+                .unwrap_or_default();
             EndpointStats {
                 addr: e.addr_str.to_string(),
                 weight,
@@ -216,26 +222,28 @@ fn pool_stats(p: &PoolRt, balance: Balance) -> PoolStats {
                 in_flight: e.in_flight(),
                 max_conn: p.max_conn,
                 requests_total: e.metrics.requests.load(Relaxed),
-                requests_per_sec: e.metrics.recent.rate(),
-                errors: e.metrics.errors().into_iter().collect(),
+                requests_per_sec: rate.requests,
+                errors_per_sec: rate.errors,
+                errors,
                 latency_ms: Latency::of(&e.metrics.recent),
                 bytes_in: e.metrics.bytes_in.load(Relaxed),
                 bytes_out: e.metrics.bytes_out.load(Relaxed),
             }
         })
         .collect();
-    let mut errors: BTreeMap<&'static str, u64> = BTreeMap::new();
-    for e in &p.endpoints {
-        for (r, n) in e.metrics.errors() {
-            *errors.entry(r).or_default() += n;
-        }
-    }
     // The pool's latency: the busiest endpoint's view is a poor summary, so
     // merge every endpoint's last minute.
     let merged = Windowed::default();
     for e in &p.endpoints {
         merged.absorb(&e.metrics.recent);
     }
+    let t = tallies.pools.get(&p.name).cloned().unwrap_or_default();
+    let rate = history
+        .rates
+        .pools
+        .get(&p.name)
+        .copied()
+        .unwrap_or_default();
     PoolStats {
         name: p.name.to_string(),
         balance: balance.as_str(),
@@ -243,32 +251,37 @@ fn pool_stats(p: &PoolRt, balance: Balance) -> PoolStats {
         queue_depth: p.shared.queue.len(),
         max_queue: p.max_queue,
         in_flight: p.shared.queue.in_flight(),
-        requests_per_sec: endpoints.iter().map(|e| e.requests_per_sec).sum(),
-        errors_per_sec: p.endpoints.iter().map(|e| e.metrics.error_rate()).sum(),
-        errors,
+        requests_total: t.requests,
+        requests_per_sec: rate.requests,
+        errors_per_sec: rate.errors,
+        errors: t.errors,
+        statuses: t.statuses,
         latency_ms: Latency::of(&merged),
         endpoints,
     }
 }
 
-pub fn stats(snap: &Snapshot) -> Stats {
+pub fn stats(snap: &Snapshot, history: &History) -> Stats {
     let cfg = &snap.config;
-    // Totals per listener and per route, from the request counters.
-    let mut by_listener: BTreeMap<&str, Totals> = BTreeMap::new();
-    let mut by_route: BTreeMap<(&str, &str), Totals> = BTreeMap::new();
-    for l in snap.listeners.iter().flatten() {
-        let lt = by_listener.entry(&l.name).or_default();
-        lt.add_target(&l.no_route);
-        for t in l.routes.targets() {
-            lt.add_target(&t.metrics);
-            if let Some(r) = t.route.as_deref() {
-                by_route
-                    .entry((&l.name, r))
-                    .or_default()
-                    .add_target(&t.metrics);
-            }
-        }
-    }
+    let tallies = Tallies::of(snap);
+    let listener = |name: &str| -> (Tally, Rate) {
+        (
+            tallies.listeners.get(name).cloned().unwrap_or_default(),
+            history
+                .rates
+                .listeners
+                .get(name)
+                .copied()
+                .unwrap_or_default(),
+        )
+    };
+    let route = |listener: &str, name: &str| -> (Tally, Rate) {
+        let key = (Arc::from(listener), Arc::from(name));
+        (
+            tallies.routes.get(&key).cloned().unwrap_or_default(),
+            history.rates.routes.get(&key).copied().unwrap_or_default(),
+        )
+    };
     let tls: BTreeMap<&str, &TlsServer> = snap
         .listeners
         .iter()
@@ -282,7 +295,7 @@ pub fn stats(snap: &Snapshot) -> Stats {
         .listeners
         .iter()
         .map(|(name, l)| {
-            let t = by_listener.remove(name.as_str()).unwrap_or_default();
+            let (t, rate) = listener(name);
             ListenerStats {
                 name: name.clone(),
                 bind: l.bind.to_string(),
@@ -292,7 +305,10 @@ pub fn stats(snap: &Snapshot) -> Stats {
                 },
                 pool: l.pool.clone(),
                 requests_total: t.requests,
+                requests_per_sec: rate.requests,
+                errors_per_sec: rate.errors,
                 errors: t.errors,
+                statuses: t.statuses,
                 grpc: t.grpc,
                 tls: tls.get(name.as_str()).map(|s| tls_stats(s, now)),
             }
@@ -301,15 +317,13 @@ pub fn stats(snap: &Snapshot) -> Stats {
     let routes = cfg
         .routes
         .iter()
-        .map(|(name, r)| {
-            let t = by_route
-                .remove(&(r.listener.as_str(), name.as_str()))
-                .unwrap_or_default();
-            (name, r, t)
-        })
-        .map(|(name, r, t)| RouteStats {
+        .map(|(name, r)| (name, r, route(&r.listener, name)))
+        .map(|(name, r, (t, rate))| RouteStats {
             requests_total: t.requests,
+            requests_per_sec: rate.requests,
+            errors_per_sec: rate.errors,
             errors: t.errors,
+            statuses: t.statuses,
             grpc: t.grpc,
             name: name.clone(),
             listener: r.listener.clone(),
@@ -327,7 +341,7 @@ pub fn stats(snap: &Snapshot) -> Stats {
         .filter_map(|(name, p)| {
             snap.pools
                 .get(name.as_str())
-                .map(|rt| pool_stats(rt, p.balance))
+                .map(|rt| pool_stats(rt, p.balance, &tallies, history))
         })
         .collect();
     Stats {

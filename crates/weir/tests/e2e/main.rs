@@ -56,6 +56,7 @@ mod retries;
 mod routing;
 mod shutdown;
 mod sni;
+mod stats_errors;
 mod tcp;
 mod tcp_tls;
 mod timeouts;

@@ -223,9 +223,22 @@ async fn stats_describe_pools_and_endpoints() {
     assert_eq!(ep["weight"], 3);
     assert_eq!(ep["state"], "active");
     assert_eq!(ep["requests_total"], 20);
-    assert!(ep["requests_per_sec"].as_f64().unwrap() > 0.0);
     assert!(ep["latency_ms"]["p99"].as_f64().is_some());
     assert!(ep["bytes_out"].as_u64().unwrap() >= 40);
+    // Rates are over the last second sampled (once a second): traffic until one shows it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        client::get(listen, "/").await.unwrap();
+        let v: Value =
+            serde_json::from_slice(&client::get(w.admin, "/api/v1/stats").await.unwrap().body)
+                .unwrap();
+        let rate = |x: &Value| x["requests_per_sec"].as_f64().unwrap();
+        if rate(&v["pools"][0]["endpoints"][0]) > 0.0 && rate(&v["pools"][0]) > 0.0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no rate sampled: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     // An endpoint going down shows as such.
     a.stop().await;
