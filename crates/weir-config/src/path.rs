@@ -53,7 +53,7 @@ impl Default for PathRules {
 }
 
 /// Why a path was refused (answered 400).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PathError {
     /// A `..` segment climbs above the root.
     AboveRoot,

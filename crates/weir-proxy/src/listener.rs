@@ -244,7 +244,7 @@ async fn receive_proxy(
                 debug!(listener, client = %peer, reason = r.as_str(), "connection closed before its PROXY header: {detail}")
             }
             _ => {
-                warn!(listener, client = %peer, reason = r.as_str(), "connection refused at its PROXY header: {detail}")
+                crate::warn_limited!((listener, r.as_str()), listener, client = %peer, reason = r.as_str(), "connection refused at its PROXY header: {detail}")
             }
         }
     };

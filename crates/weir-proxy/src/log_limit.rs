@@ -62,6 +62,21 @@ fn allow_at(site: &'static str, key: impl Hash, now: u64) -> Option<u64> {
     Some(0)
 }
 
+/// A hash of what `detail` says, made without writing it out: so that two failures of one
+/// place in different words are two causes.
+pub fn hash_of(detail: &dyn std::fmt::Display) -> u64 {
+    struct Hashing(DefaultHasher);
+    impl std::fmt::Write for Hashing {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut h = Hashing(DefaultHasher::new());
+    let _ = std::fmt::write(&mut h, format_args!("{detail}"));
+    h.0.finish()
+}
+
 /// `tracing::warn!` at most once per cause and period ([`allow`]); `$key` names the cause
 /// (anything `Hash`), the rest is `warn!`'s arguments. A line after some were left out carries
 /// `suppressed=N`.

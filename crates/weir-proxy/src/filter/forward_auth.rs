@@ -26,7 +26,6 @@ use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Response, Uri, Version};
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
-use tracing::warn;
 
 use super::{Cx, Verdict};
 use crate::codec::client_body::ClientBody;
@@ -142,7 +141,9 @@ impl ForwardAuth {
     }
 
     fn unavailable(&self, why: &str) -> Verdict {
-        warn!(
+        // Once per filter and cause per period: a dead auth service fails every request.
+        crate::warn_limited!(
+            (&*self.name, why),
             filter = &*self.name,
             pool = &*self.pool,
             "forward_auth: auth service unavailable, request refused: {why}"

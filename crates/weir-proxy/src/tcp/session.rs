@@ -13,7 +13,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use crate::balance::{Algorithm, PickKey};
 use crate::capacity::{self, Slot};
@@ -73,7 +73,8 @@ pub async fn serve(
         Ok(x) => x,
         Err(reason) => {
             metrics.no_endpoint.record_session(Some(reason));
-            warn!(
+            crate::warn_limited!(
+                (&*listener, route.as_deref(), &*pool.name, reason.as_str()),
                 listener = &*listener,
                 route = route.as_deref(),
                 pool = &*pool.name,
@@ -212,7 +213,8 @@ async fn connect_any(
             }
             Err(e) => {
                 ep.metrics.error(Reason::ConnectFailed);
-                warn!(
+                crate::warn_limited!(
+                    (listener, &*pool.name, &*ep.addr_str),
                     listener,
                     pool = &*pool.name,
                     endpoint = &*ep.addr_str,

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::debug;
 use weir_tls::hello::{Hello, Peeker};
 
 use crate::metrics::sni::{Outcome, Passthrough};
@@ -106,7 +106,8 @@ pub async fn serve(mut client: TcpStream, addrs: Addrs, a: Accepted) {
                 // do: counted, but not worth a warning each.
                 debug!(listener = &*a.listener, client = %peer, "connection closed before any byte");
             } else {
-                warn!(
+                crate::warn_limited!(
+                    (&*a.listener, e.outcome().as_str()),
                     listener = &*a.listener,
                     client = %peer,
                     reason = e.outcome().as_str(),
@@ -134,7 +135,8 @@ pub async fn serve(mut client: TcpStream, addrs: Addrs, a: Accepted) {
     };
     let Ok((target, idle_timeout)) = routed else {
         a.counts.record(Outcome::NoRoute);
-        warn!(
+        crate::warn_limited!(
+            (&*a.listener, passed.sni.as_deref()),
             listener = &*a.listener,
             client = %peer,
             reason = Outcome::NoRoute.as_str(),

@@ -212,3 +212,57 @@ async fn upstream_dying_mid_post_is_502_upstream_reset() {
     assert_eq!(r.status, 502);
     assert_eq!(r.header("x-weir-reason"), Some("upstream_reset"));
 }
+
+/// A failure that repeats for every request (a pool whose only endpoint is down; clients
+/// sending malformed requests) is logged once per cause and period, not once per request: the
+/// counts and the access log keep every one. A different cause still gets its own line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn repeated_failures_are_logged_once_per_cause() {
+    let dead = free_addr();
+    let listen = free_addr();
+    let cfg = format!(
+        "{}\n[routes.other]\nlistener = \"web\"\npath_prefix = \"/other\"\npool = \"other\"\n\n[pools.other]\n{}\n[pools.other.retry]\nattempts = 0\n",
+        one_pool(listen, &endpoints(&[(dead, 1)]), "[pools.app.retry]\nattempts = 0"),
+        endpoints(&[(dead, 1)])
+    );
+    let w = Weir::start(&cfg, &[listen]);
+    for _ in 0..200 {
+        let r = client::get(listen, "/").await.unwrap();
+        assert_eq!(r.status, 502);
+    }
+    let r = client::get(listen, "/other").await.unwrap();
+    assert_eq!(r.status, 502);
+    for _ in 0..50 {
+        let got = raw_exchange(
+            listen,
+            b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(20),
+        )
+        .await;
+        assert!(got.starts_with("HTTP/1.1 400"), "{got}");
+    }
+    w.wait_log(0, "pool=\"other\"", Duration::from_secs(10));
+    let text = w.log_text();
+    let failed = text
+        .lines()
+        .filter(|l| l.contains("request failed") && l.contains("pool=\"app\""))
+        .count();
+    assert_eq!(failed, 1, "{text}");
+    let refused = text
+        .lines()
+        .filter(|l| {
+            l.contains("request refused")
+                || (l.contains("request failed") && l.contains("bad_request"))
+        })
+        .count();
+    assert!(refused <= 1, "{text}");
+    // Every one counted all the same.
+    let metrics = client::get(w.admin, "/metrics").await.unwrap().text();
+    assert!(
+        metrics.lines().any(|l| l.contains("pool=\"app\"")
+            && l.contains("reason=\"connect_failed\"")
+            && l.starts_with("weir_requests_total")
+            && l.ends_with(" 200")),
+        "{metrics}"
+    );
+}

@@ -3,7 +3,6 @@
 //! (its detail rendered only then).
 
 use http::Response;
-use tracing::warn;
 
 use crate::error::TryError;
 use crate::http::body::ProxyBody;
@@ -36,9 +35,20 @@ pub fn fail_as(
     error_response_as(status, reason)
 }
 
-/// The log line of a failed request.
+/// The log line of a failed request: once per cause (listener, route, pool, endpoint,
+/// reason and the detail's words) and period, however many requests fail the same way
+/// (`log_limit.rs`); every one is counted and access-logged all the same.
 pub fn log(status: u16, reason: Reason, w: &Where<'_>, detail: &dyn std::fmt::Display) {
-    warn!(
+    let said = crate::log_limit::hash_of(detail);
+    crate::warn_limited!(
+        (
+            w.listener,
+            w.route,
+            w.pool,
+            w.endpoint,
+            reason.as_str(),
+            said
+        ),
         listener = w.listener,
         route = w.route.unwrap_or("-"),
         pool = w.pool,

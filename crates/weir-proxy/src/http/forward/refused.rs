@@ -3,8 +3,6 @@
 //! access-logged like any failure, with the listener's "no route" labels since it has no
 //! route.
 
-use tracing::warn;
-
 use http::Request;
 
 use super::accounting::describe;
@@ -38,7 +36,9 @@ fn refused_as(
         return;
     };
     let reason = Reason::BadRequest;
-    warn!(
+    // Once per listener and status per period: a scanner's flood is one line.
+    crate::warn_limited!(
+        (&*l.name, status),
         listener = &*l.name,
         client = %ctx.client,
         reason = reason.as_str(),

@@ -8,7 +8,6 @@ use http::Request;
 
 use super::accounting::Accounting;
 use super::ctx::ConnCtx;
-use super::fail::{log, Where};
 use super::host::request_host;
 use super::path::normalize_target;
 use crate::reason::Reason;
@@ -47,14 +46,15 @@ pub fn route<B>(
     let host = host_hdr.as_ref().and_then(|v| v.to_str().ok());
     if let Err(why) = normalize_target(req, l.path) {
         acct.count_as(&l.no_route, None, Some(Reason::BadRequest));
-        let w = Where {
-            listener: &l.name,
-            route: None,
-            pool: "-",
-            endpoint: None,
-        };
-        let detail = format!("path {:?} refused: {why}", req.uri().path());
-        log(Reason::BadRequest.status(), Reason::BadRequest, &w, &detail);
+        // Once per listener and why per period, whatever the paths (a scanner tries many).
+        crate::warn_limited!(
+            (&*l.name, why),
+            listener = &*l.name,
+            path = req.uri().path(),
+            reason = Reason::BadRequest.as_str(),
+            status = Reason::BadRequest.status(),
+            "request refused: its path has no normal form: {why}"
+        );
         return Err(Reason::BadRequest);
     }
     match l.routes.lookup(host, req.uri().path()) {
@@ -65,16 +65,20 @@ pub fn route<B>(
             upstream_host: None,
         }),
         None => {
-            let w = Where {
-                listener: &l.name,
-                route: None,
-                pool: "-",
-                endpoint: None,
-            };
-            let detail = format!("no route for host {host:?} path {:?}", req.uri().path());
             acct.count_as(&l.no_route, None, Some(Reason::RouteNotFound));
             let reason = Reason::RouteNotFound;
-            log(reason.status(), reason, &w, &detail);
+            // Once per listener and host per period, whatever the paths: a scanner's
+            // thousands of 404s are one line (each is counted and access-logged).
+            crate::warn_limited!(
+                (&*l.name, host),
+                listener = &*l.name,
+                route = "-",
+                pool = "-",
+                reason = reason.as_str(),
+                status = reason.status(),
+                "request failed: no route for host {host:?} path {:?}",
+                req.uri().path()
+            );
             Err(reason)
         }
     }
