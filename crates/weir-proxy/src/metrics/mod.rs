@@ -29,6 +29,7 @@ pub static GLOBAL: Global = Global {
     reloads_failed: AtomicU64::new(0),
     client_open: AtomicI64::new(0),
     upstream_open: AtomicI64::new(0),
+    tls_sni_ip_address: AtomicU64::new(0),
 };
 
 /// Adds one to a gauge for as long as it lives.
@@ -57,4 +58,7 @@ pub struct Global {
     pub client_open: AtomicI64,
     /// Upstream connections open (idle ones are counted from the pools).
     pub upstream_open: AtomicI64,
+    /// ClientHellos whose server name was an IP address (ignored by rustls, which would
+    /// warn once per connection: the binary's log filter counts them here instead).
+    pub tls_sni_ip_address: AtomicU64,
 }

@@ -353,6 +353,12 @@ impl Collector for Weir {
             "Configuration reloads, by result.",
             &reloads,
         )?;
+        counter(
+            &mut enc,
+            "weir_tls_sni_ip_address",
+            "TLS ClientHellos whose server name was an IP address (RFC 6066 forbids it; served as if no name was sent).",
+            &[(vec![], GLOBAL.tls_sni_ip_address.load(Relaxed))],
+        )?;
         histogram(
             &mut enc,
             "weir_config_apply_seconds",

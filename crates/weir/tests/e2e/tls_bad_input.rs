@@ -267,3 +267,29 @@ async fn renegotiation_is_refused_at_once() {
     );
     drop(b.w);
 }
+
+/// A client that sends an IP address as its server name (RFC 6066 forbids it; rustls
+/// ignores it, as if no name was sent) is served by the default certificate and counted in
+/// `weir_tls_sni_ip_address_total`, not logged once per connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ip_address_as_server_name_is_counted_not_logged() {
+    let b = start("10s").await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = b.ca.write(dir.path(), "ca");
+    let ca = ca.display().to_string();
+    let listen = b.listen.to_string();
+    for _ in 0..5 {
+        let out = crate::tls_kit::s_client(
+            b.listen,
+            &["-servername", "127.0.0.1", "-CAfile", &ca, "-brief"],
+        );
+        assert!(out.contains("CONNECTION ESTABLISHED"), "{listen}: {out}");
+    }
+    let n = wait_metric(b.w.admin, "weir_tls_sni_ip_address_total", 5.0).await;
+    assert_eq!(n, 5.0);
+    assert!(
+        !b.w.log_text().contains("Illegal SNI"),
+        "{}",
+        b.w.log_text()
+    );
+}
