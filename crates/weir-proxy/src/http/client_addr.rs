@@ -93,7 +93,7 @@ impl Walk<'_> {
 }
 
 /// `1.2.3.4`, `1.2.3.4:80`, `2001:db8::1`, `[2001:db8::1]:80`, quoted or not.
-fn parse_hop(s: &str) -> Option<IpAddr> {
+pub fn parse_hop(s: &str) -> Option<IpAddr> {
     let s = s.trim().trim_matches('"');
     if let Ok(ip) = s.parse::<IpAddr>() {
         return Some(ip);

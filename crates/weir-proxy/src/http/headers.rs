@@ -7,6 +7,7 @@ use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use crate::http::added::Added;
+use crate::http::proxy_chain;
 use weir_h1::fields::trim;
 
 /// Headers that describe one connection, never forwarded, and `Upgrade`,
@@ -225,8 +226,10 @@ pub struct Forwarding<'a> {
 }
 
 /// Adds `X-Forwarded-For` and `Forwarded`, `X-Forwarded-Proto` and `-Host`. With `append`
-/// (the peer is a trusted proxy) the first two are appended to what the peer sent;
-/// otherwise they replace it, so a client cannot put words in a proxy's mouth.
+/// (the peer is a trusted proxy) the first two are appended to what the peer sent (every
+/// line of it), and a chain the peer sent in only one of them is carried into the other
+/// (`proxy_chain.rs`); otherwise they replace it, so a client cannot put words in a proxy's
+/// mouth.
 pub fn add_forwarded(
     h: &mut HeaderMap,
     f: &Forwarding<'_>,
@@ -234,11 +237,27 @@ pub fn add_forwarded(
     append: bool,
 ) {
     let client = f.client;
+    // A chain in one field only, carried into the other: read before either is changed.
+    let (chain_xff, chain_fwd) = match append {
+        true if !h.contains_key(&X_FORWARDED_FOR) => (proxy_chain::xff_from_forwarded(h), None),
+        true if !h.contains_key(header::FORWARDED) => {
+            (None, proxy_chain::forwarded_from_xff(h, &X_FORWARDED_FOR))
+        }
+        _ => (None, None),
+    };
     // One hash lookup for X-Forwarded-For, whether or not the client sent one.
     match h.entry(X_FORWARDED_FOR.clone()) {
-        header::Entry::Vacant(v) => {
-            v.insert(client.clone());
-        }
+        header::Entry::Vacant(v) => match chain_xff {
+            Some(mut prev) => {
+                prev.extend_from_slice(b", ");
+                prev.extend_from_slice(client.as_bytes());
+                let joined = HeaderValue::from_maybe_shared(bytes::Bytes::from(prev));
+                v.insert(joined.unwrap_or_else(|_| client.clone()));
+            }
+            None => {
+                v.insert(client.clone());
+            }
+        },
         header::Entry::Occupied(mut o) if append => {
             // Every line, in order: a chain may come in several.
             let mut prev = Vec::new();
@@ -255,13 +274,13 @@ pub fn add_forwarded(
         }
     }
     let prev = match append {
-        true => h.get(header::FORWARDED),
+        true => proxy_chain::joined(h, &header::FORWARDED).or(chain_fwd),
         false => None,
     };
     let forwarded = match prev {
         Some(prev) => {
             let mut v = BytesMut::with_capacity(prev.len() + 2 + f.forwarded.len());
-            v.extend_from_slice(prev.as_bytes());
+            v.extend_from_slice(&prev);
             v.extend_from_slice(b", ");
             v.extend_from_slice(f.forwarded.as_bytes());
             HeaderValue::from_maybe_shared(v.freeze()).ok()
@@ -434,7 +453,8 @@ mod tests {
         let a = for_upstream(&mut h, &fwd(&ip, "http"), Some(&host), true);
         assert!(added(&a).is_empty());
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 127.0.0.1");
-        assert_eq!(h["forwarded"], "for=127.0.0.1;proto=http");
+        // (Its X-Forwarded-For chain carried into Forwarded too: `proxy_chain.rs`.)
+        assert_eq!(h["forwarded"], "for=10.0.0.1, for=127.0.0.1;proto=http");
         assert_eq!(h["x-forwarded-host"], "a.com");
         // No host to say: a client's X-Forwarded-Host stays (as `add_forwarded` leaves it).
         let mut h = HeaderMap::new();

@@ -14,6 +14,7 @@ pub mod error;
 pub mod forward;
 pub mod grpc;
 pub mod headers;
+pub mod proxy_chain;
 pub mod sticky;
 pub mod tries;
 pub mod upgrade;

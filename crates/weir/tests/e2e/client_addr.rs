@@ -118,17 +118,36 @@ endpoints = [{{ addr = "{}" }}]
     .await;
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     assert_eq!(seen_xff(&r), "6.6.6.6, 198.51.100.7, 10.1.1.1, 127.0.0.1");
-    // Forwarded (RFC 7239) when there is no X-Forwarded-For.
+    // Forwarded (RFC 7239) when there is no X-Forwarded-For: the backend's X-Forwarded-For
+    // carries the chain it names too, not the proxy alone; every Forwarded line is kept.
     let r = raw_from(
         "127.0.0.1",
         listen,
         &get(
             "/headers",
-            "Forwarded: for=\"[2001:db8::5]:80\";proto=https\r\n",
+            "Forwarded: for=192.0.2.60\r\nForwarded: for=\"[2001:db8::5]:80\";proto=https\r\n",
         ),
     )
     .await;
-    assert_eq!(seen_xff(&r), "127.0.0.1");
+    assert_eq!(seen_xff(&r), "192.0.2.60, 2001:db8::5, 127.0.0.1");
+    assert!(
+        r.contains(r#"["forwarded","for=192.0.2.60, for=\"[2001:db8::5]:80\";proto=https, for=127.0.0.1;proto=http"]"#),
+        "{r}"
+    );
+    // And the other way round: an X-Forwarded-For chain alone is carried into Forwarded.
+    let r = raw_from(
+        "127.0.0.1",
+        listen,
+        &get("/headers", "X-Forwarded-For: 192.0.2.61, 2001:db8::6\r\n"),
+    )
+    .await;
+    assert_eq!(seen_xff(&r), "192.0.2.61, 2001:db8::6, 127.0.0.1");
+    assert!(
+        r.contains(
+            r#"["forwarded","for=192.0.2.61, for=\"[2001:db8::6]\", for=127.0.0.1;proto=http"]"#
+        ),
+        "{r}"
+    );
     // An untrusted peer: whatever it claims is replaced by its own address.
     let r = raw_from(
         "127.0.0.2",
@@ -145,14 +164,15 @@ endpoints = [{{ addr = "{}" }}]
         "{r}"
     );
 
-    let lines = crate::common::access_log(&log, 3);
+    let lines = crate::common::access_log(&log, 4);
     let clients: Vec<&str> = lines
         .iter()
         .map(|l| l["client"].as_str().unwrap())
         .collect();
     assert_eq!(clients[0], "198.51.100.7", "{lines:?}");
     assert_eq!(clients[1], "2001:db8::5", "{lines:?}");
-    assert!(clients[2].starts_with("127.0.0.2:"), "{lines:?}");
+    assert_eq!(clients[2], "2001:db8::6", "{lines:?}");
+    assert!(clients[3].starts_with("127.0.0.2:"), "{lines:?}");
 }
 
 /// `hash_key = "client_ip"` hashes the resolved client: the same client behind the proxy
