@@ -331,6 +331,65 @@ mod tests {
         assert_eq!(normalize("/%2F..%2F..", decode), Err(PathError::AboveRoot));
     }
 
+    /// Random paths over the characters that matter (`/`, `.`, `%`, hex digits): whatever
+    /// comes out starts with `/`, has no dot segment, no `//` when merging, no lower-case or
+    /// broken escape and no escaped unreserved character, and is its own normal form.
+    #[test]
+    fn every_output_is_normal() {
+        const CHARS: &[u8] = b"//..%%2eEfF5a1~-_";
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for rules in [
+            PathRules::default(),
+            PathRules {
+                merge_slashes: false,
+                escaped_slashes: EscapedSlashes::Keep,
+            },
+            PathRules {
+                merge_slashes: true,
+                escaped_slashes: EscapedSlashes::Decode,
+            },
+        ] {
+            for _ in 0..50_000 {
+                let len = 1 + next(12);
+                let mut p = String::from("/");
+                for _ in 0..len {
+                    p.push(CHARS[next(CHARS.len())] as char);
+                }
+                let Ok(out) = with(&p, rules) else { continue };
+                assert!(out.starts_with('/'), "{p} -> {out}");
+                let segs: Vec<&str> = out[1..].split('/').collect();
+                assert!(
+                    !segs.contains(&".") && !segs.contains(&".."),
+                    "{p} -> {out}"
+                );
+                if rules.merge_slashes {
+                    assert!(!out.contains("//"), "{p} -> {out}");
+                }
+                let b = out.as_bytes();
+                for (i, _) in out.match_indices('%') {
+                    let (h, l) = (b[i + 1], b[i + 2]);
+                    assert!(
+                        h.is_ascii_hexdigit() && l.is_ascii_hexdigit(),
+                        "{p} -> {out}"
+                    );
+                    assert!(
+                        !h.is_ascii_lowercase() && !l.is_ascii_lowercase(),
+                        "{p} -> {out}"
+                    );
+                    let v = hex(h).unwrap() << 4 | hex(l).unwrap();
+                    assert!(!is_unreserved(v), "{p} -> {out}");
+                }
+                assert_eq!(normalize(&out, rules), Ok(None), "{p} -> {out}");
+            }
+        }
+    }
+
     /// Normal form is a fixed point: normalising twice changes nothing more.
     #[test]
     fn normalising_twice_changes_nothing() {
