@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use etcd_client::{Client, Txn, WatchOptions};
+use tracing::info;
 
 use crate::members::{Failed, Members};
 
@@ -116,10 +117,20 @@ pub(crate) async fn send(
             }
             Err(f) => lost = Some(f.to_string()),
         }
+        let lost_why = lost.as_deref().unwrap_or_default();
         match first_after(members, revision_key, compared, id, deadline).await {
-            Ok(After::Ours(revision)) => return Ok(Sent::Applied(revision)),
-            Ok(After::Theirs) => return Ok(Sent::Beaten),
-            Ok(After::Nothing) => continue,
+            Ok(After::Ours(revision)) => {
+                info!("config store: a commit's answer was lost ({lost_why}); etcd had applied it, at revision {revision}");
+                return Ok(Sent::Applied(revision));
+            }
+            Ok(After::Theirs) => {
+                info!("config store: a commit's answer was lost ({lost_why}); another commit came first, so it starts over");
+                return Ok(Sent::Beaten);
+            }
+            Ok(After::Nothing) => {
+                info!("config store: a commit's answer was lost ({lost_why}); etcd has not applied it: sending it again");
+                continue;
+            }
             Err(why) => {
                 return Err(NotSent::Unknown(format!(
                     "{}; whether etcd applied the change could not be found out ({why})",

@@ -172,6 +172,16 @@ async fn one_member_of_three_lost(loss: Loss, extra: &[&str], window: Duration) 
     println!(
         "{loss:?} member {victim} of 3: {after} writes after the {window:?} window, none failed; {line}"
     );
+    // Whether a commit's transaction went to the lost member depends on timing: shown when.
+    for w in [&a, &b] {
+        for l in w
+            .log_text()
+            .lines()
+            .filter(|l| l.contains("a commit's answer was lost"))
+        {
+            println!("{l}");
+        }
+    }
     if let Loss::Hung = loss {
         tokio::task::block_in_place(|| etcd.cont(victim));
     }
