@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use weir_control::compile::{ttl_of, Invalid};
+use weir_control::held::differ;
 use weir_control::source::{keys, refused, Check, Commit};
 use weir_control::{Checked, Refused};
 use weir_store::{Change, Kind, State, StoreError};
@@ -142,19 +143,4 @@ impl EtcdSource {
             attempts: ATTEMPTS,
         }))
     }
-}
-
-/// The resources in which `a` and `b` differ.
-fn differ(a: &State, b: &State) -> Vec<(Kind, String)> {
-    let changed = a
-        .resources
-        .iter()
-        .filter(|(k, v)| b.resources.get(*k) != Some(*v))
-        .map(|(k, _)| k.clone());
-    let added = b
-        .resources
-        .keys()
-        .filter(|k| !a.resources.contains_key(*k))
-        .cloned();
-    changed.chain(added).collect()
 }

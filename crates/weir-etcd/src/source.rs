@@ -288,11 +288,27 @@ impl Source for EtcdSource {
         })
     }
 
+    fn holds_back(&self) -> bool {
+        true
+    }
+
+    fn fallback(&self) -> Option<(State, String)> {
+        let state = cache::read(&self.cache, &self.layout.prefix()).ok()?;
+        let from = format!(
+            "revision {}, cached in {}",
+            state.revision,
+            self.cache.display()
+        );
+        Some((state, from))
+    }
+
     fn reread(&self, current: &State) -> Result<Option<Outside>, String> {
         let known = self.known();
         // Not older than what runs: this replica's own commit may run ahead of its watch,
-        // which then still delivers what others committed before it.
-        if known.revision <= current.revision {
+        // which then still delivers what others committed before it. At the same revision
+        // it may differ: writes that are not commits (a lease's end), or the cache started
+        // from.
+        if known.revision < current.revision {
             return Ok(None);
         }
         if known.resources == current.resources {

@@ -27,11 +27,17 @@ fn replica(etcd: &Etcd, cache: &Path) -> Weir {
 }
 
 /// The value of metric `name` (no labels) on `admin`.
-async fn metric(admin: SocketAddr, name: &str) -> Option<f64> {
+async fn metric(admin: SocketAddr, name: &str) -> f64 {
     let m = client::get(admin, "/metrics").await.unwrap().text();
     m.lines()
-        .find(|l| l.split_whitespace().next() == Some(name))
+        .find(|l| {
+            l.split_whitespace()
+                .next()
+                .map(|n| n.trim_end_matches("{}"))
+                == Some(name)
+        })
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{m}"))
 }
 
 /// `config_source.invalid` of the stats, as `path → errors` text.
@@ -107,7 +113,7 @@ async fn invalid_stored_resources_are_held_back_shown_and_fixable() {
                 .is_ok_and(|c| c["invalid"].as_array().is_some_and(|a| a.len() == 2))
         })
         .await;
-        assert_eq!(metric(admin, "weir_config_store_invalid").await, Some(2.0));
+        assert_eq!(metric(admin, "weir_config_store_invalid").await, 2.0);
         let h = client::get(admin, "/healthz").await.unwrap();
         assert_eq!(h.status, 200);
         let text = h.text();
@@ -195,7 +201,7 @@ async fn invalid_stored_resources_are_held_back_shown_and_fixable() {
             None
         );
         assert_eq!(get(admin, orphan).await.header("x-weir-invalid"), None);
-        assert_eq!(metric(admin, "weir_config_store_invalid").await, Some(0.0));
+        assert_eq!(metric(admin, "weir_config_store_invalid").await, 0.0);
         assert_eq!(client::get(admin, "/healthz").await.unwrap().text(), "ok\n");
         assert!(stats_invalid(admin).await.is_empty());
     }
