@@ -508,8 +508,9 @@ fn rebuild(model: &mut Resources, state: &State) {
 /// is known to apply. Without `running`, the `keys` resources of `state` must validate. With
 /// `running` (a source that holds back what others wrote), `keys` (a change's own) must,
 /// and every other resource in which `state` differs from `running` is taken as far as it
-/// validates, the rest held back (`held.rs`). A change to endpoints alone needs nothing
-/// prepared: no listener, route or pool setting changed; `whole` prepares anyway.
+/// validates, the rest held back (`held.rs`), as is one of those that validates but cannot
+/// be prepared here (its port taken on this host). A change to endpoints alone needs
+/// nothing prepared: no listener, route or pool setting changed; `whole` prepares anyway.
 fn check(
     proxy: &Proxy,
     model: &mut Resources,
@@ -520,7 +521,7 @@ fn check(
     taken: &mut bool,
 ) -> Result<Checked, Invalid> {
     let started = Instant::now();
-    let (keys, held) = match running {
+    let (mut taken_keys, mut held) = match running {
         None => {
             compile::check(model, state, keys)?;
             *taken = true;
@@ -531,8 +532,8 @@ fn check(
             (a.taken, a.held)
         }
     };
-    if !whole && keys.iter().all(|(k, _)| *k == Kind::Endpoint) {
-        let pools = keys
+    if !whole && taken_keys.iter().all(|(k, _)| *k == Kind::Endpoint) {
+        let pools = taken_keys
             .iter()
             .map(|(_, n)| n.split('/').next().unwrap_or_default().to_owned())
             .collect();
@@ -543,16 +544,39 @@ fn check(
             held,
         });
     }
-    let config = Arc::new(model.config().clone());
-    let prepared = proxy
-        .prepare(&config)
-        .map_err(|e| Invalid(vec![apply_error_field(&config, e)]))?;
-    Ok(Checked {
-        config,
-        plan: Plan::Whole(prepared),
-        took: started.elapsed(),
-        held,
-    })
+    loop {
+        let config = Arc::new(model.config().clone());
+        let field = match proxy.prepare(&config) {
+            Ok(prepared) => {
+                return Ok(Checked {
+                    config,
+                    plan: Plan::Whole(prepared),
+                    took: started.elapsed(),
+                    held,
+                })
+            }
+            Err(e) => apply_error_field(&config, e),
+        };
+        // Valid, but this replica cannot run it (its port is taken here, a file missing):
+        // what others wrote is held back too; a change's own is refused.
+        let other = field
+            .field
+            .as_deref()
+            .and_then(held::resource_of)
+            .filter(|k| taken_keys.contains(k) && !keys.contains(k));
+        let why = Invalid(vec![field.clone()]);
+        // Each resource once: held, it is no longer taken.
+        let held_too = match (running, other) {
+            (Some(running), Some(k)) => {
+                taken_keys.retain(|t| *t != k);
+                held::hold(model, running, state, &mut held, k, why)
+            }
+            _ => false,
+        };
+        if !held_too {
+            return Err(Invalid(vec![field]));
+        }
+    }
 }
 
 /// Names the listener whose bind failed, so the API can point at `listeners/NAME/bind`.

@@ -124,6 +124,46 @@ pub fn admit(
     Ok(Admitted { taken: took, held })
 }
 
+/// Holds back `k` after all: it validated, but this replica cannot run it (its port is
+/// taken here). The model takes its running version again; false if that does not validate
+/// either (something taken with it needs it), and then nothing changed.
+pub fn hold(
+    model: &mut Resources,
+    running: &State,
+    stored: &State,
+    held: &mut Held,
+    k: (Kind, String),
+    why: Invalid,
+) -> bool {
+    let mut more = held.clone();
+    let back = HeldBack {
+        running: running.resources.get(&k).cloned(),
+        why,
+    };
+    more.insert(k.clone(), back);
+    let effective = self::running(stored, &more);
+    if compile::check(model, &effective, std::slice::from_ref(&k)).is_err() {
+        return false;
+    }
+    *held = more;
+    true
+}
+
+/// The resource a problem's field names: `listeners/web/bind` is listener `web`.
+pub fn resource_of(field: &str) -> Option<(Kind, String)> {
+    let mut parts = field.splitn(3, '/');
+    let kind = match parts.next()? {
+        "listeners" => Kind::Listener,
+        "routes" => Kind::Route,
+        "pools" => Kind::Pool,
+        "certificates" => Kind::Certificate,
+        "filters" => Kind::Filter,
+        _ => return None,
+    };
+    let name = parts.next().filter(|n| !n.is_empty())?;
+    Some((kind, name.to_string()))
+}
+
 /// Takes each of `pending` that validates on its own, in passes until a pass takes none.
 fn take_each(
     model: &mut Resources,
@@ -263,6 +303,21 @@ mod tests {
         let r = super::running(&stored, &a.held);
         assert!(r.get(Kind::Route, "ghost").is_none());
         assert!(r.get(Kind::Pool, "more").is_some());
+    }
+
+    #[test]
+    fn a_field_names_its_resource() {
+        assert_eq!(
+            resource_of("listeners/web/bind"),
+            Some((Kind::Listener, "web".into()))
+        );
+        assert_eq!(
+            resource_of("pools/app/tls"),
+            Some((Kind::Pool, "app".into()))
+        );
+        assert_eq!(resource_of("filters/f"), Some((Kind::Filter, "f".into())));
+        assert_eq!(resource_of("nothing/x"), None);
+        assert_eq!(resource_of("routes/"), None);
     }
 
     #[test]

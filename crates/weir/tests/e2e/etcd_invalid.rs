@@ -239,3 +239,38 @@ async fn invalid_stored_resources_are_held_back_shown_and_fixable() {
     }
     until_served(on_b, 200).await;
 }
+
+/// A listener written into the prefix by hand on a port that is taken on this host: valid,
+/// but it cannot run here. It is held back like an invalid one, and writes go on; once the
+/// port is free, the next change takes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_listener_that_cannot_bind_here_is_held_back() {
+    let etcd = Etcd::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let a = replica(&etcd, &dir.path().join("a.json"));
+    add(a.admin, "pools/app", json!({})).await;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap();
+    let spec = json!({"bind": port.to_string(), "pool": "app"});
+    tokio::task::block_in_place(|| etcd.put(&format!("{PREFIX}/listener/busy"), &spec.to_string()));
+    until(a.admin, "listeners/busy", |s, _| s == 200).await;
+    let r = get(a.admin, "listeners/busy").await;
+    let why = r
+        .header("x-weir-invalid")
+        .expect("x-weir-invalid")
+        .to_string();
+    assert!(why.contains("listeners/busy/bind"), "{why}");
+    assert_eq!(metric(a.admin, "weir_config_store_invalid").await, 1.0);
+
+    let r = put_pool(a.admin, "more").await;
+    assert_eq!(r.status, 201, "{}", r.text());
+
+    drop(taken);
+    add(a.admin, "pools/third", json!({})).await;
+    until(a.admin, "config", |_, t| {
+        serde_json::from_str::<Value>(t)
+            .is_ok_and(|c| c["invalid"].as_array().is_some_and(|a| a.is_empty()))
+    })
+    .await;
+    until_served(port, 503).await;
+}
