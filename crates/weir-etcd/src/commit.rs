@@ -97,12 +97,9 @@ impl EtcdSource {
                 Err(NotSent::Failed(e)) => return Err(self.unreachable(&e, deadline).await),
                 Err(NotSent::Unknown(why)) => {
                     self.problem.set(Some(why.clone()));
-                    return Err(Refused::Store(StoreError::Unreachable {
+                    return Err(Refused::Store(StoreError::Undecided {
                         store: self.url.to_string(),
-                        reason: format!(
-                            "{why}; the change may have been applied all the same: read it \
-                             back before trying again"
-                        ),
+                        reason: why,
                     }));
                 }
             };

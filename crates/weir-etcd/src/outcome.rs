@@ -18,7 +18,7 @@
 //! transaction whose request may have reached etcd; here the compare makes it safe.
 //!
 //! When even that cannot be found out by the deadline, the write answers 503 saying that
-//! the change may have been applied.
+//! the change may have been applied (`StoreError::Undecided`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -108,7 +108,7 @@ pub(crate) async fn send(
                     (None, false) => continue,
                     (Some(l), true) if f.out_of_time.is_some() => {
                         return Err(NotSent::Unknown(format!(
-                            "{l}; whether etcd applied the change could not be found out in time"
+                            "{l}; no time left to find out whether etcd applied it"
                         )))
                     }
                     // Find out about the lost copy below.
@@ -133,8 +133,7 @@ pub(crate) async fn send(
             }
             Err(why) => {
                 return Err(NotSent::Unknown(format!(
-                    "{}; whether etcd applied the change could not be found out ({why})",
-                    lost.unwrap_or_default()
+                    "{lost_why}; finding out whether etcd applied it: {why}"
                 )))
             }
         }
