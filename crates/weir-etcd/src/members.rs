@@ -11,8 +11,8 @@
 //! so a dead member keeps taking its share of requests and fails each one; nothing is tried
 //! again on another member; and a hung member holds each request it gets until etcd-client's
 //! timeout. Here a member that failed is marked down: calls go to the others first (and to
-//! it only when they fail too), and a probe in the background asks it, every second or so,
-//! until it answers.
+//! it only when they fail too), and a probe in the background asks it (after half a second,
+//! then less often, at most 5 s apart) until it answers.
 //!
 //! Which calls may be tried again on another member is the caller's choice: reads, lease
 //! grants and lease renewals are safe to repeat, so they use [`Members::call`]; the commit's
