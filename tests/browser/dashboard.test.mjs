@@ -21,7 +21,10 @@
 //   - after one upstream is killed its endpoint shows data-state="down" within 3 s;
 //   - a page of another origin cannot register an endpoint with a text/plain POST;
 //   - after a reload without the TLS listener the Certificates panel is hidden;
-//   - a screenshot is saved to target/browser-artifacts/dashboard.png.
+//   - a screenshot is saved to target/browser-artifacts/dashboard.png;
+//   - a replica of a real etcd (/usr/bin/etcd) lists a route written into its prefix by
+//     hand that does not validate, with why, in a banner of its own (held back); the
+//     file-mode dashboard shows none (a picture goes to target/browser-artifacts/held.png).
 // Logs of every process go beside the screenshot. Ends with `N passed, N failed`
 // and exits 1 if anything failed.
 //
@@ -279,6 +282,7 @@ async function main() {
     "a replica whose etcd is away says so on its dashboard; this one (a file) does not",
     "no console errors",
     "screenshot saved",
+    "a replica lists a stored resource that does not validate, with why; this one (a file) does not",
   ];
 
   const started = await check("weir starts with its admin server", async () => {
@@ -712,6 +716,61 @@ no_healthy = "fail_closed"
     const size = statSync(SCREENSHOT).size;
     if (size < 1000) throw new Error(`${SCREENSHOT} is only ${size} bytes`);
     return `${path.relative(process.cwd(), SCREENSHOT) || SCREENSHOT}, ${size} bytes`;
+  });
+
+  // A resource written into etcd's prefix by someone else that does not validate: the
+  // replica holds it back, runs the rest, and its dashboard lists it with why.
+  await check(later[12], async () => {
+    const [clientPort, peerPort, heldAdminPort] = await freePorts(3);
+    const etcdUrl = `http://127.0.0.1:${clientPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    const etcd = start("etcd", "/usr/bin/etcd", [
+      "--name", "m0", "--data-dir", path.join(tmp, "etcd"),
+      "--listen-client-urls", etcdUrl, "--advertise-client-urls", etcdUrl,
+      "--listen-peer-urls", peerUrl, "--initial-advertise-peer-urls", peerUrl,
+      "--initial-cluster", `m0=${peerUrl}`, "--initial-cluster-token", `weir-browser-${process.pid}`,
+      "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn",
+    ]);
+    await eventually(
+      async () => {
+        if (etcd.exit) throw new Error(`etcd ${exitText(etcd)}:${tail(etcd)}`);
+        const r = await get(`${etcdUrl}/health`, 1000).catch(() => null);
+        return r && r.status === 200 && r.body.includes('"health":"true"');
+      },
+      30_000,
+      async () => `etcd not healthy within 30 s:${tail(etcd)}`,
+    );
+    const heldAdmin = `http://127.0.0.1:${heldAdminPort}`;
+    const replica = start("replica-held", WEIR_BIN, [
+      "run", "--store", `etcd://127.0.0.1:${clientPort}/weir`, "--store-cache", path.join(tmp, "held-cache.json"),
+      "--admin", `127.0.0.1:${heldAdminPort}`, "--threads", "1",
+    ]);
+    await waitReady(replica, heldAdmin, 20_000);
+    const ghost = JSON.stringify({ listener: "web", path_prefix: "/ghost", pool: "missing" });
+    const put = spawnSync("/usr/bin/etcdctl", ["--endpoints", etcdUrl, "put", "--", "/weir/route/ghost", ghost], {
+      encoding: "utf8",
+      env: { ...process.env, ETCDCTL_API: "3" },
+    });
+    if (put.status !== 0) throw new Error(`etcdctl put failed (${put.status}): ${put.stderr || put.error}`);
+    const held = await context.newPage();
+    const errors = [];
+    held.on("console", (m) => m.type() === "error" && errors.push(`console error: ${m.text()}`));
+    held.on("pageerror", (e) => errors.push(`uncaught exception: ${e.message}`));
+    try {
+      await held.goto(`${heldAdmin}/`, { waitUntil: "load", timeout: 10_000 });
+      const item = '#invalid:not([hidden]) li[data-path="routes/ghost"]';
+      await held.waitForSelector(item, { timeout: 10_000 });
+      const text = (await held.textContent("#invalid")) ?? "";
+      for (const want of ["1 stored resource does not validate", "held back", "routes/ghost/pool", "missing", "not running"]) {
+        if (!text.includes(want)) throw new Error(`the banner does not say "${want}": "${text}"`);
+      }
+      await held.locator("#invalid").screenshot({ path: path.join(ARTIFACTS, "held.png") });
+      if (errors.length) throw new Error(errors.join("; "));
+    } finally {
+      await held.close();
+    }
+    if (await page.$("#invalid:not([hidden])")) throw new Error("the file-mode dashboard lists resources held back");
+    return "listed on the replica with why, none on the file-mode weir";
   });
 }
 

@@ -245,6 +245,43 @@
       : "";
   }
 
+  // ---------- stored resources held back ----------
+
+  // Resources in a shared store (etcd) that do not validate, written there by someone
+  // else: this replica holds them back and runs the rest of the config. Listed in a banner
+  // of their own under the header, made here so that the page needs nothing else for it.
+  function renderInvalid(src) {
+    const list = Array.isArray(src.invalid) ? src.invalid : [];
+    let panel = document.getElementById("invalid");
+    if (!panel) {
+      panel = h("div", { id: "invalid", class: "store", role: "alert", "data-state": "invalid", hidden: true });
+      document.getElementById("store").after(panel);
+    }
+    panel.hidden = list.length === 0;
+    panel.dataset.count = String(list.length);
+    if (!list.length) {
+      panel.replaceChildren();
+      return;
+    }
+    const why = (i) => (i.errors || []).map((e) => (e.field ? `${e.field}: ${e.message}` : e.message)).join("; ");
+    const n = list.length === 1 ? "1 stored resource does" : `${list.length} stored resources do`;
+    panel.replaceChildren(
+      h("div", { text: `${n} not validate: held back, the rest of the config runs; fix or delete through the API` }),
+      h(
+        "ul",
+        { style: "margin: 4px 0 0; padding-left: 20px; font-weight: 400" },
+        list.map((i) =>
+          h(
+            "li",
+            { "data-path": i.path },
+            h("code", { text: i.path }),
+            ` (version ${i.version}, ${i.running ? "its last valid version runs" : "not running"}): ${why(i)}`,
+          ),
+        ),
+      ),
+    );
+  }
+
   function renderOverview(listeners, pools) {
     let rps = 0, eps = 0, inflight = 0, queued = 0, total = 0, active = 0, down = 0;
     // Every request comes through a listener, routed or not.
@@ -769,6 +806,7 @@
     const pools = Array.isArray(data.pools) ? data.pools : [];
     const listeners = Array.isArray(data.listeners) ? data.listeners : [];
     renderHeader(data);
+    renderInvalid(data.config_source || {});
     renderOverview(listeners, pools);
     renderListeners(listeners);
     renderCerts(Array.isArray(data.listeners) ? data.listeners : []);

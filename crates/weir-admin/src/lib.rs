@@ -118,14 +118,11 @@ async fn route(
     match path.as_str() {
         // Alive either way: a restart would not bring the store back, and the running
         // config keeps serving. But it says so.
-        "/healthz" => match admin.control.store_problem() {
-            None => text(StatusCode::OK, "text/plain; charset=utf-8", "ok\n"),
-            Some(why) => text(
-                StatusCode::OK,
-                "text/plain; charset=utf-8",
-                format!("ok; config store unreachable ({why}): serving the last applied config, refusing changes\n"),
-            ),
-        },
+        "/healthz" => text(
+            StatusCode::OK,
+            "text/plain; charset=utf-8",
+            healthz(&admin.control),
+        ),
         "/readyz" if proxy.is_ready() => {
             text(StatusCode::OK, "text/plain; charset=utf-8", "ready\n")
         }
@@ -141,6 +138,39 @@ async fn route(
         ),
         p => asset(p),
     }
+}
+
+/// `ok`, and what of the config source is not: it unreachable (the last applied config
+/// serves, changes are refused), stored resources that do not validate (held back, the rest
+/// runs). Alive either way.
+fn healthz(control: &RunningConfig) -> String {
+    let mut text = String::from("ok");
+    if let Some(why) = control.store_problem() {
+        text.push_str(&format!(
+            "; config store unreachable ({why}): serving the last applied config, refusing changes"
+        ));
+    }
+    let invalid = control.invalid();
+    if !invalid.is_empty() {
+        let each: Vec<String> = invalid
+            .iter()
+            .map(|i| {
+                let why: Vec<&str> = i.errors.iter().map(|e| e.message.as_str()).collect();
+                format!("{} ({})", i.path, why.join("; "))
+            })
+            .collect();
+        let n = invalid.len();
+        let (count, verb) = match n {
+            1 => ("1 stored resource does".to_string(), "it is"),
+            n => (format!("{n} stored resources do"), "they are"),
+        };
+        text.push_str(&format!(
+            "; {count} not validate, so {verb} held back (the rest of the config runs): {}",
+            each.join(", ")
+        ));
+    }
+    text.push('\n');
+    text
 }
 
 fn asset(path: &str) -> Response<Full<Bytes>> {

@@ -14,6 +14,7 @@ use weir_proxy::{ApplyError, Prepared, Proxy};
 use weir_store::{Change, Committed, Kind, State, StoreError};
 
 use crate::compile::{self, FieldError, Invalid};
+use crate::held::{self, Held};
 use crate::leases::Leases;
 use crate::source::Source;
 
@@ -42,6 +43,20 @@ pub struct SourceInfo {
     pub mode: &'static str,
     pub source: String,
     pub revision: u64,
+    /// Stored resources that do not validate, held back (`held.rs`).
+    pub invalid: Vec<InvalidResource>,
+}
+
+/// A stored resource held back because it does not validate, as the API shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InvalidResource {
+    /// `routes/NAME`, `pools/POOL/endpoints/ADDR`...
+    pub path: String,
+    /// Its stored version.
+    pub version: u64,
+    pub errors: Vec<FieldError>,
+    /// Whether a last valid version of it runs meanwhile (else it does not run at all).
+    pub running: bool,
 }
 
 /// A change that passed validation, with what the data plane needs to run it.
@@ -50,6 +65,8 @@ pub struct Checked {
     plan: Plan,
     /// Time spent validating and preparing, for `weir_config_apply_seconds`.
     took: Duration,
+    /// What others wrote that does not validate, held back.
+    held: Held,
 }
 
 /// How the data plane takes a change.
@@ -68,20 +85,37 @@ pub struct RunningConfig {
     /// `[admin]` and `[global]` as TOML, for `export`.
     preamble: RwLock<String>,
     view: RwLock<Arc<State>>,
+    /// Resources of `view` that do not validate: with a source that holds them back
+    /// (`held.rs`), the data plane runs `view` with their running versions instead.
+    held: RwLock<Arc<Held>>,
     /// Changes are made one at a time, so they reach the data plane in commit order.
     writes: tokio::sync::Mutex<()>,
     pub(crate) leases: Leases,
 }
 
 impl RunningConfig {
-    /// Builds the first config from `source` and applies it.
+    /// Builds the first config from `source` and applies it. When it does not validate and
+    /// the source kept the config this replica last applied (etcd's cache), it starts from
+    /// that, and takes the source's own at once, holding back what does not validate.
     pub fn start(
         proxy: Arc<Proxy>,
         source: Arc<dyn Source>,
     ) -> Result<Arc<RunningConfig>, StartError> {
         let initial = source.initial()?;
-        let state = initial.state;
-        let model = compile::model(&state, &initial.preamble).map_err(StartError::Invalid)?;
+        let (state, model, fallen_back) = match compile::model(&initial.state, &initial.preamble) {
+            Ok(model) => (initial.state, model, false),
+            Err(e) => match source.fallback() {
+                Some((state, from)) => {
+                    let model =
+                        compile::model(&state, &initial.preamble).map_err(StartError::Invalid)?;
+                    warn!(
+                        "the stored configuration does not validate ({e}): starting from the config this replica last applied ({from}); what does not validate is held back and shown by the API"
+                    );
+                    (state, model, true)
+                }
+                None => return Err(StartError::Invalid(e)),
+            },
+        };
         proxy.apply(model.config())?;
         info!("weir running: {}", weir_config::summary(model.config()));
         let control = Arc::new(RunningConfig {
@@ -90,6 +124,7 @@ impl RunningConfig {
             model: Arc::new(Mutex::new(model)),
             preamble: RwLock::new(initial.preamble),
             view: RwLock::new(Arc::new(state.clone())),
+            held: RwLock::default(),
             writes: tokio::sync::Mutex::new(()),
             leases: Leases::default(),
         });
@@ -97,7 +132,7 @@ impl RunningConfig {
         control.sync_leases(&state, &state_keys(&state));
         control.source.applied(&control.state());
         if let Some(changes) = control.source.watch() {
-            tokio::spawn(follow(Arc::downgrade(&control), changes));
+            tokio::spawn(follow(Arc::downgrade(&control), changes, fallen_back));
         }
         Ok(control)
     }
@@ -113,7 +148,67 @@ impl RunningConfig {
             mode,
             source,
             revision: self.state().revision,
+            invalid: self.invalid(),
         }
+    }
+
+    /// The stored resources held back because they do not validate.
+    pub fn held(&self) -> Arc<Held> {
+        self.held.read().unwrap().clone()
+    }
+
+    /// [`RunningConfig::held`] as the API shows it, by path.
+    pub fn invalid(&self) -> Vec<InvalidResource> {
+        let (state, held) = (self.state(), self.held());
+        let mut list: Vec<InvalidResource> = held
+            .iter()
+            .map(|((kind, name), h)| InvalidResource {
+                path: weir_store::resource_path(*kind, name),
+                version: state.get(*kind, name).map_or(0, |v| v.version),
+                errors: h.why.0.clone(),
+                running: h.running.is_some(),
+            })
+            .collect();
+        list.sort_by(|a, b| a.path.cmp(&b.path));
+        list
+    }
+
+    /// The config the data plane runs: the current resources, with the running version of
+    /// each held one.
+    fn running(&self) -> Arc<State> {
+        running_of(&self.state(), &self.held())
+    }
+
+    /// Takes the new view and what of it is held back, saying what changed in that.
+    fn show(&self, state: Arc<State>, held: Held) {
+        let (before, shown) = (self.held(), self.state());
+        for ((kind, name), h) in &held {
+            // Newly held, or written again and still held.
+            let key = (*kind, name.clone());
+            let version = |s: &State| s.get(*kind, name).map(|v| v.version);
+            if !before.contains_key(&key) || version(&shown) != version(&state) {
+                let runs = match h.running {
+                    Some(_) => "its last valid version runs",
+                    None => "it does not run",
+                };
+                warn!(
+                    "config store: {} does not validate ({}); held back: {runs}, the rest of the config runs",
+                    weir_store::resource_path(*kind, name),
+                    h.why
+                );
+            }
+        }
+        for (kind, name) in before.keys() {
+            if !held.contains_key(&(*kind, name.clone())) {
+                info!(
+                    "config store: {} is held back no longer",
+                    weir_store::resource_path(*kind, name)
+                );
+            }
+        }
+        weir_proxy::metrics::config_store::set_invalid(held.len());
+        *self.view.write().unwrap() = state;
+        *self.held.write().unwrap() = Arc::new(held);
     }
 
     /// Why the config source cannot be reached now (a shared store away), if it cannot.
@@ -142,7 +237,7 @@ impl RunningConfig {
     /// Certificates are shown without their private key (`key_pem`), which is never read
     /// back: such a file needs the keys put back before `weir check` accepts it.
     pub fn export(&self) -> String {
-        let mut state = (*self.state()).clone();
+        let mut state = (*self.running()).clone();
         let before = state.resources.len();
         state
             .resources
@@ -167,6 +262,14 @@ impl RunningConfig {
                 keyless.join("], [certificates.")
             ));
         }
+        let held = self.invalid();
+        if !held.is_empty() {
+            let paths: Vec<String> = held.into_iter().map(|h| h.path).collect();
+            text.push_str(&format!(
+                "\n# Stored but held back, as they do not validate (what runs is exported): {}.\n",
+                paths.join(", ")
+            ));
+        }
         text
     }
 
@@ -180,29 +283,55 @@ impl RunningConfig {
         self.source.accepts(&changes)?;
         let touched = crate::source::keys(&changes);
         let current = self.state();
+        let running = self.running();
+        // With a source others write too, what they wrote is taken as far as it validates;
+        // this change's own resources must validate.
+        let holds = self.source.holds_back();
         let (source, model, proxy) = (self.source.clone(), self.model.clone(), self.proxy.clone());
+        let must = touched.clone();
         // The store's commit waits for an fsync.
         let result = tokio::task::spawn_blocking(move || {
             let mut model = model.lock().unwrap();
             let mut taken = false;
             let mut check = |state: &State, keys: &[(Kind, String)]| {
-                check(&proxy, &mut model, state, keys, &mut taken)
+                if taken {
+                    // Asked again (another replica committed first): from what runs.
+                    rebuild(&mut model, &running);
+                    taken = false;
+                }
+                match holds {
+                    true => check(
+                        &proxy,
+                        &mut model,
+                        Some(&running),
+                        state,
+                        &must,
+                        false,
+                        &mut taken,
+                    ),
+                    false => check(&proxy, &mut model, None, state, keys, false, &mut taken),
+                }
             };
             let result = source.commit(&current, changes, &mut check);
             if result.is_err() && taken {
                 // The model took the change, but it was refused after all (a bind failed, the
-                // store could not write): read the model again from the state that stands.
-                rebuild(&mut model, &current);
+                // store could not write): read the model again from the config that runs.
+                rebuild(&mut model, &running);
             }
             result
         })
         .await
         .expect("commit task panicked")?;
         let state = result.state;
-        let Checked { config, plan, took } = result.checked;
+        let Checked {
+            config,
+            plan,
+            took,
+            held,
+        } = result.checked;
         let started = Instant::now();
         self.install(plan, &config);
-        self.source.applied(&state);
+        self.source.applied(&running_of(&state, &held));
         weir_proxy::metrics::config_apply::observe(took + started.elapsed());
         self.sync_leases(&state, &touched);
         // An audit trail of runtime changes, one line per commit.
@@ -222,7 +351,7 @@ impl RunningConfig {
             "config change applied: {}",
             what.join(", ")
         );
-        *self.view.write().unwrap() = state;
+        self.show(state, held);
         Ok(result.committed)
     }
 
@@ -249,6 +378,7 @@ impl RunningConfig {
     pub async fn refresh(&self) {
         let _one = self.writes.lock().await;
         let current = self.state();
+        let running = self.running();
         let outside = match self.source.reread(&current) {
             Ok(Some(next)) => next,
             Ok(None) => {
@@ -270,19 +400,9 @@ impl RunningConfig {
         }
         let state = outside.state.clone();
         // Only what the file changed is read again.
-        let touched: Vec<(Kind, String)> = current
-            .resources
-            .iter()
-            .filter(|(k, v)| state.resources.get(*k) != Some(*v))
-            .map(|(k, _)| k.clone())
-            .chain(
-                state
-                    .resources
-                    .keys()
-                    .filter(|k| !current.resources.contains_key(*k))
-                    .cloned(),
-            )
-            .collect();
+        let touched = held::differ(&current, &state);
+        // A source others write too: what does not validate is held back, the rest taken.
+        let holds = self.source.holds_back().then_some(&*running);
         let checked = {
             let mut model = self.model.lock().unwrap();
             let old = (model.config().admin.clone(), model.config().global.clone());
@@ -292,27 +412,36 @@ impl RunningConfig {
             let mut taken = false;
             // Endpoints alone (another replica's registration, say) take the same fast path
             // as a commit's; settings that changed need the whole config prepared.
-            let r = match same_settings {
-                true => check(&self.proxy, &mut model, &state, &touched, &mut taken),
-                false => check_whole(&self.proxy, &mut model, &state, &touched, &mut taken).map(
-                    |(config, prepared)| Checked {
-                        config,
-                        plan: Plan::Whole(prepared),
-                        took: Duration::ZERO,
-                    },
-                ),
+            let keys = if holds.is_some() {
+                &[][..]
+            } else {
+                &touched[..]
             };
+            let r = check(
+                &self.proxy,
+                &mut model,
+                holds,
+                &state,
+                keys,
+                !same_settings,
+                &mut taken,
+            );
             if r.is_err() {
                 model.set_settings(old.0, old.1);
                 if taken {
-                    rebuild(&mut model, &current);
+                    rebuild(&mut model, &running);
                 }
             }
             r
         };
         let started = Instant::now();
         match checked {
-            Ok(Checked { config, plan, took }) => match self.take(plan, &config) {
+            Ok(Checked {
+                config,
+                plan,
+                took,
+                held,
+            }) => match self.take(plan, &config) {
                 Ok(()) => {
                     weir_proxy::metrics::config_apply::observe(took + started.elapsed());
                     self.proxy.note_reload(true);
@@ -322,8 +451,8 @@ impl RunningConfig {
                     *self.preamble.write().unwrap() = outside.preamble.clone();
                     self.source.accept(outside);
                     let state = Arc::new(state);
-                    self.source.applied(&state);
-                    *self.view.write().unwrap() = state;
+                    self.source.applied(&running_of(&state, &held));
+                    self.show(state, held);
                 }
                 Err(e) => {
                     self.proxy.note_reload(false);
@@ -338,16 +467,31 @@ impl RunningConfig {
     }
 }
 
-/// Applies what a watching source reports, until it stops or weir does.
+/// Applies what a watching source reports, until it stops or weir does; `now` when it
+/// started from a fallback and the source's own config is to be taken at once.
 async fn follow(
     config: std::sync::Weak<RunningConfig>,
     mut changes: tokio::sync::mpsc::Receiver<()>,
+    now: bool,
 ) {
+    if now {
+        if let Some(config) = config.upgrade() {
+            config.refresh().await;
+        }
+    }
     while changes.recv().await.is_some() {
         let Some(config) = config.upgrade() else {
             return;
         };
         config.refresh().await;
+    }
+}
+
+/// What runs of `state`: itself, or with the running version of each held resource.
+fn running_of(state: &Arc<State>, held: &Held) -> Arc<State> {
+    match held.is_empty() {
+        true => state.clone(),
+        false => Arc::new(held::running(state, held)),
     }
 }
 
@@ -360,21 +504,36 @@ fn rebuild(model: &mut Resources, state: &State) {
     }
 }
 
-/// Validates the `touched` resources of `state` and prepares the data plane for it, so that
-/// a change that is committed is known to apply. An endpoint-only change needs nothing
-/// prepared: no listener, route or pool setting changed.
+/// Validates `state` and prepares the data plane for it, so that a change that is committed
+/// is known to apply. Without `running`, the `keys` resources of `state` must validate. With
+/// `running` (a source that holds back what others wrote), `keys` (a change's own) must,
+/// and every other resource in which `state` differs from `running` is taken as far as it
+/// validates, the rest held back (`held.rs`), as is one of those that validates but cannot
+/// be prepared here (its port taken on this host). A change to endpoints alone needs
+/// nothing prepared: no listener, route or pool setting changed; `whole` prepares anyway.
 fn check(
     proxy: &Proxy,
     model: &mut Resources,
+    running: Option<&State>,
     state: &State,
-    touched: &[(Kind, String)],
+    keys: &[(Kind, String)],
+    whole: bool,
     taken: &mut bool,
 ) -> Result<Checked, Invalid> {
     let started = Instant::now();
-    if touched.iter().all(|(k, _)| *k == Kind::Endpoint) {
-        compile::check(model, state, touched)?;
-        *taken = true;
-        let pools = touched
+    let (mut taken_keys, mut held) = match running {
+        None => {
+            compile::check(model, state, keys)?;
+            *taken = true;
+            (keys.to_vec(), Held::new())
+        }
+        Some(running) => {
+            let a = held::admit(model, running, state, keys, taken)?;
+            (a.taken, a.held)
+        }
+    };
+    if !whole && taken_keys.iter().all(|(k, _)| *k == Kind::Endpoint) {
+        let pools = taken_keys
             .iter()
             .map(|(_, n)| n.split('/').next().unwrap_or_default().to_owned())
             .collect();
@@ -382,30 +541,41 @@ fn check(
             config: Arc::new(model.config().clone()),
             plan: Plan::Endpoints(pools),
             took: started.elapsed(),
+            held,
         });
     }
-    let (config, prepared) = check_whole(proxy, model, state, touched, taken)?;
-    Ok(Checked {
-        config,
-        plan: Plan::Whole(prepared),
-        took: started.elapsed(),
-    })
-}
-
-/// [`check`] for a change that needs a new snapshot: binds new listeners, opens access logs.
-fn check_whole(
-    proxy: &Proxy,
-    model: &mut Resources,
-    state: &State,
-    touched: &[(Kind, String)],
-    taken: &mut bool,
-) -> Result<(Arc<Config>, Prepared), Invalid> {
-    compile::check(model, state, touched)?;
-    *taken = true;
-    let config = Arc::new(model.config().clone());
-    match proxy.prepare(&config) {
-        Ok(p) => Ok((config, p)),
-        Err(e) => Err(Invalid(vec![apply_error_field(&config, e)])),
+    loop {
+        let config = Arc::new(model.config().clone());
+        let field = match proxy.prepare(&config) {
+            Ok(prepared) => {
+                return Ok(Checked {
+                    config,
+                    plan: Plan::Whole(prepared),
+                    took: started.elapsed(),
+                    held,
+                })
+            }
+            Err(e) => apply_error_field(&config, e),
+        };
+        // Valid, but this replica cannot run it (its port is taken here, a file missing):
+        // what others wrote is held back too; a change's own is refused.
+        let other = field
+            .field
+            .as_deref()
+            .and_then(held::resource_of)
+            .filter(|k| taken_keys.contains(k) && !keys.contains(k));
+        let why = Invalid(vec![field.clone()]);
+        // Each resource once: held, it is no longer taken.
+        let held_too = match (running, other) {
+            (Some(running), Some(k)) => {
+                taken_keys.retain(|t| *t != k);
+                held::hold(model, running, state, &mut held, k, why)
+            }
+            _ => false,
+        };
+        if !held_too {
+            return Err(Invalid(vec![field]));
+        }
     }
 }
 

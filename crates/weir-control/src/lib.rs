@@ -11,13 +11,14 @@
 pub mod compile;
 pub mod control;
 pub mod from_toml;
+pub mod held;
 pub mod leases;
 pub mod render;
 pub mod secret;
 pub mod source;
 
 pub use compile::{FieldError, Invalid};
-pub use control::{Checked, Refused, RunningConfig, SourceInfo, StartError};
+pub use control::{Checked, InvalidResource, Refused, RunningConfig, SourceInfo, StartError};
 pub use leases::HeartbeatError;
 pub use source::file::FileSource;
 pub use source::store::StoreSource;

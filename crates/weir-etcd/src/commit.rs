@@ -1,16 +1,19 @@
 //! A commit through this replica: read the prefix fresh, apply and validate the changes on
 //! the whole result, and write it in one etcd transaction compared on the revision key; start
-//! over when another replica committed in between.
+//! over when another replica committed in between. All of it within one store timeout, each
+//! call on any member that answers (`members.rs`; the transaction as `outcome.rs` says).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use weir_control::compile::{ttl_of, Invalid};
+use weir_control::held::differ;
 use weir_control::source::{keys, refused, Check, Commit};
 use weir_control::{Checked, Refused};
 use weir_store::{Change, Kind, State, StoreError};
 
+use crate::outcome::{commit_id, revision_value, send, NotSent, Sent};
 use crate::read::read_all;
 use crate::source::EtcdSource;
 
@@ -27,19 +30,15 @@ impl EtcdSource {
         // What the model must take: the changes, and what others committed that this
         // replica has not applied yet (kept over attempts: each may have read a newer state).
         let mut touched: BTreeSet<(Kind, String)> = keys(&changes).into_iter().collect();
-        let mut client = self.client.clone();
+        let deadline = self.members.deadline();
+        // Every transaction of this commit writes it into the revision key (`outcome.rs`).
+        let id = commit_id();
         for _ in 0..ATTEMPTS {
-            let read = match read_all(
-                &client,
-                &self.layout,
-                Some(&self.known()),
-                self.login.as_ref(),
-            )
-            .await
-            {
-                Ok(read) => read,
-                Err(e) => return Err(self.unreachable(e).await),
-            };
+            let read =
+                match read_all(&self.members, &self.layout, Some(&self.known()), deadline).await {
+                    Ok(read) => read,
+                    Err(e) => return Err(self.unreachable(&e, deadline).await),
+                };
             touched.extend(differ(current, &read.state));
             let applied =
                 weir_store::apply::<Invalid>(read.state, changes.clone()).map_err(refused)?;
@@ -58,40 +57,53 @@ impl EtcdSource {
                 let lease = match v.body.get("ttl").map(ttl_of) {
                     Some(Ok(ttl)) => {
                         let secs = ttl.as_secs_f64().ceil() as i64;
-                        let id = match client.lease_grant(secs, None).await {
+                        // Safe on any member, again: a lease granted but not used ends
+                        // at its ttl.
+                        let grant = |mut c: Client| async move { c.lease_grant(secs, None).await };
+                        let lease_id = match self.members.call(deadline, grant).await {
                             Ok(lease) => lease.id(),
-                            Err(e) => return Err(self.unreachable(e).await),
+                            Err(e) => return Err(self.unreachable(&e, deadline).await),
                         };
-                        granted.push((name.clone(), id));
-                        Some(PutOptions::new().with_lease(id))
+                        granted.push((name.clone(), lease_id));
+                        Some(PutOptions::new().with_lease(lease_id))
                     }
                     _ => None,
                 };
                 ops.push(TxnOp::put(key, v.body.to_string(), lease));
             }
-            ops.push(TxnOp::put(
-                self.layout.revision_key(),
-                format!("{{\"by\":{}}}", std::process::id()),
-                None,
-            ));
+            let revision_key = self.layout.revision_key();
+            ops.push(TxnOp::put(revision_key.clone(), revision_value(&id), None));
             let txn = Txn::new()
                 .when(vec![Compare::mod_revision(
-                    self.layout.revision_key(),
+                    revision_key.clone(),
                     CompareOp::Equal,
                     read.committed_at,
                 )])
                 .and_then(ops);
-            let resp = match client.txn(txn).await {
-                Ok(resp) => resp,
-                Err(e) => return Err(self.unreachable(e).await),
-            };
-            if !resp.succeeded() {
+            let sent = send(
+                &self.members,
+                txn,
+                &revision_key,
+                read.committed_at,
+                &id,
+                deadline,
+            )
+            .await;
+            let revision = match sent {
+                Ok(Sent::Applied(revision)) => revision as u64,
                 // Another replica committed after the read: read again, validate again.
                 // Leases granted for it go unused; they end on their own at their ttl.
-                continue;
-            }
+                Ok(Sent::Beaten) => continue,
+                Err(NotSent::Failed(e)) => return Err(self.unreachable(&e, deadline).await),
+                Err(NotSent::Unknown(why)) => {
+                    self.problem.set(Some(why.clone()));
+                    return Err(Refused::Store(StoreError::Undecided {
+                        store: self.url.to_string(),
+                        reason: why,
+                    }));
+                }
+            };
             self.problem.set(None);
-            let revision = resp.header().map_or(0, |h| h.revision()) as u64;
             // Known before the watch echoes the commit: a heartbeat right after a
             // registration finds its lease.
             let mut leases = self.leases.lock().unwrap();
@@ -128,19 +140,4 @@ impl EtcdSource {
             attempts: ATTEMPTS,
         }))
     }
-}
-
-/// The resources in which `a` and `b` differ.
-fn differ(a: &State, b: &State) -> Vec<(Kind, String)> {
-    let changed = a
-        .resources
-        .iter()
-        .filter(|(k, v)| b.resources.get(*k) != Some(*v))
-        .map(|(k, _)| k.clone());
-    let added = b
-        .resources
-        .keys()
-        .filter(|k| !a.resources.contains_key(*k))
-        .cloned();
-    changed.chain(added).collect()
 }

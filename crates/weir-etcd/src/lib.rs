@@ -6,9 +6,12 @@
 //!   key every commit compares, so commits from all replicas go one at a time.
 //! - `source.rs`: [`EtcdSource`], weir-control's `Source` over etcd: connecting, and what the
 //!   control plane asks of a source (reads from the replica's copy, leases, the cache).
+//! - `members.rs`: a client per etcd member, calls going round them and failing over to
+//!   the next when one dies or hangs, each call within `--store-timeout`.
 //! - `read.rs`: a full read of the prefix, and the first config (etcd's, or the cache).
 //! - `commit.rs`: a commit as one etcd transaction, validated against the whole resulting
-//!   config, started over when another replica committed first.
+//!   config, started over when another replica committed first; `outcome.rs`: that
+//!   transaction sent, and found out about when its answer was lost (never applied twice).
 //! - `watch.rs`: the watch that brings other replicas' commits in, in revision order.
 //! - `login.rs` (etcd's users), `problem.rs` (whether etcd answers), `cache.rs` (the last
 //!   applied config on disk).
@@ -22,6 +25,8 @@ mod cache;
 mod commit;
 mod layout;
 mod login;
+mod members;
+mod outcome;
 mod problem;
 mod read;
 mod source;
@@ -29,5 +34,5 @@ mod url;
 mod watch;
 mod why;
 
-pub use source::{ConnectError, EtcdSource, Options};
+pub use source::{ConnectError, EtcdSource, Options, DEFAULT_TIMEOUT};
 pub use url::{StoreUrl, UrlError};

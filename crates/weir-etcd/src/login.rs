@@ -2,23 +2,21 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use etcd_client::Client;
 use tracing::info;
 
 use crate::source::ConnectError;
 
-/// `--store-user-file`'s user and password. The client logs in on its first request rather
-/// than in `connect`: etcd-client's `with_user` logs in inside `Client::connect`, which then
-/// fails while etcd is away (and weir with it) instead of starting from the cache or
-/// waiting, as it does without a user.
+/// `--store-user-file`'s user and password. Each member's client logs in on its first
+/// request rather than in `connect`: etcd-client's `with_user` logs in inside
+/// `Client::connect`, which then fails while etcd is away (and weir with it) instead of
+/// starting from the cache or waiting, as it does without a user.
 #[derive(Clone)]
 pub(crate) struct Login {
     pub(crate) user: String,
     password: String,
     pub(crate) file: PathBuf,
-    done: Arc<AtomicBool>,
 }
 
 impl Login {
@@ -33,14 +31,17 @@ impl Login {
             user: user.to_string(),
             password: password.to_string(),
             file: file.to_owned(),
-            done: Arc::default(),
         })
     }
 
-    /// Logs in unless done before. Afterwards the client logs in again by itself whenever
-    /// etcd says the token expired.
-    pub(crate) async fn ensure(&self, client: &Client) -> Result<(), etcd_client::Error> {
-        if self.done.load(Ordering::Acquire) {
+    /// Logs `client` in unless `done` says it was before. Afterwards the client logs in
+    /// again by itself whenever etcd says the token expired.
+    pub(crate) async fn ensure(
+        &self,
+        client: &Client,
+        done: &AtomicBool,
+    ) -> Result<(), etcd_client::Error> {
+        if done.load(Ordering::Acquire) {
             return Ok(());
         }
         let creds = (self.user.clone(), self.password.clone());
@@ -57,7 +58,7 @@ impl Login {
             }
             Err(e) => return Err(e),
         }
-        self.done.store(true, Ordering::Release);
+        done.store(true, Ordering::Release);
         Ok(())
     }
 }

@@ -2,7 +2,8 @@
 //! every full read after (a commit's, a lost watch's).
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use etcd_client::{Client, GetOptions};
 use tracing::{info, warn};
@@ -11,6 +12,7 @@ use weir_store::{Kind, State};
 use crate::cache;
 use crate::layout::{Bad, Layout};
 use crate::login::Login;
+use crate::members::{Failed, Members};
 use crate::problem::Problem;
 use crate::source::{ConnectError, Options};
 use crate::why::Why;
@@ -31,20 +33,20 @@ pub(crate) struct Read {
     pub(crate) bad: Vec<Bad>,
 }
 
-/// The whole prefix at one revision (logged in first, with a user). A key that does not
+/// The whole prefix at one revision, from any member, by `deadline`. A key that does not
 /// read keeps what `last` had.
 pub(crate) async fn read_all(
-    client: &Client,
+    members: &Arc<Members>,
     layout: &Layout,
     last: Option<&State>,
-    login: Option<&Login>,
-) -> Result<Read, etcd_client::Error> {
-    if let Some(l) = login {
-        l.ensure(client).await?;
-    }
-    let resp = client
-        .kv_client()
-        .get(layout.range(), Some(GetOptions::new().with_prefix()))
+    deadline: Instant,
+) -> Result<Read, Failed> {
+    let range = layout.range();
+    let resp = members
+        .call(deadline, |mut c: Client| {
+            let range = range.clone();
+            async move { c.get(range, Some(GetOptions::new().with_prefix())).await }
+        })
         .await?;
     let revision = resp.header().map_or(0, |h| h.revision());
     let revision_key = layout.revision_key();
@@ -97,7 +99,7 @@ pub(crate) fn note_lease(
 /// once there is a config to serve. etcd refusing the user and password is no reason to
 /// wait: that ends weir, naming the file.
 pub(crate) async fn first_read(
-    client: &Client,
+    members: &Arc<Members>,
     layout: &Layout,
     o: &Options,
     problem: &Problem,
@@ -106,7 +108,7 @@ pub(crate) async fn first_read(
 ) -> Result<Read, ConnectError> {
     let mut waited = 0u32;
     loop {
-        let e = match read_all(client, layout, None, login).await {
+        let e = match read_all(members, layout, None, members.deadline()).await {
             Ok(read) => {
                 problem.set(None);
                 info!(
@@ -119,7 +121,7 @@ pub(crate) async fn first_read(
             }
             Err(e) => e,
         };
-        if let (Some(l), etcd_client::Error::GRpcStatus(s)) = (login, &e) {
+        if let (Some(l), Some(etcd_client::Error::GRpcStatus(s))) = (login, e.refusal()) {
             if s.message().contains("authentication failed") {
                 return Err(ConnectError::Login {
                     url: o.url.to_string(),
@@ -129,7 +131,8 @@ pub(crate) async fn first_read(
                 });
             }
         }
-        let e = why.explain(&e).await;
+        // No hurry before the first config: the probes get their full time.
+        let e = why.explain(&e, Duration::MAX).await;
         match cache::read(&o.cache, &layout.prefix()) {
             Ok(state) => {
                 warn!(

@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use tokio::sync::mpsc;
@@ -23,11 +23,15 @@ use weir_store::{Change, State, StoreError};
 use crate::cache;
 use crate::layout::Layout;
 use crate::login::{read_file, Login};
+use crate::members::{Failed, Members};
 use crate::problem::Problem;
 use crate::read::{first_read, report, Leases};
 use crate::url::StoreUrl;
 use crate::watch::{watch, Copy};
-use crate::why::{brief, Why};
+use crate::why::Why;
+
+/// `--store-timeout`'s default: what one call to etcd may take, every member tried.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How to reach etcd.
 pub struct Options {
@@ -43,6 +47,8 @@ pub struct Options {
     pub preamble: String,
     /// Where the last applied config is kept, to start from while etcd is away.
     pub cache: PathBuf,
+    /// What one call to etcd may take (a commit, a heartbeat, a read), every member tried.
+    pub timeout: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +78,7 @@ pub enum ConnectError {
 pub struct EtcdSource {
     pub(crate) url: StoreUrl,
     pub(crate) layout: Layout,
-    pub(crate) client: Client,
+    pub(crate) members: Arc<Members>,
     pub(crate) rt: tokio::runtime::Handle,
     pub(crate) preamble: String,
     /// The config as this replica last read it: the first read, then the watch's events.
@@ -84,7 +90,6 @@ pub struct EtcdSource {
     /// Why etcd cannot be reached now; `None` while it can.
     pub(crate) problem: Problem,
     pub(crate) cache: PathBuf,
-    pub(crate) login: Option<Login>,
     pub(crate) why: Arc<Why>,
 }
 
@@ -93,8 +98,9 @@ impl EtcdSource {
     pub async fn connect(o: Options) -> Result<EtcdSource, ConnectError> {
         let tls = o.ca.is_some() || o.cert.is_some();
         let mut opts = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(3))
-            .with_timeout(Duration::from_secs(5))
+            .with_connect_timeout(Duration::from_secs(3).min(o.timeout))
+            // A ceiling: each call's own deadline is shorter.
+            .with_timeout(o.timeout)
             .with_keep_alive(Duration::from_secs(5), Duration::from_secs(3))
             // A member cut off from the others must not serve a watch that never fires.
             .with_require_leader(true);
@@ -135,41 +141,44 @@ impl EtcdSource {
             probe = Some((config, o.cert.clone()));
         }
         let scheme = if tls { "https" } else { "http" };
-        let endpoints: Vec<String> = o
-            .url
-            .members
-            .iter()
-            .map(|m| format!("{scheme}://{m}"))
-            .collect();
-        // Lazy: it connects on the first request, so etcd may still be away.
-        let client = Client::connect(endpoints, Some(opts)).await.map_err(|e| {
-            ConnectError::Unreachable {
-                url: o.url.to_string(),
-                reason: e.to_string(),
-            }
-        })?;
+        // A client per member: see members.rs for why not one over all of them.
+        let mut clients = Vec::new();
+        for m in &o.url.members {
+            // Lazy: it connects on the first request, so etcd may still be away.
+            let client = Client::connect([format!("{scheme}://{m}")], Some(opts.clone()))
+                .await
+                .map_err(|e| ConnectError::Unreachable {
+                    url: o.url.to_string(),
+                    reason: e.to_string(),
+                })?;
+            clients.push((m.clone(), client));
+        }
         let layout = Layout::new(&o.url.prefix);
+        let members = Arc::new(Members::new(
+            clients,
+            o.timeout,
+            login.clone(),
+            layout.revision_key(),
+        ));
         let problem = Problem::default();
         let why = Arc::new(Why {
-            members: o.url.members.clone(),
             tls: probe,
             user: login.as_ref().map(|l| (l.user.clone(), l.file.clone())),
             prefix: o.url.prefix.clone(),
         });
-        let first = first_read(&client, &layout, &o, &problem, login.as_ref(), &why).await?;
+        let first = first_read(&members, &layout, &o, &problem, login.as_ref(), &why).await?;
         report(&first.bad);
         let from = first.state.revision as i64 + 1;
         let known = Arc::new(Mutex::new(Arc::new(first.state)));
         let leases = Arc::new(Mutex::new(first.leases));
         let (tx, rx) = mpsc::channel(1);
         tokio::spawn(watch(
-            client.clone(),
+            members.clone(),
             layout.clone(),
             Copy {
                 known: known.clone(),
                 leases: leases.clone(),
                 problem: problem.clone(),
-                login: login.clone(),
                 why: why.clone(),
             },
             tx,
@@ -178,7 +187,7 @@ impl EtcdSource {
         Ok(EtcdSource {
             url: o.url,
             layout,
-            client,
+            members,
             rt: tokio::runtime::Handle::current(),
             preamble: o.preamble,
             known,
@@ -186,7 +195,6 @@ impl EtcdSource {
             leases,
             problem,
             cache: o.cache,
-            login,
             why,
         })
     }
@@ -195,8 +203,11 @@ impl EtcdSource {
         self.known.lock().unwrap().clone()
     }
 
-    pub(crate) async fn unreachable(&self, e: etcd_client::Error) -> Refused {
-        let why = self.why.explain(&e).await;
+    /// A call that failed on every member, as the refusal a write gets: explained with
+    /// what is left of `deadline`, so that the answer still comes within it.
+    pub(crate) async fn unreachable(&self, e: &Failed, deadline: Instant) -> Refused {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let why = self.why.explain(e, left).await;
         self.problem.set(Some(why.clone()));
         Refused::Store(StoreError::Unreachable {
             store: self.url.to_string(),
@@ -254,26 +265,50 @@ impl Source for EtcdSource {
         Box::pin(async move {
             let lease = self.leases.lock().unwrap().get(name).map(|(id, _)| *id);
             let id = lease.ok_or(HeartbeatError::NoLease)?;
-            let unavailable = |e: etcd_client::Error| {
-                HeartbeatError::Unavailable(format!("config store {}: {}", self.url, brief(&e)))
+            // A renewal is safe to repeat, so on any member that answers.
+            let keep_alive = |mut c: Client| async move {
+                let (mut keeper, mut answers) = c.lease_keep_alive(id).await?;
+                keeper.keep_alive().await?;
+                answers.message().await
             };
-            let mut client = self.client.clone();
-            let (mut keeper, mut answers) =
-                client.lease_keep_alive(id).await.map_err(unavailable)?;
-            keeper.keep_alive().await.map_err(unavailable)?;
-            match answers.message().await.map_err(unavailable)? {
-                Some(a) if a.ttl() > 0 => Ok(Duration::from_secs(a.ttl() as u64)),
+            let deadline = self.members.deadline();
+            match self.members.call(deadline, keep_alive).await {
+                Ok(Some(a)) if a.ttl() > 0 => Ok(Duration::from_secs(a.ttl() as u64)),
                 // Expired meanwhile: etcd deletes the endpoint, and the watch brings that.
-                _ => Err(HeartbeatError::NotFound),
+                Ok(_) => Err(HeartbeatError::NotFound),
+                Err(e) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    Err(HeartbeatError::Unavailable(format!(
+                        "config store {}: {}",
+                        self.url,
+                        self.why.explain(&e, left).await
+                    )))
+                }
             }
         })
+    }
+
+    fn holds_back(&self) -> bool {
+        true
+    }
+
+    fn fallback(&self) -> Option<(State, String)> {
+        let state = cache::read(&self.cache, &self.layout.prefix()).ok()?;
+        let from = format!(
+            "revision {}, cached in {}",
+            state.revision,
+            self.cache.display()
+        );
+        Some((state, from))
     }
 
     fn reread(&self, current: &State) -> Result<Option<Outside>, String> {
         let known = self.known();
         // Not older than what runs: this replica's own commit may run ahead of its watch,
-        // which then still delivers what others committed before it.
-        if known.revision <= current.revision {
+        // which then still delivers what others committed before it. At the same revision
+        // it may differ: writes that are not commits (a lease's end), or the cache started
+        // from.
+        if known.revision < current.revision {
             return Ok(None);
         }
         if known.resources == current.resources {

@@ -3,13 +3,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use etcd_client::{Client, EventType, WatchOptions};
+use etcd_client::{EventType, WatchOptions};
 use tokio::sync::mpsc;
+use tokio::time::timeout;
 use tracing::warn;
 use weir_store::State;
 
 use crate::layout::{Entry, Layout};
-use crate::login::Login;
+use crate::members::{fails_the_member, Members};
 use crate::problem::Problem;
 use crate::read::{note_lease, read_all, report, Leases, RETRY};
 use crate::why::{brief, Why};
@@ -17,14 +18,14 @@ use crate::why::{brief, Why};
 /// Follows the prefix from revision `from` until weir stops: each batch of events updates
 /// `known` and says so on `tx`. A lost or compacted watch reads the prefix again.
 pub(crate) async fn watch(
-    mut client: Client,
+    members: Arc<Members>,
     layout: Layout,
     copy: Copy,
     tx: mpsc::Sender<()>,
     mut from: i64,
 ) {
     loop {
-        match follow(&mut client, &layout, &copy, &tx, &mut from).await {
+        match follow(&members, &layout, &copy, &tx, &mut from).await {
             Ok(()) => return,
             Err(why) => warn!("config store: the watch stopped ({why}); reading the config again"),
         }
@@ -33,7 +34,7 @@ pub(crate) async fn watch(
                 return;
             }
             let last = copy.known.lock().unwrap().clone();
-            match read_all(&client, &layout, Some(&last), copy.login.as_ref()).await {
+            match read_all(&members, &layout, Some(&last), members.deadline()).await {
                 Ok(read) => {
                     copy.problem.set(None);
                     report(&read.bad);
@@ -44,7 +45,8 @@ pub(crate) async fn watch(
                     break;
                 }
                 Err(e) => {
-                    copy.problem.set(Some(copy.why.explain(&e).await));
+                    copy.problem
+                        .set(Some(copy.why.explain(&e, members.timeout).await));
                     tokio::time::sleep(RETRY).await;
                 }
             }
@@ -57,28 +59,62 @@ pub(crate) struct Copy {
     pub(crate) known: Arc<Mutex<Arc<State>>>,
     pub(crate) leases: Arc<Mutex<Leases>>,
     pub(crate) problem: Problem,
-    pub(crate) login: Option<Login>,
     pub(crate) why: Arc<Why>,
 }
 
-/// One watch stream; `Ok` when weir no longer listens.
+/// One watch stream, on one member; `Ok` when weir no longer listens. A member that fails
+/// or goes silent is marked down, so that the read that follows asks another.
+///
+/// Silent: a hung member keeps its connection open and sends nothing, which an idle watch
+/// cannot tell from no changes. So after a store timeout without a message, the watch asks
+/// etcd for a progress report (any member that works answers at once); no answer to that
+/// within another store timeout, and the member is taken for hung.
 async fn follow(
-    client: &mut Client,
+    members: &Arc<Members>,
     layout: &Layout,
     copy: &Copy,
     tx: &mpsc::Sender<()>,
     from: &mut i64,
 ) -> Result<(), String> {
-    if let Some(l) = &copy.login {
-        // Not logged in yet if the replica started from its cache.
-        l.ensure(client).await.map_err(|e| brief(&e))?;
-    }
+    let (i, mut client) = members.pick().await.map_err(|e| e.to_string())?;
+    let broke = |why: String| {
+        members.broke(i, &why);
+        format!("etcd member {}: {why}", members.addr(i))
+    };
+    let failed = |e: etcd_client::Error| match fails_the_member(&e) {
+        true => broke(brief(&e)),
+        false => brief(&e),
+    };
+    let wait = members.timeout;
     let opts = WatchOptions::new().with_prefix().with_start_revision(*from);
-    let mut stream = client
-        .watch(layout.range(), Some(opts))
-        .await
-        .map_err(|e| brief(&e))?;
-    while let Some(resp) = stream.message().await.map_err(|e| brief(&e))? {
+    let mut stream = match timeout(wait, client.watch(layout.range(), Some(opts))).await {
+        Ok(s) => s.map_err(failed)?,
+        Err(_) => {
+            return Err(broke(format!(
+                "no answer within {wait:?} (--store-timeout)"
+            )))
+        }
+    };
+    let mut asked = false;
+    loop {
+        let resp = match timeout(wait, stream.message()).await {
+            Ok(m) => m.map_err(failed)?,
+            Err(_) if !asked => {
+                stream.request_progress().await.map_err(failed)?;
+                asked = true;
+                continue;
+            }
+            Err(_) => {
+                return Err(broke(format!(
+                    "the watch got no answer within {:?} (twice --store-timeout)",
+                    wait * 2
+                )))
+            }
+        };
+        asked = false;
+        let Some(resp) = resp else {
+            return Err(broke("the stream ended".into()));
+        };
         if resp.compact_revision() != 0 || resp.canceled() {
             return Err(format!(
                 "canceled by etcd: {} (compacted at revision {})",
@@ -124,5 +160,4 @@ async fn follow(
             return Ok(());
         }
     }
-    Err("the stream ended".into())
 }

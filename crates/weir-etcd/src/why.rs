@@ -7,19 +7,23 @@
 //! `--client-cert-auth` that refuses the client's certificate (or its lack of one) with an
 //! alert right after the handshake, which the client's first write races. So on a
 //! connection failure, [`Why::explain`] makes one TLS handshake of its own with each member
-//! (a probe) and says what it found; etcd's own refusals (wrong password, no user,
-//! permissions) get the option to fix.
+//! whose connection broke (a probe; all at once, within what the call has left, so that a
+//! write still answers within `--store-timeout`) and says what it found; etcd's own
+//! refusals (wrong password, no user, permissions) get the option to fix.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, RootCertStore};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
+
+use crate::members::Failed;
 
 /// A probe of one member gives up after this.
 const PROBE: Duration = Duration::from_secs(5);
@@ -29,8 +33,6 @@ const PROBE: Duration = Duration::from_secs(5);
 const ALERT: Duration = Duration::from_secs(2);
 
 pub(crate) struct Why {
-    /// `HOST:PORT` of each member.
-    pub members: Vec<String>,
     /// With `--store-ca`/`--store-cert`: the same trust and client certificate as the
     /// client's, for the probe, and the certificate's file.
     pub tls: Option<(Arc<ClientConfig>, Option<PathBuf>)>,
@@ -41,21 +43,34 @@ pub(crate) struct Why {
 }
 
 impl Why {
-    /// `e` as one line: what etcd or the connection said, and, where this can tell, what
-    /// the cause is and which option fixes it.
-    pub async fn explain(&self, e: &etcd_client::Error) -> String {
-        let said = brief(e);
-        if let Some(hint) = self.refused(e) {
+    /// `failed` as one line: what etcd or each member said and, where this can tell, what
+    /// the cause is and which option fixes it. The probes of members whose connection broke
+    /// run at once and are given at most `within` (a write's answer must not wait for them).
+    pub async fn explain(&self, failed: &Failed, within: Duration) -> String {
+        let said = failed.to_string();
+        if let Some(hint) = failed.refusal().and_then(|e| self.refused(e)) {
             return format!("{hint} ({said})");
         }
-        if broke(e) {
-            for m in &self.members {
-                if let Ok(Some(found)) = timeout(PROBE, self.probe(m)).await {
-                    return format!("{found} ({said})");
-                }
-            }
+        if within.is_zero() {
+            return said;
         }
-        said
+        let wait = within.min(PROBE);
+        // Concurrently, each within `wait`: a member that hangs must not keep the others
+        // from being probed.
+        let probes = failed
+            .broken()
+            .filter(|(_, e)| broke(e))
+            .map(|(m, _)| timeout(wait, self.probe(m)));
+        let found = join_all(probes)
+            .await
+            .into_iter()
+            .flatten()
+            .flatten()
+            .next();
+        match found {
+            Some(found) => format!("{found} ({said})"),
+            None => said,
+        }
     }
 
     /// etcd answered, and refused: authentication and permissions.

@@ -28,6 +28,12 @@ pub enum StoreError {
     /// A shared store (etcd) did not answer: nothing was written.
     #[error("config store {store} is unreachable: {reason}")]
     Unreachable { store: String, reason: String },
+    /// A shared store (etcd) was sent the change, its answer was lost, and whether it
+    /// applied it could not be found out in time.
+    #[error(
+        "config store {store} may have applied the change, its answer was lost: {reason}; read it back before trying again"
+    )]
+    Undecided { store: String, reason: String },
     /// Other replicas' commits kept landing between this one's read and its write.
     #[error(
         "config store {store}: other replicas committed first {attempts} times in a row; try again"

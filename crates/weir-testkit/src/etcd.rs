@@ -151,6 +151,8 @@ struct Member {
     dir: TempDir,
     /// `None` while killed.
     child: Option<Child>,
+    /// SIGSTOPped by [`Etcd::stop`]: alive, its sockets open, answering nothing.
+    stopped: bool,
 }
 
 enum Wait {
@@ -198,6 +200,7 @@ impl Etcd {
                         .tempdir()
                         .unwrap(),
                     child: None,
+                    stopped: false,
                 })
                 .collect(),
         };
@@ -316,11 +319,11 @@ impl Etcd {
         }
     }
 
-    /// Waits until every running member is healthy again: after a `kill`, the survivors
-    /// may need an election before they serve writes. Panics with the logs after 30 s.
+    /// Waits until every running member is healthy again: after a `kill` or `stop`, the
+    /// others may need an election before they serve writes. Panics with the logs after 30 s.
     pub fn wait_healthy(&mut self) {
         let running: Vec<usize> = (0..self.members.len())
-            .filter(|&i| self.members[i].child.is_some())
+            .filter(|&i| self.members[i].answers())
             .collect();
         match self.wait(&running) {
             Wait::Ready => {}
@@ -391,10 +394,44 @@ impl Etcd {
     /// Returns at once: if `i` led, writes time out until the others elect a new leader,
     /// which `wait_healthy` waits for.
     pub fn kill(&mut self, i: usize) {
-        if let Some(mut child) = self.members[i].child.take() {
+        let m = &mut self.members[i];
+        m.stopped = false;
+        if let Some(mut child) = m.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// SIGSTOPs member `i`: a member that hangs. Its process and sockets stay, so clients'
+    /// connections stay open and their requests get no answer (a killed member's refuse at
+    /// once). [`Etcd::cont`] lets it go on; the harness's own etcdctl calls leave it out
+    /// meanwhile.
+    pub fn stop(&mut self, i: usize) {
+        self.signal(i, libc::SIGSTOP);
+        self.members[i].stopped = true;
+    }
+
+    /// SIGCONTs member `i` after [`Etcd::stop`].
+    pub fn cont(&mut self, i: usize) {
+        self.signal(i, libc::SIGCONT);
+        self.members[i].stopped = false;
+    }
+
+    fn signal(&self, i: usize, sig: i32) {
+        let m = &self.members[i];
+        let child = m
+            .child
+            .as_ref()
+            .unwrap_or_else(|| panic!("etcd {} is not running", m.name));
+        // SAFETY: kill(2) on our own child's pid, which we have not reaped.
+        let r = unsafe { libc::kill(child.id() as i32, sig) };
+        assert_eq!(
+            r,
+            0,
+            "signal {sig} to etcd {}: {}",
+            m.name,
+            std::io::Error::last_os_error()
+        );
     }
 
     /// Starts member `i` again (killing it first if it runs) on its old ports and data dir,
@@ -543,7 +580,7 @@ impl Etcd {
         let live: Vec<String> = self
             .members
             .iter()
-            .filter(|m| m.child.is_some())
+            .filter(|m| m.answers())
             .map(|m| format!("{}://127.0.0.1:{}", self.scheme(), m.client_port))
             .collect();
         assert!(!live.is_empty(), "etcdctl with every etcd member down");
@@ -573,6 +610,11 @@ impl Drop for Etcd {
 }
 
 impl Member {
+    /// Running, and not stopped.
+    fn answers(&self) -> bool {
+        self.child.is_some() && !self.stopped
+    }
+
     fn log_path(&self) -> PathBuf {
         self.dir.path().join("etcd.log")
     }

@@ -98,6 +98,19 @@ pub struct RunArgs {
     /// while etcd is away [default: ./weir-data/store-cache.json].
     #[arg(long, value_name = "FILE", requires = "store")]
     pub store_cache: Option<PathBuf>,
+    /// How long a call to --store may take (a write, a heartbeat, a read of the config):
+    /// each is tried on every member in turn within it, and a write etcd does not answer
+    /// in time answers 503 store-unreachable [default: 5s].
+    #[arg(long, value_name = "DURATION", requires = "store", value_parser = store_timeout)]
+    pub store_timeout: Option<std::time::Duration>,
+}
+
+/// `--store-timeout`: a duration (`"5s"`, `"1500ms"`) above zero.
+fn store_timeout(s: &str) -> Result<std::time::Duration, String> {
+    match weir_config::parse_duration(s)? {
+        d if d.is_zero() => Err("it must be more than 0s".into()),
+        d => Ok(d),
+    }
 }
 
 #[derive(Debug, Args)]

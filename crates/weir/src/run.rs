@@ -112,6 +112,7 @@ async fn shared(args: &RunArgs, url: &str) -> Result<Opened, String> {
             .store_cache
             .clone()
             .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA).join("store-cache.json")),
+        timeout: args.store_timeout.unwrap_or(weir_etcd::DEFAULT_TIMEOUT),
     })
     .await
     .map_err(|e| e.to_string())?;

@@ -131,13 +131,14 @@ async fn dispatch(
         Target::Stats => {
             read_only("GET, HEAD")?;
             // The data plane's figures, and where its config comes from (the dashboard warns
-            // while a shared store is away).
+            // while a shared store is away, and lists stored resources held back).
             let mut stats = serde_json::to_value(proxy.stats()).unwrap_or_default();
             let info = control.source_info();
             stats["config_source"] = serde_json::json!({
                 "mode": info.mode,
                 "source": info.source,
                 "problem": control.store_problem(),
+                "invalid": info.invalid,
             });
             Ok(json_response(StatusCode::OK, &stats))
         }

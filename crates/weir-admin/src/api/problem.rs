@@ -202,6 +202,12 @@ pub fn refused(e: Refused, single: bool) -> Problem {
             "the config store is unreachable; nothing was changed",
             e.to_string(),
         ),
+        Refused::Store(e @ StoreError::Undecided { .. }) => Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store-unreachable",
+            "the config store is unreachable; the change may have been applied",
+            e.to_string(),
+        ),
         Refused::Store(e) => Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "store",

@@ -36,11 +36,43 @@ pub fn get(control: &RunningConfig, kind: Kind, name: &str, pre: Pre) -> Reply {
         json_response(StatusCode::OK, &shown(kind, &v.body))
     };
     r.headers_mut().insert(header::ETAG, etag(v.version));
+    if let Some(h) = control.held().get(&(kind, name.to_owned())) {
+        r.headers_mut()
+            .insert(INVALID, invalid_header(&h.why.to_string()));
+    }
     Ok(r)
+}
+
+/// On a read of a stored resource that does not validate (held back, `weir_control::held`):
+/// why, as its problems read (`field: message; ...`).
+const INVALID: &str = "x-weir-invalid";
+
+/// `text` as a header value: visible ASCII, anything else as `?`.
+fn invalid_header(text: &str) -> header::HeaderValue {
+    let ascii: String = text
+        .chars()
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    header::HeaderValue::from_str(&ascii).unwrap_or(header::HeaderValue::from_static("invalid"))
 }
 
 pub fn list(control: &RunningConfig, kind: Kind, pool: Option<&str>) -> Reply {
     let state = control.state();
+    let held = control.held();
+    // A held resource (stored, not validating) carries its problems.
+    let item = |kind: Kind, key: String, name: &str, v: &weir_store::Versioned| {
+        let mut item = json!({"name": name, "version": v.version, "spec": shown(kind, &v.body)});
+        if let Some(h) = held.get(&(kind, key)) {
+            item["invalid"] = json!(h.why.0);
+        }
+        item
+    };
     let items: Vec<Value> = match pool {
         Some(p) => {
             if state.get(Kind::Pool, p).is_none() {
@@ -48,12 +80,12 @@ pub fn list(control: &RunningConfig, kind: Kind, pool: Option<&str>) -> Reply {
             }
             state
                 .endpoints_of(p)
-                .map(|(addr, v)| json!({"name": addr, "version": v.version, "spec": v.body}))
+                .map(|(addr, v)| item(Kind::Endpoint, weir_store::endpoint_name(p, addr), addr, v))
                 .collect()
         }
         None => state
             .of_kind(kind)
-            .map(|(n, v)| json!({"name": n, "version": v.version, "spec": shown(kind, &v.body)}))
+            .map(|(n, v)| item(kind, n.to_owned(), n, v))
             .collect(),
     };
     Ok(json_response(

@@ -97,6 +97,21 @@ pub trait Source: Send + Sync {
         None
     }
 
+    /// Whether others write to the source too (etcd): then a stored resource that does not
+    /// validate is held back while the rest runs (`held.rs`), rather than refusing the whole
+    /// re-read, and a change is refused only for what it writes itself. A file or the
+    /// embedded store is only written through weir, or reloaded all or nothing.
+    fn holds_back(&self) -> bool {
+        false
+    }
+
+    /// The config this replica last applied, kept by the source (etcd's `--store-cache`),
+    /// and where: `RunningConfig::start` starts from it when [`Source::initial`] does not
+    /// validate, then takes the source's own, holding back what does not validate.
+    fn fallback(&self) -> Option<(State, String)> {
+        None
+    }
+
     /// Whether the source keeps endpoint leases itself (etcd's: shared by every replica,
     /// outliving a restart, expired by the store). Otherwise `RunningConfig` keeps them in
     /// memory and deletes what expires.

@@ -381,6 +381,15 @@ impl Collector for Weir {
                     crate::metrics::config_store::IGNORED.load(Relaxed),
                 )],
             )?;
+            gauge(
+                &mut enc,
+                "weir_config_store_invalid",
+                "Resources in the shared store that do not validate (written there by others), held back now: the rest of the config runs, these with their last valid version or not at all.",
+                &[(
+                    vec![],
+                    crate::metrics::config_store::INVALID.load(Relaxed) as i64,
+                )],
+            )?;
         }
         tls(&mut enc, &snap)?;
         let goaways: Vec<(Labels, u64)> = crate::metrics::h2::goaways()

@@ -28,6 +28,10 @@ mod ejection;
 #[cfg(feature = "etcd")]
 mod etcd;
 #[cfg(feature = "etcd")]
+mod etcd_failover;
+#[cfg(feature = "etcd")]
+mod etcd_invalid;
+#[cfg(feature = "etcd")]
 mod etcd_secure;
 mod expect;
 mod filters;
