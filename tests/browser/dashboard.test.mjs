@@ -720,7 +720,7 @@ no_healthy = "fail_closed"
 
   // A resource written into etcd's prefix by someone else that does not validate: the
   // replica holds it back, runs the rest, and its dashboard lists it with why.
-  await check(later[12], async () => {
+  await check(later[15], async () => {
     const [clientPort, peerPort, heldAdminPort] = await freePorts(3);
     const etcdUrl = `http://127.0.0.1:${clientPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
