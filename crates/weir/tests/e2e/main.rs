@@ -17,6 +17,7 @@ mod auth_forward;
 mod balance;
 mod capacity;
 mod check;
+mod cli;
 mod client_addr;
 mod compress;
 mod ctl;
