@@ -13,6 +13,7 @@ mod addr;
 mod certificate;
 mod client_addr;
 mod duration;
+mod fifo;
 pub mod filter;
 mod foreign;
 mod host;
@@ -30,6 +31,7 @@ mod whole_file;
 
 pub use addr::is_loopback;
 pub use client_addr::{Cidr, SendProxy};
+pub use fifo::FIFO_WAIT;
 pub use filter::Filter;
 pub use input::{read_source, read_token, TokenError, MAX_CONFIG_BYTES, MAX_TOKEN_BYTES};
 pub use model::*;
