@@ -3,6 +3,7 @@
 //! everything is read and formatted at scrape time: Prometheus text by
 //! `render`, the JSON of `/api/v1/stats` by `stats`.
 
+pub mod admin_auth;
 pub mod config_apply;
 pub mod config_store;
 pub mod counts;

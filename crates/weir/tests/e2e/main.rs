@@ -8,6 +8,7 @@ mod tls_kit;
 mod api;
 mod api_live;
 mod api_safety;
+mod api_token_guessing;
 
 mod accept;
 mod accesslog;
