@@ -12,6 +12,7 @@ use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use crate::metrics::admin_auth;
 use crate::metrics::counts::Counts;
 use crate::metrics::hist::Histogram;
 use crate::metrics::GLOBAL;
@@ -395,7 +396,6 @@ impl Collector for Weir {
                 )],
             )?;
         }
-        use crate::metrics::admin_auth;
         counter(
             &mut enc,
             "weir_admin_auth_failures",
