@@ -157,6 +157,21 @@ fn an_empty_file_is_an_error_that_says_what_is_missing() {
         "{}",
         w.log_text()
     );
+
+    // A running weir whose file is emptied (a truncated write) keeps its config.
+    let listen = crate::common::free_addr();
+    let mut w = crate::common::Weir::start(
+        &crate::common::one_pool(listen, "endpoints = [{ addr = \"127.0.0.1:9\" }]", ""),
+        &[listen],
+    );
+    let outcome = w.reload("");
+    assert!(outcome.contains("reload rejected"), "{outcome}");
+    assert!(
+        w.log_text().contains("the file is empty"),
+        "{}",
+        w.log_text()
+    );
+    w.wait_listening(listen);
 }
 
 /// A file that defines things but no listener is valid (it may be on its way), and says that
