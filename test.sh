@@ -66,6 +66,11 @@ export WEIR_H2SPEC="$TOOLS/h2spec"
 
 # CI builds once from a clean clone: incremental caches would only add gigabytes to its disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# Nothing is left in the checkout but target/: no __pycache__ beside the bench's modules.
+export PYTHONDONTWRITEBYTECODE=1
+# Each run's logs in a directory of its own, so two checkouts' runs never write the same files.
+logs="$(mktemp -d "${TMPDIR:-/tmp}/weir-test.XXXXXX")"
+echo "== logs: $logs"
 echo "== disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -74,23 +79,24 @@ echo "== cargo clippy -D warnings"
 # weir's `etcd` feature too: its replica tests run against real etcd.
 cargo clippy --workspace --all-targets --features weir/etcd -- -D warnings
 echo "== cargo test"
-cargo test --workspace --features weir/etcd 2>&1 | tee /tmp/weir-test.log
+cargo test --workspace --features weir/etcd 2>&1 | tee "$logs/test.log"
 # The dashboard in real headless Chromium (installs chromium and
 # playwright-core when missing).
-tests/browser/run.sh 2>&1 | tee /tmp/weir-browser.log
+tests/browser/run.sh 2>&1 | tee "$logs/browser.log"
 # The admin API against its OpenAPI document, with schemathesis (installs it
 # into a venv when missing).
-tests/contract/run.sh 2>&1 | tee /tmp/weir-contract.log
+tests/contract/run.sh 2>&1 | tee "$logs/contract.log"
 # The cargo-fuzz targets, 20 s each (nightly toolchain; installs cargo-fuzz).
-tests/fuzz/run.sh 2>&1 | tee /tmp/weir-fuzz.log
+tests/fuzz/run.sh 2>&1 | tee "$logs/fuzz.log"
 # README.md's commands as a reader types them: the demo command verbatim (it
 # builds weir in release mode), the tour's curls, `weir check` on the shown
 # file, the "Without a file" session; Ctrl-C must end each with exit 0.
-python3 tests/readme/run.py 2>&1 | tee /tmp/weir-readme.log
+python3 tests/readme/run.py 2>&1 | tee "$logs/readme.log"
 # The bench's goal lines and pooled verdicts (what says a speed goal is met), on made-up figures.
-python3 bench/lib/test_goals.py 2>&1 | tee /tmp/weir-bench-goals.log
+python3 bench/lib/test_goals.py 2>&1 | tee "$logs/bench-goals.log"
 echo "== disk: target $(du -sh target 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 # One closing line for the whole run.
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f += $3 }
-     END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' /tmp/weir-test.log /tmp/weir-browser.log /tmp/weir-contract.log /tmp/weir-fuzz.log /tmp/weir-readme.log /tmp/weir-bench-goals.log
+     END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' "$logs/test.log" "$logs/browser.log" "$logs/contract.log" "$logs/fuzz.log" "$logs/readme.log" "$logs/bench-goals.log"
+echo "== logs: $logs"

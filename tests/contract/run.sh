@@ -242,7 +242,9 @@ contract() {
         return
       fi
       source="etcd://127.0.0.1:$etcd_client/weir"
-      args=(--store "$source")
+      # Its cache in the scratch directory: the default, ./weir-data/store-cache.json, is
+      # in the working directory, the checkout.
+      args=(--store "$source" --store-cache "$tmp/store-cache.json")
       ;;
   esac
   export CONTRACT_MODE="$store" CONTRACT_SOURCE="$source"

@@ -12,6 +12,8 @@ here) and run verbatim from the repository root:
   runs this script, so it is not run again here);
 - a block starting with `$ COMMAND`: the command's output must be exactly the
   lines that follow it;
+- `cargo install ...` (Install): run with `--root` into a scratch directory (not the
+  reader's ~/.cargo), it must exit 0 and leave a `bin/weir` that runs;
 - "Running several replicas": `cargo build --features etcd`, etcd and two weirs in the
   background, a write through one and a read through the other (`check_replicas`);
 - the "Without a file" session: each line in turn, in a scratch directory (with
@@ -304,6 +306,23 @@ def check_transcript(block):
           f"--- README.md shows:\n{want}\n--- it printed (exit {code}):\n{got}")
 
 
+def check_install(block):
+    """The install command as written, into a scratch --root; the weir it installs runs."""
+    root = tempfile.mkdtemp(prefix="weir-readme-install-")
+    try:
+        for line in block.lines:
+            if not line.strip():
+                continue
+            code, out, err = shell(f"{line} --root {root}", ROOT, timeout=BUILD_TIMEOUT)
+            check(code == 0, f"`{line}` exits 0", f"   exit {code}\n{out[-2000:]}{err[-2000:]}")
+        weir = os.path.join(root, "bin", "weir")
+        code, out, err = shell(f"{weir} version", ROOT) if os.path.exists(weir) else (-1, "", "")
+        check(code == 0 and out.startswith("weir "), f"the installed {weir} runs",
+              f"   exit {code}\n{out}{err}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 # ---- "Without a file" ----------------------------------------------------------
 
 MY_SERVICE = """#!/usr/bin/env python3
@@ -453,6 +472,8 @@ def main():
     for b in others:
         if b.lines[0].startswith("$ "):
             check_transcript(b)
+        elif b.lines[0].startswith("cargo install "):
+            check_install(b)
         elif "Without a file" in b.before:
             check_without_a_file(b)
         elif "Two replicas, one etcd" in b.before:

@@ -9,7 +9,7 @@ mod assets {
 }
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -44,8 +44,9 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, stop: CancellationT
     if let Ok(a) = listener.local_addr() {
         info!("admin API, metrics and dashboard on http://{a}/");
     }
+    tokio::spawn(flush_auth_log(admin.clone(), stop.clone()));
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = stop.cancelled() => return,
             r = listener.accept() => match r {
                 Ok(x) => x,
@@ -62,12 +63,23 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, stop: CancellationT
         tokio::spawn(async move {
             let svc = service_fn(move |req| {
                 let admin = admin.clone();
-                async move { Ok::<_, Infallible>(route(&admin, local, req).await) }
+                async move { Ok::<_, Infallible>(route(&admin, local, peer.ip(), req).await) }
             });
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });
+    }
+}
+
+/// Writes the log lines about wrong tokens that the per-source rate limit held back.
+async fn flush_auth_log(admin: Arc<Admin>, stop: CancellationToken) {
+    let mut every = tokio::time::interval(api::FLUSH_EVERY);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = every.tick() => admin.auth.flush_log(),
+        }
     }
 }
 
@@ -88,6 +100,7 @@ fn text(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Resp
 async fn route(
     admin: &Admin,
     local: Option<SocketAddr>,
+    peer: IpAddr,
     req: Request<Incoming>,
 ) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_owned();
@@ -104,10 +117,10 @@ async fn route(
         None => None,
     };
     if let Some(rest) = api {
-        return api::handle(&admin.control, &admin.proxy, &admin.auth, rest, req).await;
+        return api::handle(&admin.control, &admin.proxy, &admin.auth, rest, req, peer).await;
     }
     if !probe {
-        if let Err(p) = admin.auth.check(req.headers(), false) {
+        if let Err(p) = admin.auth.check(req.headers(), false, peer) {
             return p.into_response();
         }
     }

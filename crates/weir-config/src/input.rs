@@ -1,10 +1,12 @@
 //! Reading what weir is given: a config file (or stdin), a token file. Never more than a
-//! limit from anything, be it a file, a pipe or a device like /dev/zero, and UTF-8 checked
-//! with the position of the first bad byte.
+//! limit from anything, be it a file, a pipe or a device like /dev/zero, never waiting
+//! forever on a FIFO without a writer, and UTF-8 checked with the position of the first
+//! bad byte.
 
 use std::io::Read;
 use std::path::Path;
 
+use crate::fifo::{self, Source};
 use crate::span::excerpt;
 use crate::{Diagnostic, Diagnostics, LoadError, Omitted, Severity};
 
@@ -33,17 +35,21 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadFaile
     let more = if path.as_os_str() == "-" {
         read_up_to(&mut std::io::stdin().lock(), limit, &mut buf)
     } else {
-        let mut file = std::fs::File::open(path).map_err(ReadFailed::Io)?;
-        let meta = file.metadata().map_err(ReadFailed::Io)?;
-        // A regular file says its size: refuse it without reading, and read it into one
-        // allocation. Pipes and devices say 0 and are read up to the bound.
-        if meta.is_file() {
-            if meta.len() > limit {
-                return Err(ReadFailed::TooLarge);
+        match fifo::open(path).map_err(ReadFailed::Io)? {
+            Source::File(mut file, meta) => {
+                // A regular file says its size: refuse it without reading, and read it
+                // into one allocation. Devices say 0 and are read up to the bound.
+                if meta.is_file() {
+                    if meta.len() > limit {
+                        return Err(ReadFailed::TooLarge);
+                    }
+                    buf.reserve_exact(meta.len() as usize);
+                }
+                read_up_to(&mut file, limit, &mut buf)
             }
-            buf.reserve_exact(meta.len() as usize);
+            // Up to the bound too, and never waiting longer than FIFO_WAIT for a writer.
+            Source::Fifo(mut fifo) => read_up_to(&mut fifo, limit, &mut buf),
         }
-        read_up_to(&mut file, limit, &mut buf)
     };
     match more.map_err(ReadFailed::Io)? {
         true => Err(ReadFailed::TooLarge),

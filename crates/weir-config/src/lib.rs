@@ -13,7 +13,9 @@ mod addr;
 mod certificate;
 mod client_addr;
 mod duration;
+mod fifo;
 pub mod filter;
+mod foreign;
 mod host;
 mod input;
 mod json;
@@ -26,9 +28,11 @@ mod tls;
 mod tls_files;
 mod validate;
 mod walk;
+mod whole_file;
 
 pub use addr::is_loopback;
 pub use client_addr::{Cidr, SendProxy};
+pub use fifo::FIFO_WAIT;
 pub use filter::Filter;
 pub use input::{read_source, read_token, TokenError, MAX_CONFIG_BYTES, MAX_TOKEN_BYTES};
 pub use model::*;
@@ -203,7 +207,8 @@ pub fn parse_str(source: &str, file: &str) -> Result<Loaded, Diagnostics> {
     parse(source, file, Files::Skip)
 }
 
-/// Whether validation reads the files a config names (the token file).
+/// Whether what is validated is a whole config file, whose rules ([`whole_file`]) apply and
+/// whose named files (token file, certificates) are read.
 #[derive(PartialEq)]
 enum Files {
     Read,
@@ -216,6 +221,14 @@ fn parse(source: &str, file: &str, files: Files) -> Result<Loaded, Diagnostics> 
     // Recoverable parsing gives every syntax error plus a best-effort tree, so
     // one run reports syntax and semantic problems together.
     let (doc, syntax) = toml::de::DeTable::parse_recoverable(source);
+    // Another format than TOML is said first, before toml's errors on its every line.
+    let offsets: Vec<usize> = syntax
+        .iter()
+        .map(|e| e.span().map_or(0, |s| s.start))
+        .collect();
+    if let Some((span, hint)) = foreign::hint(source, &offsets) {
+        sink.syntax(span, hint);
+    }
     // Taken one by one, so each of toml's errors is freed as soon as the sink has it.
     for e in syntax {
         let span = e.span().unwrap_or(0..0);
@@ -231,6 +244,7 @@ fn parse(source: &str, file: &str, files: Files) -> Result<Loaded, Diagnostics> 
     let walked = walk::document(&mut sink, doc.get_ref(), doc.span());
     validate::check(&mut sink, &walked);
     if files == Files::Read {
+        whole_file::check(&mut sink, doc.get_ref(), &walked);
         if let (Some(path), Some(span)) = (&walked.config.admin.token_file, &walked.token_file) {
             // The same rule `weir run` applies when it starts, so the two agree.
             if let Err(e) = read_token(path) {

@@ -3,6 +3,7 @@
 //! parse, and the routes of a TLS listener have a certificate for their host. The same
 //! weir-tls code the listeners use, so a config `check` accepts loads.
 
+use std::path::Path;
 use std::time::SystemTime;
 
 use weir_tls::{CertError, Identity, Resolver};
@@ -47,7 +48,13 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked, now: SystemTime) {
                         }
                         _ => pair_at.cert.clone(),
                     };
+                    let key_unread = before_key(&e, &pair.cert);
                     sink.error(span, e.to_string());
+                    if key_unread {
+                        if let Err(e) = key_alone(&pair.key) {
+                            sink.error(pair_at.key.clone(), e.to_string());
+                        }
+                    }
                 }
             }
         }
@@ -116,10 +123,34 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked, now: SystemTime) {
                 } else {
                     cspan
                 };
+                let key_unread = before_key(&e, cert);
                 sink.error(span.clone(), e.to_string());
+                if key_unread {
+                    if let Err(e) = key_alone(key) {
+                        sink.error(kspan.clone(), e.to_string());
+                    }
+                }
             }
         }
     }
+}
+
+/// Whether `e` stopped the load at the certificate file, before its key was read: then the
+/// key is checked on its own, so that a missing key is reported with a missing certificate.
+fn before_key(e: &CertError, cert: &Path) -> bool {
+    let at_cert = |path: &str| Path::new(path) == cert;
+    match e {
+        CertError::NoCertificate(_) => true,
+        CertError::Read { path, .. }
+        | CertError::TooLarge { path, .. }
+        | CertError::BadPem { path, .. } => at_cert(path),
+        _ => false,
+    }
+}
+
+/// Reads and parses a key file alone, as a pair's load does.
+fn key_alone(key: &Path) -> Result<(), CertError> {
+    weir_tls::pem::parse_key(&weir_tls::pem::read(key)?, key).map(drop)
 }
 
 pub(crate) fn days_left(id: &Identity, now: SystemTime) -> String {

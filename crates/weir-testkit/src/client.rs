@@ -2,14 +2,14 @@
 //! keep-alive connection whose reuse you control.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use bytes::Bytes;
 use http::{header, HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 /// A fully read response.
 #[derive(Clone, Debug)]
@@ -37,7 +37,20 @@ pub struct HttpConn {
 
 impl HttpConn {
     pub async fn connect(addr: SocketAddr) -> io::Result<HttpConn> {
-        let stream = TcpStream::connect(addr).await?;
+        Self::handshake(addr, TcpStream::connect(addr).await?).await
+    }
+
+    /// A connection from the local address `from` (e.g. 127.0.0.2, another loopback source).
+    pub async fn connect_from(from: IpAddr, addr: SocketAddr) -> io::Result<HttpConn> {
+        let socket = match from {
+            IpAddr::V4(_) => TcpSocket::new_v4()?,
+            IpAddr::V6(_) => TcpSocket::new_v6()?,
+        };
+        socket.bind(SocketAddr::new(from, 0))?;
+        Self::handshake(addr, socket.connect(addr).await?).await
+    }
+
+    async fn handshake(addr: SocketAddr, stream: TcpStream) -> io::Result<HttpConn> {
         stream.set_nodelay(true)?;
         let (tx, conn) = http1::handshake(TokioIo::new(stream))
             .await

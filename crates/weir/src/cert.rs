@@ -26,15 +26,30 @@ fn write(args: &CertArgs) -> Result<(), String> {
         ));
     }
     let file = names[0].trim_start_matches("*.").replace(':', "_");
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| format!("cannot make {}: {e}", args.out.display()))?;
-    let pair = weir_testkit::certs::self_signed(&names, args.days.into());
     let (cert, key) = (
         args.out.join(format!("{file}.pem")),
         args.out.join(format!("{file}.key")),
     );
-    put(&cert, &pair.cert_pem, 0o644)?;
-    put(&key, &pair.key_pem, 0o600)?;
+    // A key may be in use (a listener loads it, a client pinned its certificate): a
+    // repeated command keeps the pair, both files, rather than replacing half of it.
+    if !args.force {
+        if let Some(there) = [&key, &cert]
+            .into_iter()
+            .find(|p| p.symlink_metadata().is_ok())
+        {
+            return Err(format!(
+                "{} already exists: nothing written (pass --force to replace {} and {})",
+                there.display(),
+                cert.display(),
+                key.display()
+            ));
+        }
+    }
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("cannot make {}: {e}", args.out.display()))?;
+    let pair = weir_testkit::certs::self_signed(&names, args.days.into());
+    put(&cert, &pair.cert_pem, 0o644, args.force)?;
+    put(&key, &pair.key_pem, 0o600, args.force)?;
     // The check a listener makes when it loads the pair.
     weir_tls::Identity::load(&cert, &key, SystemTime::now()).map_err(|e| e.to_string())?;
     println!("wrote {} and {}", cert.display(), key.display());
@@ -63,12 +78,15 @@ fn valid_name(n: &str) -> bool {
         })
 }
 
-fn put(path: &Path, content: &str, mode: u32) -> Result<(), String> {
+/// Writes a new file, or replaces one only when `replace` (a file made meanwhile by
+/// another command is not overwritten).
+fn put(path: &Path, content: &str, mode: u32, replace: bool) -> Result<(), String> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(!replace)
+        .create(replace)
+        .truncate(replace)
         .mode(mode)
         .open(path)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;

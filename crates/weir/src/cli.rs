@@ -45,7 +45,8 @@ pub enum Command {
     /// Write a self-signed certificate and key for trying TLS out.
     ///
     /// Writes OUT/NAME.pem and OUT/NAME.key (an ECDSA P-256 key, readable by its owner
-    /// only), with NAME and the other names as subjectAltNames. Clients do not trust it:
+    /// only), with NAME and the other names as subjectAltNames; an existing pair is kept
+    /// unless --force. Clients do not trust it:
     /// `curl --cacert OUT/NAME.pem` or `-k`. For production, use a certificate from a CA.
     Cert(CertArgs),
     /// Print the version.
@@ -70,8 +71,8 @@ pub struct RunArgs {
     /// Required when the admin listener is not on loopback.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// Data-plane worker threads [default: one per CPU].
-    #[arg(long, value_name = "N")]
+    /// Data-plane worker threads, at least 1 [default: one per CPU].
+    #[arg(long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,
     /// Where the admin listener (health, metrics, stats, dashboard) listens
     /// [default: admin.listen from the file, else 127.0.0.1:9901].
@@ -103,6 +104,9 @@ pub struct RunArgs {
     /// in time answers 503 store-unreachable [default: 5s].
     #[arg(long, value_name = "DURATION", requires = "store", value_parser = store_timeout)]
     pub store_timeout: Option<std::time::Duration>,
+    /// A file named without -c (`weir run weir.toml`): taken only to say how to give it.
+    #[arg(hide = true, value_name = "FILE")]
+    pub stray: Option<PathBuf>,
 }
 
 /// `--store-timeout`: a duration (`"5s"`, `"1500ms"`) above zero.
@@ -110,6 +114,15 @@ fn store_timeout(s: &str) -> Result<std::time::Duration, String> {
     match weir_config::parse_duration(s)? {
         d if d.is_zero() => Err("it must be more than 0s".into()),
         d => Ok(d),
+    }
+}
+
+/// `--threads N`: a runtime with no worker would accept nothing.
+fn threads(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("weir needs at least 1 worker thread (the default is one per CPU)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e}: give a number of threads, at least 1")),
     }
 }
 
@@ -132,6 +145,10 @@ pub struct CertArgs {
     /// Days it is valid.
     #[arg(long, default_value_t = 90, value_name = "N")]
     pub days: u32,
+    /// Replace OUT/NAME.pem and OUT/NAME.key if they exist (without it, an existing pair is
+    /// kept and nothing is written).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -146,7 +163,7 @@ pub struct DemoArgs {
     /// Where the dashboard, metrics and stats are served.
     #[arg(long, default_value = "127.0.0.1:9901", value_name = "ADDR")]
     pub admin: SocketAddr,
-    /// Data-plane worker threads [default: one per CPU].
-    #[arg(long, value_name = "N")]
+    /// Data-plane worker threads, at least 1 [default: one per CPU].
+    #[arg(long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,
 }

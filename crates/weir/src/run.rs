@@ -2,7 +2,7 @@
 //! and the admin listener, reload the file on change or SIGHUP, drain on SIGTERM/SIGINT.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -23,6 +23,9 @@ const DEFAULT_DATA: &str = "./weir-data";
 const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
 
 pub fn run(args: RunArgs) -> ExitCode {
+    if let Some(file) = &args.stray {
+        return stray(file, args.config.is_some());
+    }
     logging::init();
     let runtime = match runtime(args.threads) {
         Ok(rt) => rt,
@@ -40,12 +43,28 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
 }
 
+/// `weir run FILE`: a usage error (exit 2, as clap's) that shows the command with `-c`.
+fn stray(file: &Path, with_c: bool) -> ExitCode {
+    let file = file.display();
+    if with_c {
+        eprintln!("error: unexpected argument '{file}': weir run takes one config file, with -c");
+    } else {
+        eprintln!(
+            "error: unexpected argument '{file}': weir run takes its config file with -c:\n\n  \
+             weir run -c {file}\n\n(without -c, weir runs from its store under --data; see \
+             `weir run --help`)"
+        );
+    }
+    ExitCode::from(2)
+}
+
 pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
     // A current-thread runtime for --threads 1 measured no different (within
     // noise) from a one-worker multi-thread one, so there is one code path.
     let mut b = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = threads {
-        b.worker_threads(n.max(1));
+        // At least 1: the command line refuses 0.
+        b.worker_threads(n);
     }
     b.enable_all()
         .thread_name("weir-worker")

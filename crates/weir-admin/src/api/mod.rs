@@ -7,7 +7,10 @@ mod path;
 mod precond;
 mod problem;
 mod resource;
+mod throttle;
 mod transaction;
+
+use std::net::IpAddr;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
@@ -18,6 +21,7 @@ use weir_proxy::Proxy;
 
 pub use auth::{Auth, TokenError};
 pub use problem::Problem;
+pub use throttle::FLUSH_EVERY;
 
 use path::Target;
 
@@ -34,9 +38,10 @@ pub async fn handle(
     auth: &Auth,
     rest: &str,
     req: Request<Incoming>,
+    peer: IpAddr,
 ) -> Response<Full<Bytes>> {
     let read = matches!(*req.method(), Method::GET | Method::HEAD);
-    let mut resp = match dispatch(control, proxy, auth, rest, req).await {
+    let mut resp = match dispatch(control, proxy, auth, rest, req, peer).await {
         Ok(r) => r,
         Err(p) => p.into_response(),
     };
@@ -59,13 +64,14 @@ async fn dispatch(
     auth: &Auth,
     rest: &str,
     req: Request<Incoming>,
+    peer: IpAddr,
 ) -> Reply {
     let target = path::parse(rest)?;
     let query = req.uri().query().map(str::to_owned);
     let (parts, incoming) = req.into_parts();
     let method = parts.method;
     let write = !matches!(method, Method::GET | Method::HEAD);
-    auth.check(&parts.headers, write)?;
+    auth.check(&parts.headers, write, peer)?;
     // A write's body is read here, whatever the method, so that every body the API takes
     // is labelled JSON; an empty one need not be (it may even come chunked: ureq, and so
     // older `weir ctl` heartbeats, send a bodiless POST that way).

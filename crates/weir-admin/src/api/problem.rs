@@ -30,6 +30,9 @@ struct Body {
     change: Option<usize>,
     #[serde(skip)]
     allow: Option<&'static str>,
+    /// Seconds, for a `Retry-After` header.
+    #[serde(skip)]
+    retry_after: Option<u64>,
 }
 
 impl Problem {
@@ -49,6 +52,7 @@ impl Problem {
             current_version: None,
             change: None,
             allow: None,
+            retry_after: None,
         }))
     }
 
@@ -135,6 +139,12 @@ impl Problem {
         self.0.field.as_deref()
     }
 
+    /// Says when to try again (`Retry-After`, in seconds).
+    pub fn retry_after(mut self, secs: u64) -> Problem {
+        self.0.retry_after = Some(secs);
+        self
+    }
+
     pub fn at_change(mut self, index: Option<usize>) -> Problem {
         self.0.change = index;
         self
@@ -154,6 +164,9 @@ impl Problem {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(allow) = p.allow {
             h.insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        if let Some(secs) = p.retry_after {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if p.status == 401 {
             h.insert(

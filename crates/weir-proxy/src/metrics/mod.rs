@@ -4,6 +4,7 @@
 //! `render`, the JSON of `/api/v1/stats` by `stats` (errors and status classes by
 //! `outcome`), and once a second by the sampler of `history`.
 
+pub mod admin_auth;
 pub mod config_apply;
 pub mod config_store;
 pub mod counts;

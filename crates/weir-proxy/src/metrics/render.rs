@@ -12,6 +12,7 @@ use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use crate::metrics::admin_auth;
 use crate::metrics::hist::Histogram;
 use crate::metrics::GLOBAL;
 use crate::snapshot::Snapshot;
@@ -391,6 +392,27 @@ impl Collector for Weir {
                 )],
             )?;
         }
+        counter(
+            &mut enc,
+            "weir_admin_auth_failures",
+            "Failed attempts at the admin API's bearer token, by reason (wrong_token: checked and wrong; throttled: refused with 429 unchecked, its source having sent too many wrong ones).",
+            &[
+                (
+                    vec![("reason", "wrong_token".to_string())],
+                    admin_auth::WRONG.load(Relaxed),
+                ),
+                (
+                    vec![("reason", "throttled".to_string())],
+                    admin_auth::THROTTLED.load(Relaxed),
+                ),
+            ],
+        )?;
+        counter(
+            &mut enc,
+            "weir_admin_auth_sources_evicted",
+            "Sources of wrong admin tokens forgotten early because the most the admin listener remembers were there.",
+            &[(vec![], admin_auth::EVICTED.load(Relaxed))],
+        )?;
         tls(&mut enc, &snap)?;
         let goaways: Vec<(Labels, u64)> = crate::metrics::h2::goaways()
             .into_iter()

@@ -131,3 +131,144 @@ fn reads_standard_input() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("-:2:8: error:"), "{err}");
 }
+
+/// A file with nothing in it (or only comments) is refused, as `nginx -t` refuses a config
+/// without its required blocks: at 1:1, saying what a config needs and where to start. `weir
+/// run -c` refuses it too.
+#[test]
+fn an_empty_file_is_an_error_that_says_what_is_missing() {
+    for content in ["", "# nothing here yet\n\n"] {
+        let (code, out, err) = check_file(content);
+        assert_eq!(code, 1, "{content:?}: {out}{err}");
+        assert!(
+            err.contains("weir.toml:1:1: error: the file is empty")
+                && err.contains("[listeners.NAME]")
+                && err.contains("examples/basic.toml"),
+            "{content:?}: {err}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.toml");
+    std::fs::write(&path, "").unwrap();
+    let mut w = crate::common::Weir::command(&["run", "-c", path.to_str().unwrap()], &[]);
+    assert!(!w.wait_exit(std::time::Duration::from_secs(10)).success());
+    assert!(
+        w.log_text().contains("the file is empty"),
+        "{}",
+        w.log_text()
+    );
+
+    // A running weir whose file is emptied (a truncated write) keeps its config.
+    let listen = crate::common::free_addr();
+    let mut w = crate::common::Weir::start(
+        &crate::common::one_pool(listen, "endpoints = [{ addr = \"127.0.0.1:9\" }]", ""),
+        &[listen],
+    );
+    let outcome = w.reload("");
+    assert!(outcome.contains("reload rejected"), "{outcome}");
+    assert!(
+        w.log_text().contains("the file is empty"),
+        "{}",
+        w.log_text()
+    );
+    w.wait_listening(listen);
+}
+
+/// A file that defines things but no listener is valid (it may be on its way), and says that
+/// it accepts nothing.
+#[test]
+fn a_file_without_listeners_gets_a_warning() {
+    let (code, out, err) = check_file("[pools.app]\nendpoints = [{ addr = \"127.0.0.1:9001\" }]\n");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("weir.toml:1:1: warning: no listeners: weir accepts no connections"),
+        "{err}"
+    );
+}
+
+/// Both files of a certificate pair are reported when both are missing, each at its key.
+#[test]
+fn a_missing_key_file_is_reported_as_a_missing_certificate_file_is() {
+    let cfg = r#"[listeners.web]
+bind = "127.0.0.1:8443"
+pool = "app"
+
+[listeners.web.tls]
+certificates = [{ cert = "nope.pem", key = "nope.key", default = true }]
+
+[pools.app]
+endpoints = [{ addr = "127.0.0.1:9001" }]
+"#;
+    let (code, _, err) = check_file(cfg);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("weir.toml:6:26: error: cannot read nope.pem: No such file"),
+        "{err}"
+    );
+    assert!(
+        err.contains("weir.toml:6:44: error: cannot read nope.key: No such file"),
+        "{err}"
+    );
+    assert!(err.contains("weir.toml: 2 errors"), "{err}");
+
+    // A missing key beside a readable certificate: at the key.
+    let dir = tempfile::tempdir().unwrap();
+    let made = Command::new(WEIR)
+        .args(["cert", "localhost"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let pem = dir.path().join("certs/localhost.pem").display().to_string();
+    let (code, _, err) = check_file(&cfg.replace("nope.pem", &pem));
+    assert_eq!(code, 1, "{err}");
+    let col = 26 + pem.len() + 2 + 8;
+    assert!(
+        err.contains(&format!("weir.toml:6:{col}: error: cannot read nope.key")),
+        "{err}"
+    );
+    assert!(err.contains("weir.toml: 1 error"), "{err}");
+}
+
+/// An nginx config given to weir: the first thing said is that weir reads TOML, at the first
+/// line in nginx's syntax, with where to start from.
+#[test]
+fn an_nginx_config_gets_a_hint_that_weir_reads_toml() {
+    let (code, _, err) = check_file(
+        "# my site\nupstream app {\n    server 127.0.0.1:9001;\n}\nserver {\n    listen 8080;\n    location / {\n        proxy_pass http://app;\n    }\n}\n",
+    );
+    assert_eq!(code, 1, "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("weir.toml:2:1: error: this looks like nginx configuration")
+            && first.contains("weir reads TOML")
+            && first.contains("examples/")
+            && first.contains("docs/CONFIG.md"),
+        "{err}"
+    );
+}
+
+/// The same for YAML, at the first `key:` line.
+#[test]
+fn a_yaml_file_gets_a_hint_that_weir_reads_toml() {
+    let (code, _, err) = check_file(
+        "listeners:\n  web:\n    bind: \"127.0.0.1:8080\"\n    pool: app\npools:\n  app:\n    endpoints:\n      - addr: 127.0.0.1:9001\n",
+    );
+    assert_eq!(code, 1, "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("weir.toml:1:1: error: this looks like YAML")
+            && first.contains("weir reads TOML")
+            && first.contains("key = value")
+            && first.contains("docs/CONFIG.md"),
+        "{err}"
+    );
+}
+
+/// A TOML file with a TOML mistake gets no such hint.
+#[test]
+fn a_toml_mistake_gets_no_format_hint() {
+    let (code, _, err) = check_file("[listeners.web]\nbind = \"127.0.0.1:8080\nbind2 = 1\n");
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("looks like"), "{err}");
+}

@@ -269,8 +269,17 @@ async fn a_user_file_without_a_colon_is_refused_at_startup() {
     // Nothing needs to listen there: weir never gets to connect.
     let port = crate::common::free_port();
     let url = format!("etcd://127.0.0.1:{port}{PREFIX}");
+    let cache = path(&dir.path().join("cache.json"));
     let mut w = Weir::command(
-        &["run", "--store", &url, "--store-user-file", &path(&file)],
+        &[
+            "run",
+            "--store",
+            &url,
+            "--store-user-file",
+            &path(&file),
+            "--store-cache",
+            &cache,
+        ],
         &[],
     );
     let status = tokio::task::block_in_place(|| w.wait_exit(SAYS));

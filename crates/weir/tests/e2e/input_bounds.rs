@@ -248,6 +248,83 @@ fn a_fifo_is_read_up_to_the_limit_only() {
     writer.join().unwrap();
 }
 
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path in our own temp dir.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// A FIFO nothing writes to would block a reader forever: `weir check` waits a bounded
+/// time for a writer (docs/CONFIG.md), then refuses it, naming it and why. The same bound
+/// holds for a token file.
+#[test]
+fn a_fifo_without_a_writer_is_refused_after_a_bounded_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("weir.toml");
+    mkfifo(&fifo);
+    let started = Instant::now();
+    let (code, _, err) = check(&fifo);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: cannot read: nothing was written to this FIFO for 10 s",
+            fifo.display()
+        )),
+        "{err}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(10));
+
+    // (In a directory of its own: its config is `weir.toml` too.)
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    mkfifo(&token);
+    let path = with_token_file(dir.path(), &token);
+    let (code, _, err) = check(&path);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:2:1: error: token file {}: nothing was written to this FIFO for 10 s",
+            path.display(),
+            token.display()
+        )),
+        "{err}"
+    );
+}
+
+/// A writer that comes after weir began to wait is read in full.
+#[test]
+fn a_fifo_whose_writer_comes_later_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("weir.toml");
+    mkfifo(&fifo);
+    let child = Command::new(WEIR)
+        .arg("check")
+        .arg(&fifo)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opening for writing blocks until weir has it open for reading: weir is waiting.
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    use std::io::Write;
+    w.write_all(b"[listeners.web]\nbind = \"127.0.0.1:8080\"\npool = \"app\"\n")
+        .unwrap();
+    w.write_all(b"[pools.app]\nendpoints = [{ addr = \"127.0.0.1:9001\" }]\n")
+        .unwrap();
+    drop(w);
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("ok (1 listener, 0 routes, 1 pool, 1 endpoint)"),
+        "{stdout}"
+    );
+}
+
 /// Just over the limit: 17 MiB of comments, which would be a valid (empty) config.
 fn over_the_limit_text() -> String {
     let text = format!("#{}\n", "x".repeat(1023)).repeat(17 * 1024);

@@ -8,6 +8,7 @@ mod tls_kit;
 mod api;
 mod api_live;
 mod api_safety;
+mod api_token_guessing;
 
 mod accept;
 mod accesslog;
@@ -17,6 +18,7 @@ mod auth_forward;
 mod balance;
 mod capacity;
 mod check;
+mod cli;
 mod client_addr;
 mod client_identity;
 mod compress;
