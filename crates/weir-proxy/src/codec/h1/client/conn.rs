@@ -21,6 +21,9 @@ use crate::transport::UpstreamStream;
 /// at each reuse cost ~40% more system time on 1 MiB responses).
 const READ_CHUNK: usize = 16 * 1024;
 const MAX_READ: usize = 512 * 1024;
+/// The longest wait for a reset after a close (`reset_follows`); a kernel's
+/// retransmission timeout is 200 ms or more.
+const MAX_RESET_WAIT: Duration = Duration::from_secs(1);
 
 pub struct Connection {
     pub(super) io: UpstreamStream,
@@ -78,11 +81,15 @@ impl Connection {
     /// whether the backend's kernel reset the connection too. It does when
     /// our bytes reach a socket its application already closed (the stale
     /// keep-alive race) or closed with them unread; then no application read
-    /// the request. The reset trails the close by up to a round trip, so
-    /// this waits about that long (cold path: failures only).
+    /// the request. The reset is that kernel's answer to our bytes, so it may
+    /// come as long as they are unacknowledged, and on a busy machine that can
+    /// be long after the close (the backend's socket stays locked while its
+    /// thread, inside close(), waits for a core). So this waits until our
+    /// kernel knows: a reset, or the bytes acknowledged, after which a reset
+    /// may still trail an application's close by a round trip. At most a
+    /// retransmission timeout (cold path: failures only).
     pub(super) async fn reset_follows(&self) -> bool {
-        let wait = (self.rtt() * 2 + Duration::from_millis(1)).min(Duration::from_millis(20));
-        let until = Instant::now() + wait;
+        let started = Instant::now();
         loop {
             match self.io.raw().take_error() {
                 // A reset in CLOSE_WAIT (after the peer's FIN) reports EPIPE.
@@ -92,33 +99,20 @@ impl Connection {
                         io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
                     )
                 }
-                Ok(None) if Instant::now() < until => {
-                    tokio::time::sleep(Duration::from_millis(1)).await
-                }
-                _ => return false,
+                Ok(None) => {}
+                Err(_) => return false,
             }
-        }
-    }
-
-    /// The kernel's smoothed round-trip time for this connection.
-    fn rtt(&self) -> Duration {
-        use std::os::fd::AsRawFd;
-        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        // SAFETY: a valid socket, and a buffer of the length passed.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.io.raw().as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_INFO,
-                (&mut info as *mut libc::tcp_info).cast(),
-                &mut len,
-            )
-        };
-        if rc == 0 {
-            Duration::from_micros(info.tcpi_rtt.into())
-        } else {
-            Duration::ZERO
+            let Some(k) = self.io.tcp_state() else {
+                return false;
+            };
+            let wait = match k.unacked {
+                0 => (k.rtt * 2 + Duration::from_millis(1)).min(Duration::from_millis(20)),
+                _ => (k.rto + k.rtt * 2).min(MAX_RESET_WAIT),
+            };
+            if started.elapsed() >= wait {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 
