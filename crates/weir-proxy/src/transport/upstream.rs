@@ -114,6 +114,12 @@ impl UpstreamStream {
         TcpState::of(self.raw()).ok()
     }
 
+    /// Whether records of a TLS session run over the connection: its last bytes in may
+    /// be a close_notify rather than an answer.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, UpstreamStream::Tls(_))
+    }
+
     /// Has the kernel acknowledge now what arrived (`acks.rs`).
     pub fn ack_now(&self) {
         super::acks::ack_now(self.raw());

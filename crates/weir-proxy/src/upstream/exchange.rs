@@ -3,8 +3,10 @@
 //!
 //! A pooled session found dead before a byte of the request went out is
 //! replaced by a fresh one within the same try: the request never left,
-//! so this is no retry. Everything else comes back as the [`TryError`]
-//! the tries decide from.
+//! so this is no retry; so is, on an endpoint known to close idle
+//! connections, a new one whose backend closed it (or may be about to)
+//! before its request went out, a few times at most. Everything else comes
+//! back as the [`TryError`] the tries decide from.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,10 @@ use crate::error::{Cause, Limit, TryError};
 use crate::http::added::Added;
 use crate::transport::UpstreamTls;
 use crate::upstream::upbody::UpBody;
+
+/// How many new connections one try may open in place of new ones the backend closed
+/// before their request went out.
+const MAX_REPLACED: u8 = 3;
 
 /// What a try asks of the endpoint.
 pub struct Exchange<'a> {
@@ -74,6 +80,8 @@ pub async fn exchange(
     let mut body = body;
     let mut fresh_only = x.fresh_only;
     let tls_id = x.tls.map_or(0, |t| t.id);
+    // New connections this try may open in place of one the backend closed first.
+    let mut spare = MAX_REPLACED;
     loop {
         // Only the first pass checks out: `started` is still now.
         let (pooled, idle_for) = match (fresh_only, x.protocol.is_h2()) {
@@ -108,6 +116,14 @@ pub async fn exchange(
                     proxy_header: x.proxy_header,
                 };
                 match Session::open(dial).await {
+                    // Closed by the backend (or about to be) while weir waited for a core
+                    // after the handshake: the request would only meet its close.
+                    Ok(session) if spare > 0 && ep.idle.closed_unused(&session) => {
+                        tracing::debug!("new upstream connection idle too long before its request");
+                        spare -= 1;
+                        fresh_only = true;
+                        continue;
+                    }
                     Ok(session) => {
                         if x.proxy_header.is_none() {
                             ep.idle.share(&session);
@@ -159,6 +175,7 @@ pub async fn exchange(
                 mut error,
                 unsent: back,
                 answered,
+                silent_for,
             }) => {
                 if let Cause::Timeout { ran_out, .. } = &mut error.cause {
                     if timer.cap.is_some_and(|cap| cap <= Instant::now()) {
@@ -169,8 +186,10 @@ pub async fn exchange(
                 if reused && !answered {
                     // Most likely the stale keep-alive race: the backend
                     // closed the idle connection as we wrote. Learn how long
-                    // it keeps them, so the next ones are not reused so late.
-                    if let Some(age) = idle_for {
+                    // it keeps them, so the next ones are not reused so late:
+                    // by the kernel's clock where it can tell (weir's own can
+                    // start tens of milliseconds late on a busy machine).
+                    if let Some(age) = silent_for.or(idle_for) {
                         ep.idle.learn(age);
                     }
                 }

@@ -12,7 +12,7 @@ use bytes::BytesMut;
 use tokio_util::io::poll_read_buf;
 
 use crate::metrics::{Held, GLOBAL};
-use crate::transport::UpstreamStream;
+use crate::transport::{TcpState, UpstreamStream};
 
 /// Read with at least this much room at first; a read that fills the room
 /// doubles it, up to `MAX_READ` (large bodies take fewer reads). The buffer
@@ -116,6 +116,36 @@ impl Connection {
         }
     }
 
+    /// How long the backend had been silent, by the kernel's clock, when the
+    /// request that just failed went out with no answer: the idle time at which
+    /// it closed on us. `None` over TLS (a close_notify counts as data in).
+    pub(super) fn silent_when_sent(&self) -> Option<Duration> {
+        if self.io.is_tls() {
+            return None;
+        }
+        let k = self.io.tcp_state()?;
+        Some(k.since_data_in.saturating_sub(k.since_data_out))
+    }
+
+    /// For an idle connection the backend closed with a FIN: how long after
+    /// the last bytes of its last answer the FIN came, by the kernel's clock
+    /// (the FIN's acknowledgement is the last thing to arrive): the backend's
+    /// idle timeout, give or take its timer's delay, however late weir looks.
+    /// `None` over TLS (a close_notify counts as data in) and for a reset.
+    pub fn closed_after(&self) -> Option<Duration> {
+        if self.io.is_tls() {
+            return None;
+        }
+        let k = self.io.tcp_state()?;
+        k.fin_in
+            .then(|| k.since_data_in.saturating_sub(k.since_ack_in))
+    }
+
+    /// What the kernel knows about the connection (`transport/tcp_state.rs`).
+    pub fn tcp_state(&self) -> Option<TcpState> {
+        self.io.tcp_state()
+    }
+
     /// Ready once `deadline` has passed.
     ///
     /// One timer per connection, re-armed lazily: a timer per exchange cost
@@ -215,6 +245,36 @@ mod tests {
         let n = std::future::poll_fn(|cx| c.poll_fill(cx)).await.unwrap();
         assert_eq!(n, 19);
         assert!(c.read_room() >= READ_CHUNK);
+    }
+
+    /// How long the backend kept the connection idle before its FIN, by the kernel's
+    /// clock: from its answer's arrival to its close's, whenever weir looks.
+    #[tokio::test]
+    async fn the_idle_close_is_timed_from_the_last_answer() {
+        let (mut c, mut backend) = connection().await;
+        // On loopback, written is arrived: the backend's clock and the kernel's agree.
+        let answering = Instant::now();
+        backend.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+        let answered = Instant::now();
+        std::future::poll_fn(|cx| c.poll_fill(cx)).await.unwrap();
+        assert_eq!(c.closed_after(), None, "still open");
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        let at_least = answered.elapsed();
+        drop(backend);
+        let at_most = answering.elapsed();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while c.tcp_state().unwrap().open && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Looked at late: the measure stays the backend's (give or take a tick of the
+        // kernel's clock each way).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let after = c.closed_after().expect("closed with a FIN");
+        let tick = Duration::from_millis(10);
+        assert!(
+            after + tick >= at_least && after <= at_most + tick,
+            "{after:?}, not within {at_least:?}..{at_most:?}"
+        );
     }
 
     /// An idle connection gives back an empty buffer of a first read's size, and keeps one
