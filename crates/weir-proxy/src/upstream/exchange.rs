@@ -3,9 +3,12 @@
 //!
 //! A pooled session found dead before a byte of the request went out is
 //! replaced by a fresh one within the same try: the request never left,
-//! so this is no retry; so is, on an endpoint known to close idle
-//! connections, a new one whose backend closed it (or may be about to)
-//! before its request went out, a few times at most. Everything else comes
+//! so this is no retry. Nor is sending the request again after the backend
+//! closed an HTTP/1.1 connection for idleness without reading it: a pooled
+//! one (the stale keep-alive race), or a new one left idle while weir waited
+//! for a core. On an endpoint known to close idle connections, a new one
+//! whose backend closed it (or may be about to) before its request went out
+//! is replaced too. A few of these at most per try. Everything else comes
 //! back as the [`TryError`] the tries decide from.
 
 use std::time::{Duration, Instant};
@@ -24,9 +27,13 @@ use crate::http::added::Added;
 use crate::transport::UpstreamTls;
 use crate::upstream::upbody::UpBody;
 
-/// How many new connections one try may open in place of new ones the backend closed
-/// before their request went out.
+/// How many new connections one try may open in place of connections the backend closed
+/// before reading its request.
 const MAX_REPLACED: u8 = 3;
+/// A new connection the backend closed unread after it sat this long (by the kernel's
+/// clock) before its request went out was closed as an idle one: the shortest idle close
+/// weir learns.
+const IDLE_CLOSED_AFTER: Duration = Duration::from_millis(10);
 
 /// What a try asks of the endpoint.
 pub struct Exchange<'a> {
@@ -80,7 +87,8 @@ pub async fn exchange(
     let mut body = body;
     let mut fresh_only = x.fresh_only;
     let tls_id = x.tls.map_or(0, |t| t.id);
-    // New connections this try may open in place of one the backend closed first.
+    // New connections this try may open in place of one whose backend closed it before
+    // it carried a byte of the request.
     let mut spare = MAX_REPLACED;
     loop {
         // Only the first pass checks out: `started` is still now.
@@ -159,6 +167,12 @@ pub async fn exchange(
             started: sent_at,
             ..timer
         };
+        // A body in memory can go again should the backend turn out to have closed the
+        // connection without reading the request (a clone shares the bytes).
+        let again = match &body {
+            Payload::Bytes(b) if spare > 0 && !x.protocol.is_h2() => Some(b.clone()),
+            _ => None,
+        };
         match session.send(x.parts, x.added, body, timer, reused).await {
             Ok(resp) => {
                 if !reused {
@@ -193,13 +207,33 @@ pub async fn exchange(
                         ep.idle.learn(age);
                     }
                 }
-                match back {
-                    // Not a byte went out: the session was already dead.
-                    Some(back) if reused && !fresh_only => {
-                        body = back;
+                // The backend closed the connection unread, and as an idle one: a pooled
+                // connection (the stale keep-alive race), or a new one that sat idle
+                // while weir waited for a core. Weir lost that race, not the endpoint:
+                // the request goes on a new connection to it, within this try, as it
+                // would have had the close been seen before the write.
+                // (Not a request to switch protocols: that goes once, see `http/tries.rs`.)
+                let idle_closed = error.not_delivered()
+                    && !answered
+                    && (reused || silent_for.is_some_and(|s| s >= IDLE_CLOSED_AFTER))
+                    && !x.parts.headers.contains_key(http::header::UPGRADE);
+                let resend = match (idle_closed && spare > 0, back) {
+                    (true, Some(b)) => Ok(b),
+                    (true, None) => again.map(Payload::Bytes).ok_or(None),
+                    (false, back) => Err(back),
+                };
+                match resend {
+                    Ok(b) => {
+                        tracing::debug!(
+                            %error,
+                            reused,
+                            "upstream connection closed by the backend before it read the request; sending it on a new one"
+                        );
+                        body = b;
                         fresh_only = true;
+                        spare -= 1;
                     }
-                    back => {
+                    Err(back) => {
                         *unsent = back;
                         return Err(error);
                     }
