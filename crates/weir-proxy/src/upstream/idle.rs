@@ -97,14 +97,15 @@ impl IdleConns {
             let c = self.conns.lock().unwrap().pop()?;
             // Learned since it was pooled, perhaps.
             let allow = learned.map_or(c.allow, |l| c.allow.min(l));
-            let mut idle_for = now.saturating_duration_since(c.since);
+            let pooled_for = now.saturating_duration_since(c.since);
+            let mut idle_for = pooled_for;
             // A FIN (or RST) from the backend shows as a readable socket:
             // such a connection is dropped, and its age teaches the idle
             // timeout. The check is a system call only when the socket was
             // reported readable.
             let mut closed = c.conn.session.is_closed();
             let mut expired = idle_for >= allow;
-            if learned.is_some() && !closed && !expired {
+            if learned.is_some() && !closed && !expired && c.conn.tls == tls {
                 if let Some(k) = c.conn.session.tcp_state() {
                     closed = !k.open;
                     idle_for = idle_for.max(k.since_data_in);
@@ -127,7 +128,7 @@ impl IdleConns {
                 "pooled upstream connection not reused"
             );
             if closed {
-                self.learn(c.conn.session.closed_after().unwrap_or(idle_for));
+                self.learn(c.conn.session.closed_after(pooled_for).unwrap_or(idle_for));
             }
         }
     }

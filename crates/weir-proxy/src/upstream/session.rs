@@ -114,11 +114,11 @@ impl Session {
         }
     }
 
-    /// For a pooled session the backend closed: how long it had kept the connection
-    /// idle before it did (see `Connection::closed_after`).
-    pub fn closed_after(&self) -> Option<Duration> {
+    /// For a session pooled `pooled_for` ago that the backend closed: how long it had
+    /// kept the connection idle before it did (see `Connection::closed_after`).
+    pub fn closed_after(&self, pooled_for: Duration) -> Option<Duration> {
         match self {
-            Session::H1(c) => c.closed_after(),
+            Session::H1(c) => c.closed_after(pooled_for),
             Session::H2(_) => None,
         }
     }

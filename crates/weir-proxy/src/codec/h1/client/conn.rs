@@ -127,18 +127,21 @@ impl Connection {
         Some(k.since_data_in.saturating_sub(k.since_data_out))
     }
 
-    /// For an idle connection the backend closed with a FIN: how long after
-    /// the last bytes of its last answer the FIN came, by the kernel's clock
-    /// (the FIN's acknowledgement is the last thing to arrive): the backend's
-    /// idle timeout, give or take its timer's delay, however late weir looks.
-    /// `None` over TLS (a close_notify counts as data in) and for a reset.
-    pub fn closed_after(&self) -> Option<Duration> {
+    /// For an idle connection the backend closed with a FIN, pooled `pooled_for`
+    /// ago: how long after the last bytes of its last answer the FIN came, by
+    /// the kernel's clock (the FIN's acknowledgement is the last thing to
+    /// arrive): the backend's idle timeout, give or take its timer's delay,
+    /// however late weir looks. `None` for a reset, over TLS (a close_notify
+    /// counts as data in), and when bytes came after the connection was pooled
+    /// (a 408 before the close, say): its last data in is not an answer then.
+    pub fn closed_after(&self, pooled_for: Duration) -> Option<Duration> {
         if self.io.is_tls() {
             return None;
         }
         let k = self.io.tcp_state()?;
-        k.fin_in
-            .then(|| k.since_data_in.saturating_sub(k.since_ack_in))
+        // The kernel's milliseconds are whole ticks, up to 10 ms each.
+        let answered_before = k.since_data_in + Duration::from_millis(10) >= pooled_for;
+        (k.fin_in && answered_before).then(|| k.since_data_in.saturating_sub(k.since_ack_in))
     }
 
     /// What the kernel knows about the connection (`transport/tcp_state.rs`).
@@ -257,7 +260,8 @@ mod tests {
         backend.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
         let answered = Instant::now();
         std::future::poll_fn(|cx| c.poll_fill(cx)).await.unwrap();
-        assert_eq!(c.closed_after(), None, "still open");
+        let pooled = Instant::now();
+        assert_eq!(c.closed_after(Duration::ZERO), None, "still open");
         tokio::time::sleep(Duration::from_millis(40)).await;
         let at_least = answered.elapsed();
         drop(backend);
@@ -269,12 +273,33 @@ mod tests {
         // Looked at late: the measure stays the backend's (give or take a tick of the
         // kernel's clock each way).
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let after = c.closed_after().expect("closed with a FIN");
+        let after = c.closed_after(pooled.elapsed()).expect("closed with a FIN");
         let tick = Duration::from_millis(10);
         assert!(
             after + tick >= at_least && after <= at_most + tick,
             "{after:?}, not within {at_least:?}..{at_most:?}"
         );
+    }
+
+    /// Bytes after the answer (a 408 before the close): the kernel's last data in is
+    /// theirs, and says nothing of how long the backend kept the connection idle.
+    #[tokio::test]
+    async fn bytes_before_the_close_leave_it_untimed() {
+        let (mut c, mut backend) = connection().await;
+        backend.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+        std::future::poll_fn(|cx| c.poll_fill(cx)).await.unwrap();
+        let pooled = Instant::now();
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        backend
+            .write_all(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+            .await
+            .unwrap();
+        drop(backend);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while c.tcp_state().unwrap().open && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(c.closed_after(pooled.elapsed()), None);
     }
 
     /// An idle connection gives back an empty buffer of a first read's size, and keeps one
