@@ -2,10 +2,12 @@
 //!
 //! - a try that provably never reached the application is retried for any
 //!   method, on a fresh connection, preferably to another endpoint: the
-//!   connect failed, the pooled connection was seen closed before a byte of
-//!   the request was written, or the backend reset the connection before
-//!   any response byte (it closed with the request unread; see
-//!   `codec::h1::client::SendError::may_have_been_processed`);
+//!   connect failed, or the backend reset the connection before any response
+//!   byte (it closed with the request unread; see
+//!   `codec::h1::client::SendError::may_have_been_processed`). A backend's
+//!   idle close met by the request (a pooled connection closed before or as
+//!   it went out) is no failed try: the exchange sends it on a new
+//!   connection itself (`upstream/exchange.rs`), a few times at most;
 //! - a timeout, a clean close after the request was written (the backend
 //!   may have acted on it and died before answering), any failure after a
 //!   response byte arrived (a malformed head too), or an answer listed in

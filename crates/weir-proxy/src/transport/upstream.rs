@@ -5,7 +5,7 @@
 //!
 //! An enum over the kinds of stream, so the hot path dispatches
 //! statically. Upstream TLS is the `Tls` variant (`upstream_tls.rs`); its
-//! `peer_gone` and `raw` look at the TCP socket under the session.
+//! `peer_gone`, `raw` and `tcp_state` look at the TCP socket under the session.
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::connect::{connect_until, ConnectError};
+use super::tcp_state::TcpState;
 use super::tls_info::TlsInfo;
 use super::upstream_tls::{Alpn, TlsStream, UpstreamTls};
 
@@ -105,6 +106,18 @@ impl UpstreamStream {
             UpstreamStream::Plain(s) => s,
             UpstreamStream::Tls(s) => s.get_ref().0,
         }
+    }
+
+    /// What the kernel knows about the TCP connection (under TLS too); `None` if it
+    /// would not say.
+    pub fn tcp_state(&self) -> Option<TcpState> {
+        TcpState::of(self.raw()).ok()
+    }
+
+    /// Whether records of a TLS session run over the connection: its last bytes in may
+    /// be a close_notify rather than an answer.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, UpstreamStream::Tls(_))
     }
 
     /// Has the kernel acknowledge now what arrived (`acks.rs`).

@@ -3,8 +3,13 @@
 //!
 //! A pooled session found dead before a byte of the request went out is
 //! replaced by a fresh one within the same try: the request never left,
-//! so this is no retry. Everything else comes back as the [`TryError`]
-//! the tries decide from.
+//! so this is no retry. Nor is sending the request again after the backend
+//! closed an HTTP/1.1 connection for idleness without reading it: a pooled
+//! one (the stale keep-alive race), or a new one left idle while weir waited
+//! for a core. On an endpoint known to close idle connections, a new one
+//! whose backend closed it (or may be about to) before its request went out
+//! is replaced too. A few of these at most per try. Everything else comes
+//! back as the [`TryError`] the tries decide from.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +26,14 @@ use crate::error::{Cause, Limit, TryError};
 use crate::http::added::Added;
 use crate::transport::UpstreamTls;
 use crate::upstream::upbody::UpBody;
+
+/// How many new connections one try may open in place of connections the backend closed
+/// before reading its request.
+const MAX_REPLACED: u8 = 3;
+/// A new connection the backend closed unread after it sat this long (by the kernel's
+/// clock) before its request went out was closed as an idle one: the shortest idle close
+/// weir learns.
+const IDLE_CLOSED_AFTER: Duration = Duration::from_millis(10);
 
 /// What a try asks of the endpoint.
 pub struct Exchange<'a> {
@@ -74,6 +87,9 @@ pub async fn exchange(
     let mut body = body;
     let mut fresh_only = x.fresh_only;
     let tls_id = x.tls.map_or(0, |t| t.id);
+    // New connections this try may open in place of one whose backend closed it before
+    // it carried a byte of the request.
+    let mut spare = MAX_REPLACED;
     loop {
         // Only the first pass checks out: `started` is still now.
         let (pooled, idle_for) = match (fresh_only, x.protocol.is_h2()) {
@@ -108,6 +124,14 @@ pub async fn exchange(
                     proxy_header: x.proxy_header,
                 };
                 match Session::open(dial).await {
+                    // Closed by the backend (or about to be) while weir waited for a core
+                    // after the handshake: the request would only meet its close.
+                    Ok(session) if spare > 0 && ep.idle.closed_unused(&session) => {
+                        tracing::debug!("new upstream connection idle too long before its request");
+                        spare -= 1;
+                        fresh_only = true;
+                        continue;
+                    }
                     Ok(session) => {
                         if x.proxy_header.is_none() {
                             ep.idle.share(&session);
@@ -143,6 +167,12 @@ pub async fn exchange(
             started: sent_at,
             ..timer
         };
+        // A body in memory can go again should the backend turn out to have closed the
+        // connection without reading the request (a clone shares the bytes).
+        let again = match &body {
+            Payload::Bytes(b) if spare > 0 && !x.protocol.is_h2() => Some(b.clone()),
+            _ => None,
+        };
         match session.send(x.parts, x.added, body, timer, reused).await {
             Ok(resp) => {
                 if !reused {
@@ -159,6 +189,7 @@ pub async fn exchange(
                 mut error,
                 unsent: back,
                 answered,
+                silent_for,
             }) => {
                 if let Cause::Timeout { ran_out, .. } = &mut error.cause {
                     if timer.cap.is_some_and(|cap| cap <= Instant::now()) {
@@ -169,18 +200,40 @@ pub async fn exchange(
                 if reused && !answered {
                     // Most likely the stale keep-alive race: the backend
                     // closed the idle connection as we wrote. Learn how long
-                    // it keeps them, so the next ones are not reused so late.
-                    if let Some(age) = idle_for {
+                    // it keeps them, so the next ones are not reused so late:
+                    // by the kernel's clock where it can tell (weir's own can
+                    // start tens of milliseconds late on a busy machine).
+                    if let Some(age) = silent_for.or(idle_for) {
                         ep.idle.learn(age);
                     }
                 }
-                match back {
-                    // Not a byte went out: the session was already dead.
-                    Some(back) if reused && !fresh_only => {
-                        body = back;
+                // The backend closed the connection unread, and as an idle one: a pooled
+                // connection (the stale keep-alive race), or a new one that sat idle
+                // while weir waited for a core. Weir lost that race, not the endpoint:
+                // the request goes on a new connection to it, within this try, as it
+                // would have had the close been seen before the write.
+                // (Not a request to switch protocols: that goes once, see `http/tries.rs`.)
+                let idle_closed = error.not_delivered()
+                    && !answered
+                    && (reused || silent_for.is_some_and(|s| s >= IDLE_CLOSED_AFTER))
+                    && !x.parts.headers.contains_key(http::header::UPGRADE);
+                let resend = match (idle_closed && spare > 0, back) {
+                    (true, Some(b)) => Ok(b),
+                    (true, None) => again.map(Payload::Bytes).ok_or(None),
+                    (false, back) => Err(back),
+                };
+                match resend {
+                    Ok(b) => {
+                        tracing::debug!(
+                            %error,
+                            reused,
+                            "upstream connection closed by the backend before it read the request; sending it on a new one"
+                        );
+                        body = b;
                         fresh_only = true;
+                        spare -= 1;
                     }
-                    back => {
+                    Err(back) => {
                         *unsent = back;
                         return Err(error);
                     }

@@ -21,6 +21,7 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
         error,
         unsent,
         answered,
+        silent_for,
     } = e;
     let error = match error {
         // Whatever went out may be acted on: a timeout proves nothing.
@@ -68,6 +69,7 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
         error,
         unsent,
         answered,
+        silent_for,
     }
 }
 
@@ -96,6 +98,7 @@ mod tests {
             error,
             unsent: unsent.then(|| Payload::Bytes(Bytes::new())),
             answered,
+            silent_for: None,
         };
         failed(e, Duration::from_secs(1), true).error
     }

@@ -56,5 +56,6 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
         },
         answered: false,
         unsent,
+        silent_for: None,
     }
 }

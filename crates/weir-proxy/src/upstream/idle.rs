@@ -25,6 +25,10 @@ const LEARNED_TTL_MS: u64 = 60_000;
 const RELEASE_AFTER: Duration = Duration::from_secs(1);
 /// The shortest idle-close time weir will learn.
 const MIN_LEARNED_MS: u64 = 10;
+/// Connections retire at 3/4 of a learned idle-close time, and at least this long before
+/// it: what lies between the backend's clock and the kernel's here (a round trip, a tick
+/// of each kernel's clock, the backend's own timer) does not shrink with the timeout.
+const LEARNED_MARGIN: Duration = Duration::from_millis(10);
 
 /// An upstream session and its life so far.
 pub struct Conn {
@@ -40,7 +44,9 @@ pub struct Conn {
 struct Idle {
     conn: Conn,
     since: Instant,
-    expires: Instant,
+    /// How long it may stay idle: from `since` by weir's clock, and, once the endpoint
+    /// is known to close idle connections, from its answer's last bytes by the kernel's.
+    allow: Duration,
 }
 
 #[derive(Default)]
@@ -76,33 +82,71 @@ pub struct Checkout {
 impl IdleConns {
     /// A pooled connection that is open, ready, not expired, and made with
     /// the pool's TLS settings `tls` (see [`Conn::tls`]).
+    ///
+    /// On an endpoint known to close idle connections (a learned idle close),
+    /// the kernel decides, with one `TCP_INFO` per candidate: whether the
+    /// backend's FIN is in, and how long since its last answer arrived. Weir's
+    /// own view lags on a busy machine: the reactor reports a FIN only once a
+    /// thread polls it, and a connection's idle time counts from when its task
+    /// got round to pooling it, which can be tens of milliseconds after the
+    /// answer came and the backend's idle clock started.
     pub fn checkout(&self, now: Instant, tls: u64) -> Option<Checkout> {
+        let learned = self.learned();
         // The lock is not held while a connection is checked.
         loop {
             let c = self.conns.lock().unwrap().pop()?;
+            // Learned since it was pooled, perhaps.
+            let allow = learned.map_or(c.allow, |l| c.allow.min(l));
+            let pooled_for = now.saturating_duration_since(c.since);
+            let mut idle_for = pooled_for;
             // A FIN (or RST) from the backend shows as a readable socket:
             // such a connection is dropped, and its age teaches the idle
             // timeout. The check is a system call only when the socket was
             // reported readable.
-            let closed = c.conn.session.is_closed();
-            if !closed && c.expires > now && c.conn.tls == tls {
+            let mut closed = c.conn.session.is_closed();
+            let mut expired = idle_for >= allow;
+            if learned.is_some() && !closed && !expired && c.conn.tls == tls {
+                if let Some(k) = c.conn.session.tcp_state() {
+                    closed = !k.open;
+                    idle_for = idle_for.max(k.since_data_in);
+                    // The request still has half a round trip to go, and the backend's
+                    // idle clock started half a round trip before the answer arrived.
+                    expired = idle_for + k.rtt >= allow;
+                }
+            }
+            if !closed && !expired && c.conn.tls == tls {
                 return Some(Checkout {
-                    idle_for: now.saturating_duration_since(c.since),
+                    idle_for,
                     conn: c.conn,
                 });
             }
-            let idle_for = now.saturating_duration_since(c.since);
             tracing::debug!(
                 closed,
-                expired = c.expires <= now,
+                expired,
                 tls_changed = c.conn.tls != tls,
                 ?idle_for,
                 "pooled upstream connection not reused"
             );
             if closed {
-                self.learn(idle_for);
+                self.learn(c.conn.session.closed_after(pooled_for).unwrap_or(idle_for));
             }
         }
+    }
+
+    /// A new connection to an endpoint known to close idle connections, before its first
+    /// request: whether the backend may have closed it already (its FIN is in), or be
+    /// about to: it has been open, by the kernel's clock, as long as a pooled connection
+    /// may idle here. Weir's task may have waited for a core since the handshake, while
+    /// the backend's idle clock ran from its accept. One `TCP_INFO`, next to a connect.
+    pub fn closed_unused(&self, session: &Session) -> bool {
+        let Some(allow) = self.learned() else {
+            return false;
+        };
+        session.tcp_state().is_some_and(|k| {
+            // A backend closing connections idle for 10 ms or so leaves no room: the age
+            // of a new one is then no reason to open another.
+            !k.open || (!allow.is_zero() && k.since_data_in + k.rtt >= allow)
+        })
     }
 
     /// A stream on a shared HTTP/2 connection made with the pool's TLS settings `tls`
@@ -166,12 +210,15 @@ impl IdleConns {
         conns.push(Idle {
             conn,
             since: now,
-            expires: now + idle,
+            allow: idle,
         });
     }
 
     /// The backend closed a connection that had been idle this long (found
-    /// closed in the pool, or failing on reuse). That is an idle timeout only
+    /// closed in the pool, or failing on reuse; by the kernel's clock where it
+    /// can tell, see `Connection::closed_after` and `silent_when_sent`: weir's own
+    /// count of a connection's idle time starts late, and it may find the close
+    /// much later than it came). That is an idle timeout only
     /// if the backend still accepts new connections: a crashing or restarting
     /// backend closes connections of every age, and learning from that would
     /// retire every pooled connection for a minute. So the age is a candidate
@@ -213,14 +260,15 @@ impl IdleConns {
     }
 
     /// How long connections may idle here by what the backend has shown:
-    /// 3/4 of the shortest idle-close seen recently.
+    /// 3/4 of the shortest idle close seen recently, and [`LEARNED_MARGIN`]
+    /// short of it at least (nothing, for a close seen at 10 ms).
     pub fn learned(&self) -> Option<Duration> {
         let ms = self.learned_ms.load(Relaxed);
         if ms == 0 || clock::now_ms().saturating_sub(self.learned_at.load(Relaxed)) > LEARNED_TTL_MS
         {
             return None;
         }
-        Some(Duration::from_millis(ms * 3 / 4))
+        Some(allowance(Duration::from_millis(ms)))
     }
 
     /// Closes the connections past their expiry or closed by the backend, and has those idle
@@ -229,7 +277,8 @@ impl IdleConns {
     pub fn prune(&self, now: Instant) {
         let mut conns = self.conns.lock().unwrap();
         conns.retain_mut(|c| {
-            let keep = c.expires > now && !c.conn.session.is_closed();
+            let keep =
+                now.saturating_duration_since(c.since) < c.allow && !c.conn.session.is_closed();
             if keep && now.saturating_duration_since(c.since) >= RELEASE_AFTER {
                 c.conn.session.release_idle();
             }
@@ -263,6 +312,12 @@ impl IdleConns {
     }
 }
 
+/// How long a connection may idle on an endpoint seen closing idle connections after
+/// `seen`.
+fn allowance(seen: Duration) -> Duration {
+    (seen * 3 / 4).min(seen.saturating_sub(LEARNED_MARGIN))
+}
+
 #[cfg(test)]
 mod tests {
     use tokio::net::{TcpListener, TcpStream};
@@ -270,6 +325,16 @@ mod tests {
     use super::*;
     use crate::codec::h1::client::Connection;
     use crate::transport::UpstreamStream;
+
+    /// Retired at 3/4 of a learned idle close, and 10 ms short of it at least.
+    #[test]
+    fn the_margin_under_a_learned_idle_close() {
+        let ms = Duration::from_millis;
+        assert_eq!(allowance(ms(40)), ms(30));
+        assert_eq!(allowance(ms(20)), ms(10));
+        assert_eq!(allowance(ms(5000)), ms(3750));
+        assert_eq!(allowance(ms(10)), Duration::ZERO);
+    }
 
     /// The sweep takes the read buffer of a connection idle a second or more, not of one
     /// idle for less (a busy connection keeps it).

@@ -31,7 +31,7 @@ use crate::codec::h2::{client as h2c, exchange as h2x};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
 use crate::http::added::Added;
-use crate::transport::{Alpn, ConnectError, UpstreamStream, UpstreamTls};
+use crate::transport::{Alpn, ConnectError, TcpState, UpstreamStream, UpstreamTls};
 use crate::upstream::upbody::UpBody;
 
 /// One upstream connection (or stream) able to carry a request.
@@ -65,6 +65,9 @@ pub struct SendFailed {
     pub unsent: Option<Payload<UpBody>>,
     /// Whether any byte of an answer had arrived.
     pub answered: bool,
+    /// For a request that went out unanswered: how long the backend had been
+    /// silent when it went, by the kernel's clock (HTTP/1.1 over plain TCP).
+    pub silent_for: Option<Duration>,
 }
 
 impl Session {
@@ -99,6 +102,24 @@ impl Session {
         match self {
             Session::H1(c) => c.is_closed(),
             Session::H2(s) => s.conn.is_dead(),
+        }
+    }
+
+    /// What the kernel knows about the session's TCP connection (HTTP/1.1; an HTTP/2
+    /// stream's connection is shared and not pooled this way).
+    pub fn tcp_state(&self) -> Option<TcpState> {
+        match self {
+            Session::H1(c) => c.tcp_state(),
+            Session::H2(_) => None,
+        }
+    }
+
+    /// For a session pooled `pooled_for` ago that the backend closed: how long it had
+    /// kept the connection idle before it did (see `Connection::closed_after`).
+    pub fn closed_after(&self, pooled_for: Duration) -> Option<Duration> {
+        match self {
+            Session::H1(c) => c.closed_after(pooled_for),
+            Session::H2(_) => None,
         }
     }
 

@@ -47,6 +47,7 @@ mod http_basic;
 mod http_body;
 mod http_errors;
 mod http_framing;
+mod idle_close_race;
 mod input_bounds;
 mod memory;
 mod observability;

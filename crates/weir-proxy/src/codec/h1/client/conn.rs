@@ -12,7 +12,7 @@ use bytes::BytesMut;
 use tokio_util::io::poll_read_buf;
 
 use crate::metrics::{Held, GLOBAL};
-use crate::transport::UpstreamStream;
+use crate::transport::{TcpState, UpstreamStream};
 
 /// Read with at least this much room at first; a read that fills the room
 /// doubles it, up to `MAX_READ` (large bodies take fewer reads). The buffer
@@ -21,6 +21,9 @@ use crate::transport::UpstreamStream;
 /// at each reuse cost ~40% more system time on 1 MiB responses).
 const READ_CHUNK: usize = 16 * 1024;
 const MAX_READ: usize = 512 * 1024;
+/// The longest wait for a reset after a close (`reset_follows`); a kernel's
+/// retransmission timeout is 200 ms or more.
+const MAX_RESET_WAIT: Duration = Duration::from_secs(1);
 
 pub struct Connection {
     pub(super) io: UpstreamStream,
@@ -78,11 +81,15 @@ impl Connection {
     /// whether the backend's kernel reset the connection too. It does when
     /// our bytes reach a socket its application already closed (the stale
     /// keep-alive race) or closed with them unread; then no application read
-    /// the request. The reset trails the close by up to a round trip, so
-    /// this waits about that long (cold path: failures only).
+    /// the request. The reset is that kernel's answer to our bytes, so it may
+    /// come as long as they are unacknowledged, and on a busy machine that can
+    /// be long after the close (the backend's socket stays locked while its
+    /// thread, inside close(), waits for a core). So this waits until our
+    /// kernel knows: a reset, or the bytes acknowledged, after which a reset
+    /// may still trail an application's close by a round trip. At most a
+    /// retransmission timeout (cold path: failures only).
     pub(super) async fn reset_follows(&self) -> bool {
-        let wait = (self.rtt() * 2 + Duration::from_millis(1)).min(Duration::from_millis(20));
-        let until = Instant::now() + wait;
+        let started = Instant::now();
         loop {
             match self.io.raw().take_error() {
                 // A reset in CLOSE_WAIT (after the peer's FIN) reports EPIPE.
@@ -92,34 +99,54 @@ impl Connection {
                         io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
                     )
                 }
-                Ok(None) if Instant::now() < until => {
-                    tokio::time::sleep(Duration::from_millis(1)).await
-                }
-                _ => return false,
+                Ok(None) => {}
+                Err(_) => return false,
             }
+            let Some(k) = self.io.tcp_state() else {
+                return false;
+            };
+            let wait = match k.unacked {
+                0 => (k.rtt * 2 + Duration::from_millis(1)).min(Duration::from_millis(20)),
+                _ => (k.rto + k.rtt * 2).min(MAX_RESET_WAIT),
+            };
+            if started.elapsed() >= wait {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 
-    /// The kernel's smoothed round-trip time for this connection.
-    fn rtt(&self) -> Duration {
-        use std::os::fd::AsRawFd;
-        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        // SAFETY: a valid socket, and a buffer of the length passed.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.io.raw().as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_INFO,
-                (&mut info as *mut libc::tcp_info).cast(),
-                &mut len,
-            )
-        };
-        if rc == 0 {
-            Duration::from_micros(info.tcpi_rtt.into())
-        } else {
-            Duration::ZERO
+    /// How long the backend had been silent, by the kernel's clock, when the
+    /// request that just failed went out with no answer: the idle time at which
+    /// it closed on us. `None` over TLS (a close_notify counts as data in).
+    pub(super) fn silent_when_sent(&self) -> Option<Duration> {
+        if self.io.is_tls() {
+            return None;
         }
+        let k = self.io.tcp_state()?;
+        Some(k.since_data_in.saturating_sub(k.since_data_out))
+    }
+
+    /// For an idle connection the backend closed with a FIN, pooled `pooled_for`
+    /// ago: how long after the last bytes of its last answer the FIN came, by
+    /// the kernel's clock (the FIN's acknowledgement is the last thing to
+    /// arrive): the backend's idle timeout, give or take its timer's delay,
+    /// however late weir looks. `None` for a reset, over TLS (a close_notify
+    /// counts as data in), and when bytes came after the connection was pooled
+    /// (a 408 before the close, say): its last data in is not an answer then.
+    pub fn closed_after(&self, pooled_for: Duration) -> Option<Duration> {
+        if self.io.is_tls() {
+            return None;
+        }
+        let k = self.io.tcp_state()?;
+        // The kernel's milliseconds are whole ticks, up to 10 ms each.
+        let answered_before = k.since_data_in + Duration::from_millis(10) >= pooled_for;
+        (k.fin_in && answered_before).then(|| k.since_data_in.saturating_sub(k.since_ack_in))
+    }
+
+    /// What the kernel knows about the connection (`transport/tcp_state.rs`).
+    pub fn tcp_state(&self) -> Option<TcpState> {
+        self.io.tcp_state()
     }
 
     /// Ready once `deadline` has passed.
@@ -221,6 +248,58 @@ mod tests {
         let n = std::future::poll_fn(|cx| c.poll_fill(cx)).await.unwrap();
         assert_eq!(n, 19);
         assert!(c.read_room() >= READ_CHUNK);
+    }
+
+    /// How long the backend kept the connection idle before its FIN, by the kernel's
+    /// clock: from its answer's arrival to its close's, whenever weir looks.
+    #[tokio::test]
+    async fn the_idle_close_is_timed_from_the_last_answer() {
+        let (mut c, mut backend) = connection().await;
+        // On loopback, written is arrived: the backend's clock and the kernel's agree.
+        let answering = Instant::now();
+        backend.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+        let answered = Instant::now();
+        std::future::poll_fn(|cx| c.poll_fill(cx)).await.unwrap();
+        let pooled = Instant::now();
+        assert_eq!(c.closed_after(Duration::ZERO), None, "still open");
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        let at_least = answered.elapsed();
+        drop(backend);
+        let at_most = answering.elapsed();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while c.tcp_state().unwrap().open && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Looked at late: the measure stays the backend's (give or take a tick of the
+        // kernel's clock each way).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let after = c.closed_after(pooled.elapsed()).expect("closed with a FIN");
+        let tick = Duration::from_millis(10);
+        assert!(
+            after + tick >= at_least && after <= at_most + tick,
+            "{after:?}, not within {at_least:?}..{at_most:?}"
+        );
+    }
+
+    /// Bytes after the answer (a 408 before the close): the kernel's last data in is
+    /// theirs, and says nothing of how long the backend kept the connection idle.
+    #[tokio::test]
+    async fn bytes_before_the_close_leave_it_untimed() {
+        let (mut c, mut backend) = connection().await;
+        backend.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+        std::future::poll_fn(|cx| c.poll_fill(cx)).await.unwrap();
+        let pooled = Instant::now();
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        backend
+            .write_all(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+            .await
+            .unwrap();
+        drop(backend);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while c.tcp_state().unwrap().open && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(c.closed_after(pooled.elapsed()), None);
     }
 
     /// An idle connection gives back an empty buffer of a first read's size, and keeps one

@@ -9,7 +9,7 @@
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::request::Parts;
@@ -33,6 +33,9 @@ pub struct SendError<B> {
     pub unsent: Option<Payload<B>>,
     /// Whether any byte of a response had arrived when the exchange failed.
     pub answered: bool,
+    /// For a request that went out and got no answer: how long the backend
+    /// had been silent when it went (`Connection::silent_when_sent`).
+    pub silent_for: Option<Duration>,
 }
 
 impl<B> SendError<B> {
@@ -167,7 +170,8 @@ where
         }
         Err(mut error) => {
             let unsent = sending.writer.take_unsent();
-            if matches!(error, Error::ClosedBeforeHead) && unsent.is_none() && !answered {
+            let went_unanswered = unsent.is_none() && !answered;
+            if matches!(error, Error::ClosedBeforeHead) && went_unanswered {
                 // A close right after our write: was it the idle-close race?
                 if conn.reset_follows().await {
                     error = Error::Io(std::io::ErrorKind::ConnectionReset.into());
@@ -177,6 +181,7 @@ where
                 error,
                 unsent,
                 answered,
+                silent_for: went_unanswered.then(|| conn.silent_when_sent()).flatten(),
             })
         }
     }
@@ -750,6 +755,36 @@ mod tests {
             backend.await.unwrap(),
             b"POST /p HTTP/1.1\r\ncontent-length: 5\r\n\r\nhello"
         );
+    }
+
+    /// The stale keep-alive race: the backend closed the idle connection, weir wrote before
+    /// it saw the close, and the backend's kernel reset the connection in answer. The
+    /// request was never read, and the failure says how long the backend had been silent.
+    #[tokio::test]
+    async fn a_request_meeting_an_idle_close_comes_back_unread() {
+        let (conn, s) = pair().await;
+        // Idle, then the backend's timer fires.
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        drop(s);
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        while conn.io.tcp_state().unwrap().open && Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let parts = Request::post("/p").body(()).unwrap().into_parts().0;
+        let Err(e) = send(
+            conn,
+            &parts,
+            Payload::<Chan>::Bytes(Bytes::from_static(b"x")),
+            far(),
+        )
+        .await
+        else {
+            panic!("an answer on a closed connection");
+        };
+        assert!(e.unsent.is_none(), "the request went out");
+        assert!(!e.may_have_been_processed(), "{}", e.error);
+        let silent = e.silent_for.expect("measured");
+        assert!(silent >= std::time::Duration::from_millis(20), "{silent:?}");
     }
 
     #[tokio::test]
