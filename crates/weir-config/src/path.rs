@@ -75,6 +75,7 @@ impl fmt::Display for PathError {
 
 /// `path` in normal form: `Ok(None)` when it already is (no allocation), else the new path.
 /// A path that does not start with `/` (`*`) is left as it is.
+#[inline]
 pub fn normalize(path: &str, rules: PathRules) -> Result<Option<String>, PathError> {
     let b = path.as_bytes();
     if b.first() != Some(&b'/') || !needs_work(b, rules.merge_slashes) {
@@ -86,17 +87,48 @@ pub fn normalize(path: &str, rules: PathRules) -> Result<Option<String>, PathErr
 }
 
 /// Whether the path may change: a `%`, a `//` (when merging), or a segment starting with `.`.
-/// One pass over the bytes, so that normal paths cost next to nothing.
+/// Eight bytes at a time (every request's path passes here; a normal one is a few loads and
+/// masks, where a byte loop cost ~80 instructions for `/small`).
 #[inline]
 fn needs_work(b: &[u8], merge_slashes: bool) -> bool {
-    let mut prev = 0u8;
-    for &c in b {
-        if c == b'%' || (prev == b'/' && (c == b'.' || (c == b'/' && merge_slashes))) {
+    // `/` at the end of the previous chunk, as byte 0's mark of this one.
+    let mut carry = 0u64;
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let x = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+        if chunk_needs_work(x, &mut carry, merge_slashes) {
             return true;
         }
-        prev = c;
     }
-    false
+    let rest = chunks.remainder();
+    if rest.is_empty() {
+        return false;
+    }
+    // Padded with zeros, which are none of the bytes looked for.
+    let mut last = [0u8; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    chunk_needs_work(u64::from_le_bytes(last), &mut carry, merge_slashes)
+}
+
+#[inline]
+fn chunk_needs_work(x: u64, carry: &mut u64, merge_slashes: bool) -> bool {
+    let slash = bytes_equal(x, b'/');
+    // Bytes right after a `/` (byte k + 1's mark from byte k's, little-endian).
+    let after_slash = (slash << 8) | *carry;
+    *carry = slash >> 56;
+    let mut follows = bytes_equal(x, b'.');
+    if merge_slashes {
+        follows |= slash;
+    }
+    (bytes_equal(x, b'%') | (after_slash & follows)) != 0
+}
+
+/// The high bit of each byte of `x` that equals `c`, exactly (no borrow between bytes).
+#[inline]
+fn bytes_equal(x: u64, c: u8) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let y = x ^ (0x0101_0101_0101_0101 * c as u64);
+    !(((y & LOW7) + LOW7) | y | LOW7)
 }
 
 /// Step 1: percent-encodings decoded or made upper-case.
@@ -386,6 +418,30 @@ mod tests {
                     assert!(!is_unreserved(v), "{p} -> {out}");
                 }
                 assert_eq!(normalize(&out, rules), Ok(None), "{p} -> {out}");
+            }
+        }
+    }
+
+    /// The eight-bytes-at-a-time look finds exactly what a byte loop finds.
+    #[test]
+    fn the_fast_look_matches_a_byte_loop() {
+        fn slow(b: &[u8], merge: bool) -> bool {
+            b.windows(2)
+                .any(|w| w[0] == b'/' && (w[1] == b'.' || (merge && w[1] == b'/')))
+                || b.contains(&b'%')
+        }
+        const CHARS: &[u8] = b"/./a%$.-/\x2e\x2f\x00\xff";
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 23) as usize;
+            let p: Vec<u8> = (0..len)
+                .map(|i| CHARS[((seed >> (i % 16 * 4)) % CHARS.len() as u64) as usize])
+                .collect();
+            for merge in [true, false] {
+                assert_eq!(needs_work(&p, merge), slow(&p, merge), "{p:?} {merge}");
             }
         }
     }
