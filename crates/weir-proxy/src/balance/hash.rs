@@ -23,6 +23,14 @@ pub fn hash_bytes(b: &[u8]) -> u64 {
     xxh3_64(b)
 }
 
+/// The hash of a client's address (`hash_key = "client_ip"`, and a tcp pool's key).
+pub fn ip_hash(ip: std::net::IpAddr) -> u64 {
+    match ip {
+        std::net::IpAddr::V4(v4) => hash_bytes(&v4.octets()),
+        std::net::IpAddr::V6(v6) => hash_bytes(&v6.octets()),
+    }
+}
+
 impl HashRing {
     /// `ids[i]` is endpoint i's stable identity, `weights[i]` its weight.
     pub fn new(ids: &[u64], weights: &[u32]) -> Self {

@@ -16,7 +16,7 @@ mod view;
 use std::sync::atomic::AtomicUsize;
 
 pub use ewma::Ewma;
-pub use hash::{hash_bytes, HashRing};
+pub use hash::{hash_bytes, ip_hash, HashRing};
 pub use round_robin::RoundRobin;
 pub use slow_start::Ramp;
 pub use sticky::StickyCodec;

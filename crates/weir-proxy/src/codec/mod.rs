@@ -6,8 +6,11 @@
 //! - `h1`: weir's own HTTP/1.1 codec;
 //! - `h2`: HTTP/2 both ways, on weir's own connection (the `weir-h2` crate);
 //! - `client_body`: a request body from any server codec (`ClientBody`);
-//! - `send`: what any client codec is asked to send, and its head timer.
+//! - `send`: what any client codec is asked to send, and its head timer;
+//! - `added`: the forwarding fields weir adds to a request, written by the client codecs
+//!   after the request's own.
 
+pub mod added;
 pub mod client_body;
 pub mod h1;
 pub mod h2;

@@ -28,10 +28,10 @@ use weir_config::filter::{Page, MAX_PAGE};
 
 use super::{Cx, Later};
 use crate::balance::PickKey;
+use crate::codec::added::Added;
 use crate::error::{Deadline, Limit};
 use crate::file_stamp::stamp;
 use crate::file_watch;
-use crate::http::added::Added;
 use crate::http::body::ProxyBody;
 use crate::http::tries::{self, Attempts, Ended};
 use crate::upstream::upbody::Prepared;

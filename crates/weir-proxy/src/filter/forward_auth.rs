@@ -28,9 +28,9 @@ use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
 
 use super::{Cx, Verdict};
+use crate::codec::added::Added;
 use crate::codec::client_body::ClientBody;
 use crate::error::Deadline;
-use crate::http::added::Added;
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::http::forward::pick_key;

@@ -199,7 +199,7 @@ async fn exchange(
     let resp = h2x::send_into::<_, h2x::RecvBody<Full<Bytes>>>(
         s,
         parts,
-        &crate::http::added::Added::NONE,
+        &crate::codec::added::Added::NONE,
         payload,
         HeadTimer::from(deadline),
         &scheme,

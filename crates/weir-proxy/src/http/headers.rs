@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use crate::http::added::Added;
+use crate::codec::added::Added;
 use crate::http::proxy_chain;
 use weir_h1::fields::trim;
 

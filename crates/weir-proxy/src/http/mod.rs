@@ -3,8 +3,6 @@
 //! one request's way (`forward`, then `tries` over `crate::upstream`
 //! sessions), and the pieces they need (headers, bodies, generated errors,
 //! client timeouts).
-
-pub mod added;
 pub mod body;
 pub mod client_addr;
 pub mod conn;

@@ -39,10 +39,10 @@ use http::{Method, Response};
 
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
+use crate::codec::added::Added;
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::{Cause, Deadline, Limit, Side, TryError};
 use crate::health::Loss;
-use crate::http::added::Added;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::sticky::set_sticky;
@@ -72,7 +72,7 @@ pub struct Attempts<'a> {
     pub pool: &'a Arc<PoolRt>,
     pub key: PickKey,
     pub parts: Parts,
-    /// The forwarding fields weir adds beside `parts`' map (`http::added`).
+    /// The forwarding fields weir adds beside `parts`' map (`codec::added`).
     pub added: Added<'a>,
     pub body: Prepared,
     /// The request's own deadline (a gRPC call's `grpc-timeout`, a filter's sub-request

@@ -15,9 +15,9 @@ use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
+use crate::balance::ip_hash;
 use crate::balance::{Algorithm, PickKey};
 use crate::capacity::{self, Slot};
-use crate::http::forward::ip_hash;
 use crate::pool::PoolRt;
 use crate::race::race;
 use crate::reason::Reason;

@@ -19,11 +19,11 @@ use http::Response;
 use super::body::RecvBody;
 use super::idle::Conn;
 use super::session::{Dial, SendFailed, Session};
+use crate::codec::added::Added;
 use crate::codec::h2::keepalive::Ping;
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, Limit, TryError};
-use crate::http::added::Added;
 use crate::transport::UpstreamTls;
 use crate::upstream::upbody::UpBody;
 
@@ -39,7 +39,7 @@ const IDLE_CLOSED_AFTER: Duration = Duration::from_millis(10);
 pub struct Exchange<'a> {
     pub endpoint: &'a EndpointRt,
     pub parts: &'a Parts,
-    /// Fields written after `parts`' own (`http::added`).
+    /// Fields written after `parts`' own (`codec::added`).
     pub added: &'a Added<'a>,
     pub connect_timeout: Duration,
     /// The pool's TLS to its endpoints, if it has any.

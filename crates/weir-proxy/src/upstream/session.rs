@@ -25,12 +25,12 @@ use weir_config::UpstreamProtocol;
 
 use super::body::RecvBody;
 use super::{h1, h2};
+use crate::codec::added::Added;
 use crate::codec::h1::client::{self, Connection};
 use crate::codec::h2::keepalive::Ping;
 use crate::codec::h2::{client as h2c, exchange as h2x};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
-use crate::http::added::Added;
 use crate::transport::{Alpn, ConnectError, TcpState, UpstreamStream, UpstreamTls};
 use crate::upstream::upbody::UpBody;
 

@@ -24,8 +24,8 @@ use weir_h2::Reason;
 pub use super::body::RecvBody;
 use super::client::{wait, Conn, Failure, Slot, Stream};
 use super::pump::Pump;
+use crate::codec::added::Added;
 use crate::codec::send::{HeadTimer, Payload};
-use crate::http::added::Added;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -7,8 +7,8 @@ use http::header;
 use http::Request;
 use weir_config::HashKey;
 
-use crate::balance::{hash_bytes, Algorithm, PickKey};
-use crate::http::added::Added;
+use crate::balance::{hash_bytes, ip_hash, Algorithm, PickKey};
+use crate::codec::added::Added;
 use crate::pool::PoolRt;
 
 /// What the pool's algorithm needs from the request: a hash of the
@@ -44,13 +44,6 @@ pub fn pick_key<B>(
         key.sticky = cookie(req.headers(), &pool.sticky_cookie).and_then(|v| codec.decode(v));
     }
     key
-}
-
-pub fn ip_hash(ip: std::net::IpAddr) -> u64 {
-    match ip {
-        std::net::IpAddr::V4(v4) => hash_bytes(&v4.octets()),
-        std::net::IpAddr::V6(v6) => hash_bytes(&v6.octets()),
-    }
 }
 
 /// The value of cookie `name` in the request's Cookie headers.

@@ -60,7 +60,6 @@ use filtered::Filtered;
 use route::Routed;
 
 pub use ctx::ConnCtx;
-pub use keys::ip_hash;
 pub use keys::pick_key;
 pub use refused::{refused, refused_request};
 

@@ -9,13 +9,13 @@ use http::uri::PathAndQuery;
 use http::{Request, Uri, Version};
 
 use super::ctx::ConnCtx;
-use crate::http::added::Added;
+use crate::codec::added::Added;
 use crate::http::headers;
 
 /// `host` is the client's (X-Forwarded-Host, and Host unless a filter chose `upstream_host`).
 /// `upgrade`: the protocols the client asked to switch to (`http/upgrade.rs`),
 /// kept for the upstream hop. The forwarding fields that are not in the map come back, for
-/// the upstream codec to write (`http::added`).
+/// the upstream codec to write (`codec::added`).
 pub fn for_upstream<'c, B>(
     req: &mut Request<B>,
     ctx: &'c ConnCtx,
