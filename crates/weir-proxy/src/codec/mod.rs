@@ -7,11 +7,13 @@
 //! - `h2`: HTTP/2 both ways, on weir's own connection (the `weir-h2` crate);
 //! - `client_body`: a request body from any server codec (`ClientBody`);
 //! - `send`: what any client codec is asked to send, and its head timer;
+//! - `grpc`: what gRPC puts in HTTP fields (content type, deadline, status);
 //! - `added`: the forwarding fields weir adds to a request, written by the client codecs
 //!   after the request's own.
 
 pub mod added;
 pub mod client_body;
+pub mod grpc;
 pub mod h1;
 pub mod h2;
 pub mod send;
