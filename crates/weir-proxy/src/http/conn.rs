@@ -92,7 +92,7 @@ impl h2::server::Handler for Proxy {
     }
 
     fn abuse(&self, why: h2::server::Abuse) {
-        crate::metrics::h2::abuse(why);
+        crate::codec::h2::goaways::abuse(why);
     }
 
     fn is_switched(&self, body: &ProxyBody) -> bool {

@@ -9,7 +9,6 @@ pub mod config_apply;
 pub mod config_store;
 pub mod counts;
 pub mod endpoint;
-pub mod h2;
 pub mod hist;
 pub mod history;
 pub mod outcome;

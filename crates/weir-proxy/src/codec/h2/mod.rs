@@ -14,12 +14,14 @@
 //! `client.rs` is one upstream connection shared by streams and the task that reads and
 //! writes it (`keepalive.rs`: its PINGs, which find a connection nobody serves any more),
 //! `exchange.rs` one request on a stream, `pump.rs` its streamed body going out,
-//! `body.rs` the response's body coming back.
+//! `body.rs` the response's body coming back. `goaways.rs` counts the connections closed
+//! for a client's abuse, by kind.
 
 pub mod body;
 pub mod client;
 pub mod exchange;
 pub mod expect;
+pub mod goaways;
 pub mod inbox;
 pub mod io;
 pub mod keepalive;

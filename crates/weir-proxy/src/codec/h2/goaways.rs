@@ -22,7 +22,7 @@ pub fn abuse(why: Abuse) {
 }
 
 /// (reason, count) for the exposition.
-pub fn goaways() -> Vec<(&'static str, u64)> {
+pub fn counts() -> Vec<(&'static str, u64)> {
     REASONS
         .iter()
         .zip(&COUNTS)
