@@ -41,18 +41,10 @@ use tracing::info;
 use weir_config::Config;
 
 use crate::listener::{BindError, Running};
-use crate::snapshot::{Registry, Snapshot};
+use crate::snapshot::{Registry, Shared, Snapshot};
 use crate::transport::tls::{TlsServer, TlsSetupError};
 
 pub use crate::reason::Reason;
-
-/// What the data plane reads.
-#[derive(Debug)]
-pub struct Shared {
-    pub snapshot: ArcSwap<Snapshot>,
-    /// The last minutes of traffic, sampled once a second (never by the data plane).
-    pub history: Mutex<metrics::history::History>,
-}
 
 /// The running data plane. Cheap to share; all methods take `&self`.
 pub struct Proxy {

@@ -24,12 +24,12 @@ use crate::metrics::{Held, GLOBAL};
 use crate::race::race;
 use crate::reason::Reason;
 use crate::snapshot::ListenerSnap;
+use crate::snapshot::Shared;
 use crate::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
 use crate::tcp::sni::serve as serve_sni;
 use crate::transport::proxy_protocol::{read_header, ReadError, Received, Tlvs};
 use crate::transport::tls::{handshake, TlsServer};
 use crate::transport::{accept, defer_accept, listen, ClientStream, Listener};
-use crate::Shared;
 
 pub use crate::transport::BindError;
 

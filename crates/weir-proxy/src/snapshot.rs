@@ -30,6 +30,14 @@ pub struct Snapshot {
     pub pools: HashMap<Arc<str>, Arc<PoolRt>>,
 }
 
+/// What the data plane reads: the current snapshot (swapped whole by a config change),
+/// and the last minutes of traffic (sampled once a second, never by the data plane).
+#[derive(Debug)]
+pub struct Shared {
+    pub snapshot: arc_swap::ArcSwap<Snapshot>,
+    pub history: std::sync::Mutex<crate::metrics::history::History>,
+}
+
 #[derive(Debug, Clone)]
 pub struct ListenerSnap {
     pub name: Arc<str>,

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::metrics::hist::{quantile, N};
 use crate::metrics::outcome::{Tallies, UPSTREAM_5XX};
+use crate::snapshot::Shared;
 use crate::snapshot::Snapshot;
-use crate::Shared;
 
 /// Samples kept: five minutes, the dashboard's widest graph.
 pub const KEEP: usize = 300;

@@ -10,7 +10,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 
-use crate::Shared;
+use crate::snapshot::Shared;
 
 /// Why a connection was closed at its PROXY header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

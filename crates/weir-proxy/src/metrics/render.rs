@@ -15,8 +15,8 @@ use prometheus_client::registry::Registry;
 use crate::metrics::admin_auth;
 use crate::metrics::hist::Histogram;
 use crate::metrics::GLOBAL;
+use crate::snapshot::Shared;
 use crate::snapshot::Snapshot;
-use crate::Shared;
 
 type Labels = Vec<(&'static str, String)>;
 

@@ -13,7 +13,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 
-use crate::Shared;
+use crate::snapshot::Shared;
 
 /// How a passthrough connection's hello stage ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

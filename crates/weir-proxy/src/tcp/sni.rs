@@ -22,8 +22,8 @@ use weir_tls::hello::{Hello, Peeker};
 use crate::metrics::sni::{Outcome, Passthrough};
 use crate::race::race;
 use crate::reason::Reason;
+use crate::snapshot::Shared;
 use crate::tcp::session::{serve as serve_session, Addrs, Client};
-use crate::Shared;
 
 /// The most of a ClientHello read before giving up on it. A hello may span several
 /// records; with post-quantum key shares it is about 1.5–2 KiB, and real ones stay far

@@ -7,9 +7,9 @@ use http::{HeaderName, HeaderValue};
 
 use crate::http::conn_state::ConnState;
 use crate::http::headers::{client_ip_value, forwarded_value, Forwarding};
+use crate::snapshot::Shared;
 use crate::transport::proxy_protocol::Tlvs;
 use crate::transport::TlsInfo;
-use crate::Shared;
 
 pub struct ConnCtx {
     pub shared: Arc<Shared>,
