@@ -1,6 +1,6 @@
-//! Certificates for TLS tests and demos, made by rcgen: a CA that signs leaves for given
-//! names and validity, and a self-signed pair. Written as PEM files, as an operator's
-//! would be.
+//! Certificates for TLS tests, made by rcgen: a CA that signs leaves for given names and
+//! validity. Written as PEM files, as an operator's would be. (`weir cert` and the demo make
+//! their self-signed pairs in the binary itself.)
 
 use std::path::{Path, PathBuf};
 
@@ -135,20 +135,6 @@ impl Ca {
         std::fs::write(&path, &self.pem).expect("write CA");
         path
     }
-}
-
-/// A self-signed ECDSA P-256 pair for `names`, valid for `days` (for trying weir out).
-pub fn self_signed(names: &[&str], days: i64) -> Pair {
-    let p = params(
-        names,
-        Validity {
-            from_days: -1,
-            to_days: days,
-        },
-    );
-    let key = KeyPair::generate().expect("key");
-    let cert = p.self_signed(&key).expect("self-signed");
-    Pair::of(&cert, &key)
 }
 
 /// A leaf's parameters: `names` as subjectAltNames (IP addresses as IP SANs), `CN=names[0]`.

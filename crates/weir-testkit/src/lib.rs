@@ -1,5 +1,5 @@
-//! weir-testkit: fake upstreams (HTTP and TCP) and a small HTTP client for weir's tests,
-//! benchmarks and `weir demo`.
+//! weir-testkit: fake upstreams (HTTP and TCP) and a small HTTP client for weir's tests and
+//! benchmarks. The `weir` binary does not link it (`weir demo` has backends of its own).
 //!
 //! Every knob a load balancer has to cope with is a builder option or a path on the fake
 //! backend: latency, a worker-pool concurrency cap, stale keep-alive closes, flapping

@@ -1,5 +1,5 @@
 //! `weir cert`: a self-signed pair for trying TLS out (examples/https.toml), made by rcgen
-//! (weir-testkit's certificates), checked by the same code a listener loads pairs with.
+//! (`self_signed.rs`), checked by the same code a listener loads pairs with.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -47,7 +47,8 @@ fn write(args: &CertArgs) -> Result<(), String> {
     }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("cannot make {}: {e}", args.out.display()))?;
-    let pair = weir_testkit::certs::self_signed(&names, args.days.into());
+    let pair = crate::self_signed::make(&names, args.days)
+        .map_err(|e| format!("cannot make the certificate: {e}"))?;
     put(&cert, &pair.cert_pem, 0o644, args.force)?;
     put(&key, &pair.key_pem, 0o600, args.force)?;
     // The check a listener makes when it loads the pair.

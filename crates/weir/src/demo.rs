@@ -1,6 +1,10 @@
 //! `weir demo`: three demo backends in-process and a balancer in front of
 //! them, from an embedded config. Needs no file and no network.
 
+mod answer;
+mod backend;
+mod traffic;
+
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,8 +16,8 @@ use tracing::{error, info};
 
 use weir_admin::api::Auth;
 use weir_control::FileSource;
-use weir_testkit::{HttpUpstream, Latency};
 
+use self::backend::Backend;
 use crate::boot::{self, BootError};
 
 use crate::cli::DemoArgs;
@@ -45,7 +49,8 @@ impl DemoCert {
     fn make() -> std::io::Result<DemoCert> {
         let dir = std::env::temp_dir().join(format!("weir-demo-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
-        let pair = weir_testkit::certs::self_signed(&["localhost", "127.0.0.1"], 30);
+        let pair = crate::self_signed::make(&["localhost", "127.0.0.1"], 30)
+            .map_err(std::io::Error::other)?;
         let (cert, key) = (dir.join("demo.pem"), dir.join("demo.key"));
         std::fs::write(&cert, pair.cert_pem)?;
         std::fs::write(&key, pair.key_pem)?;
@@ -71,13 +76,8 @@ async fn run(listen: SocketAddr, tls_listen: SocketAddr, admin: SocketAddr) -> E
     let mut backends = Vec::new();
     for i in 1..=3 {
         // A little latency so the demo behaves like real services.
-        let b = HttpUpstream::builder(&format!("demo-{i}"))
-            .latency(Latency::Uniform(
-                Duration::from_millis(1),
-                Duration::from_millis(5),
-            ))
-            .spawn()
-            .await;
+        let latency = Duration::from_millis(1)..Duration::from_millis(5);
+        let b = Backend::spawn(&format!("demo-{i}"), latency).await;
         match b {
             Ok(b) => backends.push(b),
             Err(e) => {
@@ -122,7 +122,7 @@ async fn run(listen: SocketAddr, tls_listen: SocketAddr, admin: SocketAddr) -> E
     };
     let (proxy, stop) = (running.proxy, running.stop_admin);
     let traffic_stop = CancellationToken::new();
-    tokio::spawn(traffic(listen, traffic_stop.clone()));
+    tokio::spawn(traffic::trickle(listen, traffic_stop.clone()));
     print_tour(listen, tls_listen, admin, &backends);
 
     tokio::select! {
@@ -136,26 +136,11 @@ async fn run(listen: SocketAddr, tls_listen: SocketAddr, admin: SocketAddr) -> E
     ExitCode::SUCCESS
 }
 
-/// A trickle of requests, so the dashboard's graphs move from the start.
-async fn traffic(listen: SocketAddr, stop: CancellationToken) {
-    while !stop.is_cancelled() {
-        let path = if fastrand_bool() { "/" } else { "/headers" };
-        let _ = weir_testkit::client::get(listen, path).await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn fastrand_bool() -> bool {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(true, |d| d.subsec_nanos() % 2 == 0)
-}
-
 fn print_tour(
     listen: SocketAddr,
     tls_listen: SocketAddr,
     admin: SocketAddr,
-    backends: &[HttpUpstream],
+    backends: &[Backend],
 ) {
     let url = format!("http://{listen}");
     println!("weir demo: balancing {url} and https://{tls_listen} over three demo backends (weights 1, 1, 2)");

@@ -10,6 +10,7 @@ mod demo;
 mod logging;
 mod reload;
 mod run;
+mod self_signed;
 
 use std::process::ExitCode;
 
