@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 23 §6 and issue 16 §3: how long a config change through the admin API takes
+"""How long a config change through the admin API takes
 (docs/BENCHMARKS.md, "Admin writes").
 
     bench/admin_writes.py [WEIR] [--max N] [--samples K] [--skip-store] [--skip-apply]

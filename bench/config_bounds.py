@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 23 §3: time and peak memory of reading config input (docs/BENCHMARKS.md,
+"""Time and peak memory of reading config input (docs/BENCHMARKS.md,
 "Config input bounds").
 
     bench/config_bounds.py [WEIR] [--limit SECONDS] [--cap GB]

@@ -2,14 +2,15 @@
 # Side-by-side benchmark: weir vs HAProxy vs nginx on loopback.
 #
 #   bench/run.sh [scenario|group ...]
-#       scenarios: http-small http-large http-conn tcp-stream tcp-conn (= group "perf")
+#       scenarios: http-small http-large http-conn tcp-stream tcp-conn (= group "perf"), http-large-paced
 #                  capacity resilience-flap resilience-idle resilience-rolling
+#                  idle-http idle-tcp (= group "memory": memory per idle connection)
 #                  https-small https-conn https-resume (= group "tls")
 #                  h2-small grpc-unary (= group "h2")
 #                  http-filters http-gzip (= group "filters"; http-gzip: compression next to nginx's gzip)
-#                  config-replicas (= group "config"; issue 19: 3 replicas sharing their config through etcd)
-#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), tls, h2, filters,
-#                  config
+#                  config-replicas (= group "config": 3 replicas sharing their config through etcd)
+#       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), memory, tls,
+#                  h2, filters, config
 #
 # Installs wrk, h2load (nghttp2-client), haproxy, nginx (+ stream module), etcd (etcd-server, etcd-client) and
 # protoc (protobuf-compiler) from Debian when missing, builds weir in release mode with its etcd feature

@@ -2,9 +2,9 @@
 
 One run's ratio of two rows swings with the machine's other tenants (on this shared 2-core
 machine, the same row moves by a tenth from round to round and by more in a disturbed run),
-so a bound that the two rows sit near (issue 26's chain at 1.1 × its route) is met in some
-runs and not in others. Pooling the rounds of every run of the same build says where the
-ratio is and how sure that is:
+so a bound that the two rows sit near (http-filters' five-filter chain at 1.1 × its route) is
+met in some runs and not in others. Pooling the rounds of every run of the same build says
+where the ratio is and how sure that is:
 
     python3 bench/lib/pool.py SCENARIO ROW/BASE [ROW/BASE ...] [--bound X] [RUN_DIR ...]
 

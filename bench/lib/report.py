@@ -17,8 +17,8 @@ def deploy_goal_line(sc, med: dict) -> str | None:
     line = sc.goal_line({**med, **pgo})
     if not line:
         return None
-    said = r"\1 on the build to deploy (release/pgo.sh; the weir rows it names are their -pgo ones)"
-    return re.sub(r"(Goal \(issue \d+\))", said, line)
+    said = "Goal on the build to deploy (release/pgo.sh; the weir rows it names are their -pgo ones)"
+    return re.sub(r"^Goal", said, line, count=1)
 
 
 def esc(s: str) -> str:

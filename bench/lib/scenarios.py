@@ -1,7 +1,7 @@
 """Scenarios: what upstreams to start, which proxies to compare, how to load them,
 and which columns the table shows.
 
-To add a scenario (e.g. issue 3's capacity run or issue 4's resilience runs),
+To add a scenario (as the capacity and resilience runs were),
 subclass `Scenario`, implement `start_upstreams`, `check` and `load` (return a
 dict with at least `units`, the count CPU is divided by, plus the metrics your
 columns name), set `columns`, and register it in `SCENARIOS`. The runner in
@@ -112,10 +112,9 @@ class Scenario:
     def load(self, ctx: Ctx, seconds: int, warmup: bool = False) -> dict:
         raise NotImplementedError
 
-    # issue 7's "done when" for this scenario: (max weir CPU ÷ best peer CPU,
-    # peers considered, whether weir's p99 must also be ≤ the best peer's); None = no goal
+    # the speed goal this scenario is judged by: (max weir CPU ÷ best peer CPU, peers
+    # considered, whether weir's p99 must also be ≤ the best peer's); None = no goal
     goal: tuple[float, tuple[str, ...], bool] | None = None
-    goal_issue = 7
     # weir's rows that get ratio rows, per-round ratios and a goal line
     compared: tuple[str, ...] = ("weir",)
 
@@ -139,7 +138,7 @@ class Scenario:
                 ok = ok and r <= 1.0
                 want += ", p99 ≤ theirs"
                 got += f", p99 {r:.2f} × {bestl}'s"
-        return f"Goal (issue {self.goal_issue}): {want}: {'**met**' if ok else 'not met'} ({got})."
+        return f"Goal: {want}: {'**met**' if ok else 'not met'} ({got})."
 
 
 # --------------------------------------------------------------------------
@@ -259,10 +258,10 @@ class HttpSmall(HttpScenario):
                        f"weir spends {med['weir']['cpu_total'] / med[floor]['cpu_total']:.2f} × the floor.")
 
 
-# What a route's filter chain costs (issue 26): the same route with no filters, and with a
-# chain of the common kinds, each doing real work per request (a request id made, fields set
-# and removed, a regex rewrite, an allow list, cors, basic_auth's cached check): the issue's
-# five-filter chain.
+# What a route's filter chain costs: the same route with no filters, and with a chain of the
+# common kinds, each doing real work per request (a request id made, fields set and removed,
+# a regex rewrite, an allow list, cors, basic_auth's cached check): the five-filter chain the
+# goal line judges.
 FILTER_CHAIN = """
 [filters.ids]
 kind = "headers"
@@ -348,7 +347,7 @@ class HttpFilters(HttpScenario):
         if not med.get("weir", {}).get("cpu_total") or not med.get("weir-chain", {}).get("cpu_total"):
             return None
         r = med["weir-chain"]["cpu_total"] / med["weir"]["cpu_total"]
-        return (f"Goal (issue 26): a five-filter chain ≤ 1.1 × the CPU per request without filters: "
+        return (f"Goal: a five-filter chain ≤ 1.1 × the CPU per request without filters: "
                 f"{'**met**' if r <= 1.1 else 'not met'} (weir-chain is {against(r, 1.1)} × weir).")
 
 
@@ -400,7 +399,7 @@ class HttpLargePaced(HttpScenario):
 
 
 # --------------------------------------------------------------------------
-# HTTPS: the proxies terminate TLS (issue 17)
+# HTTPS: the proxies terminate TLS
 
 
 def awslc_exe() -> str:
@@ -435,7 +434,6 @@ class TlsScenario(HttpScenario):
     ring (its default provider) and with aws-lc-rs (`weir-awslc`)."""
     protocol, scheme = "https", "https"
     goal = (0.8, ("haproxy", "nginx"), False)
-    goal_issue = 17
     compared = ("weir", "weir-awslc")
 
     def variants(self):
@@ -530,7 +528,7 @@ class HttpsResume(HttpsConns):
 
 
 # --------------------------------------------------------------------------
-# HTTP/2 from clients (issue 18): h2load, cleartext h2 with prior knowledge (h2c);
+# HTTP/2 from clients: h2load, cleartext h2 with prior knowledge (h2c);
 # the upstreams stay HTTP/1.1 as in http-small
 
 
@@ -592,7 +590,6 @@ class H2Scenario(HttpScenario):
     × STREAMS concurrent streams each."""
     protocol, scheme = "h2c", "http"
     goal = (0.8, ("haproxy", "nginx"), False)
-    goal_issue = 18
     streams = 10
 
     def variants(self):
@@ -652,7 +649,7 @@ class H2Small(H2Scenario):
 
 
 # --------------------------------------------------------------------------
-# gRPC (issue 18): ghz unary calls over h2c, h2c to two grpc-upstream backends
+# gRPC: ghz unary calls over h2c, h2c to two grpc-upstream backends
 
 
 class GrpcUnary(Scenario):
@@ -666,7 +663,6 @@ class GrpcUnary(Scenario):
     unit = "call"
     cpu_unit = "µs/call"
     goal = (0.8, ("haproxy", "nginx"), False)
-    goal_issue = 18
     conns, streams = 50, 10
     call = "weir.test.Echo/Unary"
     data = {"message": "hi"}
@@ -1068,7 +1064,7 @@ class PacedScenario(Scenario):
         return out
 
 
-# -- issue 3 §5
+# -- capacity: every backend worker kept busy, none queued behind a busy one
 
 
 class Capacity(PacedScenario):
@@ -1183,11 +1179,11 @@ class Capacity(PacedScenario):
             return None
         ok = w["share"] >= 93 and (not h or w["share"] >= h["share"])
         got = f"weir {w['share']:.1f} %" + (f", haproxy {h['share']:.1f} %" if h else "")
-        return (f"Goal (issue 3): with max_conn ≥ 93 % of ideal and ≥ HAProxy's share: "
+        return (f"Goal: with max_conn ≥ 93 % of ideal and ≥ HAProxy's share: "
                 f"{'**met**' if ok else 'not met'} ({got}).")
 
 
-# -- issue 4 §6
+# -- resilience: a backend's hiccup never becomes a client error
 
 
 WEIR_HEALTH = '[pools.app.health]\ncheck = "tcp"\ninterval = "500ms"\ntimeout = "250ms"\nrise = 2\nfall = 2'
@@ -1295,7 +1291,8 @@ class Resilience(PacedScenario):
         for n, m in rows:
             if m.get("failed"):
                 resets = m.get("resets", 0)
-                why = (f", all of them POST upstream_reset, the DESIGN.md §4 exception" if resets == m["failed"]
+                why = (f", all of them POST upstream_reset (a POST the backend may have read is never sent "
+                       f"again)" if resets == m["failed"]
                        else f", {resets:.0f} of them POST upstream_reset" if resets else "")
                 bad.append(f"{n}: {m['failed']:.0f} failed{why}")
         # GETs may be sent twice by design (idempotent); a POST never.
@@ -1304,9 +1301,9 @@ class Resilience(PacedScenario):
         weir_post = med.get("weir POST", {}).get("failed")
         vs = (f"; POST failures weir {weir_post:.0f} vs nginx {nginx_post:.0f}"
               if weir_post is not None and nginx_post is not None else "")
-        return (f"Goal (issue 4): 0 failed and 0 non-2xx through weir: "
+        return (f"Goal: 0 failed and 0 non-2xx through weir: "
                 f"{'**met**' if not bad else 'not met (' + '; '.join(bad) + ')'}. "
-                f"Issue 23: no POST reaches a backend twice (counted at the backends by request id): "
+                f"Goal: no POST reaches a backend twice (counted at the backends by request id): "
                 f"{'**met**' if not dups else 'not met (' + ', '.join(dups) + ')'}{vs}.")
 
 
@@ -1324,7 +1321,7 @@ class ResilienceFlap(Resilience):
         return out
 
     def describe(self):
-        return (f"resilience-flap (issue 4 (a)): {self.n_up} fake upstreams (1 ms), the second one stops and "
+        return (f"resilience-flap: {self.n_up} fake upstreams (1 ms), the second one stops and "
                 f"drops all its connections (SIGUSR1) every 2 s from t = 1 s and listens again 0.5 s later; "
                 f"{self.clients} keep-alive clients back to back (POST: {self.body} B to /echo, checked) for "
                 f"{self.run_seconds():g} s, {self.rounds()} round(s). {self.proxies_note()}. `weir-noeject`: "
@@ -1347,7 +1344,7 @@ class ResilienceIdle(Resilience):
     columns = [c for c in Resilience.columns if c.key != "restarts"]
 
     def describe(self):
-        return (f"resilience-idle (issue 4 (b)): {self.n_up} fake upstreams that silently close keep-alive "
+        return (f"resilience-idle: {self.n_up} fake upstreams that silently close keep-alive "
                 f"connections idle for 40 ms (`--idle-close 40ms`, FIN without a response); {self.clients} "
                 f"keep-alive clients each POSTing {self.body} B to /echo every 34–46 ms (random, start to start) "
                 f"for {self.run_seconds():g} s, {self.rounds()} round(s). {self.proxies_note()}.")
@@ -1358,7 +1355,7 @@ class ResilienceRolling(Resilience):
     n_up = 3
 
     def describe(self):
-        return (f"resilience-rolling (issue 4 (c)): {self.n_up} fake upstreams (1 ms) restarted gracefully one "
+        return (f"resilience-rolling: {self.n_up} fake upstreams (1 ms) restarted gracefully one "
                 f"at a time (SIGUSR2: stop accepting, finish in-flight requests with `Connection: close`, "
                 f"close idle keep-alives, listen again 0.5 s later), one restart every "
                 f"{self.period(self.run_seconds()):.2g} s from t = 1 s, in turn; {self.clients} keep-alive clients "
@@ -1378,7 +1375,7 @@ class ResilienceRolling(Resilience):
         return out
 
 
-# -- issue 23 §3
+# -- memory per idle connection
 
 
 def rss_kib(pids: list[int]) -> int:
@@ -1457,7 +1454,7 @@ class IdleMemory(Scenario):
         if not w:
             return None
         ok = w["kib_per_conn"] <= self.goal_kib and w["after_pct"] <= 10
-        return (f"Goal (issue 23): ≤ {self.goal_kib:g} KiB per idle {self.unit_name} and RSS back within 10 % "
+        return (f"Goal: ≤ {self.goal_kib:g} KiB per idle {self.unit_name} and RSS back within 10 % "
                 f"after they close: {'**met**' if ok else 'not met'} ({w['kib_per_conn']:.2f} KiB, "
                 f"{w['after_pct']:+.1f} %).")
 
@@ -1497,7 +1494,7 @@ class IdleTcp(IdleMemory):
 
 
 # --------------------------------------------------------------------------
-# http-gzip (issue 26): the proxies compress a 64 KiB text response
+# http-gzip: the proxies compress a 64 KiB text response
 
 
 def gzip_page(n: int = 64 << 10) -> bytes:
@@ -1639,7 +1636,7 @@ class HttpGzip(HttpScenario):
                 continue
             rs = per_round(res, f"weir gzip-{lv}", f"nginx gzip-{lv}")
             ratio = w["cpu_total"] / n["cpu_total"]
-            lines.append(f"Goal (issue 26), gzip level {lv}: CPU/resp ≤ nginx's: "
+            lines.append(f"Goal, gzip level {lv}: CPU/resp ≤ nginx's: "
                          f"{'**met**' if ratio <= 1.0 else 'not met'} (weir {w['cpu_total']:.1f} µs, nginx "
                          f"{n['cpu_total']:.1f} µs: {ratio:.2f} ×; per round "
                          f"{' '.join(f'{r:.2f}' for r in rs)}).")
@@ -1647,7 +1644,7 @@ class HttpGzip(HttpScenario):
 
 
 # --------------------------------------------------------------------------
-# config-replicas (issue 19): weir replicas sharing their config through etcd
+# config-replicas: weir replicas sharing their config through etcd
 
 
 class AdminClient:
@@ -1684,8 +1681,8 @@ def ms_or_missed(x: float) -> str:
 
 
 class ConfigReplicas(Scenario):
-    """Issue 19: "a change written through any replica is served by every replica within 1 s
-    (p99 over 100 changes, 3 replicas)". One real etcd member and 3 weir replicas on one prefix;
+    """The goal: a change written through any replica is served by every replica within 1 s
+    (p99 over 100 changes, 3 replicas). One real etcd member and 3 weir replicas on one prefix;
     pool adds one after the other (each a quiet commit: nothing else in flight), change i
     through replica i mod 3. Per change: the PUT's round trip (write), and the time from
     sending it until the last replica answered 200 for the new pool (served by all). The
@@ -1729,7 +1726,7 @@ class ConfigReplicas(Scenario):
                 Variant("redb (1 weir)", "weir", 1, params={"store": "redb"})]
 
     def describe(self):
-        return (f"config-replicas (issue 19): one etcd member (defaults: an fsync per commit) and "
+        return (f"config-replicas: one etcd member (defaults: an fsync per commit) and "
                 f"{self.replicas} weir replicas (`weir run --store etcd://127.0.0.1:PORT/{self.prefix} "
                 f"--threads 1`); {self.changes()} pool adds one after the other (`PUT /api/v1/pools/cN`, "
                 f"`If-None-Match: *`, `{{}}`), change N through replica N mod {self.replicas}. write = the "
@@ -1908,7 +1905,7 @@ class ConfigReplicas(Scenario):
         if e.get("conv_p99_ms") is None:
             return None
         ok = e["conv_p99_ms"] <= self.goal_ms
-        return (f"Goal (issue 19): convergence p99 ≤ 1 s ({self.replicas} replicas): "
+        return (f"Goal: convergence p99 ≤ 1 s ({self.replicas} replicas): "
                 f"{'**met**' if ok else 'not met'} (p99 {ms_or_missed(e['conv_p99_ms'])} over "
                 f"{e['changes']:.0f} changes).")
 

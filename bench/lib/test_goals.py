@@ -1,4 +1,4 @@
-"""The lines that say whether a bench run meets an issue's goal, and the pooled verdict over
+"""The lines that say whether a bench run meets a speed goal, and the pooled verdict over
 many runs (lib/pool.py), checked on made-up figures: they are what a session reads to call a
 speed goal met, so a slip in them (the wrong peer, the plain rows judged where the -pgo ones
 were meant, a median of an even count, an interval that ignores how runs differ) would pass
@@ -99,7 +99,7 @@ class DeployGoal(unittest.TestCase):
         deploy = deploy_goal_line(HttpFilters(OPTS), m)
         self.assertIn("not met (weir-chain is 1.20 × weir)", plain)
         self.assertIn("**met** (weir-chain is 1.06 × weir)", deploy)
-        self.assertTrue(deploy.startswith("Goal (issue 26) on the build to deploy (release/pgo.sh"))
+        self.assertTrue(deploy.startswith("Goal on the build to deploy (release/pgo.sh"))
 
     def test_peers_stay_as_they_ran(self):
         m = med(weir=17.0, weir_pgo=15.0, haproxy=20.0)

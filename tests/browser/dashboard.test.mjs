@@ -1,4 +1,4 @@
-// The dashboard in real headless Chromium, against the real weir binary (issue 6).
+// The dashboard in real headless Chromium, against the real weir binary.
 //
 // Starts two fake upstreams and `weir run -c CONFIG --admin 127.0.0.1:APORT` with
 // one pool of both (tcp health checks every 300ms, fall = 2), opens the
@@ -177,7 +177,7 @@ async function waitReady(weir, adminUrl, ms) {
     if (weir.exit) {
       throw new Error(
         `weir ${exitText(weir)} before its admin server answered /readyz ` +
-          `(this build needs \`weir run --admin ADDR\` and the admin server of issue 6):${tail(weir)}`,
+          `(this build needs \`weir run --admin ADDR\` and the admin server with its dashboard):${tail(weir)}`,
       );
     }
     try {
@@ -640,7 +640,7 @@ no_healthy = "fail_closed"
     });
   }
 
-  // Issue 23 §2: a page elsewhere (here the proxied listener, another port so another
+  // The admin listener is safe from web pages: a page elsewhere (here the proxied listener, another port so another
   // origin) sends what needs no CORS preflight: a text/plain POST. Chromium adds Origin,
   // weir refuses it (403) and registers nothing.
   await check(later[10], async () => {
@@ -678,7 +678,7 @@ no_healthy = "fail_closed"
     );
   });
 
-  // Issue 19: a replica started from its cache while its etcd does not answer (nothing
+  // Replicas sharing their config through etcd: a replica started from its cache while its etcd does not answer (nothing
   // listens on that port) serves its last config and shows why changes are refused.
   await check(later[12], async () => {
     const cache = path.join(tmp, "store-cache.json");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dashboard's browser test (issue 6): real headless Chromium against the real
+# The dashboard's browser test: real headless Chromium against the real
 # weir binary. Installs what it needs when missing (Debian's chromium, the pinned
 # playwright-core), builds weir and fake-upstream, then runs the test.
 #

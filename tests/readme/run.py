@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""README.md's commands, run as a new reader would type them (issue 24).
+"""README.md's commands, run as a new reader would type them.
 
 Every indented command block of README.md is read from the file (never copied
 here) and run verbatim from the repository root:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# testssl.sh against weir's TLS listener (issue 17): weir with a self-signed ECDSA P-256
+# testssl.sh against weir's TLS listener: weir with a self-signed ECDSA P-256
 # pair from `weir cert`, default TLS settings, in front of one fake backend. Not part of
 # test.sh (it takes about a minute and a half and judges settings, not behaviour); the
 # summary of a run is in docs/TLS.md.

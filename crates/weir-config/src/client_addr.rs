@@ -1,4 +1,4 @@
-//! The keys about the client's real address (issue 26): a listener's `trusted_proxies`
+//! The keys about the client's real address: a listener's `trusted_proxies`
 //! and `proxy_protocol`, a pool's `send_proxy`. Their types live here with their readers,
 //! so the tables that use them (`walk.rs`) only call in.
 

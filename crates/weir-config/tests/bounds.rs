@@ -1,4 +1,4 @@
-//! Issue 23 §3 and §6: bounded reads, a bounded number of diagnostics, long lines cut
+//! Config input read within bounds: bounded reads, a bounded number of diagnostics, long lines cut
 //! around the caret, invalid UTF-8 located, token files checked like `weir run` does.
 
 use std::path::PathBuf;

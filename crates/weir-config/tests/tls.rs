@@ -46,7 +46,7 @@ alpn = ["http/1.1"]
 "#;
 
 #[test]
-fn the_issue_interface_parses_into_the_model() {
+fn every_tls_key_of_listeners_and_pools_parses_into_the_model() {
     let c = ok(TLS).config;
     let web = c.listeners["web"].tls.as_ref().unwrap();
     assert_eq!(web.certificates.len(), 2);

@@ -1,4 +1,4 @@
-//! etcd as weir's config source (`weir run --store etcd://...`, issue 19): every replica
+//! etcd as weir's config source (`weir run --store etcd://...`): every replica
 //! pointed at the same prefix serves the same configuration.
 //!
 //! - `url.rs`: the store URL.

@@ -1,4 +1,4 @@
-//! HTTP/2 framing and HPACK written for weir (issue 18), sans I/O: bytes in, frames and header
+//! HTTP/2 framing and HPACK written for weir, sans I/O: bytes in, frames and header
 //! fields out, and the reverse. No sockets, tasks or timers here: the connection layer above
 //! decides when to read and write, so that one read can carry many streams' frames and one
 //! write many streams' answers.

@@ -1,5 +1,5 @@
 //! weir's certificates and TLS settings, independent of sockets: what a TLS listener
-//! presents and how it is configured, and what a pool trusts upstream (issue 17).
+//! presents and how it is configured, and what a pool trusts upstream.
 //!
 //! - `pem`: reading a certificate chain and its key from PEM files, bounded;
 //! - `identity`: one certificate pair checked before use (key matches, dates, its names);

@@ -1,4 +1,4 @@
-//! What a web page can make the admin listener do (issue 23 §2). Any page a user opens can
+//! What a web page can make the admin listener do. Any page a user opens can
 //! send a form or a "simple" `fetch` (text/plain, no CORS preflight) to 127.0.0.1:9901,
 //! and through DNS rebinding (its own name now resolving to 127.0.0.1) it can even be
 //! same-origin with the admin listener. So, before anything else:

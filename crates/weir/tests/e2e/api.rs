@@ -397,7 +397,7 @@ async fn a_listener_whose_port_is_taken_is_422_and_nothing_changes() {
     assert_eq!(r.status, 422, "{}", r.text());
 }
 
-/// Issue 16 §3: an endpoint change is validated on the typed model and reaches the data plane
+/// An endpoint change is validated on the typed model and reaches the data plane
 /// without a rebuild; `weir_config_apply_seconds` counts every change applied, so an
 /// operator sees how long changes take.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! The admin listener is safe from web pages by default (issue 23 §2, §6): a page cannot
+//! The admin listener is safe from web pages by default: a page cannot
 //! change the config with a form or a simple cross-site `fetch` (no preflight), nor read
 //! or change it through DNS rebinding; an IPv4-mapped loopback admin address counts as
 //! loopback; and a JSON body means one thing (no duplicate keys).

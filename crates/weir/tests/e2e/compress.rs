@@ -1,4 +1,4 @@
-//! The compress filter (issue 26, item 7) through the real binary: gzip, brotli and zstd
+//! The compress filter through the real binary: gzip, brotli and zstd
 //! decoded by the real curl (`--compressed`) and by Python's decoders (`gzip`, `brotli`,
 //! `zstandard`; Debian's python3-brotli and python3-zstandard, installed by test.sh), over
 //! HTTP/1.1 and HTTP/2; q-values; what is left alone; Vary and ETags; streaming (an event

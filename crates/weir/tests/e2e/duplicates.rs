@@ -1,5 +1,5 @@
 //! A request that is not idempotent reaches a backend's application at most
-//! once (issue 23 §1): weir sends it again only when the backend provably
+//! once: weir sends it again only when the backend provably
 //! did not read it. Each backend here is scripted byte by byte and counts
 //! the requests its "application" read whole.
 

@@ -1,4 +1,4 @@
-//! Replicas sharing one config through real etcd (`weir run --store etcd://...`, issue 19):
+//! Replicas sharing one config through real etcd (`weir run --store etcd://...`):
 //! a change through any replica is served by all, two changes valid alone but not together
 //! never both commit, bad data written by someone else is ignored or held back, and losing
 //! etcd stops writes (503) but never traffic.
@@ -211,7 +211,7 @@ async fn a_change_through_any_replica_is_served_by_all() {
     assert_eq!(r["mode"], "etcd", "{r}");
 }
 
-/// The race the issue names: a route added on A to a pool deleted on B at the same moment.
+/// The race two replicas can run: a route added on A to a pool deleted on B at the same moment.
 /// Each is valid alone; together they are not; exactly one may commit, every time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_valid_alone_but_not_together_never_both_commit() {

@@ -1,4 +1,4 @@
-//! Route filters (issue 26) through the real binary: headers (variables, request id),
+//! Route filters through the real binary: headers (variables, request id),
 //! rewrite, redirect, ip_allow / ip_deny, body_limit; the chain's order; an HTTP/2 client;
 //! filters as API resources.
 

@@ -1,4 +1,4 @@
-//! gRPC through weir (issue 18), with real gRPC on both sides: tonic clients and the
+//! gRPC through weir, with real gRPC on both sides: tonic clients and the
 //! testkit's tonic Echo server. Unary and the three kinds of streaming calls, their
 //! trailers and statuses; a deadline weir enforces itself; weir's own errors as gRPC
 //! statuses; the grpc health check; gRPC over TLS on both hops.

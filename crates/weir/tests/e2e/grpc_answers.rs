@@ -1,4 +1,4 @@
-//! weir's own answers to gRPC calls (issue 18): trailers-only, HTTP 200, with the
+//! weir's own answers to gRPC calls: trailers-only, HTTP 200, with the
 //! `grpc-status` its reason maps to (no route → UNIMPLEMENTED, a dead backend →
 //! UNAVAILABLE, `grpc-timeout` passed → DEADLINE_EXCEEDED), the reason still in
 //! `x-weir-reason`, the access log and the metrics. And trailers from an HTTP/2 backend

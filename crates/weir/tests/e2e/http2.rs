@@ -1,4 +1,4 @@
-//! HTTP/2 from clients (issue 18, first part): h2c with prior knowledge and h2 over TLS
+//! HTTP/2 from clients: h2c with prior knowledge and h2 over TLS
 //! (ALPN) on the same http listeners as HTTP/1.1, each stream through the same pipeline to
 //! HTTP/1.1 backends; a drain's GOAWAY lets streams in flight finish; a rapid-reset client
 //! is sent GOAWAY and counted; h2spec's conformance cases. Clients: curl, the `h2` crate,

@@ -110,7 +110,7 @@ async fn connection_close_ends_with_eof_at_once() {
     }
 }
 
-/// What a strict parser refuses and weir used to pass on (issue 23 §6): a
+/// What a strict parser refuses and weir used to pass on: a
 /// Host that is not `host[:port]`, a chunk extension without a name,
 /// trailer lines that are not field lines, `*` for a method other than
 /// OPTIONS; and CONNECT, which no listener tunnels: 405 with `Allow`.

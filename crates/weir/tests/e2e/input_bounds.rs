@@ -1,4 +1,4 @@
-//! Issue 23 §3 and §6: whatever the config input, weir reads a bounded amount of it and
+//! Config input read within bounds: whatever the config input, weir reads a bounded amount of it and
 //! prints a bounded report; invalid UTF-8 and unusable token files are reported where they
 //! are, by `weir check` and `weir run` alike.
 

@@ -1,4 +1,4 @@
-//! Memory bounded for idle connections (issue 23 §3): an idle keep-alive
+//! Memory bounded for idle connections: an idle keep-alive
 //! HTTP connection or an idle TCP session holds no buffers, and what a
 //! burst of connections took goes back to the OS once they close. Measured
 //! on weir's own resident set, which nothing but this test's traffic moves. A request

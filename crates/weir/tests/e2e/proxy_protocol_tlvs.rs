@@ -1,4 +1,4 @@
-//! PROXY protocol v2 TLVs kept (issue 26): what a proxy in front put in its v2 header (an
+//! PROXY protocol v2 TLVs kept: what a proxy in front put in its v2 header (an
 //! authority, a unique id, a cloud's endpoint id, TLS details) goes on in the v2 headers
 //! weir sends for that connection, tcp and http alike; CRC32C (it covered the header it
 //! came in) and NOOP (padding) do not. Sent by hand here, and by HAProxy

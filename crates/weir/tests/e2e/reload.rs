@@ -163,7 +163,7 @@ async fn a_sighup_as_soon_as_weir_listens_is_a_reload() {
 
 /// `[admin]` is read at start only: a reload that changes `admin.listen`
 /// says so in the log, applies the rest, and the admin listener stays where
-/// it was (issue 23 §7).
+/// it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_changed_admin_listen_says_it_needs_a_restart() {
     let a = HttpUpstream::spawn("a").await.unwrap();

@@ -1,4 +1,4 @@
-//! Timeouts a user can reason about (issue 23 §5): `response_timeout`
+//! Timeouts a user can reason about: `response_timeout`
 //! counts from the request's last byte sent, so a slow upload is not cut
 //! while it is still moving, and `request_timeout` bounds every try of a
 //! request together (by default: the pool's `response_timeout`), so no

@@ -1,6 +1,6 @@
-//! The resilience scenarios of issue 4, small enough for CI: a backend's
-//! hiccup must never become a client error. (`bench/` runs the same
-//! scenarios longer, side by side with HAProxy and nginx.)
+//! The resilience scenarios (a backend that crashes, one that closes idle connections,
+//! rolling restarts), small enough for CI: a backend's hiccup must never become a client
+//! error. (`bench/` runs the same scenarios longer, side by side with HAProxy and nginx.)
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

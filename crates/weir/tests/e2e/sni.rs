@@ -1,4 +1,4 @@
-//! SNI passthrough (issue 17 §4): a tcp listener with `sni_routing` reads each ClientHello
+//! SNI passthrough: a tcp listener with `sni_routing` reads each ClientHello
 //! without decrypting it and relays the connection to the pool its server name routes to.
 //! Real TLS clients (rustls, `openssl s_client`) against backends that terminate TLS with
 //! certificates of a CA made per test: the certificate the client verified proves which

@@ -242,7 +242,7 @@ async fn a_server_speaks_first_also_after_a_reload_from_http() {
     }
 }
 
-/// TCP sessions count in `weir_requests_total` like requests (issue 23 §7):
+/// TCP sessions count in `weir_requests_total` like requests:
 /// with an empty `code`, reason "" when relayed, the reason when refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sessions_are_counted_in_requests_total() {

@@ -1,4 +1,4 @@
-//! TLS termination on tcp listeners (issue 17): a tcp listener with `[tls]` completes the
+//! TLS termination on tcp listeners: a tcp listener with `[tls]` completes the
 //! handshake itself and relays plaintext to a plain tcp pool, with half-close carried
 //! through TLS (close_notify one way, FIN the other).
 

@@ -405,7 +405,7 @@ async fn sessions_resume_on_any_thread() {
 }
 
 /// Waits until a handshake for `sni` presents `der` (certificate reloads are polled once a
-/// second; the bound is 2 s, measured in the notes, not asserted here).
+/// second; the "within about 2 s" of docs/CONFIG.md is printed by a caller, not asserted).
 async fn wait_for_leaf(
     cfg: &std::sync::Arc<rustls::ClientConfig>,
     addr: SocketAddr,

@@ -1,4 +1,4 @@
-//! Certificates through the API (`certificates/NAME`, issue 17 §2): added with their TLS
+//! Certificates through the API (`certificates/NAME`): added with their TLS
 //! listener in one transaction, replaced and deleted live, a bad one refused at its field
 //! with the old one still served, and the private key never read back.
 

@@ -1,4 +1,4 @@
-//! `/api/v1/stats` on a TLS listener (issue 17 §6): its settings, the certificates it
+//! `/api/v1/stats` on a TLS listener: its settings, the certificates it
 //! serves (names, default, expiry, days left) and its handshakes by result; a certificate
 //! replaced on disk shows there once it is reloaded; never any key material.
 

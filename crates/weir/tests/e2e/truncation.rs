@@ -1,5 +1,5 @@
 //! A response the backend cuts after its head is a failure everywhere weir
-//! reports (issue 23 §4): the client sees the cut, the request counts with
+//! reports: the client sees the cut, the request counts with
 //! reason `upstream_reset` (not as a success), the access log says so, and
 //! the endpoint's passive ejection counts it.
 

@@ -1,4 +1,4 @@
-//! HTTP/2 to upstreams (issue 18): a pool's `protocol = "h2c"` (cleartext, prior
+//! HTTP/2 to upstreams: a pool's `protocol = "h2c"` (cleartext, prior
 //! knowledge) or `"h2"` (over TLS, ALPN h2). HTTP/1.1 and HTTP/2 clients alike reach such
 //! pools; streams share connections up to `max_streams_per_conn`; health checks speak the
 //! pool's protocol; a stream the backend refuses unprocessed (REFUSED_STREAM) is retried

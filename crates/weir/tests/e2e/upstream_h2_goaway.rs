@@ -1,7 +1,6 @@
 //! An HTTP/2 endpoint's GOAWAY whose last stream id is below a stream weir opened on its
 //! connection: RFC 9113 §6.8 says such a stream was not processed and may go again, so weir
-//! retries it on a new connection whatever its method (issue 18: "GOAWAY beyond
-//! last-stream-id"), and the client gets one answer from one processing.
+//! retries it on a new connection whatever its method, and the client gets one answer from one processing.
 //!
 //! No server library sends such a GOAWAY on purpose (they set the last id to the highest
 //! stream they read), so the endpoint's first connection speaks HTTP/2 frames by hand: it

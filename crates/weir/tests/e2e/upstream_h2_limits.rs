@@ -1,4 +1,4 @@
-//! An h2c backend that breaks HTTP/2's rules in its responses (issue 18): an HPACK bomb (a
+//! An h2c backend that breaks HTTP/2's rules in its responses: an HPACK bomb (a
 //! 4000-byte table entry, then 130 000 one-byte references to it), and a field HTTP/2
 //! forbids. weir resets each such stream and answers 502, keeps its memory, and keeps the
 //! connection: the next request on it is served, which also shows that weir's HPACK table
