@@ -206,7 +206,7 @@ impl RunningConfig {
                 );
             }
         }
-        weir_proxy::metrics::config_store::set_invalid(held.len());
+        weir_metrics::config_store::set_invalid(held.len());
         *self.view.write().unwrap() = state;
         *self.held.write().unwrap() = Arc::new(held);
     }
@@ -332,7 +332,7 @@ impl RunningConfig {
         let started = Instant::now();
         self.install(plan, &config);
         self.source.applied(&running_of(&state, &held));
-        weir_proxy::metrics::config_apply::observe(took + started.elapsed());
+        weir_metrics::config_apply::observe(took + started.elapsed());
         self.sync_leases(&state, &touched);
         // An audit trail of runtime changes, one line per commit.
         let what: Vec<String> = touched
@@ -443,7 +443,7 @@ impl RunningConfig {
                 held,
             }) => match self.take(plan, &config) {
                 Ok(()) => {
-                    weir_proxy::metrics::config_apply::observe(took + started.elapsed());
+                    weir_metrics::config_apply::observe(took + started.elapsed());
                     self.proxy.note_reload(true);
                     info!("config reloaded: {}", weir_config::summary(&config));
                     // Not a renewal: only leases whose endpoint is gone are dropped.

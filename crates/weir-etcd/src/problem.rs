@@ -10,7 +10,7 @@ pub(crate) struct Problem(Arc<Mutex<Option<String>>>);
 
 impl Problem {
     pub(crate) fn set(&self, why: Option<String>) {
-        weir_proxy::metrics::config_store::set_up(why.is_none());
+        weir_metrics::config_store::set_up(why.is_none());
         let mut p = self.0.lock().unwrap();
         match (&*p, &why) {
             (None, Some(w)) => warn!(
@@ -25,7 +25,7 @@ impl Problem {
     /// As `set`, without saying so: before the first config the caller says it better
     /// (there is no "last applied config" to serve yet).
     pub(crate) fn set_quietly(&self, why: String) {
-        weir_proxy::metrics::config_store::set_up(false);
+        weir_metrics::config_store::set_up(false);
         *self.0.lock().unwrap() = Some(why);
     }
 

@@ -165,7 +165,7 @@ pub(crate) async fn first_read(
 }
 
 pub(crate) fn report(bad: &[Bad]) {
-    weir_proxy::metrics::config_store::ignored(bad.len());
+    weir_metrics::config_store::ignored(bad.len());
     for b in bad {
         warn!("config store: ignored {b}; the last good value (if any) stays");
     }

@@ -8,7 +8,6 @@
 pub mod accesslog;
 pub mod balance;
 pub mod capacity;
-pub mod clock;
 pub mod codec;
 pub mod endpoint;
 pub mod error;
@@ -18,12 +17,10 @@ pub mod filter;
 pub mod health;
 pub mod http;
 pub mod listener;
-pub mod log_limit;
 pub mod metrics;
 pub mod pool;
 mod pool_update;
 mod race;
-pub mod reason;
 pub mod retry;
 pub mod router;
 pub mod snapshot;
@@ -43,8 +40,6 @@ use weir_config::Config;
 use crate::listener::{BindError, Running};
 use crate::snapshot::{Registry, Shared, Snapshot};
 use crate::transport::tls::{TlsServer, TlsSetupError};
-
-pub use crate::reason::Reason;
 
 /// The running data plane. Cheap to share; all methods take `&self`.
 pub struct Proxy {
@@ -266,7 +261,7 @@ impl Proxy {
         ));
         self.shared.snapshot.store(snapshot.clone());
         snapshot.install_queues();
-        metrics::GLOBAL
+        weir_metrics::GLOBAL
             .version
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         installed.drain_grace = cfg.global.drain_grace;
@@ -319,9 +314,9 @@ impl Proxy {
     /// invalid file), or whose `apply` failed.
     pub fn note_reload(&self, ok: bool) {
         let c = if ok {
-            &metrics::GLOBAL.reloads_ok
+            &weir_metrics::GLOBAL.reloads_ok
         } else {
-            &metrics::GLOBAL.reloads_failed
+            &weir_metrics::GLOBAL.reloads_failed
         };
         c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
@@ -336,7 +331,7 @@ impl Proxy {
     pub fn is_ready(&self) -> bool {
         let installed = self.installed.lock().unwrap();
         !installed.shutting_down
-            && metrics::GLOBAL
+            && weir_metrics::GLOBAL
                 .version
                 .load(std::sync::atomic::Ordering::Relaxed)
                 > 0

@@ -20,9 +20,7 @@ use crate::http::client_addr::trusts;
 use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::forward::ConnCtx;
 use crate::metrics::proxy_protocol::{ProxyErrors, Refusal};
-use crate::metrics::{Held, GLOBAL};
 use crate::race::race;
-use crate::reason::Reason;
 use crate::snapshot::ListenerSnap;
 use crate::snapshot::Shared;
 use crate::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
@@ -30,6 +28,8 @@ use crate::tcp::sni::serve as serve_sni;
 use crate::transport::proxy_protocol::{read_header, ReadError, Received, Tlvs};
 use crate::transport::tls::{handshake, TlsServer};
 use crate::transport::{accept, defer_accept, listen, ClientStream, Listener};
+use weir_metrics::reason::Reason;
+use weir_metrics::{Held, GLOBAL};
 
 pub use crate::transport::BindError;
 
@@ -244,7 +244,7 @@ async fn receive_proxy(
                 debug!(listener, client = %peer, reason = r.as_str(), "connection closed before its PROXY header: {detail}")
             }
             _ => {
-                crate::warn_limited!((listener, r.as_str()), listener, client = %peer, reason = r.as_str(), "connection refused at its PROXY header: {detail}")
+                weir_metrics::warn_limited!((listener, r.as_str()), listener, client = %peer, reason = r.as_str(), "connection refused at its PROXY header: {detail}")
             }
         }
     };

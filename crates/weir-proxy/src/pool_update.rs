@@ -19,7 +19,7 @@ use crate::metrics::counts::{Counts, Labels};
 use crate::pool::PoolRt;
 use crate::router::TargetMetrics;
 use crate::snapshot::{sync_checker, Registry, Snapshot};
-use crate::{metrics, Proxy};
+use crate::Proxy;
 
 impl Proxy {
     /// Publishes `cfg`, which differs from the running config only in the endpoints of
@@ -66,7 +66,7 @@ impl Proxy {
         for rt in swapped.values() {
             rt.shared.queue.install(rt);
         }
-        metrics::GLOBAL.version.fetch_add(1, Relaxed);
+        weir_metrics::GLOBAL.version.fetch_add(1, Relaxed);
     }
 }
 

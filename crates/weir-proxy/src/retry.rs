@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use crate::clock;
+use weir_metrics::clock;
 
 /// Tokens are counted in hundredths of a retry.
 const RETRY_COST: i64 = 100;

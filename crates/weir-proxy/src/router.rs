@@ -8,8 +8,8 @@ use std::sync::Arc;
 use weir_config::HostMatch;
 
 use crate::metrics::counts::Counts;
-use crate::metrics::hist::Histogram;
 use crate::pool::PoolRt;
+use weir_metrics::hist::Histogram;
 
 /// Where a matched request goes.
 #[derive(Debug, Clone)]

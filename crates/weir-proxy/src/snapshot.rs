@@ -13,12 +13,12 @@ use crate::endpoint::EndpointRt;
 use crate::filter::Chain;
 use crate::health::checker::{self, Checker};
 use crate::metrics::counts::{Counts, Labels};
-use crate::metrics::hist::Histogram;
 use crate::metrics::sni::Passthrough;
 use crate::pool::{PoolRt, PoolShared};
 use crate::router::{RouteTable, Target, TargetMetrics};
 use crate::transport::tls::TlsServer;
 use crate::transport::UpstreamTls;
+use weir_metrics::hist::Histogram;
 
 #[derive(Debug, Default)]
 pub struct Snapshot {

@@ -45,7 +45,7 @@ impl<S> Filter<S> for Counted {
         let mut m = StartsWith(SNI_IP, false);
         event.record(&mut m);
         if m.1 {
-            weir_proxy::metrics::GLOBAL
+            weir_metrics::GLOBAL
                 .tls_sni_ip_address
                 .fetch_add(1, Relaxed);
         }

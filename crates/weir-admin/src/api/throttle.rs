@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tracing::warn;
-use weir_proxy::metrics::admin_auth;
+use weir_metrics::admin_auth;
 
 /// Wrong tokens in a row a source may send before it is slowed down.
 pub const FREE: u32 = 5;

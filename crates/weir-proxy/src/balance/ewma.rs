@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use crate::clock;
+use weir_metrics::clock;
 
 /// How fast old samples fade.
 const DECAY: Duration = Duration::from_secs(10);

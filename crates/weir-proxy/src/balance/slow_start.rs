@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use crate::clock;
+use weir_metrics::clock;
 
 /// `from_ms` of an endpoint at full weight from the start: like HAProxy,
 /// weir does not slow-start the endpoints of its first config.

@@ -23,7 +23,7 @@ pub use slot::Slot;
 use crate::balance::PickKey;
 use crate::endpoint::EndpointRt;
 use crate::health::HealthFilter;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 /// A pool's limits.
 #[derive(Debug, Clone, Copy)]

@@ -12,7 +12,7 @@ use super::slot::Slot;
 use super::Pool;
 use crate::balance::PickKey;
 use crate::health::HealthFilter;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 #[derive(Debug, Default)]
 pub struct Queue {

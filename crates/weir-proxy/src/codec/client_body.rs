@@ -10,7 +10,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use crate::codec::h1::server;
 use crate::codec::h2;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 #[derive(Default)]
 pub enum ClientBody {

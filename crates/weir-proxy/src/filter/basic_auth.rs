@@ -34,7 +34,7 @@ use crate::codec::client_body::ClientBody;
 use crate::file_stamp::stamp;
 use crate::file_watch;
 use crate::http::error::error_response;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 /// How long a verified password is taken without verifying it again.
 pub const CACHE_TTL: Duration = Duration::from_secs(300);

@@ -10,7 +10,7 @@ use http_body::Body;
 use super::Verdict;
 use crate::codec::client_body::ClientBody;
 use crate::http::error::error_response;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 #[derive(Debug)]
 pub struct BodyLimit {

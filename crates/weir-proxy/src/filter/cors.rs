@@ -14,7 +14,7 @@ use weir_config::filter::{normalize_origin, Names, OriginPattern, SAFELISTED_HEA
 use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
 use crate::http::body::ProxyBody;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 const REQUEST_METHOD: HeaderName = HeaderName::from_static("access-control-request-method");
 const REQUEST_HEADERS: HeaderName = HeaderName::from_static("access-control-request-headers");

@@ -36,8 +36,8 @@ use crate::http::error::error_response;
 use crate::http::forward::pick_key;
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
 use crate::http::tries::{self, Attempts, Ended};
-use crate::reason::Reason;
 use crate::upstream::upbody::Prepared;
+use weir_metrics::reason::Reason;
 
 /// The largest answer body relayed; a larger one fails closed.
 pub const MAX_BODY: usize = 64 << 10;
@@ -142,7 +142,7 @@ impl ForwardAuth {
 
     fn unavailable(&self, why: &str) -> Verdict {
         // Once per filter and cause per period: a dead auth service fails every request.
-        crate::warn_limited!(
+        weir_metrics::warn_limited!(
             (&*self.name, why),
             filter = &*self.name,
             pool = &*self.pool,

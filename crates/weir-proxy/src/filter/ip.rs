@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use super::{Cx, Verdict};
 use crate::http::error::error_response;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 #[derive(Debug)]
 pub struct IpFilter {

@@ -43,7 +43,7 @@ use http::{HeaderValue, Method, Request, Response, Uri};
 use crate::codec::client_body::ClientBody;
 use crate::http::body::ProxyBody;
 use crate::http::forward::ConnCtx;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 pub use body_limit::BodyLimit;
 

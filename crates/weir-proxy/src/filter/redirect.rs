@@ -12,7 +12,7 @@ use weir_config::filter::RedirectScheme;
 use super::{Cx, Verdict};
 use crate::codec::client_body::ClientBody;
 use crate::http::error::error_response_as;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 #[derive(Debug)]
 pub struct Redirect {

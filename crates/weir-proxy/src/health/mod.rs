@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 pub use filter::HealthFilter;
 pub use passive::{record_success, Ejection, Loss};
 
-use crate::clock;
+use weir_metrics::clock;
 
 #[derive(Debug)]
 pub struct EndpointHealth {

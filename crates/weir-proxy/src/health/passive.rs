@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use tracing::warn;
 
-use crate::clock;
 use crate::endpoint::EndpointRt;
+use weir_metrics::clock;
 
 /// A try on `ep` succeeded: its failure streak ends, and so does the memory of a crash.
 #[inline]

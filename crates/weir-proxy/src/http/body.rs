@@ -22,9 +22,9 @@ use crate::http::conn_state::BusyGuard;
 use crate::http::encoded::Encoded;
 use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
-use crate::reason::Reason;
 use crate::upstream::idle::Conn;
 use crate::upstream::{RecvBody, Upgraded};
+use weir_metrics::reason::Reason;
 
 /// The upstream response body, whatever the protocol: it owns the session
 /// until the end.

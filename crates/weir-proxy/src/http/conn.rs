@@ -24,8 +24,8 @@ use crate::http::error::error_response_as;
 use crate::http::forward::{handle, refused, refused_request, ConnCtx};
 use crate::http::upgrade;
 use crate::race::race;
-use crate::reason::Reason;
 use crate::transport::ClientStream;
+use weir_metrics::reason::Reason;
 
 pub struct ClientLimits {
     pub header_timeout: Duration,

@@ -27,7 +27,7 @@ use crate::error::ExchangeError;
 use crate::http::body::{Kind, ProxyBody};
 use crate::http::conn_state::BusyGuard;
 use crate::metrics::recorder::Recorder;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 /// Encoded output is sent in pieces of about this size while the upstream keeps data ready.
 const PIECE: usize = 32 * 1024;

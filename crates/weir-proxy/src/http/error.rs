@@ -5,7 +5,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
 use crate::http::body::ProxyBody;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 pub fn error_response(reason: Reason) -> Response<ProxyBody> {
     error_response_as(reason.status(), reason)

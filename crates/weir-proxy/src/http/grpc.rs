@@ -9,7 +9,7 @@ use http::{Response, StatusCode};
 pub use crate::codec::grpc::{head_status, is_grpc, status_of, timeout};
 use crate::codec::grpc::{GRPC_MESSAGE, GRPC_STATUS};
 use crate::http::body::ProxyBody;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 /// gRPC status codes weir answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -47,10 +47,10 @@ use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::sticky::set_sticky;
 use crate::pool::PoolRt;
-use crate::reason::Reason;
 use crate::upstream::keep_alive::idle_allowance;
 use crate::upstream::upbody::{Prepared, UpBody};
 use crate::upstream::{exchange, Exchange, Exchanged};
+use weir_metrics::reason::Reason;
 
 /// An upstream answer to one try, with its slot, and whether its status
 /// is one the pool retries (`on_status`).

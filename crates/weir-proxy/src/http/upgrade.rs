@@ -36,11 +36,11 @@ use crate::codec::h2::tunnel::Tunnel;
 use crate::http::body::ProxyBody;
 use crate::http::forward::ConnCtx;
 use crate::metrics::pool::PoolMetrics;
-use crate::metrics::{Held, GLOBAL};
 use crate::race::race;
 use crate::tcp::{copy, relay};
 use crate::transport::{ClientStream, UpstreamStream};
 use weir_h1::fields::has_token;
+use weir_metrics::{Held, GLOBAL};
 
 /// When the listener is gone from the snapshot by the time of the switch.
 const FALLBACK_IDLE: Duration = weir_config::defaults::UPGRADE_IDLE_TIMEOUT;

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 /// Every reason, in a fixed order (indexes into `by_reason`).
 pub const REASONS: [Reason; 18] = [

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use crate::metrics::counts::{reason_index, REASONS};
-use crate::metrics::hist::{Histogram, Windowed};
-use crate::reason::Reason;
+use weir_metrics::hist::{Histogram, Windowed};
+use weir_metrics::reason::Reason;
 
 #[derive(Debug, Default)]
 pub struct EndpointMetrics {

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::metrics::counts::Counts;
-use crate::reason::Reason;
 use crate::snapshot::Snapshot;
+use weir_metrics::reason::Reason;
 
 /// The error reason of upstream answers with a 5xx status.
 pub const UPSTREAM_5XX: &str = "upstream_5xx";

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex};
 
-use crate::metrics::hist::Histogram;
+use weir_metrics::hist::Histogram;
 
 #[derive(Debug, Default)]
 pub struct PoolMetrics {

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use crate::accesslog::{Entry, Sink};
 use crate::metrics::counts::Counts;
-use crate::metrics::hist::Histogram;
-use crate::reason::Reason;
+use weir_metrics::hist::Histogram;
+use weir_metrics::reason::Reason;
 
 #[derive(Debug)]
 pub struct Recorder {

@@ -12,11 +12,11 @@ use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use crate::metrics::admin_auth;
-use crate::metrics::hist::Histogram;
-use crate::metrics::GLOBAL;
 use crate::snapshot::Shared;
 use crate::snapshot::Snapshot;
+use weir_metrics::admin_auth;
+use weir_metrics::hist::Histogram;
+use weir_metrics::GLOBAL;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -364,9 +364,9 @@ impl Collector for Weir {
             &mut enc,
             "weir_config_apply_seconds",
             "Time to validate a config change and publish it to the data plane (the store's fsync excluded).",
-            &[(Labels::default(), &*crate::metrics::config_apply::APPLY)],
+            &[(Labels::default(), &*weir_metrics::config_apply::APPLY)],
         )?;
-        if let Some(up) = crate::metrics::config_store::up() {
+        if let Some(up) = weir_metrics::config_store::up() {
             gauge(
                 &mut enc,
                 "weir_config_store_up",
@@ -379,7 +379,7 @@ impl Collector for Weir {
                 "Keys under the shared store's prefix that did not read (not JSON, not a resource) and were ignored.",
                 &[(
                     vec![],
-                    crate::metrics::config_store::IGNORED.load(Relaxed),
+                    weir_metrics::config_store::IGNORED.load(Relaxed),
                 )],
             )?;
             gauge(
@@ -388,7 +388,7 @@ impl Collector for Weir {
                 "Resources in the shared store that do not validate (written there by others), held back now: the rest of the config runs, these with their last valid version or not at all.",
                 &[(
                     vec![],
-                    crate::metrics::config_store::INVALID.load(Relaxed) as i64,
+                    weir_metrics::config_store::INVALID.load(Relaxed) as i64,
                 )],
             )?;
         }

@@ -11,14 +11,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use weir_config::{Balance, ClientAuth, HostMatch, Protocol, TlsVersion};
 
-use crate::clock;
-use crate::metrics::hist::Windowed;
 use crate::metrics::history::{History, Rate};
 use crate::metrics::outcome::{Statuses, Tallies, Tally, UPSTREAM_5XX};
-use crate::metrics::GLOBAL;
 use crate::pool::PoolRt;
 use crate::snapshot::Snapshot;
 use crate::transport::tls::TlsServer;
+use weir_metrics::clock;
+use weir_metrics::hist::Windowed;
+use weir_metrics::GLOBAL;
 
 #[derive(Debug, Serialize)]
 pub struct Stats {

@@ -20,7 +20,6 @@ use crate::balance::{Algorithm, PickKey};
 use crate::capacity::{self, Slot};
 use crate::pool::PoolRt;
 use crate::race::race;
-use crate::reason::Reason;
 use crate::router::Target;
 use crate::tcp::copy;
 use crate::tcp::relay::relay;
@@ -28,6 +27,7 @@ use crate::tcp::sni::Passed;
 use crate::transport::proxy_protocol::{self, Tlvs};
 use crate::transport::tls::TlsConn;
 use crate::transport::UpstreamStream;
+use weir_metrics::reason::Reason;
 
 /// A session's client side.
 pub enum Client {
@@ -73,7 +73,7 @@ pub async fn serve(
         Ok(x) => x,
         Err(reason) => {
             metrics.no_endpoint.record_session(Some(reason));
-            crate::warn_limited!(
+            weir_metrics::warn_limited!(
                 (&*listener, route.as_deref(), &*pool.name, reason.as_str()),
                 listener = &*listener,
                 route = route.as_deref(),
@@ -90,7 +90,7 @@ pub async fn serve(
             return;
         }
     };
-    let _upstream_open = crate::metrics::Held::new(&crate::metrics::GLOBAL.upstream_open);
+    let _upstream_open = weir_metrics::Held::new(&weir_metrics::GLOBAL.upstream_open);
     let cut = &slot.endpoint.cut;
     let session = async {
         let mut upstream = upstream;
@@ -213,7 +213,7 @@ async fn connect_any(
             }
             Err(e) => {
                 ep.metrics.error(Reason::ConnectFailed);
-                crate::warn_limited!(
+                weir_metrics::warn_limited!(
                     (listener, &*pool.name, &*ep.addr_str),
                     listener,
                     pool = &*pool.name,

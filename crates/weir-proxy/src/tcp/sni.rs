@@ -21,9 +21,9 @@ use weir_tls::hello::{Hello, Peeker};
 
 use crate::metrics::sni::{Outcome, Passthrough};
 use crate::race::race;
-use crate::reason::Reason;
 use crate::snapshot::Shared;
 use crate::tcp::session::{serve as serve_session, Addrs, Client};
+use weir_metrics::reason::Reason;
 
 /// The most of a ClientHello read before giving up on it. A hello may span several
 /// records; with post-quantum key shares it is about 1.5–2 KiB, and real ones stay far
@@ -106,7 +106,7 @@ pub async fn serve(mut client: TcpStream, addrs: Addrs, a: Accepted) {
                 // do: counted, but not worth a warning each.
                 debug!(listener = &*a.listener, client = %peer, "connection closed before any byte");
             } else {
-                crate::warn_limited!(
+                weir_metrics::warn_limited!(
                     (&*a.listener, e.outcome().as_str()),
                     listener = &*a.listener,
                     client = %peer,
@@ -135,7 +135,7 @@ pub async fn serve(mut client: TcpStream, addrs: Addrs, a: Accepted) {
     };
     let Ok((target, idle_timeout)) = routed else {
         a.counts.record(Outcome::NoRoute);
-        crate::warn_limited!(
+        weir_metrics::warn_limited!(
             (&*a.listener, passed.sni.as_deref()),
             listener = &*a.listener,
             client = %peer,

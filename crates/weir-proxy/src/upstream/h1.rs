@@ -7,8 +7,8 @@ use super::session::SendFailed;
 use crate::codec::client_body::ClientBodyError;
 use crate::codec::h1::client::{Error, SendError};
 use crate::error::{Cause, Delivery, ExchangeError, Side, TryError};
-use crate::reason::Reason;
 use crate::upstream::upbody::UpBody;
+use weir_metrics::reason::Reason;
 
 /// `limit`: the try's wait for the head, for a timeout's log line.
 #[cold]

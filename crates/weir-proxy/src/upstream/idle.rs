@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::clock;
 use crate::codec::h2::client::Shared;
 use crate::upstream::Session;
+use weir_metrics::clock;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.
 const MAX_IDLE: usize = 1024;

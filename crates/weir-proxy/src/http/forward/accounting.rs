@@ -15,12 +15,12 @@ use crate::accesslog::{Entry, Sink};
 use crate::http::body::ProxyBody;
 use crate::http::tries::TryInfo;
 use crate::metrics::counts::Counts;
-use crate::metrics::hist::Histogram;
 use crate::metrics::recorder::Recorder;
 use crate::pool::PoolRt;
-use crate::reason::Reason;
 use crate::router::TargetMetrics;
 use crate::snapshot::ListenerSnap;
+use weir_metrics::hist::Histogram;
+use weir_metrics::reason::Reason;
 
 #[derive(Default)]
 pub struct Accounting {

@@ -8,7 +8,7 @@ use crate::error::TryError;
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response_as;
 use crate::pool::PoolRt;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 use super::overflow::overflow;
 
@@ -39,8 +39,8 @@ pub fn fail_as(
 /// reason and the detail's words) and period, however many requests fail the same way
 /// (`log_limit.rs`); every one is counted and access-logged all the same.
 pub fn log(status: u16, reason: Reason, w: &Where<'_>, detail: &dyn std::fmt::Display) {
-    let said = crate::log_limit::hash_of(detail);
-    crate::warn_limited!(
+    let said = weir_metrics::log_limit::hash_of(detail);
+    weir_metrics::warn_limited!(
         (
             w.listener,
             w.route,

@@ -16,7 +16,7 @@ use super::ConnCtx;
 use crate::codec::client_body::ClientBody;
 use crate::filter::{self, Chain, Cx, Later, Phase};
 use crate::http::body::ProxyBody;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 pub struct Filtered<'a> {
     chain: Chain,

@@ -8,7 +8,7 @@ use super::fail::{fail, Where};
 use crate::error::Limit;
 use crate::http::body::ProxyBody;
 use crate::pool::PoolRt;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 /// The answer when no slot could be had: the pool's overflow status with
 /// `Retry-After`, so clients and autoscalers can back off. `cut_by`: the request's own

@@ -8,7 +8,7 @@ use http::Request;
 use super::accounting::describe;
 use super::ctx::ConnCtx;
 use crate::accesslog::Entry;
-use crate::reason::Reason;
+use weir_metrics::reason::Reason;
 
 pub fn refused(ctx: &ConnCtx, status: u16, why: &dyn std::fmt::Display) {
     refused_as(ctx, status, why, |_| {});
@@ -37,7 +37,7 @@ fn refused_as(
     };
     let reason = Reason::BadRequest;
     // Once per listener and status per period: a scanner's flood is one line.
-    crate::warn_limited!(
+    weir_metrics::warn_limited!(
         (&*l.name, status),
         listener = &*l.name,
         client = %ctx.client,

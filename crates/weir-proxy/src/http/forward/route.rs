@@ -10,8 +10,8 @@ use super::accounting::Accounting;
 use super::ctx::ConnCtx;
 use super::host::request_host;
 use super::path::normalize_target;
-use crate::reason::Reason;
 use crate::router::Target;
+use weir_metrics::reason::Reason;
 
 /// A routed request: what the rest of its way needs from the snapshot.
 pub struct Routed {
@@ -47,7 +47,7 @@ pub fn route<B>(
     if let Err(why) = normalize_target(req, l.path) {
         acct.count_as(&l.no_route, None, Some(Reason::BadRequest));
         // Once per listener and why per period, whatever the paths (a scanner tries many).
-        crate::warn_limited!(
+        weir_metrics::warn_limited!(
             (&*l.name, why),
             listener = &*l.name,
             path = req.uri().path(),
@@ -69,7 +69,7 @@ pub fn route<B>(
             let reason = Reason::RouteNotFound;
             // Once per listener and host per period, whatever the paths: a scanner's
             // thousands of 404s are one line (each is counted and access-logged).
-            crate::warn_limited!(
+            weir_metrics::warn_limited!(
                 (&*l.name, host),
                 listener = &*l.name,
                 route = "-",

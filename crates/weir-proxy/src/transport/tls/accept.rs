@@ -153,7 +153,7 @@ async fn run(mut sock: TcpStream, server: &TlsServer) -> Result<(TlsConn, Versio
 /// control characters is still passed on (encoded): that is logged, once per period.
 fn client_cert(listener: &str, leaf: &[u8]) -> Option<Arc<ClientCert>> {
     let Some((cert, had_control)) = ClientCert::of(leaf) else {
-        crate::warn_limited!(
+        weir_metrics::warn_limited!(
             listener,
             listener,
             "a verified client certificate does not parse; no identity passed on"
@@ -161,7 +161,7 @@ fn client_cert(listener: &str, leaf: &[u8]) -> Option<Arc<ClientCert>> {
         return None;
     };
     if had_control {
-        crate::warn_limited!(
+        weir_metrics::warn_limited!(
             listener,
             listener,
             subject = ?cert.subject,

@@ -186,7 +186,7 @@ fn status_line(dst: &mut Vec<u8>, parts: &Parts, asked: Asked) {
 /// text (as `http/error.rs` makes it), then the connection closes.
 pub(crate) fn refusal(dst: &mut Vec<u8>, status: u16) {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    let reason = crate::reason::Reason::BadRequest.as_str();
+    let reason = weir_metrics::reason::Reason::BadRequest.as_str();
     let text = status.canonical_reason().unwrap_or("Error");
     let body_len = 3 + 1 + text.len() + 2 + reason.len() + 1;
     dst.extend_from_slice(b"HTTP/1.1 ");

@@ -6,9 +6,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-pub(crate) static WRONG: AtomicU64 = AtomicU64::new(0);
-pub(crate) static THROTTLED: AtomicU64 = AtomicU64::new(0);
-pub(crate) static EVICTED: AtomicU64 = AtomicU64::new(0);
+pub static WRONG: AtomicU64 = AtomicU64::new(0);
+pub static THROTTLED: AtomicU64 = AtomicU64::new(0);
+pub static EVICTED: AtomicU64 = AtomicU64::new(0);
 
 /// A token was checked and was wrong.
 pub fn wrong_token() {

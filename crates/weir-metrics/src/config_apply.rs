@@ -4,7 +4,7 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use super::hist::Histogram;
+use crate::hist::Histogram;
 
 pub static APPLY: LazyLock<Histogram> = LazyLock::new(Histogram::default);
 

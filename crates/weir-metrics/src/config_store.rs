@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 static SHARED: AtomicBool = AtomicBool::new(false);
 static UP: AtomicBool = AtomicBool::new(false);
-pub(crate) static IGNORED: AtomicU64 = AtomicU64::new(0);
-pub(crate) static INVALID: AtomicU64 = AtomicU64::new(0);
+pub static IGNORED: AtomicU64 = AtomicU64::new(0);
+pub static INVALID: AtomicU64 = AtomicU64::new(0);
 
 /// Whether the shared store answered the last time it was asked.
 pub fn set_up(up: bool) {
@@ -28,6 +28,6 @@ pub fn set_invalid(n: usize) {
 }
 
 /// `Some(up)` with a shared store.
-pub(crate) fn up() -> Option<bool> {
+pub fn up() -> Option<bool> {
     SHARED.load(Relaxed).then(|| UP.load(Relaxed))
 }
