@@ -12,8 +12,8 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::codec::h1::client;
-use crate::transport::ConnectError;
 use weir_metrics::reason::Reason;
+use weir_transport::ConnectError;
 
 /// A limit on the wait for an answer across tries, as the user set it: the pool's
 /// `request_timeout`, a gRPC call's `grpc-timeout`, a filter's `timeout`. The log names the

@@ -11,8 +11,6 @@ pub mod capacity;
 pub mod codec;
 pub mod endpoint;
 pub mod error;
-mod file_stamp;
-mod file_watch;
 pub mod filter;
 pub mod health;
 pub mod http;
@@ -25,7 +23,6 @@ pub mod retry;
 pub mod router;
 pub mod snapshot;
 pub mod tcp;
-pub mod transport;
 pub mod upstream;
 
 use std::collections::HashMap;
@@ -39,7 +36,7 @@ use weir_config::Config;
 
 use crate::listener::{BindError, Running};
 use crate::snapshot::{Registry, Shared, Snapshot};
-use crate::transport::tls::{TlsServer, TlsSetupError};
+use weir_transport::tls::{TlsServer, TlsSetupError};
 
 /// The running data plane. Cheap to share; all methods take `&self`.
 pub struct Proxy {
@@ -67,7 +64,7 @@ pub struct Prepared {
     /// TLS listeners' server sides, by listener name.
     listener_tls: HashMap<String, Arc<TlsServer>>,
     /// Every pool's TLS settings: kept where its tls table is unchanged, else built.
-    tls: HashMap<Arc<str>, Arc<transport::UpstreamTls>>,
+    tls: HashMap<Arc<str>, Arc<weir_transport::UpstreamTls>>,
     /// Every route filter, by name: kept where its settings are unchanged (with whatever
     /// state it holds), else built.
     filters: HashMap<String, Arc<filter::Filter>>,
@@ -93,7 +90,7 @@ pub enum ApplyError {
     PoolTls {
         pool: String,
         #[source]
-        source: transport::BuildError,
+        source: weir_transport::BuildError,
     },
     /// A route filter that cannot be built: the change is refused.
     #[error(transparent)]
@@ -191,7 +188,7 @@ impl Proxy {
             // Unchanged settings keep their config, and with it the sessions to resume.
             let built = match installed.registry.tls.get(&name) {
                 Some(t) if t.settings == *settings => t.clone(),
-                _ => transport::UpstreamTls::build(&name, settings).map_err(|source| {
+                _ => weir_transport::UpstreamTls::build(&name, settings).map_err(|source| {
                     ApplyError::PoolTls {
                         pool: name.to_string(),
                         source,

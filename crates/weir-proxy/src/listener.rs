@@ -25,13 +25,13 @@ use crate::snapshot::ListenerSnap;
 use crate::snapshot::Shared;
 use crate::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
 use crate::tcp::sni::serve as serve_sni;
-use crate::transport::proxy_protocol::{read_header, ReadError, Received, Tlvs};
-use crate::transport::tls::{handshake, TlsServer};
-use crate::transport::{accept, defer_accept, listen, ClientStream, Listener};
 use weir_metrics::reason::Reason;
 use weir_metrics::{Held, GLOBAL};
+use weir_transport::proxy_protocol::{read_header, ReadError, Received, Tlvs};
+use weir_transport::tls::{handshake, TlsServer};
+use weir_transport::{accept, defer_accept, listen, ClientStream, Listener};
 
-pub use crate::transport::BindError;
+pub use weir_transport::BindError;
 
 /// A bound socket not yet accepting (so a failed reload can drop it unused).
 pub struct Bound {

@@ -16,7 +16,7 @@ use crate::endpoint::EndpointRt;
 use crate::health::{Ejection, HealthFilter, Loss};
 use crate::metrics::pool::PoolMetrics;
 use crate::retry::Budget;
-use crate::transport::UpstreamTls;
+use weir_transport::UpstreamTls;
 
 /// A pool's runtime state that outlives snapshots, kept in the registry by
 /// pool name (`snapshot.rs`); each part belongs to the module that uses it.

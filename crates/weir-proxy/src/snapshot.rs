@@ -16,9 +16,9 @@ use crate::metrics::counts::{Counts, Labels};
 use crate::metrics::sni::Passthrough;
 use crate::pool::{PoolRt, PoolShared};
 use crate::router::{RouteTable, Target, TargetMetrics};
-use crate::transport::tls::TlsServer;
-use crate::transport::UpstreamTls;
 use weir_metrics::hist::Histogram;
+use weir_transport::tls::TlsServer;
+use weir_transport::UpstreamTls;
 
 #[derive(Debug, Default)]
 pub struct Snapshot {

@@ -31,10 +31,10 @@ use weir_config::filter::htpasswd::{self, Scheme};
 
 use super::{statics, Cx, Verdict};
 use crate::codec::client_body::ClientBody;
-use crate::file_stamp::stamp;
-use crate::file_watch;
 use crate::http::error::error_response;
 use weir_metrics::reason::Reason;
+use weir_transport::file_stamp::stamp;
+use weir_transport::file_watch;
 
 /// How long a verified password is taken without verifying it again.
 pub const CACHE_TTL: Duration = Duration::from_secs(300);

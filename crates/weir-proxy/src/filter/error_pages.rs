@@ -30,11 +30,11 @@ use super::{Cx, Later};
 use crate::balance::PickKey;
 use crate::codec::added::Added;
 use crate::error::{Deadline, Limit};
-use crate::file_stamp::stamp;
-use crate::file_watch;
 use crate::http::body::ProxyBody;
 use crate::http::tries::{self, Attempts, Ended};
 use crate::upstream::upbody::Prepared;
+use weir_transport::file_stamp::stamp;
+use weir_transport::file_watch;
 
 #[derive(Debug)]
 pub struct ErrorPages {
@@ -266,7 +266,7 @@ async fn fetch(
             // weir's own request, as a health check's: LOCAL (v2) or UNKNOWN (v1).
             proxy_header: pool
                 .send_proxy
-                .map(|v| crate::transport::proxy_protocol::header(v, None, None)),
+                .map(|v| weir_transport::proxy_protocol::header(v, None, None)),
         })
         .await;
         let Ended::Response { resp, .. } = ended else {

@@ -189,7 +189,7 @@ impl ForwardAuth {
                 };
                 let client = std::net::SocketAddr::new(cx.client, port);
                 let tlvs = cx.conn.proxy_tlvs.as_ref();
-                crate::transport::proxy_protocol::header(v, Some((client, cx.conn.local)), tlvs)
+                weir_transport::proxy_protocol::header(v, Some((client, cx.conn.local)), tlvs)
             }),
         })
         .await;

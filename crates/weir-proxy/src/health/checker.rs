@@ -21,7 +21,7 @@ use crate::codec::h1::client as h1;
 use crate::codec::h2::{client as h2c, exchange as h2x};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
-use crate::transport::{proxy_protocol, Alpn, UpstreamStream, UpstreamTls};
+use weir_transport::{proxy_protocol, Alpn, UpstreamStream, UpstreamTls};
 
 /// Largest health response body read when looking for `expect_body`.
 const MAX_BODY: usize = 64 * 1024;

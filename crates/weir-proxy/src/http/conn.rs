@@ -24,8 +24,8 @@ use crate::http::error::error_response_as;
 use crate::http::forward::{handle, refused, refused_request, ConnCtx};
 use crate::http::upgrade;
 use crate::race::race;
-use crate::transport::ClientStream;
 use weir_metrics::reason::Reason;
+use weir_transport::ClientStream;
 
 pub struct ClientLimits {
     pub header_timeout: Duration,

@@ -37,10 +37,10 @@ use crate::http::body::ProxyBody;
 use crate::http::forward::ConnCtx;
 use crate::metrics::pool::PoolMetrics;
 use crate::race::race;
-use crate::tcp::{copy, relay};
-use crate::transport::{ClientStream, UpstreamStream};
 use weir_h1::fields::has_token;
 use weir_metrics::{Held, GLOBAL};
+use weir_transport::{copy, relay};
+use weir_transport::{ClientStream, UpstreamStream};
 
 /// When the listener is gone from the snapshot by the time of the switch.
 const FALLBACK_IDLE: Duration = weir_config::defaults::UPGRADE_IDLE_TIMEOUT;

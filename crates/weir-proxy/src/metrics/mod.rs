@@ -13,4 +13,3 @@ pub mod recorder;
 pub mod render;
 pub mod sni;
 pub mod stats;
-pub mod tls;

@@ -15,10 +15,10 @@ use crate::metrics::history::{History, Rate};
 use crate::metrics::outcome::{Statuses, Tallies, Tally, UPSTREAM_5XX};
 use crate::pool::PoolRt;
 use crate::snapshot::Snapshot;
-use crate::transport::tls::TlsServer;
 use weir_metrics::clock;
 use weir_metrics::hist::Windowed;
 use weir_metrics::GLOBAL;
+use weir_transport::tls::TlsServer;
 
 #[derive(Debug, Serialize)]
 pub struct Stats {

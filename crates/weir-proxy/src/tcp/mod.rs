@@ -1,12 +1,7 @@
-//! The TCP (layer 4) proxy: one upstream connection per client connection,
-//! bytes relayed both ways with half-close, zero-copy on Linux; with `sni_routing`,
-//! the pool chosen by the ClientHello's server name (`sni.rs`); through a TLS side
-//! (a pool's, or a listener's `[tls]`), copied (`copy.rs`). An upgraded HTTP
-//! connection (WebSocket) is relayed by the same `relay.rs` or `copy.rs`.
+//! The TCP (layer 4) proxy: one upstream connection per client connection, bytes relayed
+//! both ways with half-close (weir-transport's `relay.rs`, zero-copy on Linux; through a TLS
+//! side, `copy.rs`); with `sni_routing`, the pool chosen by the ClientHello's server name
+//! (`sni.rs`).
 
-pub mod copy;
-pub mod relay;
 pub mod session;
 pub mod sni;
-#[cfg(target_os = "linux")]
-mod splice;

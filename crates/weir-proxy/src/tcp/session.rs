@@ -21,13 +21,13 @@ use crate::capacity::{self, Slot};
 use crate::pool::PoolRt;
 use crate::race::race;
 use crate::router::Target;
-use crate::tcp::copy;
-use crate::tcp::relay::relay;
 use crate::tcp::sni::Passed;
-use crate::transport::proxy_protocol::{self, Tlvs};
-use crate::transport::tls::TlsConn;
-use crate::transport::UpstreamStream;
 use weir_metrics::reason::Reason;
+use weir_transport::copy;
+use weir_transport::proxy_protocol::{self, Tlvs};
+use weir_transport::relay::relay;
+use weir_transport::tls::TlsConn;
+use weir_transport::UpstreamStream;
 
 /// A session's client side.
 pub enum Client {
@@ -195,7 +195,7 @@ async fn connect_any(
             ep.addr,
             pool.connect_timeout,
             tls,
-            crate::transport::Alpn::Tcp,
+            weir_transport::Alpn::Tcp,
             proxy_header.as_deref(),
             timer.as_mut(),
         );

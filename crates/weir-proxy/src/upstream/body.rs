@@ -12,8 +12,8 @@ use super::session::Session;
 use crate::codec::h1::client;
 use crate::codec::h2::exchange as h2x;
 use crate::error::ExchangeError;
-use crate::transport::UpstreamStream;
 use crate::upstream::upbody::UpBody;
+use weir_transport::UpstreamStream;
 
 /// An upstream connection that switched protocols (`101`): its stream, and
 /// the new protocol's bytes that arrived with the response head.

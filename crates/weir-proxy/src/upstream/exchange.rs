@@ -24,8 +24,8 @@ use crate::codec::h2::keepalive::Ping;
 use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, Limit, TryError};
-use crate::transport::UpstreamTls;
 use crate::upstream::upbody::UpBody;
+use weir_transport::UpstreamTls;
 
 /// How many new connections one try may open in place of connections the backend closed
 /// before reading its request.

@@ -48,7 +48,7 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
         // A TLS backend refusing weir's client certificate after a TLS 1.3 handshake: the
         // handshake failed, and the request was never read (it cannot have been: the
         // backend stopped at the certificate).
-        Error::Io(ref io) if !reused && !answered && crate::transport::handshake_refused(io) => {
+        Error::Io(ref io) if !reused && !answered && weir_transport::handshake_refused(io) => {
             TryError {
                 reason: Reason::ConnectFailed,
                 side: Side::Upstream,

@@ -324,7 +324,7 @@ mod tests {
 
     use super::*;
     use crate::codec::h1::client::Connection;
-    use crate::transport::UpstreamStream;
+    use weir_transport::UpstreamStream;
 
     /// Retired at 3/4 of a learned idle close, and 10 ms short of it at least.
     #[test]

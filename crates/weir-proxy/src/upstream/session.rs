@@ -31,8 +31,8 @@ use crate::codec::h2::keepalive::Ping;
 use crate::codec::h2::{client as h2c, exchange as h2x};
 use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
-use crate::transport::{Alpn, ConnectError, TcpState, UpstreamStream, UpstreamTls};
 use crate::upstream::upbody::UpBody;
+use weir_transport::{Alpn, ConnectError, TcpState, UpstreamStream, UpstreamTls};
 
 /// One upstream connection (or stream) able to carry a request.
 pub enum Session {

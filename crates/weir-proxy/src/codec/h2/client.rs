@@ -33,9 +33,9 @@ use weir_h2::Reason;
 
 use super::keepalive::{Due, Keepalive, Ping};
 use super::shared::keep_waker;
-use crate::transport::AckNow;
 use weir_metrics::clock;
 use weir_metrics::{Held, GLOBAL};
+use weir_transport::AckNow;
 
 /// Per stream receive window: what one response may have in flight to weir before the
 /// client it goes to takes it.

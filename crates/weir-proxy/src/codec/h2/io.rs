@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::transport::{ClientReader, ClientWriter};
+use weir_transport::{ClientReader, ClientWriter};
 
 pub struct Joined {
     /// Read before the handover; served before the socket.

@@ -8,8 +8,8 @@ use http::{HeaderName, HeaderValue};
 use crate::http::conn_state::ConnState;
 use crate::http::headers::{client_ip_value, forwarded_value, Forwarding};
 use crate::snapshot::Shared;
-use crate::transport::proxy_protocol::Tlvs;
-use crate::transport::TlsInfo;
+use weir_transport::proxy_protocol::Tlvs;
+use weir_transport::TlsInfo;
 
 pub struct ConnCtx {
     pub shared: Arc<Shared>,

@@ -192,7 +192,7 @@ fn proxy<'a>(
             deadline,
             proxy_header: pool.send_proxy.map(|v| {
                 let addrs = Some((client, ctx.local));
-                crate::transport::proxy_protocol::header(v, addrs, ctx.proxy_tlvs.as_ref())
+                weir_transport::proxy_protocol::header(v, addrs, ctx.proxy_tlvs.as_ref())
             }),
         })
         .await;

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use tokio_util::io::poll_read_buf;
 
-use crate::transport::{TcpState, UpstreamStream};
 use weir_metrics::{Held, GLOBAL};
+use weir_transport::{TcpState, UpstreamStream};
 
 /// Read with at least this much room at first; a read that fills the room
 /// doubles it, up to `MAX_READ` (large bodies take fewer reads). The buffer

@@ -149,7 +149,7 @@ fn reason(e: &http::Extensions) -> Option<Vec<u8>> {
 
 async fn with_weir(method: &str, response: &[u8], bytewise: bool) -> Seen {
     let addr = backend(response.to_vec(), bytewise).await;
-    let conn = Connection::new(crate::transport::UpstreamStream::Plain(
+    let conn = Connection::new(weir_transport::UpstreamStream::Plain(
         TcpStream::connect(addr).await.unwrap(),
     ));
     let (parts, _) = request(method).into_parts();

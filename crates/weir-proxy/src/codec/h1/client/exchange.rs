@@ -457,10 +457,7 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
         let (s, _) = l.accept().await.unwrap();
-        (
-            Connection::new(crate::transport::UpstreamStream::Plain(c)),
-            s,
-        )
+        (Connection::new(weir_transport::UpstreamStream::Plain(c)), s)
     }
 
     /// Reads from `s` until `buf` holds a request head; returns its length.

@@ -26,9 +26,9 @@ use super::body::ReqBody;
 use super::reader::{Home, Reader};
 use super::respond::{self, Asked, Framing, Length};
 use super::write::Writer;
-use crate::transport::{ClientReader, ClientStream, ClientWriter};
 use weir_h1::request::{self as parse, Head};
 use weir_h1::ParseError;
+use weir_transport::{ClientReader, ClientStream, ClientWriter};
 
 /// What serves the requests of a connection.
 pub trait Handler: Sync {

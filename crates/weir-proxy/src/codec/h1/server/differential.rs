@@ -16,8 +16,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{run, DrainFlags, Handler, ReqBody};
-use crate::transport::ClientStream;
 use weir_h1::fields::only_persistence;
+use weir_transport::ClientStream;
 
 /// What the handler saw of one request.
 type Seen = (

@@ -16,8 +16,8 @@ use std::task::{ready, Context, Poll};
 use bytes::BytesMut;
 use tokio_util::io::poll_read_buf;
 
-use crate::transport::ClientReader;
 use weir_h1::decode::Decoder;
+use weir_transport::ClientReader;
 
 /// Reads start with this much room (hyper's first read size too); a read
 /// that fills the room doubles it, up to `MAX_READ`, for large uploads.

@@ -14,7 +14,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::respond::{self, Asked, Framing, Length};
 use super::{run, DrainFlags, Handler, ReqBody};
-use crate::transport::ClientStream;
+use weir_transport::ClientStream;
 
 fn encode(
     parts: http::response::Parts,

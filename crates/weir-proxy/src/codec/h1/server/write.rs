@@ -12,7 +12,7 @@ use bytes::{Buf, Bytes};
 use tokio::io::AsyncWrite;
 
 use super::respond::Framing;
-use crate::transport::ClientWriter;
+use weir_transport::ClientWriter;
 
 /// Body pieces up to this size are copied behind the head.
 const INLINE: usize = 16 * 1024;

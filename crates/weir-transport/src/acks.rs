@@ -35,14 +35,13 @@ pub trait AckNow {
     fn ack_now(&self);
 }
 
-impl AckNow for super::UpstreamStream {
+impl AckNow for crate::UpstreamStream {
     fn ack_now(&self) {
-        super::UpstreamStream::ack_now(self);
+        crate::UpstreamStream::ack_now(self);
     }
 }
 
-/// In memory, for unit tests: no kernel holds anything back.
-#[cfg(test)]
+/// In memory (the codecs' unit tests): no kernel holds anything back.
 impl AckNow for tokio::io::DuplexStream {
     fn ack_now(&self) {}
 }

@@ -62,7 +62,7 @@ pub(crate) fn on_change<T, S>(
 /// handed to `apply` (which says, for the log, what it took: "3 users"); one that does not
 /// read leaves `state` as it was and the log says why. `seen` is the file's stamp from
 /// before the caller read it. `what` names the file in the log ("users file").
-pub(crate) fn watch<T, V>(
+pub fn watch<T, V>(
     state: &Arc<T>,
     path: PathBuf,
     seen: Stamp,

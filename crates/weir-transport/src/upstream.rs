@@ -15,10 +15,10 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::connect::{connect_until, ConnectError};
-use super::tcp_state::TcpState;
-use super::tls_info::TlsInfo;
-use super::upstream_tls::{Alpn, TlsStream, UpstreamTls};
+use crate::connect::{connect_until, ConnectError};
+use crate::tcp_state::TcpState;
+use crate::tls_info::TlsInfo;
+use crate::upstream_tls::{Alpn, TlsStream, UpstreamTls};
 
 pub enum UpstreamStream {
     Plain(TcpStream),
@@ -122,7 +122,7 @@ impl UpstreamStream {
 
     /// Has the kernel acknowledge now what arrived (`acks.rs`).
     pub fn ack_now(&self) {
-        super::acks::ack_now(self.raw());
+        crate::acks::ack_now(self.raw());
     }
 
     /// The TLS session's details; `None` on a plain connection (and, until

@@ -23,7 +23,7 @@ use tokio_rustls::TlsConnector;
 use weir_config::{PoolTls, TlsVersion};
 use weir_tls::{ClientSettings, MinVersion, SettingsError, Trust};
 
-use super::connect::ConnectError;
+use crate::connect::ConnectError;
 
 /// One TLS session to an endpoint. Boxed: a rustls connection is ~1 KiB, and plain
 /// streams should not carry that size around.
@@ -322,7 +322,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::transport::UpstreamStream;
+    use crate::UpstreamStream;
     use weir_testkit::certs::Ca;
     use weir_testkit::{tls::server_config, TlsFront};
 

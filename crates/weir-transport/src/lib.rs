@@ -9,15 +9,23 @@
 //! Streams are enums: TLS is a variant (and a file of its own) on each
 //! side, picked where the stream is made (the listener, the pool's connect:
 //! `upstream_tls.rs`), not an edit of the codecs or the request path. The
-//! TCP relay (`tcp/`) takes plain sockets as they come from here, for
-//! splice(2), and copies through TLS ones.
+//! byte relay of TCP sessions and upgraded connections (`relay.rs`) moves plain
+//! sockets with splice(2) (`splice.rs`) and copies through TLS ones (`copy.rs`).
+//! Files watched for change (`file_watch.rs`, `file_stamp.rs`) are the certificate
+//! reloads'.
 
 mod accept;
 mod acks;
 mod client;
 mod connect;
+pub mod copy;
+pub mod file_stamp;
+pub mod file_watch;
 mod lazy;
 pub mod proxy_protocol;
+pub mod relay;
+#[cfg(target_os = "linux")]
+mod splice;
 mod tcp_state;
 pub mod tls;
 mod tls_info;

@@ -13,7 +13,6 @@ use weir_config::{CertificateResource, ClientAuth, ListenerTls, Protocol, TlsVer
 use weir_tls::{LiveCertificates, MinVersion, PairSource, ServerSettings};
 
 use crate::file_stamp::{stamp, Stamp};
-use crate::metrics;
 
 pub struct TlsServer {
     pub listener: Arc<str>,
@@ -35,7 +34,7 @@ pub struct TlsServer {
     pub identity_header: Option<HeaderName>,
     /// Where its `x-forwarded-client-cert` element goes (http listeners).
     pub cert_header: Option<HeaderName>,
-    pub metrics: Arc<metrics::tls::ListenerTls>,
+    pub metrics: Arc<crate::tls::metrics::ListenerTls>,
 }
 
 impl std::fmt::Debug for TlsServer {
@@ -120,7 +119,7 @@ impl TlsServer {
                 })?;
         let name: Arc<str> = listener.into();
         let server = Arc::new(TlsServer {
-            metrics: metrics::tls::for_listener(&name),
+            metrics: crate::tls::metrics::for_listener(&name),
             listener: name,
             settings: tls.clone(),
             attached,

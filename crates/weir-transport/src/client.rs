@@ -15,9 +15,9 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::lazy;
-use super::tls::{TlsConn, TlsReader, TlsWriter};
-use super::tls_info::TlsInfo;
+use crate::lazy;
+use crate::tls::{TlsConn, TlsReader, TlsWriter};
+use crate::tls_info::TlsInfo;
 
 /// An accepted client connection.
 pub enum ClientStream {
@@ -130,7 +130,7 @@ impl ClientReader {
     /// Has the kernel acknowledge now what arrived (`acks.rs`).
     pub fn ack_now(&self) {
         match self {
-            ClientReader::Plain(r) => super::acks::ack_now(r.tcp()),
+            ClientReader::Plain(r) => crate::acks::ack_now(r.tcp()),
             ClientReader::Tls(r) => r.ack_now(),
         }
     }

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
-use crate::transport::tls_info::TlsInfo;
+use crate::tls_info::TlsInfo;
 
 type Inner = TlsStream<TcpStream>;
 
@@ -59,7 +59,7 @@ impl TlsReader {
     /// Has the kernel acknowledge now what arrived on the socket under the session
     /// (`transport/acks.rs`).
     pub fn ack_now(&self) {
-        crate::transport::acks::ack_now(lock(&self.0).get_ref().0);
+        crate::acks::ack_now(lock(&self.0).get_ref().0);
     }
 }
 

@@ -100,7 +100,7 @@ async fn one_way(
     let n = match copy_small(&mut src, &mut dst, activity, count).await? {
         Copied::Done(n) => n,
         Copied::Bulk(n) => {
-            n + crate::tcp::splice::copy(src.as_ref(), dst.as_ref(), activity, count).await?
+            n + crate::splice::copy(src.as_ref(), dst.as_ref(), activity, count).await?
         }
     };
     #[cfg(not(target_os = "linux"))]

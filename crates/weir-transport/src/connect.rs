@@ -27,7 +27,7 @@ pub enum ConnectError {
         addr: SocketAddr,
         name: String,
         #[source]
-        source: super::upstream_tls::HandshakeError,
+        source: crate::upstream_tls::HandshakeError,
     },
     #[error("TLS handshake with {addr} not done within the connect timeout ({timeout:?})")]
     HandshakeTimeout { addr: SocketAddr, timeout: Duration },
@@ -35,7 +35,7 @@ pub enum ConnectError {
     Alpn {
         addr: SocketAddr,
         chosen: String,
-        speaks: super::upstream_tls::Alpn,
+        speaks: crate::upstream_tls::Alpn,
     },
 }
 

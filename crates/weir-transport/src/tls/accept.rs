@@ -19,8 +19,8 @@ use tracing::debug;
 
 use super::server::TlsServer;
 use super::stream::{TlsConn, TryWrite};
-use crate::metrics::tls::{Outcome, Version};
-use crate::transport::tls_info::{ClientCert, TlsInfo};
+use crate::tls::metrics::{Outcome, Version};
+use crate::tls_info::{ClientCert, TlsInfo};
 
 /// A TLS record's first byte for a handshake message.
 const HANDSHAKE_RECORD: u8 = 0x16;

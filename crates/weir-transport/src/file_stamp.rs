@@ -8,7 +8,7 @@ use std::path::Path;
 
 pub(crate) type Stamp = Option<(u64, u64, u64, i64)>;
 
-pub(crate) fn stamp(path: &Path) -> Stamp {
+pub fn stamp(path: &Path) -> Stamp {
     let m = std::fs::metadata(path).ok()?;
     Some((
         m.dev(),
