@@ -11,7 +11,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::codec::h1::client;
+use weir_codec::h1::client;
 use weir_metrics::reason::Reason;
 use weir_transport::ConnectError;
 
@@ -157,7 +157,7 @@ impl fmt::Display for TryError {
 #[derive(Debug)]
 pub enum ExchangeError {
     H1(client::Error),
-    H2(crate::codec::h2::exchange::Error),
+    H2(weir_codec::h2::exchange::Error),
     /// The compress filter's encoder failed (weir's side, not the upstream's).
     Encode(std::io::Error),
 }

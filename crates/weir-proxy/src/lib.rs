@@ -8,7 +8,6 @@
 pub mod accesslog;
 pub mod balance;
 pub mod capacity;
-pub mod codec;
 pub mod endpoint;
 pub mod error;
 pub mod filter;

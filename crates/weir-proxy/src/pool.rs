@@ -11,11 +11,11 @@ use weir_config::HashKey;
 
 use crate::balance::{Algorithm, PickKey, PoolView};
 use crate::capacity::{self, Limits, Queue};
-use crate::codec::h2::keepalive::Ping;
 use crate::endpoint::EndpointRt;
 use crate::health::{Ejection, HealthFilter, Loss};
 use crate::metrics::pool::PoolMetrics;
 use crate::retry::Budget;
+use weir_codec::h2::keepalive::Ping;
 use weir_transport::UpstreamTls;
 
 /// A pool's runtime state that outlives snapshots, kept in the registry by

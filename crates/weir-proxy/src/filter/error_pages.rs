@@ -28,11 +28,11 @@ use weir_config::filter::{Page, MAX_PAGE};
 
 use super::{Cx, Later};
 use crate::balance::PickKey;
-use crate::codec::added::Added;
 use crate::error::{Deadline, Limit};
 use crate::http::body::ProxyBody;
 use crate::http::tries::{self, Attempts, Ended};
 use crate::upstream::upbody::Prepared;
+use weir_codec::added::Added;
 use weir_transport::file_stamp::stamp;
 use weir_transport::file_watch;
 

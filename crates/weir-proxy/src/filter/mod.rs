@@ -40,9 +40,9 @@ use std::time::Instant;
 
 use http::{HeaderValue, Method, Request, Response, Uri};
 
-use crate::codec::client_body::ClientBody;
 use crate::http::body::ProxyBody;
 use crate::http::forward::ConnCtx;
+use weir_codec::client_body::ClientBody;
 use weir_metrics::reason::Reason;
 
 pub use body_limit::BodyLimit;

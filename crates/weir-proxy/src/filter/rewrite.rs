@@ -8,7 +8,7 @@ use http::{Request, Uri};
 use weir_config::filter::PathRewrite;
 
 use super::{statics, Cx, Verdict};
-use crate::codec::client_body::ClientBody;
+use weir_codec::client_body::ClientBody;
 
 const X_FORWARDED_PREFIX: &str = "x-forwarded-prefix";
 

@@ -17,10 +17,10 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 use weir_config::{Health, HealthCheck, SendProxy, UpstreamProtocol};
 
-use crate::codec::h1::client as h1;
-use crate::codec::h2::{client as h2c, exchange as h2x};
-use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
+use weir_codec::h1::client as h1;
+use weir_codec::h2::{client as h2c, exchange as h2x};
+use weir_codec::send::{HeadTimer, Payload};
 use weir_transport::{proxy_protocol, Alpn, UpstreamStream, UpstreamTls};
 
 /// Largest health response body read when looking for `expect_body`.
@@ -199,7 +199,7 @@ async fn exchange(
     let resp = h2x::send_into::<_, h2x::RecvBody<Full<Bytes>>>(
         s,
         parts,
-        &crate::codec::added::Added::NONE,
+        &weir_codec::added::Added::NONE,
         payload,
         HeadTimer::from(deadline),
         &scheme,

@@ -8,7 +8,7 @@ use http::{Request, Response};
 use http_body_util::BodyExt;
 
 use super::checker::ProbeBody;
-use crate::codec::grpc::{GRPC_MESSAGE, GRPC_STATUS};
+use weir_codec::grpc::{GRPC_MESSAGE, GRPC_STATUS};
 
 const PATH: &str = "/grpc.health.v1.Health/Check";
 /// A HealthCheckResponse is a few bytes; anything past this is not one.

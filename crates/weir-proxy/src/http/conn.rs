@@ -15,15 +15,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::codec::client_body::ClientBody;
-use crate::codec::h1::server::{self, DrainFlags, Handler, Switched};
-use crate::codec::h2;
 use crate::http::body::ProxyBody;
 use crate::http::conn_state::{ConnState, Verdict};
 use crate::http::error::error_response_as;
 use crate::http::forward::{handle, refused, refused_request, ConnCtx};
 use crate::http::upgrade;
 use crate::race::race;
+use weir_codec::client_body::ClientBody;
+use weir_codec::h1::server::{self, DrainFlags, Handler, Switched};
+use weir_codec::h2;
 use weir_metrics::reason::Reason;
 use weir_transport::ClientStream;
 
@@ -92,7 +92,7 @@ impl h2::server::Handler for Proxy {
     }
 
     fn abuse(&self, why: h2::server::Abuse) {
-        crate::codec::h2::goaways::abuse(why);
+        weir_codec::h2::goaways::abuse(why);
     }
 
     fn is_switched(&self, body: &ProxyBody) -> bool {

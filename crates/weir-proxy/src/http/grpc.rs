@@ -6,9 +6,9 @@
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Response, StatusCode};
 
-pub use crate::codec::grpc::{head_status, is_grpc, status_of, timeout};
-use crate::codec::grpc::{GRPC_MESSAGE, GRPC_STATUS};
 use crate::http::body::ProxyBody;
+pub use weir_codec::grpc::{head_status, is_grpc, status_of, timeout};
+use weir_codec::grpc::{GRPC_MESSAGE, GRPC_STATUS};
 use weir_metrics::reason::Reason;
 
 /// gRPC status codes weir answers with.

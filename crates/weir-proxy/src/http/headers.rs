@@ -6,8 +6,8 @@ use std::net::IpAddr;
 use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use crate::codec::added::Added;
 use crate::http::proxy_chain;
+use weir_codec::added::Added;
 use weir_h1::fields::trim;
 
 /// Headers that describe one connection, never forwarded, and `Upgrade`,

@@ -1,5 +1,5 @@
 //! The HTTP reverse proxy pipeline, whatever the protocol on either side:
-//! client connections (`conn`, with a server codec from `crate::codec`),
+//! client connections (`conn`, with a server codec from `weir_codec`),
 //! one request's way (`forward`, then `tries` over `crate::upstream`
 //! sessions), and the pieces they need (headers, bodies, generated errors,
 //! client timeouts).

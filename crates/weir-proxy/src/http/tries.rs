@@ -39,8 +39,6 @@ use http::{Method, Response};
 
 use crate::balance::PickKey;
 use crate::capacity::{self, Granted};
-use crate::codec::added::Added;
-use crate::codec::send::{HeadTimer, Payload};
 use crate::error::{Cause, Deadline, Limit, Side, TryError};
 use crate::health::Loss;
 use crate::http::body::{PoolReturn, ProxyBody};
@@ -50,6 +48,8 @@ use crate::pool::PoolRt;
 use crate::upstream::keep_alive::idle_allowance;
 use crate::upstream::upbody::{Prepared, UpBody};
 use crate::upstream::{exchange, Exchange, Exchanged};
+use weir_codec::added::Added;
+use weir_codec::send::{HeadTimer, Payload};
 use weir_metrics::reason::Reason;
 
 /// An upstream answer to one try, with its slot, and whether its status

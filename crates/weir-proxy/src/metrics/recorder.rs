@@ -30,7 +30,7 @@ pub struct Recorder {
 impl Recorder {
     /// Notes the `grpc-status` of trailers, for the metrics and the access log.
     pub fn grpc_status(&mut self, trailers: &http::HeaderMap) {
-        let Some(status) = crate::codec::grpc::status_of(trailers) else {
+        let Some(status) = weir_codec::grpc::status_of(trailers) else {
             return;
         };
         self.grpc = Some(status);

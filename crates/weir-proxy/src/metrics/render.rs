@@ -414,7 +414,7 @@ impl Collector for Weir {
             &[(vec![], admin_auth::EVICTED.load(Relaxed))],
         )?;
         tls(&mut enc, &snap)?;
-        let goaways: Vec<(Labels, u64)> = crate::codec::h2::goaways::counts()
+        let goaways: Vec<(Labels, u64)> = weir_codec::h2::goaways::counts()
             .into_iter()
             .map(|(reason, n)| (vec![("reason", reason.to_string())], n))
             .collect();

@@ -9,10 +9,10 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 
 use super::session::Session;
-use crate::codec::h1::client;
-use crate::codec::h2::exchange as h2x;
 use crate::error::ExchangeError;
 use crate::upstream::upbody::UpBody;
+use weir_codec::h1::client;
+use weir_codec::h2::exchange as h2x;
 use weir_transport::UpstreamStream;
 
 /// An upstream connection that switched protocols (`101`): its stream, and

@@ -19,12 +19,12 @@ use http::Response;
 use super::body::RecvBody;
 use super::idle::Conn;
 use super::session::{Dial, SendFailed, Session};
-use crate::codec::added::Added;
-use crate::codec::h2::keepalive::Ping;
-use crate::codec::send::{HeadTimer, Payload};
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, Limit, TryError};
 use crate::upstream::upbody::UpBody;
+use weir_codec::added::Added;
+use weir_codec::h2::keepalive::Ping;
+use weir_codec::send::{HeadTimer, Payload};
 use weir_transport::UpstreamTls;
 
 /// How many new connections one try may open in place of connections the backend closed

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use super::session::SendFailed;
-use crate::codec::client_body::ClientBodyError;
-use crate::codec::h1::client::{Error, SendError};
 use crate::error::{Cause, Delivery, ExchangeError, Side, TryError};
 use crate::upstream::upbody::UpBody;
+use weir_codec::client_body::ClientBodyError;
+use weir_codec::h1::client::{Error, SendError};
 use weir_metrics::reason::Reason;
 
 /// `limit`: the try's wait for the head, for a timeout's log line.
@@ -91,7 +91,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::codec::send::Payload;
+    use weir_codec::send::Payload;
 
     fn failed_with(error: Error, unsent: bool, answered: bool) -> TryError {
         let e = SendError {

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use super::session::SendFailed;
-use crate::codec::client_body::ClientBodyError;
-use crate::codec::h2::exchange::{Error, SendError};
 use crate::error::{Cause, Delivery, ExchangeError, Side, TryError};
 use crate::upstream::upbody::UpBody;
+use weir_codec::client_body::ClientBodyError;
+use weir_codec::h2::exchange::{Error, SendError};
 use weir_metrics::reason::Reason;
 
 /// `limit`: the try's wait for the head, for a timeout's log line.

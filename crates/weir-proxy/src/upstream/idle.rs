@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::codec::h2::client::Shared;
 use crate::upstream::Session;
+use weir_codec::h2::client::Shared;
 use weir_metrics::clock;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.
@@ -323,7 +323,7 @@ mod tests {
     use tokio::net::{TcpListener, TcpStream};
 
     use super::*;
-    use crate::codec::h1::client::Connection;
+    use weir_codec::h1::client::Connection;
     use weir_transport::UpstreamStream;
 
     /// Retired at 3/4 of a learned idle close, and 10 ms short of it at least.

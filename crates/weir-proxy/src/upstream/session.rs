@@ -25,13 +25,13 @@ use weir_config::UpstreamProtocol;
 
 use super::body::RecvBody;
 use super::{h1, h2};
-use crate::codec::added::Added;
-use crate::codec::h1::client::{self, Connection};
-use crate::codec::h2::keepalive::Ping;
-use crate::codec::h2::{client as h2c, exchange as h2x};
-use crate::codec::send::{HeadTimer, Payload};
 use crate::error::TryError;
 use crate::upstream::upbody::UpBody;
+use weir_codec::added::Added;
+use weir_codec::h1::client::{self, Connection};
+use weir_codec::h2::keepalive::Ping;
+use weir_codec::h2::{client as h2c, exchange as h2x};
+use weir_codec::send::{HeadTimer, Payload};
 use weir_transport::{Alpn, ConnectError, TcpState, UpstreamStream, UpstreamTls};
 
 /// One upstream connection (or stream) able to carry a request.

@@ -17,7 +17,7 @@ use futures_util::FutureExt;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 
-use crate::codec::client_body::{ClientBody, ClientBodyError};
+use weir_codec::client_body::{ClientBody, ClientBodyError};
 
 /// A body too large to replay, or not waited for (replayable ones go upstream as bytes).
 pub struct UpBody {

@@ -13,9 +13,9 @@ use http::{Request, Response};
 use super::accounting::Accounting;
 use super::route::Routed;
 use super::ConnCtx;
-use crate::codec::client_body::ClientBody;
 use crate::filter::{self, Chain, Cx, Later, Phase};
 use crate::http::body::ProxyBody;
+use weir_codec::client_body::ClientBody;
 use weir_metrics::reason::Reason;
 
 pub struct Filtered<'a> {

@@ -8,8 +8,8 @@ use http::Request;
 use weir_config::HashKey;
 
 use crate::balance::{hash_bytes, ip_hash, Algorithm, PickKey};
-use crate::codec::added::Added;
 use crate::pool::PoolRt;
+use weir_codec::added::Added;
 
 /// What the pool's algorithm needs from the request: a hash of the
 /// configured key, or the endpoint a sticky cookie names. A header key is

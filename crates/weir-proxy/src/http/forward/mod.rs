@@ -46,13 +46,13 @@ use std::time::Instant;
 
 use http::{Request, Response};
 
-use crate::codec::client_body::ClientBody;
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::http::grpc;
 use crate::http::tries::{self, Attempts, Ended};
 use crate::router::Target;
 use crate::upstream::upbody::prepare;
+use weir_codec::client_body::ClientBody;
 
 use accounting::Accounting;
 use fail::{fail, tries_failed, Where};

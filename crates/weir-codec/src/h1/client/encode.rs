@@ -8,7 +8,7 @@ use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::request::Parts;
 use http::Method;
 
-use crate::codec::added::Added;
+use crate::added::Added;
 use weir_h1::fields::{content_length, push_decimal, push_field};
 
 /// What is known about the request body before it is sent.

@@ -45,7 +45,7 @@ use super::request_body::RequestBody;
 use super::shared::{ConnShared, Shared};
 use super::tunnel::Tunnel;
 use super::websocket;
-use crate::codec::h1::server::DrainFlags;
+use crate::h1::server::DrainFlags;
 
 /// The proxy as this server sees it.
 pub trait Handler: Sync {

@@ -7,7 +7,7 @@
 //! small body) goes out in one write, the response head is parsed with
 //! `httparse`, and the response body is decoded straight from the socket.
 //! At the end of the body the connection is handed back for reuse if the
-//! exchange left it clean. `crate::upstream` puts it behind the session seam.
+//! exchange left it clean. The upstream layer puts it behind its session seam.
 //!
 //! - `conn`: the stream (`transport::UpstreamStream`) and its buffers, and
 //!   the EOF check before reuse;
@@ -27,7 +27,7 @@ mod write;
 #[cfg(test)]
 mod differential;
 
-pub use crate::codec::send::{HeadTimer, Payload};
+pub use crate::send::{HeadTimer, Payload};
 pub use conn::Connection;
 pub use error::Error;
 pub use exchange::{send, send_into, RecvBody, SendError};

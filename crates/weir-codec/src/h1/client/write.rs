@@ -13,7 +13,7 @@ use tokio::io::AsyncWrite;
 use super::conn::Connection;
 use super::encode::Framing;
 use super::error::{BoxError, Error};
-use crate::codec::send::Payload;
+use crate::send::Payload;
 use weir_h1::fields::push_hex;
 
 /// Bodies up to this size are copied behind the head, for a single write.

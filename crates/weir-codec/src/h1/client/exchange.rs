@@ -20,8 +20,8 @@ use super::conn::Connection;
 use super::encode::{self, BodyKind};
 use super::error::{BoxError, Error};
 use super::write::{WriteError, Writer};
-use crate::codec::added::Added;
-use crate::codec::send::{HeadTimer, Payload};
+use crate::added::Added;
+use crate::send::{HeadTimer, Payload};
 use weir_h1::decode::Decoder;
 use weir_h1::response::{self as parse, Head};
 

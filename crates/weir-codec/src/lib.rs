@@ -1,7 +1,7 @@
 //! Wire codecs: how requests and responses become bytes on a stream and
 //! back. Each protocol has a server side (client connections) and a client
-//! side (upstream sessions); the proxy pipeline above (`crate::http`) sees
-//! only `http` types, bodies and the seams in `crate::upstream`.
+//! side (upstream connections); the proxy pipeline above sees only `http` types,
+//! bodies and the upstream session seam.
 //!
 //! - `h1`: weir's own HTTP/1.1 codec;
 //! - `h2`: HTTP/2 both ways, on weir's own connection (the `weir-h2` crate);

@@ -209,7 +209,9 @@ impl Connection {
     }
 }
 
-#[cfg(test)]
+/// For the tests of the idle store above (which sweeps read buffers): not part of the codec's
+/// interface.
+#[doc(hidden)]
 impl Connection {
     /// The room its read buffer has (for tests of when it is made and given back).
     pub fn read_room(&self) -> usize {

@@ -30,7 +30,7 @@ fn encode(
     let s = format!(
         "{}{}",
         &s[..date],
-        &s[date + 6 + crate::codec::h1::date::LEN + 2..]
+        &s[date + 6 + crate::h1::date::LEN + 2..]
     );
     (s, f, keep_alive)
 }

@@ -24,8 +24,8 @@ use weir_h2::Reason;
 pub use super::body::RecvBody;
 use super::client::{wait, Conn, Failure, Slot, Stream};
 use super::pump::Pump;
-use crate::codec::added::Added;
-use crate::codec::send::{HeadTimer, Payload};
+use crate::added::Added;
+use crate::send::{HeadTimer, Payload};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -306,7 +306,7 @@ mod tests {
     use http_body_util::Full;
 
     use super::*;
-    use crate::codec::h2::client::handshake;
+    use crate::h2::client::handshake;
 
     /// A request the connection ended before writing (the endpoint had closed it, without
     /// GOAWAY) is told apart from one the endpoint may have processed, so that even a POST

@@ -8,8 +8,8 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-use crate::codec::h1::server;
-use crate::codec::h2;
+use crate::h1::server;
+use crate::h2;
 use weir_metrics::reason::Reason;
 
 #[derive(Default)]

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::codec::h2::server::Abuse;
+use crate::h2::server::Abuse;
 
 const REASONS: [(Abuse, &str); 5] = [
     (Abuse::RapidReset, "rapid_reset"),

@@ -10,7 +10,7 @@ use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
 use http::response::Parts;
 use http::{Method, StatusCode, Version};
 
-use crate::codec::h1::date;
+use crate::h1::date;
 use weir_h1::fields::{digits, has_token, push_decimal, push_field};
 
 /// What the request tells about its response.
