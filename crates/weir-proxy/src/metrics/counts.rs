@@ -6,32 +6,6 @@ use std::sync::Arc;
 
 use weir_metrics::reason::Reason;
 
-/// Every reason, in a fixed order (indexes into `by_reason`).
-pub const REASONS: [Reason; 18] = [
-    Reason::RouteNotFound,
-    Reason::QueueFull,
-    Reason::QueueTimeout,
-    Reason::NoHealthyEndpoint,
-    Reason::ConnectFailed,
-    Reason::UpstreamReset,
-    Reason::UpstreamTimeout,
-    Reason::RetriesExhausted,
-    Reason::ClientClosed,
-    Reason::BadRequest,
-    Reason::HttpsRedirect,
-    Reason::Redirected,
-    Reason::Forbidden,
-    Reason::BodyTooLarge,
-    Reason::CorsPreflight,
-    Reason::CorsRefused,
-    Reason::Unauthorized,
-    Reason::AuthUnavailable,
-];
-
-pub fn reason_index(r: Reason) -> usize {
-    REASONS.iter().position(|&x| x == r).unwrap_or(0)
-}
-
 /// Status codes weir's own errors use; a reason's count is kept per code.
 const GENERATED: [u16; 19] = [
     301, 302, 303, 307, 308, 400, 403, 404, 413, 414, 429, 431, 499, 501, 502, 503, 504, 204, 401,
@@ -74,13 +48,13 @@ pub struct Counts {
     /// Upstream answers passed through, by code (index = code - 100).
     by_code: Box<[AtomicU64]>,
     /// Responses weir generated, by reason and code.
-    by_reason: [[AtomicU64; GENERATED.len()]; REASONS.len()],
+    by_reason: [[AtomicU64; GENERATED.len()]; Reason::ALL.len()],
     /// Failures under another code: an upstream answer cut short after its
     /// head keeps the upstream's status. Rare, so a lock is fine.
     by_other: std::sync::Mutex<Vec<(u16, Reason, u64)>>,
     /// TCP sessions, which have no status: relayed, and refused by reason.
     sessions: AtomicU64,
-    sessions_refused: [AtomicU64; REASONS.len()],
+    sessions_refused: [AtomicU64; Reason::ALL.len()],
     /// gRPC calls by the `grpc-status` their client got (index = code): every gRPC call
     /// is an HTTP 200, so `by_code` cannot tell a failed one.
     grpc: [AtomicU64; GRPC_CODES.len()],
@@ -131,7 +105,7 @@ impl Counts {
             }
             Some(r) => match GENERATED.iter().position(|&g| g == status) {
                 Some(code) => {
-                    self.by_reason[reason_index(r)][code].fetch_add(1, Relaxed);
+                    self.by_reason[r.index()][code].fetch_add(1, Relaxed);
                 }
                 None => {
                     let mut other = self.by_other.lock().unwrap();
@@ -149,7 +123,7 @@ impl Counts {
     pub fn record_session(&self, reason: Option<Reason>) {
         match reason {
             None => &self.sessions,
-            Some(r) => &self.sessions_refused[reason_index(r)],
+            Some(r) => &self.sessions_refused[r.index()],
         }
         .fetch_add(1, Relaxed);
     }
@@ -173,7 +147,7 @@ impl Counts {
             for (ci, c) in row.iter().enumerate() {
                 let n = c.load(Relaxed);
                 if n > 0 {
-                    f(GENERATED[ci], Some(REASONS[ri]), n);
+                    f(GENERATED[ci], Some(Reason::ALL[ri]), n);
                 }
             }
         }
@@ -187,7 +161,7 @@ impl Counts {
         for (ri, c) in self.sessions_refused.iter().enumerate() {
             let n = c.load(Relaxed);
             if n > 0 {
-                f(0, Some(REASONS[ri]), n);
+                f(0, Some(Reason::ALL[ri]), n);
             }
         }
     }

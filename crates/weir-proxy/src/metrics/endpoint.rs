@@ -4,7 +4,6 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use crate::metrics::counts::{reason_index, REASONS};
 use weir_metrics::hist::{Histogram, Windowed};
 use weir_metrics::reason::Reason;
 
@@ -17,7 +16,7 @@ pub struct EndpointMetrics {
     /// The same, over the last minute (percentiles for stats).
     pub recent: Windowed,
     /// Failed tries by reason.
-    errors: [AtomicU64; REASONS.len()],
+    errors: [AtomicU64; Reason::ALL.len()],
     /// Request body bytes sent upstream, response bytes sent to clients.
     pub bytes_in: Arc<AtomicU64>,
     pub bytes_out: AtomicU64,
@@ -25,7 +24,7 @@ pub struct EndpointMetrics {
 
 impl EndpointMetrics {
     pub fn error(&self, r: Reason) {
-        self.errors[reason_index(r)].fetch_add(1, Relaxed);
+        self.errors[r.index()].fetch_add(1, Relaxed);
     }
 
     /// Failed tries so far (the history samples it for errors per second).
@@ -35,7 +34,7 @@ impl EndpointMetrics {
 
     /// Non-zero error counts by reason.
     pub fn errors(&self) -> Vec<(&'static str, u64)> {
-        REASONS
+        Reason::ALL
             .iter()
             .zip(&self.errors)
             .map(|(r, c)| (r.as_str(), c.load(Relaxed)))
