@@ -4,7 +4,7 @@
 # per request (tokio, the codecs, http's maps, mimalloc): more than the CPU's 32 KiB
 # instruction cache, which a plain build misses about 1 000 times per gRPC call (callgrind).
 # This build has 59 % fewer of those misses and runs 15-23 % fewer instructions per
-# request (docs/BENCHMARKS.md, "Profile-guided builds").
+# request (docs/BENCHMARKS.md, "What the build rests on").
 #
 #   release/pgo.sh [cargo build options, e.g. --features etcd]
 #

@@ -1,8 +1,8 @@
-//! weir's control plane (DESIGN.md §1 "configuration flow"): where the running config comes
+//! weir's control plane (docs/DESIGN.md §1, "One change"): where the running config comes
 //! from (a file, or the durable store), endpoint registrations with leases, validation of
 //! every change against the whole resulting config, and publishing it to the data plane.
 //!
-//! Resources are the admin API's (DESIGN.md §3): listeners, routes, pools, endpoints and
+//! Resources are the admin API's (docs/DESIGN.md §3): listeners, routes, pools, endpoints and
 //! certificates, each
 //! a JSON object with exactly the keys of its config-file table. They are kept as a
 //! [`weir_store::State`] in every mode, so the API reads the same shape from a file as from

@@ -3,8 +3,8 @@
 //! decides when to read and write, so that one read can carry many streams' frames and one
 //! write many streams' answers.
 //!
-//! Why by hand, when the `h2` crate exists: measured CPU (docs/BENCHMARKS.md, "HTTP/2: where
-//! the goal stands"). A bare h2c responder on the `h2` crate costs 1.4 × HAProxy's per request;
+//! Why by hand, when the `h2` crate exists: measured CPU (docs/BENCHMARKS.md, "What the build
+//! rests on"). A bare h2c responder on the `h2` crate costs 1.2-1.4 × HAProxy's per request;
 //! with it on both hops of a gRPC call its own code is 29 % of weir's CPU, plus the moves of
 //! its stream store; and its HPACK encoder indexes every response field, walking the dynamic
 //! table for each one (47 comparisons per response against a backend with one varying field).

@@ -1,5 +1,5 @@
 //! Applying changes to a State in memory: preconditions and versioning, no I/O.
-//! Kept pure so the rules of DESIGN.md §3 live in one place, apart from the database; the
+//! Kept pure so the rules of docs/DESIGN.md §3 live in one place, apart from the database; the
 //! control plane uses it too, for endpoint registrations in file mode.
 
 use std::collections::BTreeSet;

@@ -1,4 +1,4 @@
-//! The resource kinds of the admin API (DESIGN.md §3).
+//! The resource kinds of the admin API (docs/DESIGN.md §3).
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! weir's durable, versioned configuration store (DESIGN.md §3).
+//! weir's durable, versioned configuration store (docs/DESIGN.md §3).
 //!
 //! A repository, not a map: every change names what it expects to replace (a version, or
 //! absence), is validated against the whole resulting configuration, and is committed in a

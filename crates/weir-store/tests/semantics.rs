@@ -1,4 +1,4 @@
-//! Repository semantics of DESIGN.md §3: add / update / delete, every CommitError,
+//! Repository semantics of docs/DESIGN.md §3: add / update / delete, every CommitError,
 //! validation against the whole resulting state, batches, versions, notifications.
 
 mod common;

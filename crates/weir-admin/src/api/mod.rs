@@ -1,4 +1,4 @@
-//! The configuration API under `/api/v1` (DESIGN.md §3, docs/API.md).
+//! The configuration API under `/api/v1` (docs/DESIGN.md §3, docs/API.md).
 
 mod auth;
 pub(crate) mod browser;

@@ -1,4 +1,4 @@
-//! `If-Match` / `If-None-Match` as the API uses them (DESIGN.md §3).
+//! `If-Match` / `If-None-Match` as the API uses them (docs/DESIGN.md §3).
 
 use http::HeaderMap;
 

@@ -1,4 +1,4 @@
-//! One resource: GET, HEAD, PUT, DELETE with the repository semantics of DESIGN.md §3, and
+//! One resource: GET, HEAD, PUT, DELETE with the repository semantics of docs/DESIGN.md §3, and
 //! lists of a kind. A certificate is shown without its private key (`key_pem`), in reads and
 //! in a PUT's answer alike (`weir_control::secret`).
 

@@ -1,4 +1,4 @@
-//! The admin API's repository semantics (DESIGN.md §3): preconditions, versions, validation
+//! The admin API's repository semantics (docs/DESIGN.md §3): preconditions, versions, validation
 //! of the whole config before commit, transactions, problem+json errors.
 
 use serde_json::json;

@@ -160,7 +160,7 @@ async fn a_flapping_backend_fails_no_get_and_only_delivered_posts() {
     }
 }
 
-/// The one failure DESIGN.md §4 allows: a POST that went out on a fresh
+/// The one failure docs/DESIGN.md §4 allows: a POST that went out on a fresh
 /// connection (not a reused one), which the backend then dropped before
 /// answering. The backend had it, so weir must not send it twice; it answers
 /// 502 upstream_reset. Anything else (refused connects, stale keep-alives,
