@@ -1,4 +1,4 @@
-//! HTTP/2 (issue 18).
+//! HTTP/2.
 //!
 //! Server side, on weir's own connection (`weir_h2::server`): `server.rs` serves a client
 //! connection's streams through the same pipeline as HTTP/1.1 (`http::forward::handle`),

@@ -1,4 +1,4 @@
-//! Route filters (issue 26): a route's ordered chain of named steps, each kind a file here.
+//! Route filters: a route's ordered chain of named steps, each kind a file here.
 //!
 //! Each filter is built once per config (`Filter::build` in `Proxy::prepare`: regexes
 //! compiled, literal header values made, files read; one whose settings did not change is

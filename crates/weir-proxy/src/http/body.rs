@@ -55,7 +55,7 @@ pub struct PoolReturn {
 /// inline, every move of a response through the pipeline and the HTTP/2 server's frame pump
 /// copied it (memcpy per gRPC call 19.5 KB, per HTTP/1 request 15.9 KB; boxed 7.4 and 7.1 KB,
 /// and 6.6 % and 4 % fewer instructions with the one allocation; CPU time the same within
-/// the bench's noise, docs/BENCHMARKS.md).
+/// the bench's noise, docs/BENCHMARKS.md, "What the build rests on").
 pub struct ProxyBody(pub(super) Box<Kind>);
 
 // Always boxed (`ProxyBody`): the kinds' sizes do not matter.

@@ -1,4 +1,4 @@
-//! Sending a request upstream, with the retries DESIGN.md §4 allows:
+//! Sending a request upstream, with the retries docs/DESIGN.md §4 allows:
 //!
 //! - a try that provably never reached the application is retried for any
 //!   method, on a fresh connection, preferably to another endpoint: the

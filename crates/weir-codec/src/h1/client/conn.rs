@@ -190,7 +190,7 @@ impl Connection {
         if self.rbuf.capacity() - self.rbuf.len() < self.read_size / 4 {
             // Room is made once the answer is there: a request waiting on a slow backend
             // would otherwise hold 16 KiB it has no use for yet (half of what a request in
-            // flight cost, docs/BENCHMARKS.md).
+            // flight cost, docs/BENCHMARKS.md, "What the build rests on").
             if self.rbuf.is_empty() {
                 ready!(self.io.poll_read_ready(cx))?;
             }
