@@ -6,23 +6,15 @@
 //! data plane reads it once per request or session, never under a lock.
 
 pub mod accesslog;
-pub mod balance;
-pub mod capacity;
-pub mod endpoint;
-pub mod error;
 pub mod filter;
-pub mod health;
 pub mod http;
 pub mod listener;
 pub mod metrics;
-pub mod pool;
 mod pool_update;
 mod race;
-pub mod retry;
 pub mod router;
 pub mod snapshot;
 pub mod tcp;
-pub mod upstream;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

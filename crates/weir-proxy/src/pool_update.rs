@@ -14,12 +14,12 @@ use std::sync::Arc;
 
 use weir_config::{Config, HealthCheck, InitialState};
 
-use crate::endpoint::EndpointRt;
 use crate::metrics::counts::{Counts, Labels};
-use crate::pool::PoolRt;
 use crate::router::TargetMetrics;
 use crate::snapshot::{sync_checker, Registry, Snapshot};
 use crate::Proxy;
+use weir_upstream::endpoint::EndpointRt;
+use weir_upstream::pool::PoolRt;
 
 impl Proxy {
     /// Publishes `cfg`, which differs from the running config only in the endpoints of

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use weir_config::HostMatch;
 
 use crate::metrics::counts::Counts;
-use crate::pool::PoolRt;
 use weir_metrics::hist::Histogram;
+use weir_upstream::pool::PoolRt;
 
 /// Where a matched request goes.
 #[derive(Debug, Clone)]
@@ -166,7 +166,7 @@ fn strip_port(host: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::PoolRt;
+    use weir_upstream::pool::PoolRt;
 
     fn metrics() -> TargetMetrics {
         let labels = crate::metrics::counts::Labels {
@@ -182,10 +182,16 @@ mod tests {
         }
     }
 
+    /// A pool with default settings and no endpoints.
+    fn empty_pool(name: &str) -> PoolRt {
+        let cfg = weir_config::Pool::default();
+        PoolRt::new(name.into(), &cfg, Vec::new(), Default::default(), None)
+    }
+
     fn target(name: &str) -> Target {
         Target {
             route: Some(name.into()),
-            pool: Arc::new(PoolRt::for_test(name)),
+            pool: Arc::new(empty_pool(name)),
             metrics: metrics(),
             hsts: None,
             filters: Default::default(),
@@ -218,7 +224,7 @@ mod tests {
     fn falls_back_to_default_pool() {
         let mut t = RouteTable::new(Some(Target {
             route: None,
-            pool: Arc::new(PoolRt::for_test("d")),
+            pool: Arc::new(empty_pool("d")),
             metrics: metrics(),
             hsts: None,
             filters: Default::default(),

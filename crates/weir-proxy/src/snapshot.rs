@@ -9,16 +9,16 @@ use std::time::Duration;
 
 use weir_config::{Config, HealthCheck, InitialState, Protocol};
 
-use crate::endpoint::EndpointRt;
 use crate::filter::Chain;
-use crate::health::checker::{self, Checker};
 use crate::metrics::counts::{Counts, Labels};
 use crate::metrics::sni::Passthrough;
-use crate::pool::{PoolRt, PoolShared};
 use crate::router::{RouteTable, Target, TargetMetrics};
 use weir_metrics::hist::Histogram;
 use weir_transport::tls::TlsServer;
 use weir_transport::UpstreamTls;
+use weir_upstream::endpoint::EndpointRt;
+use weir_upstream::health::checker::{self, Checker};
+use weir_upstream::pool::{PoolRt, PoolShared};
 
 #[derive(Debug, Default)]
 pub struct Snapshot {

@@ -27,14 +27,14 @@ use http_body_util::{BodyExt, Limited};
 use weir_config::filter::{Page, MAX_PAGE};
 
 use super::{Cx, Later};
-use crate::balance::PickKey;
-use crate::error::{Deadline, Limit};
 use crate::http::body::ProxyBody;
 use crate::http::tries::{self, Attempts, Ended};
-use crate::upstream::upbody::Prepared;
 use weir_codec::added::Added;
 use weir_transport::file_stamp::stamp;
 use weir_transport::file_watch;
+use weir_upstream::balance::PickKey;
+use weir_upstream::error::{Deadline, Limit};
+use weir_upstream::upbody::Prepared;
 
 #[derive(Debug)]
 pub struct ErrorPages {

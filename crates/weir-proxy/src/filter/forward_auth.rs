@@ -28,16 +28,16 @@ use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
 
 use super::{Cx, Verdict};
-use crate::error::Deadline;
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
 use crate::http::forward::pick_key;
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
 use crate::http::tries::{self, Attempts, Ended};
-use crate::upstream::upbody::Prepared;
 use weir_codec::added::Added;
 use weir_codec::client_body::ClientBody;
 use weir_metrics::reason::Reason;
+use weir_upstream::error::Deadline;
+use weir_upstream::upbody::Prepared;
 
 /// The largest answer body relayed; a larger one fails closed.
 pub const MAX_BODY: usize = 64 << 10;

@@ -14,17 +14,17 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 
-use crate::capacity::Slot;
-use crate::endpoint::EndpointRt;
-use crate::error::ExchangeError;
-use crate::health::{record_success, Loss};
 use crate::http::conn_state::BusyGuard;
 use crate::http::encoded::Encoded;
 use crate::metrics::recorder::Recorder;
-use crate::pool::PoolRt;
-use crate::upstream::idle::Conn;
-use crate::upstream::{RecvBody, Upgraded};
 use weir_metrics::reason::Reason;
+use weir_upstream::capacity::Slot;
+use weir_upstream::endpoint::EndpointRt;
+use weir_upstream::error::ExchangeError;
+use weir_upstream::health::{record_success, Loss};
+use weir_upstream::idle::Conn;
+use weir_upstream::pool::PoolRt;
+use weir_upstream::{RecvBody, Upgraded};
 
 /// The upstream response body, whatever the protocol: it owns the session
 /// until the end.

@@ -23,11 +23,11 @@ use http::HeaderMap;
 use hyper::body::{Body, Frame, SizeHint};
 use weir_config::filter::Encoding;
 
-use crate::error::ExchangeError;
 use crate::http::body::{Kind, ProxyBody};
 use crate::http::conn_state::BusyGuard;
 use crate::metrics::recorder::Recorder;
 use weir_metrics::reason::Reason;
+use weir_upstream::error::ExchangeError;
 
 /// Encoded output is sent in pieces of about this size while the upstream keeps data ready.
 const PIECE: usize = 32 * 1024;

@@ -1,6 +1,6 @@
 //! The HTTP reverse proxy pipeline, whatever the protocol on either side:
 //! client connections (`conn`, with a server codec from `weir_codec`),
-//! one request's way (`forward`, then `tries` over `crate::upstream`
+//! one request's way (`forward`, then `tries` over `weir_upstream`
 //! sessions), and the pieces they need (headers, bodies, generated errors,
 //! client timeouts).
 pub mod body;

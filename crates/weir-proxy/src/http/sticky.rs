@@ -4,7 +4,7 @@
 
 use http::header::{self, HeaderValue};
 
-use crate::pool::PoolRt;
+use weir_upstream::pool::PoolRt;
 
 /// On a sticky pool, the cookie naming the endpoint that answered, unless
 /// the request already named it (`sticky_from`).

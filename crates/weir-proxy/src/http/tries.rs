@@ -37,20 +37,20 @@ use std::time::{Duration, Instant};
 use http::request::Parts;
 use http::{Method, Response};
 
-use crate::balance::PickKey;
-use crate::capacity::{self, Granted};
-use crate::error::{Cause, Deadline, Limit, Side, TryError};
-use crate::health::Loss;
 use crate::http::body::{PoolReturn, ProxyBody};
 use crate::http::headers::strip_hop_by_hop;
 use crate::http::sticky::set_sticky;
-use crate::pool::PoolRt;
-use crate::upstream::keep_alive::idle_allowance;
-use crate::upstream::upbody::{Prepared, UpBody};
-use crate::upstream::{exchange, Exchange, Exchanged};
 use weir_codec::added::Added;
 use weir_codec::send::{HeadTimer, Payload};
 use weir_metrics::reason::Reason;
+use weir_upstream::balance::PickKey;
+use weir_upstream::capacity::{self, Granted};
+use weir_upstream::error::{Cause, Deadline, Limit, Side, TryError};
+use weir_upstream::health::Loss;
+use weir_upstream::keep_alive::idle_allowance;
+use weir_upstream::pool::PoolRt;
+use weir_upstream::upbody::{Prepared, UpBody};
+use weir_upstream::{exchange, Exchange, Exchanged};
 
 /// An upstream answer to one try, with its slot, and whether its status
 /// is one the pool retries (`on_status`).

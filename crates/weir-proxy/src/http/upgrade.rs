@@ -33,7 +33,6 @@ use tracing::debug;
 
 use crate::http::body::ProxyBody;
 use crate::http::forward::ConnCtx;
-use crate::metrics::pool::PoolMetrics;
 use crate::race::race;
 use weir_codec::h1::server::Switched;
 use weir_codec::h2::tunnel::Tunnel;
@@ -41,6 +40,7 @@ use weir_h1::fields::has_token;
 use weir_metrics::{Held, GLOBAL};
 use weir_transport::{copy, relay};
 use weir_transport::{ClientStream, UpstreamStream};
+use weir_upstream::metrics::pool::PoolMetrics;
 
 /// When the listener is gone from the snapshot by the time of the switch.
 const FALLBACK_IDLE: Duration = weir_config::defaults::UPGRADE_IDLE_TIMEOUT;

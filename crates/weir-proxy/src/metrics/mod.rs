@@ -4,10 +4,8 @@
 //! `render`, the JSON of `/api/v1/stats` by `stats` (errors and status classes by
 //! `outcome`), and once a second by the sampler of `history`.
 pub mod counts;
-pub mod endpoint;
 pub mod history;
 pub mod outcome;
-pub mod pool;
 pub mod proxy_protocol;
 pub mod recorder;
 pub mod render;

@@ -15,10 +15,6 @@ use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::balance::ip_hash;
-use crate::balance::{Algorithm, PickKey};
-use crate::capacity::{self, Slot};
-use crate::pool::PoolRt;
 use crate::race::race;
 use crate::router::Target;
 use crate::tcp::sni::Passed;
@@ -28,6 +24,10 @@ use weir_transport::proxy_protocol::{self, Tlvs};
 use weir_transport::relay::relay;
 use weir_transport::tls::TlsConn;
 use weir_transport::UpstreamStream;
+use weir_upstream::balance::ip_hash;
+use weir_upstream::balance::{Algorithm, PickKey};
+use weir_upstream::capacity::{self, Slot};
+use weir_upstream::pool::PoolRt;
 
 /// A session's client side.
 pub enum Client {

@@ -507,7 +507,7 @@ server_name = "api.internal"
         &cfg,
         &[listen],
         &["--threads", "2"],
-        "info,weir_codec::h1::client=debug,weir_proxy::upstream::idle=debug",
+        "info,weir_codec::h1::client=debug,weir_upstream::idle=debug",
     );
     let body: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
     for _ in 0..2 {

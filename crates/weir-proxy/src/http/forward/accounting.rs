@@ -16,11 +16,11 @@ use crate::http::body::ProxyBody;
 use crate::http::tries::TryInfo;
 use crate::metrics::counts::Counts;
 use crate::metrics::recorder::Recorder;
-use crate::pool::PoolRt;
 use crate::router::TargetMetrics;
 use crate::snapshot::ListenerSnap;
 use weir_metrics::hist::Histogram;
 use weir_metrics::reason::Reason;
+use weir_upstream::pool::PoolRt;
 
 #[derive(Default)]
 pub struct Accounting {

@@ -4,11 +4,11 @@
 
 use http::Response;
 
-use crate::error::TryError;
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response_as;
-use crate::pool::PoolRt;
 use weir_metrics::reason::Reason;
+use weir_upstream::error::TryError;
+use weir_upstream::pool::PoolRt;
 
 use super::overflow::overflow;
 
@@ -72,7 +72,7 @@ pub fn tries_failed(
     match reason {
         Reason::QueueFull | Reason::QueueTimeout | Reason::NoHealthyEndpoint => {
             let cut_by = match error.cause {
-                crate::error::Cause::NoSlot { cut_by } => cut_by,
+                weir_upstream::error::Cause::NoSlot { cut_by } => cut_by,
                 _ => None,
             };
             overflow(pool, reason, cut_by, w)

@@ -7,9 +7,9 @@ use http::header;
 use http::Request;
 use weir_config::HashKey;
 
-use crate::balance::{hash_bytes, ip_hash, Algorithm, PickKey};
-use crate::pool::PoolRt;
 use weir_codec::added::Added;
+use weir_upstream::balance::{hash_bytes, ip_hash, Algorithm, PickKey};
+use weir_upstream::pool::PoolRt;
 
 /// What the pool's algorithm needs from the request: a hash of the
 /// configured key, or the endpoint a sticky cookie names. A header key is

@@ -51,8 +51,8 @@ use crate::http::error::error_response;
 use crate::http::grpc;
 use crate::http::tries::{self, Attempts, Ended};
 use crate::router::Target;
-use crate::upstream::upbody::prepare;
 use weir_codec::client_body::ClientBody;
+use weir_upstream::upbody::prepare;
 
 use accounting::Accounting;
 use fail::{fail, tries_failed, Where};
@@ -157,7 +157,7 @@ fn proxy<'a>(
     let deadline = grpc
         .then(|| grpc::timeout(req.headers()))
         .flatten()
-        .map(|t| crate::error::Deadline::after(start, "grpc-timeout", t));
+        .map(|t| weir_upstream::error::Deadline::after(start, "grpc-timeout", t));
     let (parts, body) = req.into_parts();
     async move {
         let Target {

@@ -5,10 +5,10 @@ use http::header::{self, HeaderValue};
 use http::Response;
 
 use super::fail::{fail, Where};
-use crate::error::Limit;
 use crate::http::body::ProxyBody;
-use crate::pool::PoolRt;
 use weir_metrics::reason::Reason;
+use weir_upstream::error::Limit;
+use weir_upstream::pool::PoolRt;
 
 /// The answer when no slot could be had: the pool's overflow status with
 /// `Retry-After`, so clients and autoscalers can back off. `cut_by`: the request's own

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::upstream::Session;
+use crate::Session;
 use weir_codec::h2::client::Shared;
 use weir_metrics::clock;
 

@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::balance::{hash_bytes, Ewma, Ramp};
 use crate::health::EndpointHealth;
+use crate::idle::IdleConns;
 use crate::metrics::endpoint::EndpointMetrics;
-use crate::upstream::idle::IdleConns;
 
 #[derive(Debug)]
 pub struct EndpointRt {

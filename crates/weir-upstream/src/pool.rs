@@ -139,12 +139,6 @@ impl PoolRt {
     pub fn choose(&self, key: &PickKey, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
         self.algorithm.pick(self, key, ok)
     }
-
-    #[cfg(test)]
-    pub fn for_test(name: &str) -> Self {
-        let cfg = weir_config::Pool::default();
-        PoolRt::new(name.into(), &cfg, Vec::new(), PoolShared::default(), None)
-    }
 }
 
 /// What the balancing algorithms read (`balance/view.rs`).

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use super::session::SendFailed;
 use crate::error::{Cause, Delivery, ExchangeError, Side, TryError};
-use crate::upstream::upbody::UpBody;
+use crate::session::SendFailed;
+use crate::upbody::UpBody;
 use weir_codec::client_body::ClientBodyError;
 use weir_codec::h2::exchange::{Error, SendError};
 use weir_metrics::reason::Reason;

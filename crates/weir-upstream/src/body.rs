@@ -8,9 +8,9 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 
-use super::session::Session;
 use crate::error::ExchangeError;
-use crate::upstream::upbody::UpBody;
+use crate::session::Session;
+use crate::upbody::UpBody;
 use weir_codec::h1::client;
 use weir_codec::h2::exchange as h2x;
 use weir_transport::UpstreamStream;

@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 use http::request::Parts;
 use http::Response;
 
-use super::body::RecvBody;
-use super::idle::Conn;
-use super::session::{Dial, SendFailed, Session};
+use crate::body::RecvBody;
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, Limit, TryError};
-use crate::upstream::upbody::UpBody;
+use crate::idle::Conn;
+use crate::session::{Dial, SendFailed, Session};
+use crate::upbody::UpBody;
 use weir_codec::added::Added;
 use weir_codec::h2::keepalive::Ping;
 use weir_codec::send::{HeadTimer, Payload};

@@ -23,10 +23,10 @@ use http::uri::Scheme;
 use http::Response;
 use weir_config::UpstreamProtocol;
 
-use super::body::RecvBody;
-use super::{h1, h2};
+use crate::body::RecvBody;
 use crate::error::TryError;
-use crate::upstream::upbody::UpBody;
+use crate::upbody::UpBody;
+use crate::{h1, h2};
 use weir_codec::added::Added;
 use weir_codec::h1::client::{self, Connection};
 use weir_codec::h2::keepalive::Ping;
