@@ -326,11 +326,11 @@ fn dispatch(
                 max_header_bytes: l.max_header_bytes,
             };
             let mut ctx = ConnCtx::new(shared, slot, client, local);
-            ctx.proxy_tlvs = tlvs;
+            ctx.conn.proxy_tlvs = tlvs;
             // Behind trusted proxies: whether this peer is one (its X-Forwarded-For is then
             // read, `http/client_addr.rs`). A listener without the list pays nothing.
             if let Some(t) = &l.trusted {
-                ctx.trusted = trusts(t, client.ip()).then(|| t.clone());
+                ctx.conn.trusted = trusts(t, client.ip()).then(|| t.clone());
             }
             if let Some(server) = &l.tls {
                 let conn = Box::pin(serve_https(
@@ -469,9 +469,9 @@ async fn serve_https(
         _ = kill.cancelled() => None,
     };
     let Some(conn) = conn else { return };
-    ctx.tls = Some(Box::new(conn.info.clone()));
-    ctx.identity_header = server.identity_header.clone();
-    ctx.cert_header = server.cert_header.clone();
+    ctx.conn.tls = Some(Box::new(conn.info.clone()));
+    ctx.conn.identity_header = server.identity_header.clone();
+    ctx.conn.cert_header = server.cert_header.clone();
     drop(server);
     serve_http(
         ClientStream::Tls(Box::new(conn)),

@@ -26,15 +26,12 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use weir_config::filter::{Page, MAX_PAGE};
 
+use super::port::{OnBehalfOf, Sent, SubRequest};
 use super::{Cx, Later};
 use crate::http::body::ProxyBody;
-use crate::http::tries::{self, Attempts, Ended};
-use weir_codec::added::Added;
 use weir_transport::file_stamp::stamp;
 use weir_transport::file_watch;
-use weir_upstream::balance::PickKey;
 use weir_upstream::error::{Deadline, Limit};
-use weir_upstream::upbody::Prepared;
 
 #[derive(Debug)]
 pub struct ErrorPages {
@@ -236,40 +233,35 @@ async fn fetch(
     path: &str,
     timeout: Duration,
 ) -> Option<(Bytes, HeaderValue)> {
-    let pool = cx.conn.shared.snapshot.load().pools.get(pool)?.clone();
-    let (mut parts, ()) = Request::get(path).body(()).ok()?.into_parts();
+    let (mut head, ()) = Request::get(path).body(()).ok()?.into_parts();
     // The client's host, so one error service can serve pages per site.
     let host = cx
         .host()
         .cloned()
-        .or_else(|| HeaderValue::from_str(&pool.name).ok())?;
-    parts.headers.insert(header::HOST, host);
-    parts.headers.insert(
+        .or_else(|| HeaderValue::from_str(pool).ok())?;
+    head.headers.insert(header::HOST, host);
+    head.headers.insert(
         header::ACCEPT,
         HeaderValue::from_static("text/html, */*;q=0.5"),
     );
     let deadline = Instant::now() + timeout;
     let page = async {
-        let ended = tries::run(Attempts {
-            pool: &pool,
-            key: PickKey::default(),
-            parts,
-            added: Added::NONE,
-            body: Prepared::Replayable(Bytes::new()),
-            deadline: Some(Deadline {
-                at: deadline,
-                limit: Limit {
-                    name: "error_pages timeout",
-                    of: timeout,
+        let sent = cx
+            .pipeline
+            .send(SubRequest {
+                pool,
+                head,
+                deadline: Deadline {
+                    at: deadline,
+                    limit: Limit {
+                        name: "error_pages timeout",
+                        of: timeout,
+                    },
                 },
-            }),
-            // weir's own request, as a health check's: LOCAL (v2) or UNKNOWN (v1).
-            proxy_header: pool
-                .send_proxy
-                .map(|v| weir_transport::proxy_protocol::header(v, None, None)),
-        })
-        .await;
-        let Ended::Response { resp, .. } = ended else {
+                on_behalf_of: OnBehalfOf::Weir,
+            })
+            .await;
+        let Sent::Answer(resp) = sent else {
             return None;
         };
         if !resp.status().is_success() {
@@ -286,7 +278,11 @@ async fn fetch(
     };
     let got = tokio::time::timeout_at(deadline.into(), page).await;
     if got.as_ref().map_or(true, Option::is_none) {
-        tracing::debug!(pool = %pool.name, path, "error page not fetched: the answer goes out as it was");
+        tracing::debug!(
+            pool,
+            path,
+            "error page not fetched: the answer goes out as it was"
+        );
     }
     got.ok().flatten()
 }

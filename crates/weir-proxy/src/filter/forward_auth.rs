@@ -27,17 +27,14 @@ use http::{HeaderMap, Method, Request, Response, Uri, Version};
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
 
+use super::port::{OnBehalfOf, Sent, SubRequest};
 use super::{Cx, Verdict};
 use crate::http::body::ProxyBody;
 use crate::http::error::error_response;
-use crate::http::forward::pick_key;
 use crate::http::headers::{add_forwarded, strip_hop_by_hop};
-use crate::http::tries::{self, Attempts, Ended};
-use weir_codec::added::Added;
 use weir_codec::client_body::ClientBody;
 use weir_metrics::reason::Reason;
 use weir_upstream::error::Deadline;
-use weir_upstream::upbody::Prepared;
 
 /// The largest answer body relayed; a larger one fails closed.
 pub const MAX_BODY: usize = 64 << 10;
@@ -156,49 +153,20 @@ impl ForwardAuth {
 
     /// One auth request through the pool, its answer body read within [`MAX_BODY`].
     async fn ask(&self, cx: &Cx<'_>, headers: &HeaderMap) -> Asked {
-        let pool = cx
-            .conn
-            .shared
-            .snapshot
-            .load()
-            .pools
-            .get(&self.pool)
-            .cloned();
-        let Some(pool) = pool else {
-            return Asked::Unavailable(format!("no pool `{}`", self.pool));
-        };
-        let sub = self.sub_request(cx, headers);
-        let key = pick_key(&pool, &sub, &Added::NONE, cx.conn.client);
-        let (parts, ()) = sub.into_parts();
-        let ended = tries::run(Attempts {
-            pool: &pool,
-            key,
-            parts,
-            added: Added::NONE,
-            body: Prepared::Replayable(Bytes::new()),
-            deadline: Some(Deadline::after(
-                Instant::now(),
-                "forward_auth timeout",
-                self.timeout,
-            )),
-            // On the client's behalf, as the request itself would be sent.
-            proxy_header: pool.send_proxy.map(|v| {
-                let port = match cx.client == cx.conn.client.ip() {
-                    true => cx.conn.client.port(),
-                    false => 0,
-                };
-                let client = std::net::SocketAddr::new(cx.client, port);
-                let tlvs = cx.conn.proxy_tlvs.as_ref();
-                weir_transport::proxy_protocol::header(v, Some((client, cx.conn.local)), tlvs)
-            }),
-        })
-        .await;
-        let resp = match ended {
-            Ended::Response { resp, .. } => resp,
-            Ended::Failed { error, info, .. } => {
-                let reason = Ended::reason(&error, &info);
-                return Asked::Unavailable(format!("{reason}: {error}"));
-            }
+        let (head, ()) = self.sub_request(cx, headers).into_parts();
+        let sent = cx
+            .pipeline
+            .send(SubRequest {
+                pool: &self.pool,
+                head,
+                deadline: Deadline::after(Instant::now(), "forward_auth timeout", self.timeout),
+                on_behalf_of: OnBehalfOf::Client(cx.client),
+            })
+            .await;
+        let resp = match sent {
+            Sent::Answer(resp) => resp,
+            Sent::NoPool => return Asked::Unavailable(format!("no pool `{}`", self.pool)),
+            Sent::Failed(why) => return Asked::Unavailable(why),
         };
         let (mut head, body) = resp.into_parts();
         if head.status.is_server_error() {

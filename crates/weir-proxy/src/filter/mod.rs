@@ -29,6 +29,7 @@ mod error_pages;
 mod forward_auth;
 mod headers;
 mod ip;
+pub mod port;
 mod redirect;
 mod rewrite;
 mod statics;
@@ -41,11 +42,12 @@ use std::time::Instant;
 use http::{HeaderValue, Method, Request, Response, Uri};
 
 use crate::http::body::ProxyBody;
-use crate::http::forward::ConnCtx;
+use crate::http::conn_info::ConnInfo;
 use weir_codec::client_body::ClientBody;
 use weir_metrics::reason::Reason;
 
 pub use body_limit::BodyLimit;
+pub use port::Pipeline;
 
 /// One built filter.
 #[derive(Debug)]
@@ -275,7 +277,9 @@ impl Chain {
 /// What a request's filters share: facts about it they read, and what they decided that
 /// later steps need (the Host sent upstream, the request id).
 pub struct Cx<'a> {
-    pub conn: &'a ConnCtx,
+    pub conn: &'a ConnInfo,
+    /// The pipeline the request is in, for a filter's own requests.
+    pub pipeline: &'a dyn Pipeline,
     /// The client's address: behind trusted proxies, the one their headers name.
     pub client: IpAddr,
     /// When the request arrived: what filters compare their remembered answers' ages with
@@ -309,8 +313,10 @@ pub struct Cx<'a> {
 impl<'a> Cx<'a> {
     /// `client`: the request's client (behind trusted proxies, the one they name); `host`
     /// and the request's target are kept as far as `reads` says.
+    #[allow(clippy::too_many_arguments)]
     pub fn new<B>(
-        conn: &'a ConnCtx,
+        conn: &'a ConnInfo,
+        pipeline: &'a dyn Pipeline,
         client: IpAddr,
         req: &Request<B>,
         host: Option<&HeaderValue>,
@@ -320,6 +326,7 @@ impl<'a> Cx<'a> {
     ) -> Cx<'a> {
         Cx {
             conn,
+            pipeline,
             client,
             start,
             method: req.method().clone(),

@@ -1,7 +1,7 @@
 //! The client's address behind trusted proxies (a listener's `trusted_proxies`): from a
 //! trusted peer, `X-Forwarded-For` (else `Forwarded`'s `for=`) is read from the right, each
 //! hop that is itself a trusted proxy skipped; the first one that is not is the client.
-//! Only requests from a trusted peer come here (`ConnCtx::trusted`), so a listener without
+//! Only requests from a trusted peer come here (`ConnInfo::trusted`), so a listener without
 //! the list, or a peer outside it, pays nothing.
 
 use std::net::{IpAddr, SocketAddr};

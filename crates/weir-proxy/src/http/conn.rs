@@ -49,7 +49,7 @@ impl Handler for Proxy {
 
     #[inline]
     fn head_bytes(&self) {
-        self.0.state.on_read();
+        self.0.conn.state.on_read();
     }
 
     fn refused(&self, status: u16, why: &dyn Display) {
@@ -78,7 +78,7 @@ impl h2::server::Handler for Proxy {
 
     #[inline]
     fn stream_opened(&self) {
-        self.0.state.on_read();
+        self.0.conn.state.on_read();
     }
 
     fn refuse(
@@ -120,7 +120,7 @@ pub async fn serve(
     drain: CancellationToken,
     kill: CancellationToken,
 ) {
-    let state: Arc<ConnState> = ctx.state.clone();
+    let state: Arc<ConnState> = ctx.conn.state.clone();
     let proxy = Proxy(ctx);
     let ctl = DrainFlags::default();
     // Boxed: the connection's future is kilobytes; here it is built once

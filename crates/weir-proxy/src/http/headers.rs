@@ -194,7 +194,7 @@ fn dotted_quad(octets: [u8; 4], out: &mut [u8; 15]) -> usize {
 
 /// This hop's element of `Forwarded` for a client (`client_ip_value`) and `proto` (`http`
 /// or `https`): `for=192.0.2.1;proto=http`, an IPv6 address bracketed and quoted
-/// (`for="[2001:db8::1]"`, RFC 7239). Made once per connection (`ConnCtx::forwarded`):
+/// (`for="[2001:db8::1]"`, RFC 7239). Made once per connection (`ConnInfo::forwarded`):
 /// built per request it cost an allocation and ~300 instructions (callgrind).
 pub fn forwarded_value(client: &HeaderValue, proto: &str) -> HeaderValue {
     let ip = client.as_bytes();

@@ -6,6 +6,7 @@
 pub mod body;
 pub mod client_addr;
 pub mod conn;
+pub mod conn_info;
 pub mod conn_state;
 pub mod encoded;
 pub mod error;

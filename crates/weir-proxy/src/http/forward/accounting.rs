@@ -52,8 +52,8 @@ impl Accounting {
         let Some(sink) = l.access_log.clone() else {
             return;
         };
-        let mut entry = Entry::begin(l.name.clone(), self.client.unwrap_or(ctx.client));
-        if let Some(tls) = &ctx.tls {
+        let mut entry = Entry::begin(l.name.clone(), self.client.unwrap_or(ctx.conn.client));
+        if let Some(tls) = &ctx.conn.tls {
             entry.tls_version = Some(tls.version);
             entry.sni = tls.sni.clone();
         }

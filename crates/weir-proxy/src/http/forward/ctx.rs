@@ -1,42 +1,16 @@
-//! What a client connection's requests share.
+//! What a client connection's requests share: what weir knows of the connection
+//! (`ConnInfo`), the running config they are routed by, and the listener's slot in it.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use http::{HeaderName, HeaderValue};
-
-use crate::http::conn_state::ConnState;
-use crate::http::headers::{client_ip_value, forwarded_value, Forwarding};
+use crate::http::conn_info::ConnInfo;
 use crate::snapshot::Shared;
-use weir_transport::proxy_protocol::Tlvs;
-use weir_transport::TlsInfo;
 
 pub struct ConnCtx {
     pub shared: Arc<Shared>,
     pub slot: usize,
-    /// The peer, or the source a PROXY protocol header named.
-    pub client: SocketAddr,
-    /// `client`'s IP as a header value, for X-Forwarded-For.
-    pub client_ip: HeaderValue,
-    /// The address the client connected to (a PROXY header's destination, else weir's
-    /// side of the socket), for the PROXY headers of `send_proxy` pools.
-    pub local: SocketAddr,
-    /// The TLVs of the connection's v2 PROXY header, passed on in those headers.
-    pub proxy_tlvs: Option<Tlvs>,
-    /// The listener's `trusted_proxies`, when `client` is one of them: its requests'
-    /// `X-Forwarded-For` is believed and appended to (`http/client_addr.rs`); otherwise
-    /// weir's own replaces the client's.
-    pub trusted: Option<Arc<[weir_config::Cidr]>>,
-    pub state: Arc<ConnState>,
-    /// The TLS session, on a TLS listener.
-    pub tls: Option<Box<TlsInfo>>,
-    /// Where the verified client certificate's subject goes upstream (any value
-    /// the client sent under that name is removed).
-    pub identity_header: Option<HeaderName>,
-    /// Where its `x-forwarded-client-cert` element goes (`client_cert_header`), the same way.
-    pub cert_header: Option<HeaderName>,
-    /// This hop's `Forwarded` element, made at the first request (after `tls` is known).
-    forwarded: OnceLock<HeaderValue>,
+    pub conn: ConnInfo,
 }
 
 impl ConnCtx {
@@ -44,35 +18,7 @@ impl ConnCtx {
         ConnCtx {
             shared,
             slot,
-            client,
-            client_ip: client_ip_value(client.ip()),
-            local,
-            trusted: None,
-            state: ConnState::new(),
-            tls: None,
-            identity_header: None,
-            cert_header: None,
-            proxy_tlvs: None,
-            forwarded: OnceLock::new(),
-        }
-    }
-
-    /// What the upstream is told about the client (`http::headers::add_forwarded`).
-    pub fn forwarding(&self) -> Forwarding<'_> {
-        Forwarding {
-            client: &self.client_ip,
-            forwarded: self
-                .forwarded
-                .get_or_init(|| forwarded_value(&self.client_ip, self.proto())),
-            proto: self.proto(),
-        }
-    }
-
-    /// `https` on a TLS connection, else `http`.
-    pub fn proto(&self) -> &'static str {
-        match self.tls {
-            Some(_) => "https",
-            None => "http",
+            conn: ConnInfo::new(client, local),
         }
     }
 }

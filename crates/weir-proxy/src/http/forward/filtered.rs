@@ -40,11 +40,20 @@ impl<'a> Filtered<'a> {
         if filters.is_empty() {
             return None;
         }
-        let client = acct.client.unwrap_or(ctx.client).ip();
+        let client = acct.client.unwrap_or(ctx.conn.client).ip();
         let reads = filters.reads();
         Some(Box::new(Filtered {
             chain: filters.clone(),
-            cx: Cx::new(ctx, client, req, routed.host.as_ref(), reads, grpc, start),
+            cx: Cx::new(
+                &ctx.conn,
+                ctx,
+                client,
+                req,
+                routed.host.as_ref(),
+                reads,
+                grpc,
+                start,
+            ),
         }))
     }
 

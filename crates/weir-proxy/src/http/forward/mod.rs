@@ -40,6 +40,7 @@ mod path;
 mod refused;
 mod rewrite;
 mod route;
+mod sub;
 
 use std::future::Future;
 use std::time::Instant;
@@ -73,13 +74,13 @@ pub fn handle<'a>(
     req: Request<ClientBody>,
 ) -> impl Future<Output = Response<ProxyBody>> + 'a {
     let start = Instant::now();
-    let busy = ctx.state.begin_request();
+    let busy = ctx.conn.state.begin_request();
     let mut acct = Accounting::default();
     // Behind trusted proxies, the client their headers name (the connection's otherwise).
-    if let Some(trusted) = &ctx.trusted {
+    if let Some(trusted) = &ctx.conn.trusted {
         acct.client = Some(crate::http::client_addr::resolve(
             trusted,
-            ctx.client,
+            ctx.conn.client,
             req.headers(),
         ));
     }
@@ -110,7 +111,11 @@ fn forward<'a>(
             Err(reason) => return error_response(reason),
         };
         // HSTS only means something over TLS (browsers ignore it on plain HTTP).
-        let hsts = routed.target.hsts.clone().filter(|_| ctx.tls.is_some());
+        let hsts = routed
+            .target
+            .hsts
+            .clone()
+            .filter(|_| ctx.conn.tls.is_some());
         let mut filtered = Filtered::start(ctx, &req, &routed, acct, grpc, start);
         let answer = match &mut filtered {
             Some(f) => f.request(&mut req, &mut routed).await,
@@ -151,7 +156,7 @@ fn proxy<'a>(
     } = routed;
     let upgrade = crate::http::upgrade::asked(&req);
     let added = rewrite::for_upstream(&mut req, ctx, host, upstream_host, upgrade);
-    let client = acct.client.unwrap_or(ctx.client);
+    let client = acct.client.unwrap_or(ctx.conn.client);
     let key = keys::pick_key(&target.pool, &req, &added, client);
     // A gRPC call's deadline, from its arrival.
     let deadline = grpc
@@ -191,8 +196,8 @@ fn proxy<'a>(
             body,
             deadline,
             proxy_header: pool.send_proxy.map(|v| {
-                let addrs = Some((client, ctx.local));
-                weir_transport::proxy_protocol::header(v, addrs, ctx.proxy_tlvs.as_ref())
+                let addrs = Some((client, ctx.conn.local));
+                weir_transport::proxy_protocol::header(v, addrs, ctx.conn.proxy_tlvs.as_ref())
             }),
         })
         .await;

@@ -40,7 +40,7 @@ fn refused_as(
     weir_metrics::warn_limited!(
         (&*l.name, status),
         listener = &*l.name,
-        client = %ctx.client,
+        client = %ctx.conn.client,
         reason = reason.as_str(),
         status,
         "request refused: {why}"
@@ -48,7 +48,7 @@ fn refused_as(
     l.no_route.no_endpoint.record(status, Some(reason));
     l.no_route.duration.observe(std::time::Duration::ZERO);
     if let Some(sink) = &l.access_log {
-        let mut e = Entry::begin(l.name.clone(), ctx.client);
+        let mut e = Entry::begin(l.name.clone(), ctx.conn.client);
         describe(&mut e);
         e.status = status;
         e.reason = Some(reason.as_str());

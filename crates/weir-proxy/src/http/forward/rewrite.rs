@@ -40,18 +40,23 @@ pub fn for_upstream<'c, B>(
     // server codec sends 100 when the body is first read, i.e. once the upstream is
     // connected); a trusted proxy's chain is kept and the peer appended, anyone else's
     // replaced.
-    let added = headers::for_upstream(h, &ctx.forwarding(), host.as_ref(), ctx.trusted.is_some());
+    let added = headers::for_upstream(
+        h,
+        &ctx.conn.forwarding(),
+        host.as_ref(),
+        ctx.conn.trusted.is_some(),
+    );
     if let Some(u) = upgrade {
         crate::http::upgrade::keep(h, u);
     }
-    let client_cert = ctx.tls.as_ref().and_then(|t| t.client.as_deref());
-    if let Some(name) = &ctx.identity_header {
+    let client_cert = ctx.conn.tls.as_ref().and_then(|t| t.client.as_deref());
+    if let Some(name) = &ctx.conn.identity_header {
         h.remove(name);
         if let Some(c) = client_cert {
             h.insert(name.clone(), c.subject.clone());
         }
     }
-    if let Some(name) = &ctx.cert_header {
+    if let Some(name) = &ctx.conn.cert_header {
         h.remove(name);
         if let Some(c) = client_cert {
             h.insert(name.clone(), c.forwarded.clone());
