@@ -4,8 +4,6 @@
 //! The control side ([`Proxy::apply`]) turns a validated config into an
 //! immutable [`snapshot::Snapshot`] and publishes it with one atomic swap; the
 //! data plane reads it once per request or session, never under a lock.
-
-pub mod accesslog;
 pub mod filter;
 pub mod http;
 pub mod listener;
@@ -27,6 +25,7 @@ use weir_config::Config;
 
 use crate::listener::{BindError, Running};
 use crate::snapshot::{Registry, Shared, Snapshot};
+use weir_http::accesslog;
 use weir_transport::tls::{TlsServer, TlsSetupError};
 
 /// The running data plane. Cheap to share; all methods take `&self`.

@@ -16,7 +16,6 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 use weir_config::Protocol;
 
-use crate::http::client_addr::trusts;
 use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::forward::ConnCtx;
 use crate::metrics::proxy_protocol::{ProxyErrors, Refusal};
@@ -25,6 +24,7 @@ use crate::snapshot::ListenerSnap;
 use crate::snapshot::Shared;
 use crate::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
 use crate::tcp::sni::serve as serve_sni;
+use weir_http::client_addr::trusts;
 use weir_metrics::reason::Reason;
 use weir_metrics::{Held, GLOBAL};
 use weir_transport::proxy_protocol::{read_header, ReadError, Received, Tlvs};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use weir_config::HostMatch;
 
-use crate::metrics::counts::Counts;
+use weir_http::counts::Counts;
 use weir_metrics::hist::Histogram;
 use weir_upstream::pool::PoolRt;
 
@@ -169,7 +169,7 @@ mod tests {
     use weir_upstream::pool::PoolRt;
 
     fn metrics() -> TargetMetrics {
-        let labels = crate::metrics::counts::Labels {
+        let labels = weir_http::counts::Labels {
             listener: "l".into(),
             route: "".into(),
             pool: "".into(),

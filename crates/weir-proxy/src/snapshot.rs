@@ -10,9 +10,9 @@ use std::time::Duration;
 use weir_config::{Config, HealthCheck, InitialState, Protocol};
 
 use crate::filter::Chain;
-use crate::metrics::counts::{Counts, Labels};
 use crate::metrics::sni::Passthrough;
 use crate::router::{RouteTable, Target, TargetMetrics};
+use weir_http::counts::{Counts, Labels};
 use weir_metrics::hist::Histogram;
 use weir_transport::tls::TlsServer;
 use weir_transport::UpstreamTls;
@@ -42,7 +42,7 @@ pub struct Shared {
 pub struct ListenerSnap {
     pub name: Arc<str>,
     /// Where this listener's access log goes, if it has one.
-    pub access_log: Option<crate::accesslog::Sink>,
+    pub access_log: Option<weir_http::accesslog::Sink>,
     /// Where requests that match no route are counted.
     pub no_route: TargetMetrics,
     pub protocol: Protocol,
@@ -243,7 +243,7 @@ impl Snapshot {
         cfg: &Config,
         slots: &HashMap<String, usize>,
         registry: &mut Registry,
-        logs: &HashMap<weir_config::AccessLog, crate::accesslog::Sink>,
+        logs: &HashMap<weir_config::AccessLog, weir_http::accesslog::Sink>,
         listener_tls: HashMap<String, Arc<TlsServer>>,
         tls: HashMap<Arc<str>, Arc<UpstreamTls>>,
         filters: HashMap<String, Arc<crate::filter::Filter>>,

@@ -30,8 +30,8 @@ use tracing::info;
 use weir_config::filter::htpasswd::{self, Scheme};
 
 use super::{statics, Cx, Verdict};
-use crate::http::error::error_response;
 use weir_codec::client_body::ClientBody;
+use weir_http::error::error_response;
 use weir_metrics::reason::Reason;
 use weir_transport::file_stamp::stamp;
 use weir_transport::file_watch;

@@ -8,8 +8,8 @@ use http::Request;
 use http_body::Body;
 
 use super::Verdict;
-use crate::http::error::error_response;
 use weir_codec::client_body::ClientBody;
+use weir_http::error::error_response;
 use weir_metrics::reason::Reason;
 
 #[derive(Debug)]

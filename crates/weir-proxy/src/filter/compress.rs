@@ -20,9 +20,9 @@ use http_body::Body;
 use weir_config::filter::Encoding;
 
 use super::{Cx, Verdict};
-use crate::http::body::ProxyBody;
-use crate::http::encoded::Levels;
 use weir_codec::client_body::ClientBody;
+use weir_http::body::ProxyBody;
+use weir_http::encoded::Levels;
 
 #[derive(Debug)]
 pub struct Compress {

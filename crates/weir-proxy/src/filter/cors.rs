@@ -12,8 +12,8 @@ use http::{Method, Request, Response, StatusCode};
 use weir_config::filter::{normalize_origin, Names, OriginPattern, SAFELISTED_HEADERS};
 
 use super::{statics, Cx, Verdict};
-use crate::http::body::ProxyBody;
 use weir_codec::client_body::ClientBody;
+use weir_http::body::ProxyBody;
 use weir_metrics::reason::Reason;
 
 const REQUEST_METHOD: HeaderName = HeaderName::from_static("access-control-request-method");

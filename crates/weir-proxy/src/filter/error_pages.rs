@@ -28,7 +28,7 @@ use weir_config::filter::{Page, MAX_PAGE};
 
 use super::port::{OnBehalfOf, Sent, SubRequest};
 use super::{Cx, Later};
-use crate::http::body::ProxyBody;
+use weir_http::body::ProxyBody;
 use weir_transport::file_stamp::stamp;
 use weir_transport::file_watch;
 use weir_upstream::error::{Deadline, Limit};
@@ -103,7 +103,7 @@ impl ErrorPages {
         let status = resp.status();
         if !self.statuses.covers(status.as_u16())
             || cx.grpc
-            || crate::http::grpc::is_grpc(resp.headers())
+            || weir_http::grpc::is_grpc(resp.headers())
         {
             return Later::Done;
         }

@@ -29,10 +29,10 @@ use sha2::{Digest, Sha256};
 
 use super::port::{OnBehalfOf, Sent, SubRequest};
 use super::{Cx, Verdict};
-use crate::http::body::ProxyBody;
-use crate::http::error::error_response;
-use crate::http::headers::{add_forwarded, strip_hop_by_hop};
 use weir_codec::client_body::ClientBody;
+use weir_http::body::ProxyBody;
+use weir_http::error::error_response;
+use weir_http::headers::{add_forwarded, strip_hop_by_hop};
 use weir_metrics::reason::Reason;
 use weir_upstream::error::Deadline;
 

@@ -7,8 +7,8 @@ use http::{Request, Response};
 use super::statics;
 use super::template::Value;
 use super::{Cx, Reads, Verdict};
-use crate::http::body::ProxyBody;
 use weir_codec::client_body::ClientBody;
+use weir_http::body::ProxyBody;
 
 /// The longest request id kept from a client.
 const MAX_ID: usize = 200;

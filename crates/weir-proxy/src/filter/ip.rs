@@ -5,7 +5,7 @@ use ipnet::IpNet;
 use std::net::IpAddr;
 
 use super::{Cx, Verdict};
-use crate::http::error::error_response;
+use weir_http::error::error_response;
 use weir_metrics::reason::Reason;
 
 #[derive(Debug)]

@@ -41,9 +41,9 @@ use std::time::Instant;
 
 use http::{HeaderValue, Method, Request, Response, Uri};
 
-use crate::http::body::ProxyBody;
-use crate::http::conn_info::ConnInfo;
 use weir_codec::client_body::ClientBody;
+use weir_http::body::ProxyBody;
+use weir_http::conn_info::ConnInfo;
 use weir_metrics::reason::Reason;
 
 pub use body_limit::BodyLimit;

@@ -11,7 +11,7 @@ use http::request::Parts;
 use http::Response;
 use weir_upstream::error::Deadline;
 
-use crate::http::body::ProxyBody;
+use weir_http::body::ProxyBody;
 
 /// The pipeline, as filters see it.
 pub trait Pipeline: Sync {

@@ -10,8 +10,8 @@ use weir_config::filter::PathRewrite;
 use weir_config::filter::RedirectScheme;
 
 use super::{Cx, Verdict};
-use crate::http::error::error_response_as;
 use weir_codec::client_body::ClientBody;
+use weir_http::error::error_response_as;
 use weir_metrics::reason::Reason;
 
 #[derive(Debug)]

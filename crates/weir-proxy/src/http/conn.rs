@@ -15,15 +15,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::http::body::ProxyBody;
-use crate::http::conn_state::{ConnState, Verdict};
-use crate::http::error::error_response_as;
 use crate::http::forward::{handle, refused, refused_request, ConnCtx};
 use crate::http::upgrade;
 use crate::race::race;
 use weir_codec::client_body::ClientBody;
 use weir_codec::h1::server::{self, DrainFlags, Handler, Switched};
 use weir_codec::h2;
+use weir_http::body::ProxyBody;
+use weir_http::conn_state::{ConnState, Verdict};
+use weir_http::error::error_response_as;
 use weir_metrics::reason::Reason;
 use weir_transport::ClientStream;
 

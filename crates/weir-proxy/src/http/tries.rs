@@ -37,11 +37,11 @@ use std::time::{Duration, Instant};
 use http::request::Parts;
 use http::{Method, Response};
 
-use crate::http::body::{PoolReturn, ProxyBody};
-use crate::http::headers::strip_hop_by_hop;
 use crate::http::sticky::set_sticky;
 use weir_codec::added::Added;
 use weir_codec::send::{HeadTimer, Payload};
+use weir_http::body::{PoolReturn, ProxyBody};
+use weir_http::headers::strip_hop_by_hop;
 use weir_metrics::reason::Reason;
 use weir_upstream::balance::PickKey;
 use weir_upstream::capacity::{self, Granted};
@@ -415,7 +415,7 @@ async fn try_once(
     }
     let retry_status = pool.retry.on_status.contains(&parts.status.as_u16())
         || (!pool.retry.on_grpc_status.is_empty()
-            && crate::http::grpc::head_status(&parts.headers)
+            && weir_http::grpc::head_status(&parts.headers)
                 .is_some_and(|c| pool.retry.on_grpc_status.contains(&c)));
     let success = !pool.health.eject_status.contains(&parts.status.as_u16());
     let ret = PoolReturn {

@@ -31,12 +31,12 @@ use http_body::Body;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tracing::debug;
 
-use crate::http::body::ProxyBody;
 use crate::http::forward::ConnCtx;
 use crate::race::race;
 use weir_codec::h1::server::Switched;
 use weir_codec::h2::tunnel::Tunnel;
 use weir_h1::fields::has_token;
+use weir_http::body::ProxyBody;
 use weir_metrics::{Held, GLOBAL};
 use weir_transport::{copy, relay};
 use weir_transport::{ClientStream, UpstreamStream};

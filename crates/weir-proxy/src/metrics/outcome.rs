@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::metrics::counts::Counts;
 use crate::snapshot::Snapshot;
+use weir_http::counts::Counts;
 use weir_metrics::reason::Reason;
 
 /// The error reason of upstream answers with a 5xx status.
@@ -145,7 +145,7 @@ impl Tallies {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::counts::Labels;
+    use weir_http::counts::Labels;
 
     #[test]
     fn weirs_own_answers_and_upstream_5xx_are_errors() {

@@ -424,7 +424,7 @@ impl Collector for Weir {
             "HTTP/2 connections weir closed with GOAWAY because the client broke or abused the protocol, by reason (rapid_reset: more streams reset per second than allowed; continuation_flood: a header block past any allowed size; control_flood: SETTINGS or PING faster than their answers are read; stream_errors: too many streams reset for the client's errors; protocol_error: any other breach).",
             &goaways,
         )?;
-        let dropped = crate::accesslog::DROPPED.load(Relaxed);
+        let dropped = weir_http::accesslog::DROPPED.load(Relaxed);
         counter(
             &mut enc,
             "weir_access_log_dropped",

@@ -11,13 +11,13 @@ use http::{Request, Response};
 use http_body::Body;
 
 use super::ctx::ConnCtx;
-use crate::accesslog::{Entry, Sink};
-use crate::http::body::ProxyBody;
 use crate::http::tries::TryInfo;
-use crate::metrics::counts::Counts;
-use crate::metrics::recorder::Recorder;
 use crate::router::TargetMetrics;
 use crate::snapshot::ListenerSnap;
+use weir_http::accesslog::{Entry, Sink};
+use weir_http::body::ProxyBody;
+use weir_http::counts::Counts;
+use weir_http::recorder::Recorder;
 use weir_metrics::hist::Histogram;
 use weir_metrics::reason::Reason;
 use weir_upstream::pool::PoolRt;
@@ -109,7 +109,7 @@ impl Accounting {
         let status = resp.status().as_u16();
         // Only a head that ends the answer can carry the status.
         let grpc = match grpc && resp.body().is_end_stream() {
-            true => crate::http::grpc::status_of(resp.headers()),
+            true => weir_http::grpc::status_of(resp.headers()),
             false => None,
         };
         let access = self.log.map(|(sink, mut entry)| {

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::http::conn_info::ConnInfo;
 use crate::snapshot::Shared;
+use weir_http::conn_info::ConnInfo;
 
 pub struct ConnCtx {
     pub shared: Arc<Shared>,

@@ -4,8 +4,8 @@
 
 use http::Response;
 
-use crate::http::body::ProxyBody;
-use crate::http::error::error_response_as;
+use weir_http::body::ProxyBody;
+use weir_http::error::error_response_as;
 use weir_metrics::reason::Reason;
 use weir_upstream::error::TryError;
 use weir_upstream::pool::PoolRt;

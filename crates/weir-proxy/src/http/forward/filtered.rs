@@ -14,8 +14,8 @@ use super::accounting::Accounting;
 use super::route::Routed;
 use super::ConnCtx;
 use crate::filter::{self, Chain, Cx, Later, Phase};
-use crate::http::body::ProxyBody;
 use weir_codec::client_body::ClientBody;
+use weir_http::body::ProxyBody;
 use weir_metrics::reason::Reason;
 
 pub struct Filtered<'a> {

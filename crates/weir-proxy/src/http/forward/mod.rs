@@ -47,12 +47,12 @@ use std::time::Instant;
 
 use http::{Request, Response};
 
-use crate::http::body::ProxyBody;
-use crate::http::error::error_response;
-use crate::http::grpc;
 use crate::http::tries::{self, Attempts, Ended};
 use crate::router::Target;
 use weir_codec::client_body::ClientBody;
+use weir_http::body::ProxyBody;
+use weir_http::error::error_response;
+use weir_http::grpc;
 use weir_upstream::upbody::prepare;
 
 use accounting::Accounting;
@@ -78,7 +78,7 @@ pub fn handle<'a>(
     let mut acct = Accounting::default();
     // Behind trusted proxies, the client their headers name (the connection's otherwise).
     if let Some(trusted) = &ctx.conn.trusted {
-        acct.client = Some(crate::http::client_addr::resolve(
+        acct.client = Some(weir_http::client_addr::resolve(
             trusted,
             ctx.conn.client,
             req.headers(),

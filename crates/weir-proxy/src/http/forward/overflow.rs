@@ -5,7 +5,7 @@ use http::header::{self, HeaderValue};
 use http::Response;
 
 use super::fail::{fail, Where};
-use crate::http::body::ProxyBody;
+use weir_http::body::ProxyBody;
 use weir_metrics::reason::Reason;
 use weir_upstream::error::Limit;
 use weir_upstream::pool::PoolRt;

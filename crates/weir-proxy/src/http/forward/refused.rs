@@ -7,7 +7,7 @@ use http::Request;
 
 use super::accounting::describe;
 use super::ctx::ConnCtx;
-use crate::accesslog::Entry;
+use weir_http::accesslog::Entry;
 use weir_metrics::reason::Reason;
 
 pub fn refused(ctx: &ConnCtx, status: u16, why: &dyn std::fmt::Display) {

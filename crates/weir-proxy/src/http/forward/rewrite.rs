@@ -9,8 +9,8 @@ use http::uri::PathAndQuery;
 use http::{Request, Uri, Version};
 
 use super::ctx::ConnCtx;
-use crate::http::headers;
 use weir_codec::added::Added;
+use weir_http::headers;
 
 /// `host` is the client's (X-Forwarded-Host, and Host unless a filter chose `upstream_host`).
 /// `upgrade`: the protocols the client asked to switch to (`http/upgrade.rs`),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::accesslog::{Entry, Sink};
-use crate::metrics::counts::Counts;
+use crate::counts::Counts;
 use weir_metrics::hist::Histogram;
 use weir_metrics::reason::Reason;
 

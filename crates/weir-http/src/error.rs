@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
-use crate::http::body::ProxyBody;
+use crate::body::ProxyBody;
 use weir_metrics::reason::Reason;
 
 pub fn error_response(reason: Reason) -> Response<ProxyBody> {

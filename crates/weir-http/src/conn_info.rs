@@ -10,8 +10,8 @@ use http::{HeaderName, HeaderValue};
 use weir_transport::proxy_protocol::Tlvs;
 use weir_transport::TlsInfo;
 
-use crate::http::conn_state::ConnState;
-use crate::http::headers::{client_ip_value, forwarded_value, Forwarding};
+use crate::conn_state::ConnState;
+use crate::headers::{client_ip_value, forwarded_value, Forwarding};
 
 pub struct ConnInfo {
     /// The peer, or the source a PROXY protocol header named.

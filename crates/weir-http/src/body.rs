@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 
-use crate::http::conn_state::BusyGuard;
-use crate::http::encoded::Encoded;
-use crate::metrics::recorder::Recorder;
+use crate::conn_state::BusyGuard;
+use crate::encoded::Encoded;
+use crate::recorder::Recorder;
 use weir_metrics::reason::Reason;
 use weir_upstream::capacity::Slot;
 use weir_upstream::endpoint::EndpointRt;

@@ -23,9 +23,9 @@ use http::HeaderMap;
 use hyper::body::{Body, Frame, SizeHint};
 use weir_config::filter::Encoding;
 
-use crate::http::body::{Kind, ProxyBody};
-use crate::http::conn_state::BusyGuard;
-use crate::metrics::recorder::Recorder;
+use crate::body::{Kind, ProxyBody};
+use crate::conn_state::BusyGuard;
+use crate::recorder::Recorder;
 use weir_metrics::reason::Reason;
 use weir_upstream::error::ExchangeError;
 

@@ -6,7 +6,7 @@
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Response, StatusCode};
 
-use crate::http::body::ProxyBody;
+use crate::body::ProxyBody;
 pub use weir_codec::grpc::{head_status, is_grpc, status_of, timeout};
 use weir_codec::grpc::{GRPC_MESSAGE, GRPC_STATUS};
 use weir_metrics::reason::Reason;

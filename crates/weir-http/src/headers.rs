@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use crate::http::proxy_chain;
+use crate::proxy_chain;
 use weir_codec::added::Added;
 use weir_h1::fields::trim;
 

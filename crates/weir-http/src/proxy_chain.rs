@@ -31,7 +31,7 @@ pub fn xff_from_forwarded(h: &HeaderMap) -> Option<Vec<u8>> {
                 let (k, v) = pair.trim().split_once('=')?;
                 k.trim().eq_ignore_ascii_case("for").then_some(v.trim())
             });
-            let Some(ip) = node.and_then(super::client_addr::parse_hop) else {
+            let Some(ip) = node.and_then(crate::client_addr::parse_hop) else {
                 continue;
             };
             if !out.is_empty() {
@@ -50,7 +50,7 @@ pub fn forwarded_from_xff(h: &HeaderMap, xff: &HeaderName) -> Option<Vec<u8>> {
     for line in h.get_all(xff) {
         let Ok(line) = line.to_str() else { continue };
         for hop in line.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let Some(ip) = super::client_addr::parse_hop(hop) else {
+            let Some(ip) = crate::client_addr::parse_hop(hop) else {
                 continue;
             };
             if !out.is_empty() {
