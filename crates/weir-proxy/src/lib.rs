@@ -4,7 +4,6 @@
 //! The control side ([`Proxy::apply`]) turns a validated config into an
 //! immutable [`snapshot::Snapshot`] and publishes it with one atomic swap; the
 //! data plane reads it once per request or session, never under a lock.
-pub mod filter;
 pub mod http;
 pub mod listener;
 pub mod metrics;
@@ -57,7 +56,7 @@ pub struct Prepared {
     tls: HashMap<Arc<str>, Arc<weir_transport::UpstreamTls>>,
     /// Every route filter, by name: kept where its settings are unchanged (with whatever
     /// state it holds), else built.
-    filters: HashMap<String, Arc<filter::Filter>>,
+    filters: HashMap<String, Arc<weir_filters::Filter>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +83,7 @@ pub enum ApplyError {
     },
     /// A route filter that cannot be built: the change is refused.
     #[error(transparent)]
-    Filter(#[from] filter::BuildError),
+    Filter(#[from] weir_filters::BuildError),
 }
 
 impl Proxy {
@@ -191,7 +190,7 @@ impl Proxy {
         for (name, f) in &cfg.filters {
             let built = match installed.registry.filters.get(name) {
                 Some((settings, built)) if settings == f => built.clone(),
-                _ => Arc::new(filter::Filter::build(name, f)?),
+                _ => Arc::new(weir_filters::Filter::build(name, f)?),
             };
             filters.insert(name.clone(), built);
         }

@@ -22,7 +22,7 @@ pub struct Target {
     pub hsts: Option<http::HeaderValue>,
     /// The route's filters, its `https_redirect` first (empty for none, and for a listener's
     /// default pool).
-    pub filters: crate::filter::Chain,
+    pub filters: weir_filters::Chain,
 }
 
 impl Target {

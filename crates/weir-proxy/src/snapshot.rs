@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use weir_config::{Config, HealthCheck, InitialState, Protocol};
 
-use crate::filter::Chain;
 use crate::metrics::sni::Passthrough;
 use crate::router::{RouteTable, Target, TargetMetrics};
+use weir_filters::Chain;
 use weir_http::counts::{Counts, Labels};
 use weir_metrics::hist::Histogram;
 use weir_transport::tls::TlsServer;
@@ -94,7 +94,7 @@ pub struct Registry {
     /// the same (certificates loaded once, watched, session tickets kept).
     pub listener_tls: HashMap<String, Arc<TlsServer>>,
     /// Each route filter as configured and as built, so an unchanged one is kept.
-    pub filters: HashMap<String, (weir_config::Filter, Arc<crate::filter::Filter>)>,
+    pub filters: HashMap<String, (weir_config::Filter, Arc<weir_filters::Filter>)>,
     /// Each TLS pool's settings, by pool name: kept while its tls table is unchanged.
     pub tls: HashMap<Arc<str>, Arc<UpstreamTls>>,
 }
@@ -246,7 +246,7 @@ impl Snapshot {
         logs: &HashMap<weir_config::AccessLog, weir_http::accesslog::Sink>,
         listener_tls: HashMap<String, Arc<TlsServer>>,
         tls: HashMap<Arc<str>, Arc<UpstreamTls>>,
-        filters: HashMap<String, Arc<crate::filter::Filter>>,
+        filters: HashMap<String, Arc<weir_filters::Filter>>,
     ) -> Self {
         let mut pools = HashMap::new();
         let mut next: HashMap<(Arc<str>, SocketAddr), Arc<EndpointRt>> = HashMap::new();

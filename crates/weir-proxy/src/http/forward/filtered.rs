@@ -13,8 +13,8 @@ use http::{Request, Response};
 use super::accounting::Accounting;
 use super::route::Routed;
 use super::ConnCtx;
-use crate::filter::{self, Chain, Cx, Later, Phase};
 use weir_codec::client_body::ClientBody;
+use weir_filters::{Chain, Cx, Later, Phase};
 use weir_http::body::ProxyBody;
 use weir_metrics::reason::Reason;
 
@@ -65,11 +65,16 @@ impl<'a> Filtered<'a> {
         req: &mut Request<ClientBody>,
         routed: &mut Routed,
     ) -> Option<Answer> {
-        let answer = match filter::request(&self.chain, &mut self.cx, req) {
+        let answer = match weir_filters::request(&self.chain, &mut self.cx, req) {
             Phase::Passed => None,
             Phase::Answered(resp, reason) => Some((resp, reason)),
             Phase::Waiting => {
-                Box::pin(filter::request_waiting(&self.chain, &mut self.cx, req)).await
+                Box::pin(weir_filters::request_waiting(
+                    &self.chain,
+                    &mut self.cx,
+                    req,
+                ))
+                .await
             }
         };
         if answer.is_none() {
@@ -90,8 +95,8 @@ impl<'a> Filtered<'a> {
         acct: &mut Accounting,
     ) {
         let s = &mut *self;
-        if filter::response(&s.chain, &mut s.cx, resp) == Later::Wait {
-            Box::pin(filter::response_waiting(&s.chain, &mut s.cx, resp)).await;
+        if weir_filters::response(&s.chain, &mut s.cx, resp) == Later::Wait {
+            Box::pin(weir_filters::response_waiting(&s.chain, &mut s.cx, resp)).await;
         }
         if let Some(id) = &s.cx.request_id {
             acct.request_id(id);

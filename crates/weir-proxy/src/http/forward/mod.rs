@@ -4,7 +4,7 @@
 //! 1. `host.rs`: the request's host (400 `bad_request` without exactly one);
 //! 2. `route.rs`: the route and pool, from the snapshot (404 without one), for the path in
 //!    normal form (`path.rs`; 400 when it has none);
-//! 3. the route's request filters (`crate::filter`), which may change the request
+//! 3. the route's request filters (`weir_filters`), which may change the request
 //!    or answer it themselves;
 //! 4. `rewrite.rs`: the request as the upstream hop gets it;
 //! 5. `keys.rs`: what the balancer needs (hash, sticky cookie; the answer's

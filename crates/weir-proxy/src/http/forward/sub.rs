@@ -13,8 +13,8 @@ use weir_upstream::upbody::Prepared;
 
 use super::ctx::ConnCtx;
 use super::keys::pick_key;
-use crate::filter::port::{OnBehalfOf, Pipeline, Sent, SubRequest};
 use crate::http::tries::{self, Attempts, Ended};
+use weir_filters::port::{OnBehalfOf, Pipeline, Sent, SubRequest};
 
 impl Pipeline for ConnCtx {
     fn send<'a>(&'a self, sub: SubRequest<'a>) -> Pin<Box<dyn Future<Output = Sent> + Send + 'a>> {

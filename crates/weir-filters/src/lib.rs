@@ -1,11 +1,12 @@
 //! Route filters: a route's ordered chain of named steps, each kind a file here.
 //!
-//! Each filter is built once per config (`Filter::build` in `Proxy::prepare`: regexes
-//! compiled, literal header values made, files read; one whose settings did not change is
-//! kept, with its state), and each route's `Chain` of them (`Chain::of`, when the snapshot is
-//! built) is carried by its `router::Target`; a route without filters has an empty chain and
-//! the request path pays one emptiness check. For one
-//! request, `http/forward/filtered.rs` runs each filter's request phase in order (`request`): a
+//! Each filter is built once per config (`Filter::build`, when weir-proxy prepares a config:
+//! regexes compiled, literal header values made, files read; one whose settings did not
+//! change is kept, with its state), and each route's `Chain` of them (`Chain::of`, when the
+//! snapshot is built) is carried by its route; a route without filters has an empty chain and
+//! the request path pays one emptiness check. For one request, the pipeline
+//! (weir-proxy's `http/forward/filtered.rs`) runs each filter's request phase in order
+//! (`request`): a
 //! filter may change the request, or answer itself (`Verdict::Answer`, with the reason the
 //! answer is counted and logged under), which ends the chain. Then, once the response is there
 //! (an upstream's or weir's own), the response phases of the filters whose request phase ran
@@ -16,6 +17,9 @@
 //! (`Verdict::Wait`, `Later::Wait`) and its async `wait` phase runs next, in a future the
 //! caller boxes: a chain that decides at once makes no future per filter, allocates nothing
 //! for one, and does not grow the request's future by the size of the rare one.
+//!
+//! Filters know the pipeline only by its port (`port.rs`): a request of their own through a
+//! pool. What they read of the client connection is weir-http's `ConnInfo`.
 //!
 //! Dispatch is static: `Filter` is an enum and each phase a `match`. To add a kind: its model
 //! and reader in `weir-config/src/filter/`, a file here with `build`, `request` and/or

@@ -7,7 +7,7 @@ use http::header::HeaderValue;
 use http::{Request, Uri};
 use weir_config::filter::PathRewrite;
 
-use super::{statics, Cx, Verdict};
+use crate::{statics, Cx, Verdict};
 use weir_codec::client_body::ClientBody;
 
 const X_FORWARDED_PREFIX: &str = "x-forwarded-prefix";

@@ -4,9 +4,9 @@
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response};
 
-use super::statics;
-use super::template::Value;
-use super::{Cx, Reads, Verdict};
+use crate::statics;
+use crate::template::Value;
+use crate::{Cx, Reads, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 

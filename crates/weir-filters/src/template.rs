@@ -4,7 +4,7 @@
 use http::HeaderValue;
 use weir_config::filter::{Piece, Template, Var};
 
-use super::{statics, Cx, Reads};
+use crate::{statics, Cx, Reads};
 
 #[derive(Debug)]
 pub struct Value {

@@ -27,8 +27,8 @@ use http::{HeaderMap, Method, Request, Response, Uri, Version};
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
 
-use super::port::{OnBehalfOf, Sent, SubRequest};
-use super::{Cx, Verdict};
+use crate::port::{OnBehalfOf, Sent, SubRequest};
+use crate::{Cx, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_http::error::error_response;

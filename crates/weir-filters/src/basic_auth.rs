@@ -29,7 +29,7 @@ use tokio::sync::{OnceCell, Semaphore};
 use tracing::info;
 use weir_config::filter::htpasswd::{self, Scheme};
 
-use super::{statics, Cx, Verdict};
+use crate::{statics, Cx, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response;
 use weir_metrics::reason::Reason;

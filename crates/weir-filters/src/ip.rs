@@ -4,7 +4,7 @@
 use ipnet::IpNet;
 use std::net::IpAddr;
 
-use super::{Cx, Verdict};
+use crate::{Cx, Verdict};
 use weir_http::error::error_response;
 use weir_metrics::reason::Reason;
 

@@ -9,7 +9,7 @@ use http::{Request, StatusCode};
 use weir_config::filter::PathRewrite;
 use weir_config::filter::RedirectScheme;
 
-use super::{Cx, Verdict};
+use crate::{Cx, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response_as;
 use weir_metrics::reason::Reason;

@@ -26,8 +26,8 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use weir_config::filter::{Page, MAX_PAGE};
 
-use super::port::{OnBehalfOf, Sent, SubRequest};
-use super::{Cx, Later};
+use crate::port::{OnBehalfOf, Sent, SubRequest};
+use crate::{Cx, Later};
 use weir_http::body::ProxyBody;
 use weir_transport::file_stamp::stamp;
 use weir_transport::file_watch;

@@ -11,7 +11,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use weir_config::filter::{normalize_origin, Names, OriginPattern, SAFELISTED_HEADERS};
 
-use super::{statics, Cx, Verdict};
+use crate::{statics, Cx, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_metrics::reason::Reason;

@@ -19,7 +19,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
 use weir_config::filter::Encoding;
 
-use super::{Cx, Verdict};
+use crate::{Cx, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_http::encoded::Levels;

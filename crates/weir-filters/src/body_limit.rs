@@ -7,7 +7,7 @@ use http::header::CONTENT_LENGTH;
 use http::Request;
 use http_body::Body;
 
-use super::Verdict;
+use crate::Verdict;
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response;
 use weir_metrics::reason::Reason;
