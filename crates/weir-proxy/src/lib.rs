@@ -30,6 +30,8 @@ use weir_transport::tls::{TlsServer, TlsSetupError};
 /// The running data plane. Cheap to share; all methods take `&self`.
 pub struct Proxy {
     shared: Arc<Shared>,
+    /// The last minutes of traffic, sampled once a second (never by the data plane).
+    history: Arc<Mutex<metrics::history::History>>,
     installed: Mutex<Installed>,
 }
 
@@ -93,8 +95,8 @@ impl Proxy {
         let proxy = Arc::new(Proxy {
             shared: Arc::new(Shared {
                 snapshot: ArcSwap::from_pointee(Snapshot::default()),
-                history: Mutex::default(),
             }),
+            history: Arc::default(),
             installed: Mutex::new(Installed {
                 listeners: HashMap::new(),
                 next_slot: 0,
@@ -105,7 +107,10 @@ impl Proxy {
             }),
         });
         tokio::spawn(sweep(Arc::downgrade(&proxy.shared)));
-        tokio::spawn(metrics::history::run(Arc::downgrade(&proxy.shared)));
+        tokio::spawn(metrics::history::run(
+            Arc::downgrade(&proxy.shared),
+            Arc::downgrade(&proxy.history),
+        ));
         proxy
     }
 
@@ -288,12 +293,12 @@ impl Proxy {
     /// Traffic statistics for `/api/v1/stats`.
     pub fn stats(&self) -> metrics::stats::Stats {
         let snap = self.shared.snapshot.load();
-        metrics::stats::stats(&snap, &self.shared.history.lock().unwrap())
+        metrics::stats::stats(&snap, &self.history.lock().unwrap())
     }
 
     /// The per-second samples kept for `/api/v1/stats/history`, numbered `from` and later.
     pub fn stats_history(&self, from: u64) -> metrics::history::HistoryJson {
-        self.shared.history.lock().unwrap().since(from)
+        self.history.lock().unwrap().since(from)
     }
 
     /// Counts a reload attempt that did not get as far as `apply` (an

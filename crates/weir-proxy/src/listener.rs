@@ -18,7 +18,6 @@ use weir_config::Protocol;
 
 use crate::http::conn::{serve as serve_http, ClientLimits};
 use crate::http::forward::ConnCtx;
-use crate::metrics::proxy_protocol::{ProxyErrors, Refusal};
 use crate::race::race;
 use crate::snapshot::ListenerSnap;
 use crate::snapshot::Shared;
@@ -27,6 +26,7 @@ use crate::tcp::sni::serve as serve_sni;
 use weir_http::client_addr::trusts;
 use weir_metrics::reason::Reason;
 use weir_metrics::{Held, GLOBAL};
+use weir_transport::proxy_protocol::refusals::{ProxyErrors, Refusal};
 use weir_transport::proxy_protocol::{read_header, ReadError, Received, Tlvs};
 use weir_transport::tls::{handshake, TlsServer};
 use weir_transport::{accept, defer_accept, listen, ClientStream, Listener};

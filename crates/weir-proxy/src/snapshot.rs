@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use weir_config::{Config, HealthCheck, InitialState, Protocol};
 
-use crate::metrics::sni::Passthrough;
 use crate::router::{RouteTable, Target, TargetMetrics};
+use crate::tcp::passthrough::Passthrough;
 use weir_filters::Chain;
 use weir_http::counts::{Counts, Labels};
 use weir_metrics::hist::Histogram;
@@ -30,12 +30,10 @@ pub struct Snapshot {
     pub pools: HashMap<Arc<str>, Arc<PoolRt>>,
 }
 
-/// What the data plane reads: the current snapshot (swapped whole by a config change),
-/// and the last minutes of traffic (sampled once a second, never by the data plane).
+/// What the data plane reads: the current snapshot, swapped whole by a config change.
 #[derive(Debug)]
 pub struct Shared {
     pub snapshot: arc_swap::ArcSwap<Snapshot>,
-    pub history: std::sync::Mutex<crate::metrics::history::History>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,7 +60,7 @@ pub struct ListenerSnap {
     /// `trusted_proxies`, when the listener has them (`http/client_addr.rs`).
     pub trusted: Option<Arc<[weir_config::Cidr]>>,
     /// `proxy_protocol`: its refusal counts (`transport/proxy_protocol/`).
-    pub proxy_protocol: Option<Arc<crate::metrics::proxy_protocol::ProxyErrors>>,
+    pub proxy_protocol: Option<Arc<weir_transport::proxy_protocol::refusals::ProxyErrors>>,
     /// Some pool it sends to has `send_proxy`, so a connection's own address (the PROXY
     /// header's destination) is looked up when the listener's bind is a wildcard.
     pub sends_proxy: bool,
@@ -87,9 +85,9 @@ pub struct Registry {
     pub series: HashMap<Labels, Arc<Counts>>,
     pub durations: HashMap<Labels, Arc<Histogram>>,
     /// SNI passthrough counts by listener, rebuilt like `series`.
-    pub passthrough: crate::metrics::sni::Series,
+    pub passthrough: crate::tcp::passthrough::Series,
     /// PROXY protocol refusals by listener, rebuilt like `series`.
-    pub proxy_protocol: crate::metrics::proxy_protocol::Series,
+    pub proxy_protocol: weir_transport::proxy_protocol::refusals::Series,
     /// TLS listeners' server sides by listener name, kept while their settings stay
     /// the same (certificates loaded once, watched, session tickets kept).
     pub listener_tls: HashMap<String, Arc<TlsServer>>,
@@ -305,8 +303,8 @@ impl Snapshot {
         let size = slots.values().copied().max().map_or(0, |m| m + 1);
         let mut listeners: Vec<Option<ListenerSnap>> = (0..size).map(|_| None).collect();
         let mut series = SeriesBuilder::new(&mut registry.series, &mut registry.durations);
-        let mut passthrough = crate::metrics::sni::Series::new();
-        let mut proxy_errors = crate::metrics::proxy_protocol::Series::new();
+        let mut passthrough = crate::tcp::passthrough::Series::new();
+        let mut proxy_errors = weir_transport::proxy_protocol::refusals::Series::new();
         for (name, l) in &cfg.listeners {
             let lname: Arc<str> = name.as_str().into();
             let default = l.pool.as_deref().map(|p| {

@@ -6,7 +6,7 @@
 //! for the totals, and one set of running counts per listener, route, pool and endpoint.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -294,13 +294,13 @@ pub struct PoolSeries {
     pub queue_depth: Vec<Option<u32>>,
 }
 
-/// Samples the data plane every [`INTERVAL`] until it is gone.
-pub async fn run(shared: Weak<Shared>) {
+/// Samples the data plane every [`INTERVAL`] into `history` until either is gone.
+pub async fn run(shared: Weak<Shared>, history: Weak<Mutex<History>>) {
     let mut tick = tokio::time::interval(INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let Some(shared) = shared.upgrade() else {
+        let (Some(shared), Some(history)) = (shared.upgrade(), history.upgrade()) else {
             return;
         };
         let snap = shared.snapshot.load_full();
@@ -309,8 +309,7 @@ pub async fn run(shared: Weak<Shared>) {
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        shared
-            .history
+        history
             .lock()
             .unwrap()
             .record(reading, Instant::now(), unix_ms);

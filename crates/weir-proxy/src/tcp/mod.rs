@@ -3,5 +3,6 @@
 //! side, `copy.rs`); with `sni_routing`, the pool chosen by the ClientHello's server name
 //! (`sni.rs`).
 
+pub mod passthrough;
 pub mod session;
 pub mod sni;

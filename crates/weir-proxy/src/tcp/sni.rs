@@ -19,9 +19,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use weir_tls::hello::{Hello, Peeker};
 
-use crate::metrics::sni::{Outcome, Passthrough};
 use crate::race::race;
 use crate::snapshot::Shared;
+use crate::tcp::passthrough::{Outcome, Passthrough};
 use crate::tcp::session::{serve as serve_session, Addrs, Client};
 use weir_metrics::reason::Reason;
 

@@ -5,9 +5,10 @@
 //! authority, unique id, TLS details, a cloud's endpoint id). The headers' contents are
 //! parsed and built by the `ppp` crate; where a header ends on the wire, and how much may
 //! be read, is decided here, so the bytes after it (a request, a ClientHello) are never
-//! read by this module.
+//! read by this module. Headers refused are counted per listener (`refusals.rs`).
 
 mod read;
+pub mod refusals;
 mod write;
 
 pub use read::{read_header, ReadError, Received, Tlvs};
