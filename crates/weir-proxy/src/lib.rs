@@ -1,17 +1,16 @@
-//! weir's data plane: listeners, HTTP and TCP proxying, routing, balancing and
-//! upstream connection pools.
+//! weir's data plane as the control plane drives it: [`Proxy`].
 //!
-//! The control side ([`Proxy::apply`]) turns a validated config into an
-//! immutable [`snapshot::Snapshot`] and publishes it with one atomic swap; the
-//! data plane reads it once per request or session, never under a lock.
-pub mod http;
+//! [`Proxy::apply`] turns a validated config into an immutable snapshot (weir-pipeline's
+//! `Snapshot`) and publishes it with one atomic swap; the pipeline reads it once per request
+//! or session, never under a lock. Listeners are bound and their accept loops run here
+//! (`listener.rs`); endpoint changes alone update the pools in place (`pool_update.rs`);
+//! `metrics/` renders what the layers below count (Prometheus text, the stats API, the
+//! traffic history). The layers below, bottom up: weir-metrics, weir-transport, weir-codec,
+//! weir-upstream, weir-http, weir-filters, weir-pipeline.
+
 pub mod listener;
 pub mod metrics;
 mod pool_update;
-mod race;
-pub mod router;
-pub mod snapshot;
-pub mod tcp;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -23,8 +22,8 @@ use tracing::info;
 use weir_config::Config;
 
 use crate::listener::{BindError, Running};
-use crate::snapshot::{Registry, Shared, Snapshot};
 use weir_http::accesslog;
+use weir_pipeline::snapshot::{Registry, Shared, Snapshot};
 use weir_transport::tls::{TlsServer, TlsSetupError};
 
 /// The running data plane. Cheap to share; all methods take `&self`.

@@ -16,16 +16,16 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 use weir_config::Protocol;
 
-use crate::http::conn::{serve as serve_http, ClientLimits};
-use crate::http::forward::ConnCtx;
-use crate::race::race;
-use crate::snapshot::ListenerSnap;
-use crate::snapshot::Shared;
-use crate::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
-use crate::tcp::sni::serve as serve_sni;
 use weir_http::client_addr::trusts;
 use weir_metrics::reason::Reason;
 use weir_metrics::{Held, GLOBAL};
+use weir_pipeline::http::conn::{serve as serve_http, ClientLimits};
+use weir_pipeline::http::forward::ConnCtx;
+use weir_pipeline::race::race;
+use weir_pipeline::snapshot::ListenerSnap;
+use weir_pipeline::snapshot::Shared;
+use weir_pipeline::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
+use weir_pipeline::tcp::sni::serve as serve_sni;
 use weir_transport::proxy_protocol::refusals::{ProxyErrors, Refusal};
 use weir_transport::proxy_protocol::{read_header, ReadError, Received, Tlvs};
 use weir_transport::tls::{handshake, TlsServer};
@@ -386,7 +386,7 @@ fn dispatch(
             };
             if let Some(counts) = &l.passthrough {
                 // SNI passthrough: the pool is known once the ClientHello is read.
-                let accepted = crate::tcp::sni::Accepted {
+                let accepted = weir_pipeline::tcp::sni::Accepted {
                     shared: shared.clone(),
                     slot,
                     listener: l.name.clone(),

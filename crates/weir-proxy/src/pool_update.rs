@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use weir_config::{Config, HealthCheck, InitialState};
 
-use crate::router::TargetMetrics;
-use crate::snapshot::{sync_checker, Registry, Snapshot};
 use crate::Proxy;
 use weir_http::counts::{Counts, Labels};
+use weir_pipeline::router::TargetMetrics;
+use weir_pipeline::snapshot::{sync_checker, Registry, Snapshot};
 use weir_upstream::endpoint::EndpointRt;
 use weir_upstream::pool::PoolRt;
 

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::metrics::outcome::{Tallies, UPSTREAM_5XX};
-use crate::snapshot::Shared;
-use crate::snapshot::Snapshot;
 use weir_metrics::hist::{quantile, N};
+use weir_pipeline::snapshot::Shared;
+use weir_pipeline::snapshot::Snapshot;
 
 /// Samples kept: five minutes, the dashboard's widest graph.
 pub const KEEP: usize = 300;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::snapshot::Snapshot;
 use weir_http::counts::Counts;
 use weir_metrics::reason::Reason;
+use weir_pipeline::snapshot::Snapshot;
 
 /// The error reason of upstream answers with a 5xx status.
 pub const UPSTREAM_5XX: &str = "upstream_5xx";

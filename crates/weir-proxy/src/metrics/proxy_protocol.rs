@@ -9,7 +9,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 
-use crate::snapshot::Shared;
+use weir_pipeline::snapshot::Shared;
 use weir_transport::proxy_protocol::refusals::{ProxyErrors, Refusal};
 
 /// Registered beside the main collector in `render.rs`; reads the running snapshot's

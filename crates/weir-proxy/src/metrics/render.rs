@@ -12,11 +12,11 @@ use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use crate::snapshot::Shared;
-use crate::snapshot::Snapshot;
 use weir_metrics::admin_auth;
 use weir_metrics::hist::Histogram;
 use weir_metrics::GLOBAL;
+use weir_pipeline::snapshot::Shared;
+use weir_pipeline::snapshot::Snapshot;
 
 type Labels = Vec<(&'static str, String)>;
 

@@ -11,8 +11,8 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 
-use crate::snapshot::Shared;
-use crate::tcp::passthrough::{Outcome, Passthrough};
+use weir_pipeline::snapshot::Shared;
+use weir_pipeline::tcp::passthrough::{Outcome, Passthrough};
 
 /// Registered beside the main collector in `render.rs`; reads the listeners of the
 /// running snapshot only, so a removed listener stops being reported.

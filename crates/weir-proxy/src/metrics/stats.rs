@@ -13,10 +13,10 @@ use weir_config::{Balance, ClientAuth, HostMatch, Protocol, TlsVersion};
 
 use crate::metrics::history::{History, Rate};
 use crate::metrics::outcome::{Statuses, Tallies, Tally, UPSTREAM_5XX};
-use crate::snapshot::Snapshot;
 use weir_metrics::clock;
 use weir_metrics::hist::Windowed;
 use weir_metrics::GLOBAL;
+use weir_pipeline::snapshot::Snapshot;
 use weir_transport::tls::TlsServer;
 use weir_upstream::pool::PoolRt;
 

@@ -176,7 +176,7 @@ impl<'a> SeriesBuilder<'a> {
 
 /// Starts, restarts (its settings, the pool's TLS or protocol changed) or stops the
 /// endpoint's checker; the endpoint's health state itself is kept either way.
-pub(crate) fn sync_checker(
+pub fn sync_checker(
     checkers: &mut HashMap<(Arc<str>, SocketAddr), Checker>,
     key: &(Arc<str>, SocketAddr),
     ep: &Arc<EndpointRt>,
