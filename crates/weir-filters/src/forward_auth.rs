@@ -1,7 +1,7 @@
 //! `kind = "forward_auth"`: the request is first put to an auth service, as Traefik's
 //! ForwardAuth and nginx's `auth_request` do. The service is a weir pool, asked through
-//! weir's own pipeline (`http/tries.rs`: capacity, balancing, health, retries, the h1/h2
-//! clients, TLS), with a GET without body to `path` carrying the chosen request fields and
+//! weir's own pipeline (its port, `port.rs`: the pool's capacity, balancing, health,
+//! retries, the h1/h2 clients, TLS), with a GET without body to `path` carrying the chosen request fields and
 //! `X-Forwarded-Method`, `-Uri`, `-Host`, `-Proto`, `-For`.
 //!
 //! - 2xx, its body read to the end within [`MAX_BODY`] and `timeout`: the request goes on,

@@ -8,7 +8,7 @@
 //!   responses alike;
 //! - `fields`, `names`, `spans`: field syntax both directions parse and write.
 //!
-//! weir-proxy's `codec/h1` holds the rest of weir's HTTP/1.1 (connections, writing heads and
+//! weir-codec's `h1/` holds the rest of weir's HTTP/1.1 (connections, writing heads and
 //! bodies): what does I/O or belongs to the proxy. This part is a crate of its own so that
 //! the fuzz targets (`fuzz/`, the properties in `fuzz.rs`) build against it alone: a cold
 //! build of weir-proxy's dependencies for libFuzzer took six minutes of the test command,

@@ -1,4 +1,4 @@
-//! A response body encoded as it streams (the compress filter, `filter/compress.rs`): gzip,
+//! A response body encoded as it streams (the compress filter, weir-filters' `compress.rs`): gzip,
 //! brotli or zstd over the upstream's `ProxyBody`, never holding more than the encoder's
 //! window and one output piece.
 //!

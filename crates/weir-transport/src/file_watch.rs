@@ -1,8 +1,8 @@
 //! Files weir read once and keeps serving from, looked at once a second for as long as
 //! their holder is in use (the task ends once the last holder of its state is gone):
 //! basic_auth's users, error_pages' page (`watch`), a TLS listener's certificate pairs
-//! (`transport/tls/reload.rs`, through `on_change`), a pool's TLS files
-//! (`transport/upstream_tls/reload.rs`, the same way). A new stamp (`file_stamp.rs`: a write,
+//! (`tls/reload.rs`, through `on_change`), a pool's TLS files
+//! (`upstream_tls/reload.rs`, the same way). A new stamp (`file_stamp.rs`: a write,
 //! a rename over the file, a Kubernetes secret's symlink swap) reads them again; stamps and
 //! reads run on the blocking pool, so a slow or hung filesystem never stalls connections.
 

@@ -1,4 +1,4 @@
-//! A failed try, as one value: what `http/tries.rs` decides retries from,
+//! A failed try, as one value: what weir-pipeline's `http/tries.rs` decides retries from,
 //! what the metrics and the access log count (`reason`), and what the log
 //! line says (`cause`, rendered only when it is written).
 //!
@@ -87,7 +87,7 @@ pub enum Delivery {
 #[derive(Debug)]
 pub enum Cause {
     /// No slot on any endpoint (queue full or timed out, no endpoint): the
-    /// answer's detail is the pool's to give (`http/forward/overflow.rs`), or the request's
+    /// answer's detail is the pool's to give (weir-pipeline's `http/forward/overflow.rs`), or the request's
     /// own deadline's when that cut the wait in the queue.
     NoSlot {
         cut_by: Option<Limit>,

@@ -212,7 +212,7 @@ pub async fn exchange(
                 // while weir waited for a core. Weir lost that race, not the endpoint:
                 // the request goes on a new connection to it, within this try, as it
                 // would have had the close been seen before the write.
-                // (Not a request to switch protocols: that goes once, see `http/tries.rs`.)
+                // (Not a request to switch protocols: that goes once, see weir-pipeline's `http/tries.rs`.)
                 let idle_closed = error.not_delivered()
                     && !answered
                     && (reused || silent_for.is_some_and(|s| s >= IDLE_CLOSED_AFTER))

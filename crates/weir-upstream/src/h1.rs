@@ -36,7 +36,7 @@ pub(super) fn failed(e: SendError<UpBody>, limit: Duration, reused: bool) -> Sen
             },
         },
         // The request body broke on the client's side while it streamed upstream: said the
-        // way a body read before sending is (`http/forward/mod.rs`), 400 when its framing
+        // way a body read before sending is (weir-pipeline's `http/forward/mod.rs`), 400 when its framing
         // broke, 499 when it stopped short.
         Error::Body(_) | Error::BodyLength(_) => TryError {
             reason: client_reason(&error),

@@ -50,7 +50,7 @@ pub struct PoolRt {
     pub slow_start: Duration,
     pub connect_timeout: Duration,
     pub response_timeout: Duration,
-    /// Across every try (see `http/tries.rs`).
+    /// Across every try (see weir-pipeline's `http/tries.rs`).
     pub request_timeout: Duration,
     pub idle_timeout: Duration,
     /// Passive ejection and the no-healthy policy (active checks run in
@@ -68,7 +68,7 @@ pub struct PoolRt {
     /// changes (`Proxy::prepare`) and kept across snapshots otherwise.
     pub tls: Option<Arc<UpstreamTls>>,
     /// A PROXY protocol header starts each upstream connection; such a connection carries
-    /// one client's requests only, so it is never pooled (`http/tries.rs`).
+    /// one client's requests only, so it is never pooled (weir-pipeline's `http/tries.rs`).
     pub send_proxy: Option<weir_config::SendProxy>,
     /// What outlives snapshots.
     pub shared: PoolShared,

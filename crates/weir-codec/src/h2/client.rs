@@ -1,7 +1,7 @@
 //! HTTP/2 client side: one upstream connection shared by many requests' streams, on weir's
 //! own HTTP/2 (`weir_h2::client`, sans I/O).
 //!
-//! [`Shared`] is the connection as the endpoint's idle store keeps it (`upstream/idle.rs`)
+//! [`Shared`] is the connection as the endpoint's idle store keeps it (weir-upstream's `idle.rs`)
 //! while it has room for streams; [`Stream`] is one request's hold on it, taken by
 //! [`Shared::claim`] and given back when dropped. The connection's state ([`State`]: the
 //! weir-h2 connection and a [`Slot`] per stream) is behind one lock, shared by the requests

@@ -1,7 +1,7 @@
 //! Where the running config comes from, behind one trait, so that the commit path in
 //! `control.rs` never asks which source it has: a config file (`file.rs`), the embedded store
-//! (`store.rs`), and later etcd or Kubernetes (docs/ARCHITECTURE.md, "How to add a config
-//! source").
+//! (`store.rs`), etcd (the weir-etcd crate), and later others (docs/ARCHITECTURE.md, "A
+//! config source").
 
 pub mod file;
 pub mod store;

@@ -1,6 +1,6 @@
 //! A pool's TLS files change without a reload: a rotated CA bundle, a short-lived client
 //! certificate renewed beside its key (cert-manager, SPIFFE). They are looked at once a
-//! second, as a TLS listener's certificates are (`transport/tls/reload.rs`), and read again
+//! second, as a TLS listener's certificates are (`tls/reload.rs`), and read again
 //! when any of them changed. New connections use what they read; connections already open
 //! keep the session they have. Files that do not read together (a CA that is not PEM, a key
 //! that does not match its certificate, as between the two writes of a renewal) leave the

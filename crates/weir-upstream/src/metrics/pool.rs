@@ -15,7 +15,7 @@ pub struct PoolMetrics {
     retries: Mutex<BTreeMap<&'static str, u64>>,
     /// Connections switched to another protocol (WebSocket) and relayed now.
     pub upgraded: AtomicI64,
-    /// HTTP/2 connections given up because a PING went unanswered (`codec/h2/keepalive.rs`).
+    /// HTTP/2 connections given up because a PING went unanswered (weir-codec's `h2/keepalive.rs`).
     pub ping_timeouts: Arc<AtomicU64>,
 }
 
