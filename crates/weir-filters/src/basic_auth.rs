@@ -29,6 +29,7 @@ use tokio::sync::{OnceCell, Semaphore};
 use tracing::info;
 use weir_config::filter::htpasswd::{self, Scheme};
 
+use crate::kind::Kind;
 use crate::{statics, Cx, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response;
@@ -218,9 +219,37 @@ impl BasicAuth {
         })
     }
 
+    fn let_in(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>, user: User) -> Verdict {
+        // Only weir says who the user is.
+        if let Some(h) = &self.user_header {
+            match user.value {
+                Some(v) => req.headers_mut().insert(h.clone(), v),
+                None => req.headers_mut().remove(h),
+            };
+        }
+        cx.user = Some(user.name);
+        Verdict::Continue
+    }
+
+    fn deny(&self) -> Verdict {
+        let mut resp = error_response(Reason::Unauthorized);
+        resp.headers_mut()
+            .insert(WWW_AUTHENTICATE, self.challenge.clone());
+        Verdict::Answer(Box::new(resp), Reason::Unauthorized)
+    }
+}
+
+impl Kind for BasicAuth {
+    fn build(name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        let weir_config::Filter::BasicAuth(b) = f else {
+            return None;
+        };
+        Some(BasicAuth::build(name, b))
+    }
+
     /// Credentials remembered as verified let the request in now; new ones are verified by
     /// [`BasicAuth::wait`].
-    pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+    fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         // The password is for weir, not for the upstream; a request it does not let in
         // goes nowhere.
         let Some(field) = only_one(req.headers_mut(), AUTHORIZATION) else {
@@ -239,7 +268,7 @@ impl BasicAuth {
         }
     }
 
-    pub async fn wait(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+    async fn wait(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         let Some(field) = only_one(req.headers_mut(), AUTHORIZATION) else {
             return self.deny();
         };
@@ -254,25 +283,6 @@ impl BasicAuth {
                 Reason::AuthUnavailable,
             ),
         }
-    }
-
-    fn let_in(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>, user: User) -> Verdict {
-        // Only weir says who the user is.
-        if let Some(h) = &self.user_header {
-            match user.value {
-                Some(v) => req.headers_mut().insert(h.clone(), v),
-                None => req.headers_mut().remove(h),
-            };
-        }
-        cx.user = Some(user.name);
-        Verdict::Continue
-    }
-
-    fn deny(&self) -> Verdict {
-        let mut resp = error_response(Reason::Unauthorized);
-        resp.headers_mut()
-            .insert(WWW_AUTHENTICATE, self.challenge.clone());
-        Verdict::Answer(Box::new(resp), Reason::Unauthorized)
     }
 }
 

@@ -7,7 +7,8 @@ use http::header::CONTENT_LENGTH;
 use http::Request;
 use http_body::Body;
 
-use crate::Verdict;
+use crate::kind::Kind;
+use crate::{Cx, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response;
 use weir_metrics::reason::Reason;
@@ -21,8 +22,17 @@ impl BodyLimit {
     pub fn build(b: &weir_config::filter::BodyLimit) -> BodyLimit {
         BodyLimit { max: b.max_bytes }
     }
+}
 
-    pub fn request(&self, req: &mut Request<ClientBody>) -> Verdict {
+impl Kind for BodyLimit {
+    fn build(_name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        let weir_config::Filter::BodyLimit(b) = f else {
+            return None;
+        };
+        Some(Ok(BodyLimit::build(b)))
+    }
+
+    fn request(&self, _cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         if req.body().is_end_stream() {
             return Verdict::Continue;
         }

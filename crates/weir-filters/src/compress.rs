@@ -19,7 +19,8 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
 use weir_config::filter::Encoding;
 
-use crate::{Cx, Verdict};
+use crate::kind::Kind;
+use crate::{Cx, Later, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_http::encoded::Levels;
@@ -157,41 +158,6 @@ impl Compress {
         }
     }
 
-    pub fn request(&self, cx: &mut Cx<'_>, req: &Request<ClientBody>) -> Verdict {
-        cx.compress = Some(Asked::read(req.headers()));
-        Verdict::Continue
-    }
-
-    pub fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
-        let Some(asked) = cx.compress else { return };
-        if cx.method == Method::HEAD || !self.compressible(resp) {
-            return;
-        }
-        vary(resp.headers_mut());
-        if asked.range {
-            return;
-        }
-        let Some(e) = asked.choose(&self.encodings) else {
-            return;
-        };
-        let h = resp.headers_mut();
-        let size = length(h);
-        if resp.body_mut().encode(e, self.levels, size).is_err() {
-            return;
-        }
-        let h = resp.headers_mut();
-        h.remove(CONTENT_LENGTH);
-        h.remove(ACCEPT_RANGES);
-        h.insert(CONTENT_ENCODING, HeaderValue::from_static(e.as_str()));
-        if let Some(tag) = h.get(ETAG).filter(|t| t.as_bytes().starts_with(b"\"")) {
-            let mut weak = b"W/".to_vec();
-            weak.extend_from_slice(tag.as_bytes());
-            if let Ok(v) = HeaderValue::from_bytes(&weak) {
-                h.insert(ETAG, v);
-            }
-        }
-    }
-
     /// Whether this response is one the filter compresses for a client that asks.
     fn compressible(&self, resp: &Response<ProxyBody>) -> bool {
         let s = resp.status();
@@ -225,6 +191,53 @@ impl Compress {
                 .get(..p.len())
                 .is_some_and(|head| head.eq_ignore_ascii_case(p) && media.len() > p.len()),
         })
+    }
+}
+
+impl Kind for Compress {
+    fn build(_name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        let weir_config::Filter::Compress(c) = f else {
+            return None;
+        };
+        Some(Ok(Compress::build(c)))
+    }
+
+    fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        cx.compress = Some(Asked::read(req.headers()));
+        Verdict::Continue
+    }
+
+    fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
+        let Some(asked) = cx.compress else {
+            return Later::Done;
+        };
+        if cx.method == Method::HEAD || !self.compressible(resp) {
+            return Later::Done;
+        }
+        vary(resp.headers_mut());
+        if asked.range {
+            return Later::Done;
+        }
+        let Some(e) = asked.choose(&self.encodings) else {
+            return Later::Done;
+        };
+        let h = resp.headers_mut();
+        let size = length(h);
+        if resp.body_mut().encode(e, self.levels, size).is_err() {
+            return Later::Done;
+        }
+        let h = resp.headers_mut();
+        h.remove(CONTENT_LENGTH);
+        h.remove(ACCEPT_RANGES);
+        h.insert(CONTENT_ENCODING, HeaderValue::from_static(e.as_str()));
+        if let Some(tag) = h.get(ETAG).filter(|t| t.as_bytes().starts_with(b"\"")) {
+            let mut weak = b"W/".to_vec();
+            weak.extend_from_slice(tag.as_bytes());
+            if let Ok(v) = HeaderValue::from_bytes(&weak) {
+                h.insert(ETAG, v);
+            }
+        }
+        Later::Done
     }
 }
 

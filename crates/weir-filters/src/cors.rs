@@ -11,7 +11,8 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use weir_config::filter::{normalize_origin, Names, OriginPattern, SAFELISTED_HEADERS};
 
-use crate::{statics, Cx, Verdict};
+use crate::kind::Kind;
+use crate::{statics, Cx, Later, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_metrics::reason::Reason;
@@ -93,7 +94,24 @@ impl Cors {
         }
     }
 
-    pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+    fn header_allowed(&self, name: &str) -> bool {
+        SAFELISTED_HEADERS.contains(&name)
+            || match &self.headers {
+                Names::Any => true,
+                Names::List(l) => l.iter().any(|h| h == name),
+            }
+    }
+}
+
+impl Kind for Cors {
+    fn build(_name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        let weir_config::Filter::Cors(c) = f else {
+            return None;
+        };
+        Some(Ok(Cors::build(c)))
+    }
+
+    fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         cx.origin = req.headers().get(header::ORIGIN).cloned();
         let Some(origin) = &cx.origin else {
             return Verdict::Continue;
@@ -154,16 +172,10 @@ impl Cors {
         Verdict::Answer(Box::new(resp), reason)
     }
 
-    fn header_allowed(&self, name: &str) -> bool {
-        SAFELISTED_HEADERS.contains(&name)
-            || match &self.headers {
-                Names::Any => true,
-                Names::List(l) => l.iter().any(|h| h == name),
-            }
-    }
-
-    pub fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
-        let Some(origin) = &cx.origin else { return };
+    fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
+        let Some(origin) = &cx.origin else {
+            return Later::Done;
+        };
         let allowed = self.origin_allowed(origin) && self.methods.contains(&cx.method);
         let h = resp.headers_mut();
         // Most answers hold none of them: one pass over the names (all six begin alike), not
@@ -175,7 +187,7 @@ impl Cors {
         }
         add_vary_origin(h);
         if !allowed {
-            return;
+            return Later::Done;
         }
         h.insert(
             header::ACCESS_CONTROL_ALLOW_ORIGIN,
@@ -190,6 +202,7 @@ impl Cors {
         if let Some(v) = &self.expose {
             h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, v.clone());
         }
+        Later::Done
     }
 }
 

@@ -26,8 +26,10 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use weir_config::filter::{Page, MAX_PAGE};
 
+use crate::kind::Kind;
 use crate::port::{OnBehalfOf, Sent, SubRequest};
-use crate::{Cx, Later};
+use crate::{Cx, Later, Reads, Verdict};
+use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_transport::file_stamp::stamp;
 use weir_transport::file_watch;
@@ -96,10 +98,51 @@ impl ErrorPages {
             source,
         })
     }
+}
+
+impl Kind for ErrorPages {
+    fn build(_name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        let weir_config::Filter::ErrorPages(e) = f else {
+            return None;
+        };
+        Some(ErrorPages::build(e))
+    }
+
+    /// The Host a pool's page is fetched with.
+    fn reads(&self) -> Reads {
+        Reads {
+            uri: false,
+            host: true,
+        }
+    }
+
+    /// Only remembers the request's `Accept` (a page or problem+json).
+    fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        cx.accept = req.headers().get(header::ACCEPT).cloned();
+        Verdict::Continue
+    }
+
+    /// The page for the answer's status from the pool (the answer is left as it is when the
+    /// pool does not give one).
+    async fn wait_response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+        let Source::Pool {
+            pool,
+            path,
+            timeout,
+        } = &self.source
+        else {
+            return;
+        };
+        let status = resp.status();
+        let path = path.replace("{status}", status.as_str());
+        if let Some((body, content_type)) = fetch(cx, pool, &path, *timeout).await {
+            replace(resp, body, content_type, cx.method == Method::HEAD);
+        }
+    }
 
     /// Replaces the body now when the page is weir's own (a file, problem+json); a page from
-    /// a pool is fetched by [`ErrorPages::wait`].
-    pub fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
+    /// a pool is fetched by `wait_response`.
+    fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
         let status = resp.status();
         if !self.statuses.covers(status.as_u16())
             || cx.grpc
@@ -118,24 +161,6 @@ impl ErrorPages {
         };
         replace(resp, body, content_type, cx.method == Method::HEAD);
         Later::Done
-    }
-
-    /// The page for the answer's status from the pool (the answer is left as it is when the
-    /// pool does not give one).
-    pub async fn wait(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
-        let Source::Pool {
-            pool,
-            path,
-            timeout,
-        } = &self.source
-        else {
-            return;
-        };
-        let status = resp.status();
-        let path = path.replace("{status}", status.as_str());
-        if let Some((body, content_type)) = fetch(cx, pool, &path, *timeout).await {
-            replace(resp, body, content_type, cx.method == Method::HEAD);
-        }
     }
 }
 

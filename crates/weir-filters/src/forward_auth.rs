@@ -27,8 +27,9 @@ use http::{HeaderMap, Method, Request, Response, Uri, Version};
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
 
+use crate::kind::Kind;
 use crate::port::{OnBehalfOf, Sent, SubRequest};
-use crate::{Cx, Verdict};
+use crate::{Cx, Reads, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_http::error::error_response;
@@ -96,45 +97,6 @@ impl ForwardAuth {
                 None => None,
             },
         })
-    }
-
-    /// A request whose key the cache holds goes on now; any other asks the service
-    /// ([`ForwardAuth::wait`]).
-    pub fn request(&self, _cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
-        // Only the auth service says what these are.
-        for n in &self.response_headers {
-            req.headers_mut().remove(n);
-        }
-        let Some(c) = &self.cache else {
-            return Verdict::Wait;
-        };
-        match c.get(&c.key_of(req.headers())) {
-            Some(copied) => {
-                copy(req.headers_mut(), &copied);
-                Verdict::Continue
-            }
-            None => Verdict::Wait,
-        }
-    }
-
-    /// Asks the auth service (within the filter's timeout) and remembers a yes.
-    pub async fn wait(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
-        let key = self.cache.as_ref().map(|c| c.key_of(req.headers()));
-        match tokio::time::timeout(self.timeout, self.ask(cx, req.headers())).await {
-            Ok(Asked::Yes(copied)) => {
-                copy(req.headers_mut(), &copied);
-                if let (Some(c), Some(k)) = (&self.cache, key) {
-                    c.put(k, copied);
-                }
-                Verdict::Continue
-            }
-            Ok(Asked::No(resp)) => Verdict::Answer(resp, Reason::Unauthorized),
-            Ok(Asked::Unavailable(why)) => self.unavailable(&why),
-            Err(_) => self.unavailable(&format!(
-                "no answer within the forward_auth timeout ({:?})",
-                self.timeout
-            )),
-        }
     }
 
     fn unavailable(&self, why: &str) -> Verdict {
@@ -242,6 +204,62 @@ impl ForwardAuth {
             h.insert(header::HOST, host);
         }
         req
+    }
+}
+
+impl Kind for ForwardAuth {
+    fn build(name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        let weir_config::Filter::ForwardAuth(c) = f else {
+            return None;
+        };
+        Some(ForwardAuth::build(name, c))
+    }
+
+    /// `X-Forwarded-Uri` and `-Host`.
+    fn reads(&self) -> Reads {
+        Reads {
+            uri: true,
+            host: true,
+        }
+    }
+
+    /// A request whose key the cache holds goes on now; any other asks the service
+    /// ([`ForwardAuth::wait`]).
+    fn request(&self, _cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        // Only the auth service says what these are.
+        for n in &self.response_headers {
+            req.headers_mut().remove(n);
+        }
+        let Some(c) = &self.cache else {
+            return Verdict::Wait;
+        };
+        match c.get(&c.key_of(req.headers())) {
+            Some(copied) => {
+                copy(req.headers_mut(), &copied);
+                Verdict::Continue
+            }
+            None => Verdict::Wait,
+        }
+    }
+
+    /// Asks the auth service (within the filter's timeout) and remembers a yes.
+    async fn wait(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+        let key = self.cache.as_ref().map(|c| c.key_of(req.headers()));
+        match tokio::time::timeout(self.timeout, self.ask(cx, req.headers())).await {
+            Ok(Asked::Yes(copied)) => {
+                copy(req.headers_mut(), &copied);
+                if let (Some(c), Some(k)) = (&self.cache, key) {
+                    c.put(k, copied);
+                }
+                Verdict::Continue
+            }
+            Ok(Asked::No(resp)) => Verdict::Answer(resp, Reason::Unauthorized),
+            Ok(Asked::Unavailable(why)) => self.unavailable(&why),
+            Err(_) => self.unavailable(&format!(
+                "no answer within the forward_auth timeout ({:?})",
+                self.timeout
+            )),
+        }
     }
 }
 

@@ -4,9 +4,10 @@
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response};
 
+use crate::kind::Kind;
 use crate::statics;
 use crate::template::Value;
-use crate::{Cx, Reads, Verdict};
+use crate::{Cx, Later, Reads, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 
@@ -71,14 +72,23 @@ impl Headers {
             request_id: h.request_id.as_deref().and_then(statics::name),
         }
     }
+}
+
+impl Kind for Headers {
+    fn build(_name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        let weir_config::Filter::Headers(h) = f else {
+            return None;
+        };
+        Some(Ok(Headers::build(h)))
+    }
 
     /// What the values' variables read of the request as it arrived.
-    pub fn reads(&self) -> Reads {
+    fn reads(&self) -> Reads {
         let all = self.request.reads().chain(self.response.reads());
         all.fold(Reads::default(), Reads::or)
     }
 
-    pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+    fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         if let Some(name) = &self.request_id {
             // A client's id is believed only from a proxy the listener trusts; anyone else
             // could pick ids to collide with other requests' in the logs.
@@ -99,11 +109,12 @@ impl Headers {
         Verdict::Continue
     }
 
-    pub fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+    fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
         self.response.apply(cx, resp.headers_mut());
         if let (Some(name), Some(id)) = (&self.request_id, &cx.request_id) {
             resp.headers_mut().insert(name.clone(), id.clone());
         }
+        Later::Done
     }
 }
 

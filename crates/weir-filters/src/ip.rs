@@ -4,7 +4,10 @@
 use ipnet::IpNet;
 use std::net::IpAddr;
 
+use crate::kind::Kind;
 use crate::{Cx, Verdict};
+use http::Request;
+use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response;
 use weir_metrics::reason::Reason;
 
@@ -30,16 +33,6 @@ impl IpFilter {
         }
     }
 
-    pub fn request(&self, cx: &mut Cx<'_>) -> Verdict {
-        match self.passes(cx.client) {
-            true => Verdict::Continue,
-            false => Verdict::Answer(
-                Box::new(error_response(Reason::Forbidden)),
-                Reason::Forbidden,
-            ),
-        }
-    }
-
     pub fn passes(&self, ip: IpAddr) -> bool {
         // A dual-stack socket shows IPv4 clients as ::ffff:a.b.c.d; lists name them as IPv4.
         let ip = match ip {
@@ -47,6 +40,26 @@ impl IpFilter {
             v4 => v4,
         };
         self.nets.iter().any(|n| n.contains(&ip)) == self.allow
+    }
+}
+
+impl Kind for IpFilter {
+    fn build(_name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        match f {
+            weir_config::Filter::IpAllow(l) => Some(Ok(IpFilter::allow(l))),
+            weir_config::Filter::IpDeny(l) => Some(Ok(IpFilter::deny(l))),
+            _ => None,
+        }
+    }
+
+    fn request(&self, cx: &mut Cx<'_>, _req: &mut Request<ClientBody>) -> Verdict {
+        match self.passes(cx.client) {
+            true => Verdict::Continue,
+            false => Verdict::Answer(
+                Box::new(error_response(Reason::Forbidden)),
+                Reason::Forbidden,
+            ),
+        }
     }
 }
 

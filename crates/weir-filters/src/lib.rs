@@ -33,6 +33,7 @@ mod error_pages;
 mod forward_auth;
 mod headers;
 mod ip;
+mod kind;
 pub mod port;
 mod redirect;
 mod rewrite;
@@ -51,11 +52,68 @@ use weir_http::conn_info::ConnInfo;
 use weir_metrics::reason::Reason;
 
 pub use body_limit::BodyLimit;
+pub use kind::Kind;
 pub use port::Pipeline;
 
-/// One built filter.
-#[derive(Debug)]
-pub enum Filter {
+/// The filter kinds: one line each, `Variant(type)`, the type a file of this crate that
+/// implements [`Kind`]. The `Filter` enum and its static dispatch, phase by phase, come from
+/// this list: a new kind is its file plus one line here (and its settings in weir-config,
+/// one line in its list of kinds).
+macro_rules! kinds {
+    ($($variant:ident($kind:ty),)+) => {
+        /// One built filter.
+        #[derive(Debug)]
+        pub enum Filter {
+            $($variant($kind),)+
+        }
+
+        impl Filter {
+            /// The filter named `name` as the config has it: an error refuses the change.
+            pub fn build(name: &str, f: &weir_config::Filter) -> Result<Filter, BuildError> {
+                let built = None
+                    $(.or_else(|| <$kind as Kind>::build(name, f).map(|r| r.map(Filter::$variant))))+;
+                built
+                    .unwrap_or_else(|| Err(format!("no filter kind builds `{}`", f.kind())))
+                    .map_err(|why| BuildError {
+                        name: name.to_string(),
+                        why,
+                    })
+            }
+
+            fn reads(&self) -> Reads {
+                match self {
+                    $(Filter::$variant(f) => f.reads(),)+
+                }
+            }
+
+            fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+                match self {
+                    $(Filter::$variant(f) => f.request(cx, req),)+
+                }
+            }
+
+            async fn wait(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+                match self {
+                    $(Filter::$variant(f) => f.wait(cx, req).await,)+
+                }
+            }
+
+            fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
+                match self {
+                    $(Filter::$variant(f) => f.response(cx, resp),)+
+                }
+            }
+
+            async fn wait_response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
+                match self {
+                    $(Filter::$variant(f) => f.wait_response(cx, resp).await,)+
+                }
+            }
+        }
+    };
+}
+
+kinds! {
     Headers(headers::Headers),
     Rewrite(rewrite::Rewrite),
     Redirect(redirect::Redirect),
@@ -75,107 +133,6 @@ pub enum Filter {
 pub struct BuildError {
     pub name: String,
     pub why: String,
-}
-
-impl Filter {
-    pub fn build(name: &str, f: &weir_config::Filter) -> Result<Filter, BuildError> {
-        use weir_config::Filter as F;
-        let err = |why: String| BuildError {
-            name: name.to_string(),
-            why,
-        };
-        Ok(match f {
-            F::Headers(h) => Filter::Headers(headers::Headers::build(h)),
-            F::Rewrite(r) => Filter::Rewrite(rewrite::Rewrite::build(r).map_err(err)?),
-            F::Redirect(r) => Filter::Redirect(redirect::Redirect::build(r).map_err(err)?),
-            F::IpAllow(l) => Filter::Ip(ip::IpFilter::allow(l)),
-            F::IpDeny(l) => Filter::Ip(ip::IpFilter::deny(l)),
-            F::BodyLimit(b) => Filter::BodyLimit(BodyLimit::build(b)),
-            F::Cors(c) => Filter::Cors(cors::Cors::build(c)),
-            F::ErrorPages(e) => Filter::ErrorPages(error_pages::ErrorPages::build(e).map_err(err)?),
-            F::Compress(c) => Filter::Compress(compress::Compress::build(c)),
-            F::BasicAuth(b) => {
-                Filter::BasicAuth(basic_auth::BasicAuth::build(name, b).map_err(err)?)
-            }
-            F::ForwardAuth(f) => {
-                Filter::ForwardAuth(forward_auth::ForwardAuth::build(name, f).map_err(err)?)
-            }
-        })
-    }
-
-    /// What this filter reads of the request as it arrived, through [`Cx::uri`] and
-    /// [`Cx::host`]: a filter that reads either must say so here (a debug build panics where
-    /// one does not; a release build would find it empty).
-    fn reads(&self) -> Reads {
-        match self {
-            Filter::Headers(f) => f.reads(),
-            // A redirect's URL; the Host a pool's error page is fetched with.
-            Filter::Redirect(_) | Filter::ErrorPages(_) => Reads {
-                uri: false,
-                host: true,
-            },
-            Filter::ForwardAuth(_) => Reads {
-                uri: true,
-                host: true,
-            },
-            Filter::Rewrite(_)
-            | Filter::Ip(_)
-            | Filter::BodyLimit(_)
-            | Filter::Cors(_)
-            | Filter::Compress(_)
-            | Filter::BasicAuth(_) => Reads::default(),
-        }
-    }
-
-    /// The request phase, decided without waiting; a filter that must wait on something (a
-    /// password being verified, an auth service) says [`Verdict::Wait`] and its
-    /// [`Filter::wait`] runs next.
-    fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
-        match self {
-            Filter::Headers(f) => f.request(cx, req),
-            Filter::Rewrite(f) => f.request(cx, req),
-            Filter::Redirect(f) => f.request(cx, req),
-            Filter::Ip(f) => f.request(cx),
-            Filter::BodyLimit(f) => f.request(req),
-            Filter::Cors(f) => f.request(cx, req),
-            Filter::ErrorPages(_) => {
-                cx.accept = req.headers().get(http::header::ACCEPT).cloned();
-                Verdict::Continue
-            }
-            Filter::Compress(f) => f.request(cx, req),
-            Filter::BasicAuth(f) => f.request(cx, req),
-            Filter::ForwardAuth(f) => f.request(cx, req),
-        }
-    }
-
-    /// The rest of a request phase that said [`Verdict::Wait`].
-    async fn wait(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
-        match self {
-            Filter::BasicAuth(f) => f.wait(cx, req).await,
-            Filter::ForwardAuth(f) => f.wait(cx, req).await,
-            _ => Verdict::Continue,
-        }
-    }
-
-    /// The response phase, done without waiting unless it says [`Later::Wait`] (then
-    /// [`Filter::wait_response`] runs next).
-    fn response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) -> Later {
-        match self {
-            Filter::Headers(f) => f.response(cx, resp),
-            Filter::Rewrite(_) | Filter::Redirect(_) | Filter::Ip(_) | Filter::BodyLimit(_) => {}
-            Filter::Cors(f) => f.response(cx, resp),
-            Filter::ErrorPages(f) => return f.response(cx, resp),
-            Filter::Compress(f) => f.response(cx, resp),
-            Filter::BasicAuth(_) | Filter::ForwardAuth(_) => {}
-        }
-        Later::Done
-    }
-
-    async fn wait_response(&self, cx: &mut Cx<'_>, resp: &mut Response<ProxyBody>) {
-        if let Filter::ErrorPages(f) = self {
-            f.wait(cx, resp).await;
-        }
-    }
 }
 
 /// What a request phase decided.

@@ -9,7 +9,8 @@ use http::{Request, StatusCode};
 use weir_config::filter::PathRewrite;
 use weir_config::filter::RedirectScheme;
 
-use crate::{Cx, Verdict};
+use crate::kind::Kind;
+use crate::{Cx, Reads, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response_as;
 use weir_metrics::reason::Reason;
@@ -59,8 +60,25 @@ impl Redirect {
             reason: Reason::HttpsRedirect,
         }
     }
+}
 
-    pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+impl Kind for Redirect {
+    fn build(_name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        let weir_config::Filter::Redirect(r) = f else {
+            return None;
+        };
+        Some(Redirect::build(r))
+    }
+
+    /// The Host of the URL it points to, when it keeps the request's.
+    fn reads(&self) -> Reads {
+        Reads {
+            uri: false,
+            host: true,
+        }
+    }
+
+    fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         let here = cx.scheme();
         let scheme = self.scheme.unwrap_or(here);
         let scheme_only = self.host.is_none() && self.path.is_none() && self.regex.is_none();

@@ -7,6 +7,7 @@ use http::header::HeaderValue;
 use http::{Request, Uri};
 use weir_config::filter::PathRewrite;
 
+use crate::kind::Kind;
 use crate::{statics, Cx, Verdict};
 use weir_codec::client_body::ClientBody;
 
@@ -36,8 +37,17 @@ impl Rewrite {
             host: r.host.as_deref().and_then(statics::value),
         })
     }
+}
 
-    pub fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
+impl Kind for Rewrite {
+    fn build(_name: &str, f: &weir_config::Filter) -> Option<Result<Self, String>> {
+        let weir_config::Filter::Rewrite(r) = f else {
+            return None;
+        };
+        Some(Rewrite::build(r))
+    }
+
+    fn request(&self, cx: &mut Cx<'_>, req: &mut Request<ClientBody>) -> Verdict {
         if let Some(h) = &self.host {
             cx.upstream_host = Some(h.clone());
         }

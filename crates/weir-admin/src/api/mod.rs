@@ -3,6 +3,7 @@
 mod auth;
 pub(crate) mod browser;
 mod json;
+mod openapi_kinds;
 mod path;
 mod precond;
 mod problem;

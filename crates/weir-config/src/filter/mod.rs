@@ -33,65 +33,76 @@ pub use regex::{PathRegex, PathRewrite};
 pub use rewrite::Rewrite;
 pub use template::{Piece, Template, Var};
 
-/// One named filter: its kind and settings.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Filter {
-    /// Request and response headers set, added, removed; the request id.
-    Headers(HeaderRules),
-    /// The path (prefix stripped or added, replaced, regex) and host sent upstream.
-    Rewrite(Rewrite),
-    /// An answer pointing elsewhere (scheme, host, port, path), with a 3xx status.
-    Redirect(Redirect),
-    /// Only these client addresses pass; others get 403.
-    IpAllow(IpList),
-    /// These client addresses get 403; others pass.
-    IpDeny(IpList),
-    /// The largest request body the route takes (413 past it).
-    BodyLimit(BodyLimit),
-    /// CORS: preflights answered, actual answers given the allow fields.
-    Cors(Cors),
-    /// Error answers' bodies replaced by a page (or problem+json).
-    ErrorPages(ErrorPages),
-    /// Responses encoded (gzip, brotli, zstd) as the client accepts.
-    Compress(Compress),
-    /// Requests need a user and password of an htpasswd file (401 otherwise).
-    BasicAuth(BasicAuth),
-    /// Requests are let on by an auth service's 2xx answer; any other answer is returned.
-    ForwardAuth(ForwardAuth),
+/// The filter kinds: one line each, `"kind" => Variant(Model) = reader`. The model enum,
+/// [`KINDS`], [`Filter::kind`] and the reading of `kind` come from this list, so a new kind
+/// is its file here plus one line (and its runtime half in weir-filters, one line there).
+macro_rules! kinds {
+    ($(
+        $(#[$doc:meta])*
+        $kind:literal => $variant:ident($model:ty) = $read:expr;
+    )+) => {
+        /// One named filter: its kind and settings.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Filter {
+            $($(#[$doc])* $variant($model),)+
+        }
+
+        /// `kind` as written, for each kind.
+        pub const KINDS: &[&str] = &[$($kind),+];
+
+        impl Filter {
+            /// The `kind` the config names it by.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Filter::$variant(_) => $kind,)+
+                }
+            }
+        }
+
+        /// The settings of a filter of `kind`, read by that kind's reader; `None` for a kind
+        /// that is not in the list.
+        fn read_settings(
+            kind: &str,
+            sink: &mut Sink<'_>,
+            t: &Fields<'_, '_>,
+            what: &str,
+            at: &mut FilterAt,
+        ) -> Option<Filter> {
+            match kind {
+                $($kind => Some(Filter::$variant(($read)(sink, t, what, at))),)+
+                _ => None,
+            }
+        }
+    };
 }
 
-/// `kind` as written, for each kind.
-pub const KINDS: &[&str] = &[
-    "headers",
-    "rewrite",
-    "redirect",
-    "ip_allow",
-    "ip_deny",
-    "body_limit",
-    "cors",
-    "error_pages",
-    "compress",
-    "basic_auth",
-    "forward_auth",
-];
+type Reader<T> = fn(&mut Sink<'_>, &Fields<'_, '_>, &str, &mut FilterAt) -> T;
 
-impl Filter {
-    /// The `kind` the config names it by.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Filter::Headers(_) => "headers",
-            Filter::Rewrite(_) => "rewrite",
-            Filter::Redirect(_) => "redirect",
-            Filter::IpAllow(_) => "ip_allow",
-            Filter::IpDeny(_) => "ip_deny",
-            Filter::BodyLimit(_) => "body_limit",
-            Filter::Cors(_) => "cors",
-            Filter::ErrorPages(_) => "error_pages",
-            Filter::Compress(_) => "compress",
-            Filter::BasicAuth(_) => "basic_auth",
-            Filter::ForwardAuth(_) => "forward_auth",
-        }
-    }
+kinds! {
+    /// Request and response headers set, added, removed; the request id.
+    "headers" => Headers(HeaderRules) = (|s, t, _, _| headers::read(s, t)) as Reader<_>;
+    /// The path (prefix stripped or added, replaced, regex) and host sent upstream.
+    "rewrite" => Rewrite(Rewrite) = (|s, t, _, _| rewrite::read(s, t)) as Reader<_>;
+    /// An answer pointing elsewhere (scheme, host, port, path), with a 3xx status.
+    "redirect" => Redirect(Redirect) = (|s, t, _, _| redirect::read(s, t)) as Reader<_>;
+    /// Only these client addresses pass; others get 403.
+    "ip_allow" => IpAllow(IpList) = (|s, t, _, _| ip::read(s, t)) as Reader<_>;
+    /// These client addresses get 403; others pass.
+    "ip_deny" => IpDeny(IpList) = (|s, t, _, _| ip::read(s, t)) as Reader<_>;
+    /// The largest request body the route takes (413 past it).
+    "body_limit" => BodyLimit(BodyLimit) = (|s, t, w, _| body_limit::read(s, t, w)) as Reader<_>;
+    /// CORS: preflights answered, actual answers given the allow fields.
+    "cors" => Cors(Cors) = (|s, t, w, _| cors::read(s, t, w)) as Reader<_>;
+    /// Error answers' bodies replaced by a page (or problem+json).
+    "error_pages" => ErrorPages(ErrorPages) = error_pages::read as Reader<_>;
+    /// Responses encoded (gzip, brotli, zstd) as the client accepts.
+    "compress" => Compress(Compress) = (|s, t, _, _| compress::read(s, t)) as Reader<_>;
+    /// Requests need a user and password of an htpasswd file (401 otherwise).
+    "basic_auth" => BasicAuth(BasicAuth) =
+        (|s, t, w, at: &mut FilterAt| basic_auth::read(s, t, w, &mut at.users_file)) as Reader<_>;
+    /// Requests are let on by an auth service's 2xx answer; any other answer is returned.
+    "forward_auth" => ForwardAuth(ForwardAuth) =
+        (|s, t, w, at: &mut FilterAt| forward_auth::read(s, t, w, &mut at.auth_pool)) as Reader<_>;
 }
 
 /// Where a filter was written, for rules that span tables.
@@ -138,31 +149,16 @@ fn read_kind(
     let v = t.require(sink, "kind", &what, "\"headers\"")?;
     let kind = read::string(sink, v)?;
     let before = sink.errors();
-    let f = match kind {
-        "headers" => Filter::Headers(headers::read(sink, t)),
-        "rewrite" => Filter::Rewrite(rewrite::read(sink, t)),
-        "redirect" => Filter::Redirect(redirect::read(sink, t)),
-        "ip_allow" => Filter::IpAllow(ip::read(sink, t)),
-        "ip_deny" => Filter::IpDeny(ip::read(sink, t)),
-        "body_limit" => Filter::BodyLimit(body_limit::read(sink, t, &what)),
-        "cors" => Filter::Cors(cors::read(sink, t, &what)),
-        "error_pages" => Filter::ErrorPages(error_pages::read(sink, t, &what, at)),
-        "compress" => Filter::Compress(compress::read(sink, t)),
-        "basic_auth" => Filter::BasicAuth(basic_auth::read(sink, t, &what, &mut at.users_file)),
-        "forward_auth" => {
-            Filter::ForwardAuth(forward_auth::read(sink, t, &what, &mut at.auth_pool))
-        }
-        other => {
-            let hint = crate::suggest::did_you_mean(other, KINDS.iter().copied());
-            sink.error(
-                v.span(),
-                format!(
-                    "unknown filter kind \"{other}\"{hint} (expected one of: {})",
-                    KINDS.join(", ")
-                ),
-            );
-            return None;
-        }
+    let Some(f) = read_settings(kind, sink, t, &what, at) else {
+        let hint = crate::suggest::did_you_mean(kind, KINDS.iter().copied());
+        sink.error(
+            v.span(),
+            format!(
+                "unknown filter kind \"{kind}\"{hint} (expected one of: {})",
+                KINDS.join(", ")
+            ),
+        );
+        return None;
     };
     at.kind = Some(v.span());
     (sink.errors() == before).then_some(f)
