@@ -32,7 +32,7 @@ pub struct Snapshot {
 
 /// What the data plane reads: the current snapshot, swapped whole by a config change.
 #[derive(Debug)]
-pub struct Shared {
+pub struct SnapshotCell {
     pub snapshot: arc_swap::ArcSwap<Snapshot>,
 }
 

@@ -23,12 +23,12 @@ use weir_config::Config;
 
 use crate::listener::{BindError, Running};
 use weir_http::accesslog;
-use weir_pipeline::snapshot::{Registry, Shared, Snapshot};
+use weir_pipeline::snapshot::{Registry, Snapshot, SnapshotCell};
 use weir_transport::tls::{TlsServer, TlsSetupError};
 
 /// The running data plane. Cheap to share; all methods take `&self`.
 pub struct Proxy {
-    shared: Arc<Shared>,
+    shared: Arc<SnapshotCell>,
     /// The last minutes of traffic, sampled once a second (never by the data plane).
     history: Arc<Mutex<metrics::history::History>>,
     installed: Mutex<Installed>,
@@ -92,7 +92,7 @@ impl Proxy {
     /// called within a tokio runtime (it starts the idle-connection sweeper).
     pub fn new() -> Arc<Proxy> {
         let proxy = Arc::new(Proxy {
-            shared: Arc::new(Shared {
+            shared: Arc::new(SnapshotCell {
                 snapshot: ArcSwap::from_pointee(Snapshot::default()),
             }),
             history: Arc::default(),
@@ -371,7 +371,7 @@ impl Proxy {
 
 /// Closes expired idle upstream connections, so that backends are not left
 /// holding sockets weir will never reuse.
-async fn sweep(shared: std::sync::Weak<Shared>) {
+async fn sweep(shared: std::sync::Weak<SnapshotCell>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;

@@ -23,8 +23,8 @@ use weir_pipeline::http::conn::{serve as serve_http, ClientLimits};
 use weir_pipeline::http::forward::ConnCtx;
 use weir_pipeline::race::race;
 use weir_pipeline::snapshot::ListenerSnap;
-use weir_pipeline::snapshot::Shared;
-use weir_pipeline::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, Client as TcpClient};
+use weir_pipeline::snapshot::SnapshotCell;
+use weir_pipeline::tcp::session::{serve as serve_tcp, Addrs as TcpAddrs, TcpClient};
 use weir_pipeline::tcp::sni::serve as serve_sni;
 use weir_transport::proxy_protocol::refusals::{ProxyErrors, Refusal};
 use weir_transport::proxy_protocol::{read_header, ReadError, Received, Tlvs};
@@ -83,7 +83,7 @@ impl Running {
     }
 }
 
-pub fn start(bound: Bound, slot: usize, shared: Arc<Shared>) -> io::Result<Running> {
+pub fn start(bound: Bound, slot: usize, shared: Arc<SnapshotCell>) -> io::Result<Running> {
     // SAFETY: the AsyncFd owns the listening socket, so its fd stays open
     // (and the same) for as long as it is registered.
     let listener = unsafe { AsyncFd::register_with_interest(bound.socket, Interest::READABLE) }
@@ -110,7 +110,7 @@ pub fn start(bound: Bound, slot: usize, shared: Arc<Shared>) -> io::Result<Runni
 async fn accept_loop(
     listener: Arc<Listener>,
     slot: usize,
-    shared: Arc<Shared>,
+    shared: Arc<SnapshotCell>,
     drain: CancellationToken,
     kill: CancellationToken,
     tracker: TaskTracker,
@@ -146,7 +146,7 @@ async fn accept_loop(
             continue;
         };
         let open = Held::new(&GLOBAL.client_open);
-        let conn = Conn {
+        let conn = ConnStart {
             shared: shared.clone(),
             slot,
             drain: drain.clone(),
@@ -178,8 +178,8 @@ async fn accept_loop(
 }
 
 /// What starting a connection needs besides the listener and the socket.
-struct Conn {
-    shared: Arc<Shared>,
+struct ConnStart {
+    shared: Arc<SnapshotCell>,
     slot: usize,
     drain: CancellationToken,
     kill: CancellationToken,
@@ -297,9 +297,9 @@ fn dispatch(
     client: SocketAddr,
     local: SocketAddr,
     tlvs: Option<Tlvs>,
-    c: Conn,
+    c: ConnStart,
 ) {
-    let Conn {
+    let ConnStart {
         shared,
         slot,
         drain,

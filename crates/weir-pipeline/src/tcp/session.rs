@@ -30,7 +30,7 @@ use weir_upstream::capacity::{self, Slot};
 use weir_upstream::pool::PoolRt;
 
 /// A session's client side.
-pub enum Client {
+pub enum TcpClient {
     /// A plain socket: relayed with splice.
     Plain(TcpStream),
     /// SNI passthrough: a plain socket whose ClientHello was read already; those bytes
@@ -52,7 +52,7 @@ pub struct Addrs {
 }
 
 pub async fn serve(
-    client: Client,
+    client: TcpClient,
     addrs: Addrs,
     listener: Arc<str>,
     target: Arc<Target>,
@@ -81,9 +81,9 @@ pub async fn serve(
                 reason = reason.as_str(),
                 client = %peer,
                 sni = match &client {
-                    Client::Passthrough(_, hello) => hello.sni.as_deref(),
-                    Client::Tls(c) => c.info.sni.as_deref(),
-                    Client::Plain(_) => None,
+                    TcpClient::Passthrough(_, hello) => hello.sni.as_deref(),
+                    TcpClient::Tls(c) => c.info.sni.as_deref(),
+                    TcpClient::Plain(_) => None,
                 },
                 "tcp session refused"
             );
@@ -100,7 +100,7 @@ pub async fn serve(
             &slot.endpoint.metrics.bytes_out,
         );
         let client = match client {
-            Client::Tls(client) => {
+            TcpClient::Tls(client) => {
                 // Decrypted here: copied, never spliced.
                 let (r, w) = client.into_split();
                 let client = tokio::io::join(r, w);
@@ -110,8 +110,8 @@ pub async fn serve(
                 }
                 return;
             }
-            Client::Plain(client) => client,
-            Client::Passthrough(client, hello) => {
+            TcpClient::Plain(client) => client,
+            TcpClient::Passthrough(client, hello) => {
                 // The client's bytes so far, before anything it sends next; bounded
                 // by the idle timeout like any write of the relay.
                 timer

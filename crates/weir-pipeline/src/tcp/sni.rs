@@ -20,9 +20,9 @@ use tracing::debug;
 use weir_tls::hello::{Hello, Peeker};
 
 use crate::race::race;
-use crate::snapshot::Shared;
+use crate::snapshot::SnapshotCell;
 use crate::tcp::passthrough::{Outcome, Passthrough};
-use crate::tcp::session::{serve as serve_session, Addrs, Client};
+use crate::tcp::session::{serve as serve_session, Addrs, TcpClient};
 use weir_metrics::reason::Reason;
 
 /// The most of a ClientHello read before giving up on it. A hello may span several
@@ -69,7 +69,7 @@ impl HelloError {
 
 /// What a passthrough connection needs from its listener at accept.
 pub struct Accepted {
-    pub shared: Arc<Shared>,
+    pub shared: Arc<SnapshotCell>,
     pub slot: usize,
     pub listener: Arc<str>,
     pub counts: Arc<Passthrough>,
@@ -159,7 +159,7 @@ pub async fn serve(mut client: TcpStream, addrs: Addrs, a: Accepted) {
         Outcome::Fallback
     });
     serve_session(
-        Client::Passthrough(client, passed),
+        TcpClient::Passthrough(client, passed),
         addrs,
         a.listener,
         target,

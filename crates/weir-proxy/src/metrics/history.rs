@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::metrics::outcome::{Tallies, UPSTREAM_5XX};
 use weir_metrics::hist::{quantile, N};
-use weir_pipeline::snapshot::Shared;
 use weir_pipeline::snapshot::Snapshot;
+use weir_pipeline::snapshot::SnapshotCell;
 
 /// Samples kept: five minutes, the dashboard's widest graph.
 pub const KEEP: usize = 300;
@@ -295,7 +295,7 @@ pub struct PoolSeries {
 }
 
 /// Samples the data plane every [`INTERVAL`] into `history` until either is gone.
-pub async fn run(shared: Weak<Shared>, history: Weak<Mutex<History>>) {
+pub async fn run(shared: Weak<SnapshotCell>, history: Weak<Mutex<History>>) {
     let mut tick = tokio::time::interval(INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -9,13 +9,13 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 
-use weir_pipeline::snapshot::Shared;
+use weir_pipeline::snapshot::SnapshotCell;
 use weir_transport::proxy_protocol::refusals::{ProxyErrors, Refusal};
 
 /// Registered beside the main collector in `render.rs`; reads the running snapshot's
 /// listeners, so a removed listener stops being reported.
 #[derive(Debug)]
-pub struct ProxyErrorsCollector(pub Arc<Shared>);
+pub struct ProxyErrorsCollector(pub Arc<SnapshotCell>);
 
 impl Collector for ProxyErrorsCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {

@@ -15,16 +15,16 @@ use prometheus_client::registry::Registry;
 use weir_metrics::admin_auth;
 use weir_metrics::hist::Histogram;
 use weir_metrics::GLOBAL;
-use weir_pipeline::snapshot::Shared;
 use weir_pipeline::snapshot::Snapshot;
+use weir_pipeline::snapshot::SnapshotCell;
 
 type Labels = Vec<(&'static str, String)>;
 
 #[derive(Debug)]
-struct Weir(Arc<Shared>);
+struct Weir(Arc<SnapshotCell>);
 
 /// The whole exposition for the data plane's current state.
-pub fn render(shared: &Arc<Shared>) -> String {
+pub fn render(shared: &Arc<SnapshotCell>) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Weir(shared.clone())));
     registry.register_collector(Box::new(super::sni::PassthroughCollector(shared.clone())));

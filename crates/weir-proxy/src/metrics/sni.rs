@@ -11,13 +11,13 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 
-use weir_pipeline::snapshot::Shared;
+use weir_pipeline::snapshot::SnapshotCell;
 use weir_pipeline::tcp::passthrough::{Outcome, Passthrough};
 
 /// Registered beside the main collector in `render.rs`; reads the listeners of the
 /// running snapshot only, so a removed listener stops being reported.
 #[derive(Debug)]
-pub struct PassthroughCollector(pub Arc<Shared>);
+pub struct PassthroughCollector(pub Arc<SnapshotCell>);
 
 impl Collector for PassthroughCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {

@@ -4,17 +4,22 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::snapshot::Shared;
+use crate::snapshot::SnapshotCell;
 use weir_http::conn_info::ConnInfo;
 
 pub struct ConnCtx {
-    pub shared: Arc<Shared>,
+    pub shared: Arc<SnapshotCell>,
     pub slot: usize,
     pub conn: ConnInfo,
 }
 
 impl ConnCtx {
-    pub fn new(shared: Arc<Shared>, slot: usize, client: SocketAddr, local: SocketAddr) -> ConnCtx {
+    pub fn new(
+        shared: Arc<SnapshotCell>,
+        slot: usize,
+        client: SocketAddr,
+        local: SocketAddr,
+    ) -> ConnCtx {
         ConnCtx {
             shared,
             slot,
