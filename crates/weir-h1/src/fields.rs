@@ -109,7 +109,7 @@ pub fn has_token(value: &[u8], token: &str) -> bool {
 /// parsers leave it out of the head's map, which saves hashing it in and
 /// the hop-by-hop pass taking it out again on every response from an upstream
 /// that announces keep-alive (nginx does). A line naming other fields stays,
-/// so those are removed with it (`http::headers::strip_hop_by_hop`).
+/// so those are removed with it (weir-http's `headers::strip_hop_by_hop`).
 pub fn fold_connection(value: &[u8], keep_alive: &mut bool, saw_close: &mut bool) -> bool {
     let (mut close, mut keep, mut other) = (false, false, false);
     for t in value.split(|&b| b == b',').map(trim) {

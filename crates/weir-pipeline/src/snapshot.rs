@@ -57,7 +57,7 @@ pub struct ListenerSnap {
     pub passthrough: Option<Arc<Passthrough>>,
     /// TLS termination, when the listener has `[tls]`.
     pub tls: Option<Arc<TlsServer>>,
-    /// `trusted_proxies`, when the listener has them (`http/client_addr.rs`).
+    /// `trusted_proxies`, when the listener has them (weir-http's `client_addr.rs`).
     pub trusted: Option<Arc<[weir_config::Cidr]>>,
     /// `proxy_protocol`: its refusal counts (`transport/proxy_protocol/`).
     pub proxy_protocol: Option<Arc<weir_transport::proxy_protocol::refusals::ProxyErrors>>,

@@ -328,7 +328,7 @@ fn dispatch(
             let mut ctx = ConnCtx::new(shared, slot, client, local);
             ctx.conn.proxy_tlvs = tlvs;
             // Behind trusted proxies: whether this peer is one (its X-Forwarded-For is then
-            // read, `http/client_addr.rs`). A listener without the list pays nothing.
+            // read, weir-http's `client_addr.rs`). A listener without the list pays nothing.
             if let Some(t) = &l.trusted {
                 ctx.conn.trusted = trusts(t, client.ip()).then(|| t.clone());
             }

@@ -313,7 +313,7 @@ async fn stats_count_requests_and_errors_per_route() {
     assert_eq!(route("dead")["errors"]["connect_failed"], 1);
 }
 
-/// Why an upstream connection was not reused is a debug line (`RUST_LOG=weir_proxy=debug`):
+/// Why an upstream connection was not reused is a debug line (`RUST_LOG=weir_codec=debug,weir_upstream=debug`):
 /// an answer that closes its connection, and a pooled connection the backend closed while it
 /// sat idle.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,7 +332,12 @@ async fn debug_lines_say_why_an_upstream_connection_was_not_reused() {
         endpoints(&[(closing, 1)]),
         endpoints(&[(silent, 1)]),
     );
-    let w = Weir::start_logging(&cfg, &[a, b], &["--threads", "2"], "info,weir_proxy=debug");
+    let w = Weir::start_logging(
+        &cfg,
+        &[a, b],
+        &["--threads", "2"],
+        "info,weir_codec=debug,weir_upstream=debug",
+    );
 
     assert_eq!(client::get(a, "/").await.unwrap().status, 200);
     let line = w.wait_log(

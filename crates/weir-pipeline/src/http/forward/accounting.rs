@@ -1,7 +1,7 @@
 //! Where a request is counted (its label set, its duration histogram, the
 //! reason when weir answered) and its access log entry, as far as they are
 //! known before the response; `attach` hands both to the response body,
-//! which records them when it is done (`metrics/recorder.rs`).
+//! which records them when it is done (weir-http's `recorder.rs`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +24,7 @@ use weir_upstream::pool::PoolRt;
 
 #[derive(Default)]
 pub struct Accounting {
-    /// The client behind trusted proxies (`http/client_addr.rs`), when the connection's
+    /// The client behind trusted proxies (weir-http's `client_addr.rs`), when the connection's
     /// peer is one; `None`: the connection's client.
     pub client: Option<std::net::SocketAddr>,
     counted: Option<(Arc<Counts>, Arc<Histogram>, Option<Reason>)>,

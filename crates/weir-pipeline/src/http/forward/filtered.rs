@@ -1,6 +1,6 @@
 //! A request's route filters around its upstream exchange (steps 3 and 7 of `forward`).
 //!
-//! `Filtered` holds the chain and what its filters share (`filter::Cx`), boxed: the
+//! `Filtered` holds the chain and what its filters share (weir-filters' `Cx`), boxed: the
 //! request's future carries one pointer across the exchange, whether the route has filters or
 //! not, and the exchange itself is awaited in the same place for both (an earlier shape wrapped
 //! the whole exchange in a boxed future of its own, 8.7 KB allocated and copied per filtered

@@ -17,7 +17,7 @@
 //!
 //! and throughout, `accounting.rs`: the labels the request is counted
 //! under and its access log entry, handed to the response body. A gRPC
-//! call (`http/grpc.rs`) differs in three places: its `grpc-timeout` caps
+//! call (weir-http's `grpc.rs`) differs in three places: its `grpc-timeout` caps
 //! the tries, its body is not waited for to make it replayable (a
 //! streaming call's client may wait for answers first), and weir's own
 //! answers to it are said the gRPC way.

@@ -1,5 +1,6 @@
-//! The filters' port into the pipeline (`filter::Pipeline`): a filter's own request goes
-//! through the named pool of the running config with the same tries as a client's.
+//! The route filters' port into the pipeline (weir-filters' `Pipeline`): a filter's own
+//! request goes through the named pool of the running config with the same tries as a
+//! client's.
 
 use std::future::Future;
 use std::net::SocketAddr;
