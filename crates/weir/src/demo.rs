@@ -136,12 +136,7 @@ async fn run(listen: SocketAddr, tls_listen: SocketAddr, admin: SocketAddr) -> E
     ExitCode::SUCCESS
 }
 
-fn print_tour(
-    listen: SocketAddr,
-    tls_listen: SocketAddr,
-    admin: SocketAddr,
-    backends: &[Backend],
-) {
+fn print_tour(listen: SocketAddr, tls_listen: SocketAddr, admin: SocketAddr, backends: &[Backend]) {
     let url = format!("http://{listen}");
     println!("weir demo: balancing {url} and https://{tls_listen} over three demo backends (weights 1, 1, 2)");
     println!("dashboard: http://{admin}/   (metrics: http://{admin}/metrics, stats: http://{admin}/api/v1/stats)");

@@ -175,7 +175,11 @@ fn encode(a: &Answer, name: &str, head_only: bool, close: bool) -> Vec<u8> {
     push_field(&mut out, b"x-upstream", name.as_bytes());
     if let Some(ty) = a.content_type {
         push_field(&mut out, b"content-type", ty.as_bytes());
-        push_field(&mut out, b"content-length", a.body.len().to_string().as_bytes());
+        push_field(
+            &mut out,
+            b"content-length",
+            a.body.len().to_string().as_bytes(),
+        );
     }
     if close {
         push_field(&mut out, b"connection", b"close");
