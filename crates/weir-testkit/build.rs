@@ -16,8 +16,8 @@ fn echo() {
         Method::builder()
             .name(name)
             .route_name(route)
-            .input_type("crate::grpc::EchoRequest")
-            .output_type("crate::grpc::EchoReply")
+            .input_type("crate::grpc::messages::EchoRequest")
+            .output_type("crate::grpc::messages::EchoReply")
             .codec_path("tonic_prost::ProstCodec")
     };
     let echo = Service::builder()

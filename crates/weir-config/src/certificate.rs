@@ -2,17 +2,17 @@
 //! listener (an API resource, `certificates/NAME`, so that a provider can add certificates
 //! without touching the listener). The pair is checked from memory as it is read (it
 //! parses, the key matches, within its dates), so the API refuses a bad one at its field;
-//! [`check`] holds the rules across tables: the listener has `[tls]`, every TLS listener
-//! has a certificate (files or attached), at most one default per listener.
+//! the rules across tables (the listener has `[tls]`, every TLS listener has a certificate,
+//! at most one default per listener) are in certificate_check.rs.
 
 use std::path::Path;
 use std::time::SystemTime;
 
 use weir_tls::{pem, CertError, Identity};
 
+use crate::defaults;
+use crate::model::CertificateResource;
 use crate::read::{self, Fields, Sink, Span};
-use crate::walk::Walked;
-use crate::{defaults, CertificateResource};
 
 const KEYS: &[&str] = &["listener", "cert_pem", "key_pem", "default"];
 
@@ -119,7 +119,7 @@ pub(crate) fn read(
                         cert_span.clone(),
                         format!(
                             "this certificate expires in {} (renew it: clients refuse an expired certificate)",
-                            crate::tls_files::days_left(&id, now)
+                            days_left(&id, now)
                         ),
                     );
                 }
@@ -152,57 +152,13 @@ fn finish(
     (c, at)
 }
 
-/// Rules across tables: what a certificate attaches to, and what each TLS listener has.
-pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
-    for (name, at) in &w.certificates {
-        let c = &w.config.certificates[name];
-        let (Some(span), Some(l)) = (&at.listener, w.config.listeners.get(&c.listener)) else {
-            // A missing listener is reported with the other references.
-            continue;
-        };
-        if l.tls.is_none() {
-            sink.error(
-                span.clone(),
-                format!(
-                    "listener `{}` has no [tls] table: a certificate is served by a TLS listener (add [listeners.{}.tls])",
-                    c.listener, c.listener
-                ),
-            );
-        }
-    }
-    for (name, l) in &w.config.listeners {
-        if l.tls.is_none() {
-            continue;
-        }
-        let tls_at = &w.listeners[name].tls;
-        let attached: Vec<(&String, &CertificateAt)> = w
-            .config
-            .certificates
-            .iter()
-            .filter(|(_, c)| c.listener == *name)
-            .map(|(n, _)| (n, &w.certificates[n]))
-            .collect();
-        if let (Some(span), true) = (&tls_at.no_files, attached.is_empty()) {
-            sink.error(
-                span.clone(),
-                format!(
-                    "a TLS listener needs at least one certificate: list files in certificates = [ {{ cert = \"certs/site.pem\", key = \"certs/site.key\" }} ], or add a [certificates.NAME] with listener = \"{name}\""
-                ),
-            );
-        }
-        let mut default = tls_at
-            .default
-            .as_ref()
-            .map(|_| format!("listener `{name}`'s certificate files have one"));
-        for (cert, at) in attached {
-            let Some(span) = &at.default else { continue };
-            match &default {
-                Some(first) => sink.error(
-                    span.clone(),
-                    format!("only one certificate of a listener can be the default ({first})"),
-                ),
-                None => default = Some(format!("certificate `{cert}` is")),
-            }
-        }
+pub(crate) fn days_left(id: &Identity, now: SystemTime) -> String {
+    let now = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    match (id.not_after - now).max(0) / 86_400 {
+        0 => "less than a day".to_string(),
+        1 => "1 day".to_string(),
+        n => format!("{n} days"),
     }
 }

@@ -4,7 +4,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use crate::Balance;
+use crate::model::Balance;
 
 pub const DRAIN_GRACE: Duration = Duration::from_secs(30);
 pub const ADMIN_LISTEN: SocketAddr =
@@ -49,17 +49,17 @@ pub const RISE_FALL_RANGE: std::ops::RangeInclusive<i64> = 1..=100;
 pub const RETRY_ATTEMPTS: u32 = 2;
 pub const RETRY_ATTEMPTS_RANGE: std::ops::RangeInclusive<i64> = 0..=10;
 
-impl Default for crate::Global {
+impl Default for crate::model::Global {
     fn default() -> Self {
-        crate::Global {
+        crate::model::Global {
             drain_grace: DRAIN_GRACE,
         }
     }
 }
 
-impl Default for crate::Admin {
+impl Default for crate::model::Admin {
     fn default() -> Self {
-        crate::Admin {
+        crate::model::Admin {
             listen: ADMIN_LISTEN,
             token_file: None,
         }
@@ -87,10 +87,10 @@ pub const PING_TIMEOUT: Duration = Duration::from_secs(10);
 /// `max_requests_per_conn`; 0 = no cap.
 pub const MAX_REQUESTS_PER_CONN_RANGE: std::ops::RangeInclusive<i64> = 0..=1_000_000;
 
-impl Default for crate::Health {
+impl Default for crate::model::Health {
     fn default() -> Self {
-        crate::Health {
-            check: crate::HealthCheck::None,
+        crate::model::Health {
+            check: crate::model::HealthCheck::None,
             path: HEALTH_PATH.to_string(),
             expect_status: EXPECT_STATUS,
             interval: HEALTH_INTERVAL,
@@ -100,19 +100,19 @@ impl Default for crate::Health {
             host: None,
             expect_body: None,
             service: String::new(),
-            initial: crate::InitialState::Healthy,
+            initial: crate::model::InitialState::Healthy,
             eject_after: EJECT_AFTER,
             eject_status: Vec::new(),
             eject_time: EJECT_TIME,
             max_ejection_percent: MAX_EJECTION_PERCENT,
-            no_healthy: crate::NoHealthy::FailOpen,
+            no_healthy: crate::model::NoHealthy::FailOpen,
         }
     }
 }
 
-impl Default for crate::Retry {
+impl Default for crate::model::Retry {
     fn default() -> Self {
-        crate::Retry {
+        crate::model::Retry {
             attempts: RETRY_ATTEMPTS,
             buffer: RETRY_BUFFER,
             per_try_timeout: None,
@@ -128,10 +128,10 @@ impl Default for crate::Retry {
 pub const HASH_BALANCE_FACTOR: f64 = 1.25;
 pub const STICKY_COOKIE: &str = "weir_sticky";
 
-impl Default for crate::Pool {
+impl Default for crate::model::Pool {
     /// A pool with no endpoints and every default; endpoints are added after.
     fn default() -> Self {
-        crate::Pool {
+        crate::model::Pool {
             balance: BALANCE,
             endpoints: Vec::new(),
             max_conn: MAX_CONN,
@@ -143,20 +143,20 @@ impl Default for crate::Pool {
             response_timeout: RESPONSE_TIMEOUT,
             request_timeout: None,
             idle_timeout: UPSTREAM_IDLE_TIMEOUT,
-            health: crate::Health::default(),
-            retry: crate::Retry::default(),
-            hash_key: crate::HashKey::ClientIp,
+            health: crate::model::Health::default(),
+            retry: crate::model::Retry::default(),
+            hash_key: crate::model::HashKey::ClientIp,
             hash_balance_factor: HASH_BALANCE_FACTOR,
-            sticky: crate::Sticky {
+            sticky: crate::model::Sticky {
                 cookie: STICKY_COOKIE.to_string(),
-                base: crate::Balance::RoundRobin,
+                base: crate::model::Balance::RoundRobin,
                 secret: None,
             },
             slow_start: Duration::ZERO,
             max_conn_age: None,
             max_requests_per_conn: 0,
             tls: None,
-            protocol: crate::UpstreamProtocol::Http1,
+            protocol: crate::model::UpstreamProtocol::Http1,
             max_streams_per_conn: MAX_STREAMS_PER_CONN,
             ping_interval: None,
             ping_timeout: PING_TIMEOUT,
@@ -165,17 +165,17 @@ impl Default for crate::Pool {
     }
 }
 
-impl crate::Listener {
+impl crate::model::Listener {
     /// A listener on `bind` with every default for `protocol`.
-    pub fn new(bind: SocketAddr, protocol: crate::Protocol) -> Self {
-        crate::Listener {
+    pub fn new(bind: SocketAddr, protocol: crate::model::Protocol) -> Self {
+        crate::model::Listener {
             bind,
             protocol,
             pool: None,
             header_timeout: HEADER_TIMEOUT,
             idle_timeout: match protocol {
-                crate::Protocol::Http => HTTP_IDLE_TIMEOUT,
-                crate::Protocol::Tcp => TCP_IDLE_TIMEOUT,
+                crate::model::Protocol::Http => HTTP_IDLE_TIMEOUT,
+                crate::model::Protocol::Tcp => TCP_IDLE_TIMEOUT,
             },
             upgrade_idle_timeout: UPGRADE_IDLE_TIMEOUT,
             max_header_bytes: MAX_HEADER_BYTES,
@@ -190,12 +190,12 @@ impl crate::Listener {
     }
 }
 
-impl Default for crate::Config {
+impl Default for crate::model::Config {
     /// No listeners, routes or pools; `[global]` and `[admin]` defaults.
     fn default() -> Self {
-        crate::Config {
-            global: crate::Global::default(),
-            admin: crate::Admin::default(),
+        crate::model::Config {
+            global: crate::model::Global::default(),
+            admin: crate::model::Admin::default(),
             listeners: Default::default(),
             routes: Default::default(),
             pools: Default::default(),

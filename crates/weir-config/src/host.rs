@@ -5,7 +5,7 @@
 //!
 //! Also the Host header that http health checks send ([`header_value`]).
 
-use crate::HostMatch;
+use crate::host_match::HostMatch;
 
 pub(crate) fn parse(raw: &str) -> Result<HostMatch, String> {
     let s = raw.to_ascii_lowercase();

@@ -6,9 +6,10 @@
 use std::io::Read;
 use std::path::Path;
 
+use crate::diagnostic::{Diagnostic, Diagnostics, Omitted, Severity};
 use crate::fifo::{self, Source};
+use crate::load_error::LoadError;
 use crate::span::excerpt;
-use crate::{Diagnostic, Diagnostics, LoadError, Omitted, Severity};
 
 /// The most weir reads from a config file or standard input: 16 MiB. A real config is a few
 /// KB; 16 MiB holds some 100,000 pools with their routes. Checking a valid config that size

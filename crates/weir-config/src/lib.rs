@@ -11,151 +11,48 @@ pub mod model;
 
 mod addr;
 mod certificate;
+mod certificate_check;
+mod cidr;
 mod client_addr;
+mod diagnostic;
 mod duration;
 mod fifo;
 pub mod filter;
+mod filter_check;
 mod foreign;
 mod host;
+mod host_match;
 mod input;
 mod json;
+mod listener_path;
+mod load_error;
 pub mod path;
 mod read;
+mod request_path;
 mod resources;
+mod send_proxy;
 mod span;
 mod suggest;
 mod tls;
+mod tls_check;
 mod tls_files;
 mod validate;
 mod walk;
 mod whole_file;
 
 pub use addr::is_loopback;
-pub use client_addr::{Cidr, SendProxy};
+pub use cidr::Cidr;
+pub use diagnostic::{Diagnostic, Diagnostics, Omitted, Severity, MAX_DIAGNOSTICS};
 pub use fifo::FIFO_WAIT;
 pub use filter::Filter;
 pub use input::{read_source, read_token, TokenError, MAX_CONFIG_BYTES, MAX_TOKEN_BYTES};
+pub use load_error::LoadError;
 pub use model::*;
 pub use resources::{FieldProblem, ResourceChange, ResourceKind, Resources};
+pub use send_proxy::SendProxy;
 pub use span::MAX_EXCERPT_CHARS;
 
-use std::fmt;
 use std::path::Path;
-
-/// How serious a [`Diagnostic`] is. Warnings never fail a load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
-/// One problem in a config source, located at a line and column.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
-    pub severity: Severity,
-    /// The file name as given by the user (or `-` for stdin, `<demo>` for embedded).
-    pub file: String,
-    /// 1-based.
-    pub line: usize,
-    /// 1-based, in characters.
-    pub col: usize,
-    /// Width of the span in characters, on its line (at least 1).
-    pub len: usize,
-    pub message: String,
-    /// The offending source line, without its newline. A line longer than
-    /// [`MAX_EXCERPT_CHARS`] is cut to that many chars around the span, with
-    /// `...` where text was cut.
-    pub source_line: String,
-    /// Where the caret goes in `source_line`: 1-based, in characters.
-    pub caret_col: usize,
-    /// Caret width in characters, within `source_line` (at least 1).
-    pub caret_len: usize,
-}
-
-/// `FILE:LINE:COL: error: message`, then the line and a caret under the span.
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        span::render(self, f)
-    }
-}
-
-/// The most diagnostics kept for one source. Past that, more of them tell a
-/// user nothing new (the file is broken in one way over and over), and each
-/// one costs memory and output; the rest are only counted.
-pub const MAX_DIAGNOSTICS: usize = 100;
-
-/// How many diagnostics were found beyond the [`MAX_DIAGNOSTICS`] kept.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Omitted {
-    pub errors: usize,
-    pub warnings: usize,
-}
-
-impl Omitted {
-    pub fn is_empty(&self) -> bool {
-        self.errors == 0 && self.warnings == 0
-    }
-}
-
-/// `... and 900 more errors and 2 more warnings not shown (only the first 100 are)`.
-impl fmt::Display for Omitted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = |count: usize, word: &str| {
-            format!("{count} more {word}{}", if count == 1 { "" } else { "s" })
-        };
-        let parts: Vec<String> = [(self.errors, "error"), (self.warnings, "warning")]
-            .into_iter()
-            .filter(|(count, _)| *count > 0)
-            .map(|(count, word)| n(count, word))
-            .collect();
-        write!(
-            f,
-            "... and {} not shown (only the first {MAX_DIAGNOSTICS} are)",
-            parts.join(" and ")
-        )
-    }
-}
-
-/// The errors (and warnings) found in one source; returned when it has at least one error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct Diagnostics {
-    /// At most [`MAX_DIAGNOSTICS`]: errors first, in file order, then warnings.
-    pub list: Vec<Diagnostic>,
-    /// Those found beyond `list`, counted, not kept.
-    pub omitted: Omitted,
-}
-
-/// Each diagnostic, separated by a blank line; then how many more there were.
-impl fmt::Display for Diagnostics {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, d) in self.list.iter().enumerate() {
-            if i > 0 {
-                f.write_str("\n\n")?;
-            }
-            d.fmt(f)?;
-        }
-        if !self.omitted.is_empty() {
-            write!(f, "\n\n{}", self.omitted)?;
-        }
-        Ok(())
-    }
-}
-
-impl Diagnostics {
-    /// The errors kept (see [`Diagnostics::error_count`] for all of them).
-    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.list.iter().filter(|d| d.severity == Severity::Error)
-    }
-
-    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.list.iter().filter(|d| d.severity == Severity::Warning)
-    }
-
-    /// Every error found, kept or not.
-    pub fn error_count(&self) -> usize {
-        self.errors().count() + self.omitted.errors
-    }
-}
 
 /// A successfully validated configuration and the warnings met on the way.
 #[derive(Debug, Clone)]
@@ -165,25 +62,6 @@ pub struct Loaded {
     pub warnings: Vec<Diagnostic>,
     /// Warnings found beyond `warnings` (`omitted.errors` is 0).
     pub omitted: Omitted,
-}
-
-/// Errors from [`load_file`] and [`read_source`]: the file could not be read,
-/// is too large, or is invalid (which includes not being UTF-8).
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("{file}: cannot read: {source}")]
-    Read {
-        file: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(
-        "{file}: larger than {} MiB ({limit} bytes), the most weir reads from a config file",
-        .limit >> 20
-    )]
-    TooLarge { file: String, limit: u64 },
-    #[error("{0}")]
-    Invalid(#[from] Diagnostics),
 }
 
 /// Reads and validates a config file as `weir check` does; `-` reads standard
@@ -252,7 +130,7 @@ fn parse(source: &str, file: &str, files: Files) -> Result<Loaded, Diagnostics> 
             }
         }
         tls_files::check(&mut sink, &walked, std::time::SystemTime::now());
-        filter::check_files(&mut sink, &walked);
+        filter_check::check_files(&mut sink, &walked);
     }
     let (diags, omitted) = sink.finish();
     if diags.iter().any(|d| d.severity == Severity::Error) {

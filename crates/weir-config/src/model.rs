@@ -2,6 +2,7 @@
 //! references resolve, addresses parse, durations are in range. The data plane
 //! consumes these types directly and never re-checks them.
 
+pub use crate::host_match::HostMatch;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -70,7 +71,7 @@ pub struct Listener {
     pub sni_routing: bool,
     /// Peers whose `X-Forwarded-For`/`Forwarded` are believed (http), and who may send a
     /// PROXY protocol header. Empty = nobody.
-    pub trusted_proxies: Vec<crate::Cidr>,
+    pub trusted_proxies: Vec<crate::cidr::Cidr>,
     /// Each connection starts with a PROXY protocol header (v1 or v2) from a trusted peer,
     /// whose source address becomes the client's.
     pub proxy_protocol: bool,
@@ -203,16 +204,6 @@ pub struct Route {
     pub filters: Vec<String>,
 }
 
-/// A route's host pattern, lower-cased, without port.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum HostMatch {
-    /// `lb.foo.com`
-    Exact(String),
-    /// `*.foo.com`, stored as the suffix `.foo.com`; matches `a.foo.com`,
-    /// `a.b.foo.com`, not `foo.com`.
-    Suffix(String),
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Balance {
     RoundRobin,
@@ -281,7 +272,7 @@ pub struct Pool {
     pub ping_timeout: Duration,
     /// Write a PROXY protocol header with the client's address at the start of each
     /// upstream connection (then never shared between clients). Default none.
-    pub send_proxy: Option<crate::SendProxy>,
+    pub send_proxy: Option<crate::send_proxy::SendProxy>,
 }
 
 /// `[pools.NAME] protocol`: the HTTP version weir speaks to an http pool's endpoints.

@@ -10,8 +10,9 @@ use std::time::Duration;
 use toml::de::{DeArray, DeTable, DeValue};
 use toml::Spanned;
 
+use crate::diagnostic::{Diagnostic, Omitted, Severity, MAX_DIAGNOSTICS};
 use crate::span::SourceMap;
-use crate::{addr, duration, suggest, Diagnostic, Omitted, Severity, MAX_DIAGNOSTICS};
+use crate::{addr, duration, suggest};
 
 pub(crate) type Span = Range<usize>;
 pub(crate) type Val<'i> = Spanned<DeValue<'i>>;

@@ -11,13 +11,11 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use crate::certificate::{CertificateAt, Dates};
+use crate::diagnostic::{Omitted, MAX_DIAGNOSTICS};
 use crate::json::{self, Paths};
+use crate::model::{Admin, CertificateResource, Config, Endpoint, Global, Listener, Pool, Route};
 use crate::read::{self, Sink};
 use crate::walk::{self, ListenerAt, PoolAt, RouteAt, Walked};
-use crate::{
-    Admin, CertificateResource, Config, Endpoint, Global, Listener, Omitted, Pool, Route,
-    MAX_DIAGNOSTICS,
-};
 
 /// What a resource is (the admin API's kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -66,7 +64,7 @@ enum Saved {
     Pool(Option<Box<(Pool, PoolAt)>>),
     Endpoint(Option<Endpoint>),
     Certificate(Option<Box<(CertificateResource, CertificateAt)>>),
-    Filter(Option<(Option<crate::Filter>, crate::filter::FilterAt)>),
+    Filter(Option<(Option<crate::filter::Filter>, crate::filter::FilterAt)>),
 }
 
 impl Resources {

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use crate::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, Severity};
 
 /// One source text with its line starts, so each lookup is a binary search.
 pub(crate) struct SourceMap<'s> {
@@ -169,6 +169,13 @@ fn cut_message(mut message: String) -> String {
 ///    12 | bnd = "0.0.0.0:8080"
 ///       | ^^^
 /// ```
+/// `FILE:LINE:COL: error: message`, then the line and a caret under the span.
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        render(self, f)
+    }
+}
+
 pub(crate) fn render(d: &Diagnostic, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let kind = match d.severity {
         Severity::Error => "error",

@@ -1,5 +1,6 @@
 //! "did you mean `x`?" — the closest candidate by edit distance, if close enough
-//! to be a likely typo rather than a different word.
+//! to be a likely typo rather than a different word; and the message for a name that
+//! refers to nothing (`missing`), which every cross-table rule gives.
 
 /// The best candidate within a distance that scales with the word's length
 /// (1 for short words, about a third of the length for long ones).
@@ -59,6 +60,24 @@ fn distance(a: &str, b: &str) -> usize {
         }
     }
     d[a.len()][b.len()]
+}
+
+/// The most names listed when none is close to a missing one.
+const LISTED_NAMES: usize = 10;
+
+/// "no pool named `ap`, did you mean `app`?" with some existing names as fallback.
+pub(crate) fn missing(kind: &str, plural: &str, name: &str, existing: Vec<&str>) -> String {
+    let hint = match closest(name, existing.iter().copied()) {
+        Some(s) => format!(", did you mean `{s}`?"),
+        None if existing.is_empty() => format!(" (no {plural} are defined)"),
+        None if existing.len() > LISTED_NAMES => format!(
+            " (defined {plural}: {}, and {} more)",
+            existing[..LISTED_NAMES].join(", "),
+            existing.len() - LISTED_NAMES
+        ),
+        None => format!(" (defined {plural}: {})", existing.join(", ")),
+    };
+    format!("no {kind} named `{name}`{hint}")
 }
 
 #[cfg(test)]

@@ -8,9 +8,11 @@ use std::time::SystemTime;
 
 use weir_tls::{CertError, Identity, Resolver};
 
+use crate::certificate::days_left;
+use crate::defaults;
+use crate::host_match::HostMatch;
 use crate::read::Sink;
 use crate::walk::Walked;
-use crate::{defaults, HostMatch};
 
 pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked, now: SystemTime) {
     for (name, l) in &w.config.listeners {
@@ -151,15 +153,4 @@ fn before_key(e: &CertError, cert: &Path) -> bool {
 /// Reads and parses a key file alone, as a pair's load does.
 fn key_alone(key: &Path) -> Result<(), CertError> {
     weir_tls::pem::parse_key(&weir_tls::pem::read(key)?, key).map(drop)
-}
-
-pub(crate) fn days_left(id: &Identity, now: SystemTime) -> String {
-    let now = now
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    match (id.not_after - now).max(0) / 86_400 {
-        0 => "less than a day".to_string(),
-        1 => "1 day".to_string(),
-        n => format!("{n} days"),
-    }
 }

@@ -4,10 +4,12 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
+use crate::diagnostic::MAX_DIAGNOSTICS;
+use crate::host_match::HostMatch;
+use crate::model::Protocol;
 use crate::read::{Sink, Span};
-use crate::suggest;
+use crate::suggest::missing;
 use crate::walk::Walked;
-use crate::{HostMatch, Protocol, MAX_DIAGNOSTICS};
 
 pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     references(sink, w);
@@ -16,15 +18,15 @@ pub(crate) fn check(sink: &mut Sink<'_>, w: &Walked) {
     prefixes_in_normal_form(sink, w);
     pool_limits(sink, w);
     tcp_pools(sink, w);
-    crate::tls::check(sink, w);
-    crate::certificate::check(sink, w);
-    crate::filter::check(sink, w);
+    crate::tls_check::check(sink, w);
+    crate::certificate_check::check(sink, w);
+    crate::filter_check::check(sink, w);
 }
 
 /// A tcp listener knows no requests: no headers, cookies or paths, and no
 /// per-request latency, so only connection-level algorithms apply.
 fn tcp_pools(sink: &mut Sink<'_>, w: &Walked) {
-    use crate::{Balance, HashKey};
+    use crate::model::{Balance, HashKey};
     let listener_pools = w.listeners.iter().filter_map(|(name, at)| {
         let l = &w.config.listeners[name];
         match (l.protocol, &at.pool, &l.pool) {
@@ -79,24 +81,6 @@ fn tcp_pools(sink: &mut Sink<'_>, w: &Walked) {
             );
         }
     }
-}
-
-/// The most names listed when none is close to a missing one.
-const LISTED_NAMES: usize = 10;
-
-/// "no pool named `ap`, did you mean `app`?" with some existing names as fallback.
-pub(crate) fn missing(kind: &str, plural: &str, name: &str, existing: Vec<&str>) -> String {
-    let hint = match suggest::closest(name, existing.iter().copied()) {
-        Some(s) => format!(", did you mean `{s}`?"),
-        None if existing.is_empty() => format!(" (no {plural} are defined)"),
-        None if existing.len() > LISTED_NAMES => format!(
-            " (defined {plural}: {}, and {} more)",
-            existing[..LISTED_NAMES].join(", "),
-            existing.len() - LISTED_NAMES
-        ),
-        None => format!(" (defined {plural}: {})", existing.join(", ")),
-    };
-    format!("no {kind} named `{name}`{hint}")
 }
 
 /// A reference to a listener or pool that does not exist.

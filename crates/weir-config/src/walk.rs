@@ -12,13 +12,14 @@ use crate::addr::Use;
 use crate::certificate::{self, CertificateAt};
 use crate::client_addr;
 use crate::filter::FilterAt;
-use crate::read::{self, Fields, Sink, Span};
-use crate::tls::{ListenerTlsAt, PoolTlsAt};
-use crate::{defaults, host, tls};
-use crate::{
+use crate::model::{
     AccessLog, Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck,
     InitialState, Listener, NoHealthy, Pool, Protocol, Retry, Route, UpstreamProtocol,
 };
+use crate::read::{self, Fields, Sink, Span};
+use crate::request_path::check_path;
+use crate::tls::{ListenerTlsAt, PoolTlsAt};
+use crate::{defaults, host, tls};
 
 const ROOT_KEYS: &[&str] = &[
     "global",
@@ -368,7 +369,7 @@ fn admin(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> (Admin, Option<Span>) {
     }
     // The admin API changes the running config: reachable from other hosts, it must ask for
     // a token.
-    if !crate::is_loopback(a.listen.ip()) && a.token_file.is_none() {
+    if !crate::addr::is_loopback(a.listen.ip()) && a.token_file.is_none() {
         if let Some(v) = t.get("listen") {
             sink.error(
                 v.span(),
@@ -471,7 +472,7 @@ pub(crate) fn listener(
         }
     }
     client_addr::listener(sink, t, &mut l);
-    crate::path::listener(sink, t, &mut l);
+    crate::listener_path::listener(sink, t, &mut l);
     (l.filters, at.filters) = filter_names(sink, t);
     if protocol == Protocol::Tcp {
         // Harmless but a sign of a copy-paste or a misunderstanding. With sni_routing,
@@ -605,7 +606,7 @@ pub(crate) fn route(
     (r, at)
 }
 
-/// `filters = ["a", "b"]`: the names and where each is written (checked in `filter::check`).
+/// `filters = ["a", "b"]`: the names and where each is written (checked in `filter_check.rs`).
 fn filter_names(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> (Vec<String>, Vec<Span>) {
     let mut out = (Vec::new(), Vec::new());
     if let Some(items) = t.get("filters").and_then(|v| read::array(sink, v)) {
@@ -638,20 +639,6 @@ fn check_hsts(s: &str) -> Result<(), String> {
                 "invalid hsts {s:?}: unknown directive {p:?} (expected includeSubDomains or preload)"
             ));
         }
-    }
-    Ok(())
-}
-
-/// A path as written in a request target: absolute, no query, no fragment.
-pub(crate) fn check_path(p: &str) -> Result<(), String> {
-    if !p.starts_with('/') {
-        return Err(format!("it must start with `/`, as in \"/{}\"", p));
-    }
-    if let Some(c) = p
-        .chars()
-        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '?' | '#'))
-    {
-        return Err(format!("{c:?} is not allowed in a path"));
     }
     Ok(())
 }

@@ -3,39 +3,21 @@
 //! Which source the config comes from is the [`Source`]'s business; the commit path is the
 //! same for all of them.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tracing::{error, info, warn};
 use weir_config::{Config, Resources};
-use weir_proxy::{ApplyError, Prepared, Proxy};
-use weir_store::{Change, Committed, Kind, State, StoreError};
+use weir_proxy::{ApplyError, Proxy};
+use weir_store::{Change, Committed, Kind, State};
 
+use crate::checked::{Checked, Plan};
 use crate::compile::{self, FieldError, Invalid};
 use crate::held::{self, Held};
 use crate::leases::Leases;
+use crate::refused::Refused;
 use crate::source::Source;
-
-/// Why a change was not made. In every case the running config is untouched.
-#[derive(Debug, thiserror::Error)]
-pub enum Refused {
-    #[error("change {index}: not found")]
-    NotFound { index: usize },
-    #[error("change {index}: already exists at version {current}")]
-    AlreadyExists { index: usize, current: u64 },
-    #[error("change {index}: stale version; the current version is {current}")]
-    Stale { index: usize, current: u64 },
-    #[error("{0}")]
-    Invalid(#[from] Invalid),
-    #[error("weir runs from the config file {0}; change the file (it is reloaded on change) or run weir without -c to manage listeners, routes and pools through the API")]
-    FileMode(String),
-    #[error("endpoint {name} is defined in the config file {file}; change it there")]
-    FileDefined { name: String, file: String },
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
+use crate::start_error::StartError;
 
 /// What the API shows about the source.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -59,24 +41,6 @@ pub struct InvalidResource {
     pub running: bool,
 }
 
-/// A change that passed validation, with what the data plane needs to run it.
-pub struct Checked {
-    config: Arc<Config>,
-    plan: Plan,
-    /// Time spent validating and preparing, for `weir_config_apply_seconds`.
-    took: Duration,
-    /// What others wrote that does not validate, held back.
-    held: Held,
-}
-
-/// How the data plane takes a change.
-enum Plan {
-    /// Only endpoints changed: those pools' endpoints are swapped, nothing else is rebuilt.
-    Endpoints(BTreeSet<String>),
-    /// Anything else: a new snapshot, with new listeners already bound.
-    Whole(Prepared),
-}
-
 pub struct RunningConfig {
     proxy: Arc<Proxy>,
     pub(crate) source: Arc<dyn Source>,
@@ -94,6 +58,13 @@ pub struct RunningConfig {
 }
 
 impl RunningConfig {
+    /// Leases in memory follow the committed state, unless the source keeps them.
+    pub(crate) fn sync_leases(&self, state: &State, touched: &[(Kind, String)]) {
+        if !self.source.keeps_leases() {
+            self.leases.sync(state, touched);
+        }
+    }
+
     /// Builds the first config from `source` and applies it. When it does not validate and
     /// the source kept the config this replica last applied (etcd's cache), it starts from
     /// that, and takes the source's own at once, holding back what does not validate.
@@ -605,20 +576,4 @@ fn apply_error_field(config: &Config, e: ApplyError) -> FieldError {
 
 fn state_keys(state: &State) -> Vec<(Kind, String)> {
     state.resources.keys().cloned().collect()
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("the stored configuration is invalid: {0}")]
-    Invalid(Invalid),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Apply(#[from] ApplyError),
-}
-
-/// The path of a file source, for messages.
-pub fn file_name(path: &Option<PathBuf>) -> String {
-    path.as_ref()
-        .map_or("<demo>".into(), |p| p.display().to_string())
 }

@@ -3,14 +3,12 @@
 //! heartbeat, not a config change, so it never touches the store.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use tracing::{info, warn};
-use weir_store::{Change, Kind, Precondition, State};
+use weir_store::{Kind, State};
 
 use crate::compile::ttl_of;
-use crate::control::{Refused, RunningConfig};
 
 #[derive(Default)]
 pub struct Leases {
@@ -24,7 +22,7 @@ struct Lease {
 }
 
 /// How often expiry is checked: a lease ends at most this late.
-const TICK: Duration = Duration::from_millis(100);
+pub(crate) const TICK: Duration = Duration::from_millis(100);
 
 impl Leases {
     /// After a change: each `touched` endpoint with a ttl gets a fresh deadline (a PUT renews),
@@ -66,7 +64,7 @@ impl Leases {
         Some(lease.ttl)
     }
 
-    fn expired(&self, now: Instant) -> Vec<String> {
+    pub(crate) fn expired(&self, now: Instant) -> Vec<String> {
         let map = self.map.lock().unwrap();
         map.iter()
             .filter(|(_, l)| l.deadline <= now)
@@ -85,55 +83,4 @@ pub enum HeartbeatError {
     /// The store that keeps the lease did not answer.
     #[error("{0}")]
     Unavailable(String),
-}
-
-impl RunningConfig {
-    /// `POST .../heartbeat`: renews the lease of endpoint `name`.
-    pub async fn heartbeat(&self, name: &str) -> Result<Duration, HeartbeatError> {
-        if self.state().get(Kind::Endpoint, name).is_none() {
-            return Err(HeartbeatError::NotFound);
-        }
-        if self.source.keeps_leases() {
-            return self.source.renew(name).await;
-        }
-        self.leases.renew(name).ok_or(HeartbeatError::NoLease)
-    }
-
-    /// Leases in memory follow the committed state, unless the source keeps them.
-    pub(crate) fn sync_leases(&self, state: &State, touched: &[(Kind, String)]) {
-        if !self.source.keeps_leases() {
-            self.leases.sync(state, touched);
-        }
-    }
-
-    /// Deletes endpoints whose lease ran out, until the RunningConfig is dropped.
-    pub async fn expire_leases(self: Arc<RunningConfig>) {
-        let weak = Arc::downgrade(&self);
-        drop(self);
-        let mut tick = tokio::time::interval(TICK);
-        loop {
-            tick.tick().await;
-            let Some(control) = weak.upgrade() else {
-                return;
-            };
-            for name in control.leases.expired(Instant::now()) {
-                let Some(v) = control.state().get(Kind::Endpoint, &name).cloned() else {
-                    continue;
-                };
-                let change = Change::Delete {
-                    kind: Kind::Endpoint,
-                    name: name.clone(),
-                    pre: Precondition::Version(v.version),
-                };
-                match control.commit(vec![change]).await {
-                    Ok(_) => info!(endpoint = %name, "lease expired: endpoint removed, draining"),
-                    // Renewed or re-registered meanwhile: the new version has its own lease.
-                    Err(Refused::Stale { .. } | Refused::NotFound { .. }) => {}
-                    Err(e) => {
-                        warn!(endpoint = %name, "lease expired but the endpoint could not be removed: {e}")
-                    }
-                }
-            }
-        }
-    }
 }

@@ -8,18 +8,25 @@
 //! [`weir_store::State`] in every mode, so the API reads the same shape from a file as from
 //! the store.
 
+pub mod checked;
 pub mod compile;
 pub mod control;
 pub mod from_toml;
 pub mod held;
+pub mod lease_upkeep;
 pub mod leases;
+pub mod refused;
 pub mod render;
 pub mod secret;
 pub mod source;
+pub mod start_error;
 
+pub use checked::Checked;
 pub use compile::{FieldError, Invalid};
-pub use control::{Checked, InvalidResource, Refused, RunningConfig, SourceInfo, StartError};
+pub use control::{InvalidResource, RunningConfig, SourceInfo};
 pub use leases::HeartbeatError;
+pub use refused::Refused;
 pub use source::file::FileSource;
 pub use source::store::StoreSource;
 pub use source::Source;
+pub use start_error::StartError;

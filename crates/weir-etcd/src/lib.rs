@@ -1,7 +1,8 @@
 //! etcd as weir's config source (`weir run --store etcd://...`): every replica
 //! pointed at the same prefix serves the same configuration.
 //!
-//! - `url.rs`: the store URL.
+//! - `url.rs`: the store URL; `options.rs`: how to reach etcd; `connect_error.rs`: why it
+//!   could not be reached.
 //! - `layout.rs`: one key per resource, its version the key's `mod_revision`, and the revision
 //!   key every commit compares, so commits from all replicas go one at a time.
 //! - `source.rs`: [`EtcdSource`], weir-control's `Source` over etcd: connecting, and what the
@@ -15,17 +16,20 @@
 //! - `watch.rs`: the watch that brings other replicas' commits in, in revision order.
 //! - `login.rs` (etcd's users), `problem.rs` (whether etcd answers), `cache.rs` (the last
 //!   applied config on disk).
-//! - `why.rs`: why etcd could not be read, in words an operator can act on (TLS mistakes are
-//!   told apart by a probe handshake of its own).
+//! - `brief.rs`: an etcd error in a few words; `why.rs`: why etcd could not be read, in words
+//!   an operator can act on (TLS mistakes are told apart by a probe handshake of its own).
 //!
 //! Nothing here is on the request path: the data plane runs the last applied snapshot whatever
 //! etcd does.
 
+mod brief;
 mod cache;
 mod commit;
+mod connect_error;
 mod layout;
 mod login;
 mod members;
+mod options;
 mod outcome;
 mod problem;
 mod read;
@@ -34,5 +38,7 @@ mod url;
 mod watch;
 mod why;
 
-pub use source::{ConnectError, EtcdSource, Options, DEFAULT_TIMEOUT};
+pub use connect_error::ConnectError;
+pub use options::{Options, DEFAULT_TIMEOUT};
+pub use source::EtcdSource;
 pub use url::{StoreUrl, UrlError};

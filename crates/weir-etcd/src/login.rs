@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use etcd_client::Client;
 use tracing::info;
 
-use crate::source::ConnectError;
+use crate::connect_error::ConnectError;
 
 /// `--store-user-file`'s user and password. Each member's client logs in on its first
 /// request rather than in `connect`: etcd-client's `with_user` logs in inside

@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 use etcd_client::{Client, GetOptions};
 use tracing::{info, warn};
 
+use crate::brief::brief;
 use crate::login::Login;
-use crate::why::brief;
 
 /// How long a down member's probe waits before it asks first, and at most between two.
 const PROBE_FIRST: Duration = Duration::from_millis(500);

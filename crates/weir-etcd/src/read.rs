@@ -10,11 +10,12 @@ use tracing::{info, warn};
 use weir_store::{Kind, State};
 
 use crate::cache;
+use crate::connect_error::ConnectError;
 use crate::layout::{Bad, Layout};
 use crate::login::Login;
 use crate::members::{Failed, Members};
+use crate::options::Options;
 use crate::problem::Problem;
-use crate::source::{ConnectError, Options};
 use crate::why::Why;
 
 /// How long a replica waits between reads while etcd is away.

@@ -21,59 +21,16 @@ use weir_control::{Checked, HeartbeatError, Refused, StartError};
 use weir_store::{Change, State, StoreError};
 
 use crate::cache;
+use crate::connect_error::ConnectError;
 use crate::layout::Layout;
 use crate::login::{read_file, Login};
 use crate::members::{Failed, Members};
+use crate::options::Options;
 use crate::problem::Problem;
 use crate::read::{first_read, report, Leases};
 use crate::url::StoreUrl;
 use crate::watch::{watch, Copy};
 use crate::why::Why;
-
-/// `--store-timeout`'s default: what one call to etcd may take, every member tried.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How to reach etcd.
-pub struct Options {
-    pub url: StoreUrl,
-    /// CA certificate (PEM) that signs etcd's: the client talks TLS when given.
-    pub ca: Option<PathBuf>,
-    /// Client certificate and key (PEM), for etcd's `--client-cert-auth`.
-    pub cert: Option<PathBuf>,
-    pub key: Option<PathBuf>,
-    /// A file whose first line is `USER:PASSWORD`, for etcd's authentication.
-    pub user_file: Option<PathBuf>,
-    /// `[admin]` as TOML: validation must know the admin address.
-    pub preamble: String,
-    /// Where the last applied config is kept, to start from while etcd is away.
-    pub cache: PathBuf,
-    /// What one call to etcd may take (a commit, a heartbeat, a read), every member tried.
-    pub timeout: Duration,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConnectError {
-    #[error("{}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("--store-user-file {}: expected USER:PASSWORD on its first line", .0.display())]
-    UserFile(PathBuf),
-    #[error("--store-cert and --store-key go together")]
-    HalfIdentity,
-    #[error("--store-ca/--store-cert: {0}")]
-    Tls(weir_tls::SettingsError),
-    #[error("etcd at {url} refused user `{user}` of --store-user-file {}: {reason}", file.display())]
-    Login {
-        url: String,
-        user: String,
-        file: PathBuf,
-        reason: String,
-    },
-    #[error("etcd at {url} is unreachable: {reason}")]
-    Unreachable { url: String, reason: String },
-}
 
 pub struct EtcdSource {
     pub(crate) url: StoreUrl,

@@ -9,11 +9,12 @@ use tokio::time::timeout;
 use tracing::warn;
 use weir_store::State;
 
+use crate::brief::brief;
 use crate::layout::{Entry, Layout};
 use crate::members::{fails_the_member, Members};
 use crate::problem::Problem;
 use crate::read::{note_lease, read_all, report, Leases, RETRY};
-use crate::why::{brief, Why};
+use crate::why::Why;
 
 /// Follows the prefix from revision `from` until weir stops: each batch of events updates
 /// `known` and says so on `tx`. A lost or compacted watch reads the prefix again.

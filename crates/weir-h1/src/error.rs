@@ -2,7 +2,7 @@
 //! `status()` gives, then the connection closes), or a response head it cannot read (the
 //! exchange fails as the upstream's fault).
 
-use crate::request::{MAX_HEADERS, MAX_URI_LEN};
+use crate::limits::{MAX_REQUEST_HEADERS, MAX_RESPONSE_HEAD, MAX_URI_LEN};
 
 /// Why a request head was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -17,7 +17,7 @@ pub enum ParseError {
     UriTooLong,
     #[error("request head larger than {0} bytes")]
     TooLarge(usize),
-    #[error("more than {MAX_HEADERS} header fields")]
+    #[error("more than {MAX_REQUEST_HEADERS} header fields")]
     TooManyHeaders,
     /// Content-Length / Transfer-Encoding that do not frame the body
     /// unambiguously (the request smuggling guard).
@@ -64,7 +64,7 @@ impl ParseError {
 pub enum ResponseError {
     #[error("invalid response head: {0}")]
     Parse(httparse::Error),
-    #[error("response head larger than {} bytes", crate::response::MAX_HEAD)]
+    #[error("response head larger than {MAX_RESPONSE_HEAD} bytes")]
     HeadTooLarge,
     #[error("invalid response: {0}")]
     Protocol(&'static str),

@@ -6,6 +6,7 @@
 //!   upgrade the request offered);
 //! - `decode`: a body's framing (Content-Length, chunked, until close), for requests and
 //!   responses alike;
+//! - `limits`: the bounds on a head, which the parsers enforce and the errors name;
 //! - `fields`, `names`, `spans`: field syntax both directions parse and write.
 //!
 //! weir-codec's `h1/` holds the rest of weir's HTTP/1.1 (connections, writing heads and
@@ -19,6 +20,7 @@ mod error;
 pub mod fields;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod limits;
 pub mod names;
 pub mod request;
 pub mod response;

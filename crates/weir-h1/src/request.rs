@@ -19,14 +19,11 @@ use http::{HeaderMap, HeaderValue, Method, Request, Uri, Version};
 use crate::decode::Decoder;
 pub use crate::error::ParseError;
 use crate::fields::{digits, fold_connection, trim};
+use crate::limits::MAX_REQUEST_HEADERS;
+/// Kept here too, where weir-proxy's HTTP/1.1 server takes them from.
+pub use crate::limits::{MAX_REQUEST_HEADERS as MAX_HEADERS, MAX_URI_LEN};
 use crate::names::header_name;
 use crate::spans::{offset, Spans};
-
-/// The most header fields a request may carry (hyper's limit too): more
-/// answers 431.
-pub const MAX_HEADERS: usize = 100;
-/// The longest request target (hyper's limit too): longer answers 414.
-pub const MAX_URI_LEN: usize = u16::MAX as usize - 1;
 
 /// A request head read, and what it says about its body and connection.
 pub struct Head {
@@ -58,7 +55,7 @@ const FORWARD_FIELDS: usize = 6;
 /// Parses a request head from the front of `buf` (`Ok(None)`: more bytes
 /// are needed).
 pub fn parse(buf: &mut BytesMut, max_head: usize) -> Result<Option<Head>, ParseError> {
-    let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_REQUEST_HEADERS];
     let mut spans = Spans::new();
     let (len, method, target, version, count) = {
         let mut req = httparse::Request::new(&mut []);

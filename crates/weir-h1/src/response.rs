@@ -12,13 +12,11 @@ use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, Version};
 use crate::decode::Decoder;
 pub use crate::error::ResponseError as Error;
 use crate::fields::{add_length, fold_connection, trim, InvalidLength};
+use crate::limits::{MAX_RESPONSE_HEAD, MAX_RESPONSE_HEADERS};
+/// Kept here too, where weir-proxy's HTTP/1.1 client takes them from.
+pub use crate::limits::{MAX_RESPONSE_HEAD as MAX_HEAD, MAX_RESPONSE_HEADERS as MAX_HEADERS};
 use crate::names::header_name;
 use crate::spans::{offset, Spans};
-
-/// The largest response head accepted (status line, headers, 1xx heads).
-pub const MAX_HEAD: usize = 64 * 1024;
-/// The most response header fields accepted.
-pub const MAX_HEADERS: usize = 100;
 
 /// A final response head read, and what it says about its body and connection.
 pub struct Head {
@@ -122,7 +120,8 @@ struct Parsed {
 }
 
 fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
-    let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut headers =
+        [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_RESPONSE_HEADERS];
     let mut spans = Spans::new();
     let (len, code, version, count, reason_span) = {
         let mut res = httparse::Response::new(&mut []);
@@ -132,7 +131,7 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
             bytes,
             &mut headers,
         ) {
-            Ok(httparse::Status::Complete(len)) if len <= MAX_HEAD => {
+            Ok(httparse::Status::Complete(len)) if len <= MAX_RESPONSE_HEAD => {
                 let at = |s: &[u8]| offset(bytes.as_ptr() as usize, s);
                 spans.record(bytes, res.headers);
                 let reason = res.reason.unwrap_or("");
@@ -146,7 +145,7 @@ fn parse_one(buf: &mut BytesMut) -> Result<Option<Parsed>, Error> {
                 )
             }
             Ok(httparse::Status::Complete(_)) => return Err(Error::HeadTooLarge),
-            Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+            Ok(httparse::Status::Partial) if buf.len() > MAX_RESPONSE_HEAD => {
                 return Err(Error::HeadTooLarge)
             }
             Ok(httparse::Status::Partial) => return Ok(None),

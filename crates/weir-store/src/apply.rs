@@ -4,7 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::{Change, CommitError, Committed, Kind, Precondition, State, Versioned};
+use crate::error::CommitError;
+use crate::kind::Kind;
+use crate::model::{Change, Committed, Precondition, State, Versioned};
 
 /// The state after a batch of changes, what each change committed as, and which keys changed.
 pub struct Applied {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::Kind;
+use crate::kind::Kind;
 
 /// A resource body and the version it was last written at (sent as the ETag). The body is
 /// shared, so that copying a State (once per commit) copies no JSON.

@@ -2,7 +2,9 @@
 
 use redb::{ReadableTable, TableDefinition};
 
-use crate::{Kind, State, StoreError, Versioned};
+use crate::error::StoreError;
+use crate::kind::Kind;
+use crate::model::{State, Versioned};
 
 /// (kind, name) → (version, JSON body).
 pub(crate) const RESOURCES: TableDefinition<(&str, &str), (u64, &[u8])> =

@@ -7,8 +7,10 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 use tokio::sync::broadcast;
 
 use crate::apply::{apply, Applied};
+use crate::error::{CommitError, StoreError};
+use crate::kind::Kind;
+use crate::model::{Change, Committed, State, Versioned};
 use crate::schema::{self, FORMAT, FORMAT_VERSION, META, RESOURCES, REVISION};
-use crate::{Change, CommitError, Committed, Kind, State, StoreError, Versioned};
 
 /// The database file inside the data directory.
 pub const FILE_NAME: &str = "weir.redb";

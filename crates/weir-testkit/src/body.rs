@@ -13,7 +13,7 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Empty, Full};
 use tokio::time::Sleep;
 
-use crate::conn::Ticket;
+use crate::ticket::Ticket;
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub(crate) type AnyBody = UnsyncBoxBody<Bytes, BoxError>;

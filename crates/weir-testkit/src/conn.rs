@@ -3,84 +3,21 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::mpsc;
 
-use crate::http::Shared;
 use crate::routes;
-
-/// Per-connection state shared by the IO wrapper, the handlers and the idle closer.
-pub(crate) struct ConnState {
-    pub(crate) id: u64,
-    busy: AtomicUsize, // requests on this connection not yet fully answered
-    base: Instant,
-    last_nanos: AtomicU64, // last byte read or written, relative to `base`
-}
-
-impl ConnState {
-    fn touch(&self) {
-        self.last_nanos
-            .store(self.base.elapsed().as_nanos() as u64, Relaxed);
-    }
-
-    fn idle_for(&self) -> Duration {
-        self.base
-            .elapsed()
-            .saturating_sub(Duration::from_nanos(self.last_nanos.load(Relaxed)))
-    }
-}
-
-/// A request's hold on its connection (busy) and, once it starts work, on a worker slot.
-/// Dropped when the response body ends, or when the connection dies.
-pub(crate) struct Ticket {
-    conn: Arc<ConnState>,
-    shared: Arc<Shared>,
-    working: bool,
-    permit: Option<OwnedSemaphorePermit>,
-}
-
-impl Ticket {
-    pub(crate) fn new(conn: Arc<ConnState>, shared: Arc<Shared>) -> Ticket {
-        conn.busy.fetch_add(1, Relaxed);
-        Ticket {
-            conn,
-            shared,
-            working: false,
-            permit: None,
-        }
-    }
-
-    /// Waits for a free worker (when capped), then counts the request as in flight.
-    pub(crate) async fn start_work(&mut self) {
-        if let Some(slots) = &self.shared.slots {
-            self.permit = Some(slots.clone().acquire_owned().await.expect("never closed"));
-        }
-        let n = self.shared.in_flight.fetch_add(1, Relaxed) + 1;
-        self.shared.max_in_flight.fetch_max(n, Relaxed);
-        self.working = true;
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        // in_flight drops before the permit is released (field drop comes after this), so
-        // the next worker's increment can never push max_in_flight above the cap.
-        if self.working {
-            self.shared.in_flight.fetch_sub(1, Relaxed);
-        }
-        self.conn.touch();
-        self.conn.busy.fetch_sub(1, Relaxed);
-    }
-}
+use crate::shared::Shared;
+use crate::ticket::{ConnState, Ticket};
 
 /// Serves one connection until the client leaves, the idle closer fires, or `/close`.
 /// Subscribes to graceful shutdown at once (not at first poll), so a shutdown
@@ -108,12 +45,7 @@ async fn serve_conn(
         }
     }
     let _open = Open(shared.clone());
-    let state = Arc::new(ConnState {
-        id,
-        busy: AtomicUsize::new(0),
-        base: Instant::now(),
-        last_nanos: AtomicU64::new(0),
-    });
+    let state = Arc::new(ConnState::new(id));
     // The sender lives only in the service, so no cycle keeps a queued ticket alive.
     let (close_tx, mut close_rx) = mpsc::channel::<Ticket>(1);
     let svc = {
@@ -187,7 +119,7 @@ async fn idle_closer(state: &ConnState, limit: Option<Duration>) {
     };
     loop {
         let idle = state.idle_for();
-        let busy = state.busy.load(Relaxed) > 0;
+        let busy = state.is_busy();
         if !busy && idle >= limit {
             return;
         }

@@ -17,19 +17,22 @@ mod conn;
 pub mod etcd;
 #[cfg(feature = "grpc")]
 pub mod grpc;
-mod http;
+mod http_upstream;
 mod latency;
 mod listener;
 mod routes;
+mod shared;
 mod tcp;
+mod ticket;
 pub mod tls;
 #[cfg(feature = "ws")]
 mod ws;
 
 pub use black_hole::BlackHole;
 pub use body::pattern;
-pub use http::{HttpUpstream, HttpUpstreamBuilder, RequestRecord};
+pub use http_upstream::{HttpUpstream, HttpUpstreamBuilder};
 pub use latency::{parse_duration, Latency};
+pub use shared::RequestRecord;
 pub use tcp::TcpUpstream;
 pub use tls::TlsFront;
 #[cfg(feature = "ws")]

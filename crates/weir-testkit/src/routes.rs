@@ -11,9 +11,9 @@ use hyper::body::Incoming;
 use tokio::sync::mpsc;
 
 use crate::body::{chunked_body, empty, full, pattern_body, AnyBody, Guarded};
-use crate::conn::{ConnState, Ticket};
-use crate::http::{RequestRecord, Shared};
 use crate::latency::Latency;
+use crate::shared::{RequestRecord, Shared};
+use crate::ticket::{ConnState, Ticket};
 
 pub(crate) async fn handle(
     shared: Arc<Shared>,

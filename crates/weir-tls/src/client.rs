@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use rustls::{ClientConfig, RootCertStore};
 
-use crate::identity::CertError;
+use crate::cert_error::CertError;
 use crate::server::{roots, MinVersion, SettingsError};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

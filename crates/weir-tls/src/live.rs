@@ -11,7 +11,8 @@ use arc_swap::ArcSwap;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use crate::identity::{CertError, Identity};
+use crate::cert_error::CertError;
+use crate::identity::Identity;
 use crate::sni::Resolver;
 
 /// Where one certificate pair comes from: two files, or PEM text held in memory.

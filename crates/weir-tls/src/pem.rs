@@ -8,7 +8,7 @@ use std::path::Path;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::identity::CertError;
+use crate::cert_error::CertError;
 
 /// The largest PEM file read (a long chain with many intermediates is ~20 KiB).
 pub const MAX_PEM_BYTES: u64 = 1 << 20;

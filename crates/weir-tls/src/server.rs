@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rustls::server::{ServerSessionMemoryCache, WebPkiClientVerifier};
 use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
 
-use crate::identity::CertError;
+use crate::cert_error::CertError;
 use crate::live::LiveCertificates;
 
 /// TLS 1.2 sessions remembered for resumption by id (TLS 1.3 uses tickets, which cost no

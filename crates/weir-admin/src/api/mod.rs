@@ -7,6 +7,7 @@ mod openapi_kinds;
 mod path;
 mod precond;
 mod problem;
+mod reply;
 mod resource;
 mod throttle;
 mod transaction;
@@ -14,7 +15,7 @@ mod transaction;
 use std::net::IpAddr;
 
 use bytes::Bytes;
-use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use weir_control::RunningConfig;
@@ -22,11 +23,11 @@ use weir_proxy::Proxy;
 
 pub use auth::{Auth, TokenError};
 pub use problem::Problem;
+pub use reply::{json_response, Reply};
 pub use throttle::FLUSH_EVERY;
 
 use path::Target;
-
-pub type Reply = Result<Response<Full<Bytes>>, Problem>;
+use reply::text;
 
 /// Request bodies above this are refused (413): a whole config is far smaller.
 const MAX_BODY: usize = 1 << 20;
@@ -187,21 +188,6 @@ async fn read_body(body: Incoming) -> Result<Bytes, Problem> {
         )),
         Err(e) => Err(Problem::bad_request(format!("reading the body: {e}"))),
     }
-}
-
-pub fn json_response(status: StatusCode, v: &impl serde::Serialize) -> Response<Full<Bytes>> {
-    let body = serde_json::to_vec(v).unwrap_or_default();
-    text(status, "application/json", body)
-}
-
-fn text(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(body.into()));
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use weir_store::{Change, Kind, Precondition};
 use super::path;
 use super::precond::{etag, Pre};
 use super::problem::{refused, Problem};
-use super::{json_response, Reply};
+use super::reply::{json_response, Reply};
 
 pub fn get(control: &RunningConfig, kind: Kind, name: &str, pre: Pre) -> Reply {
     let state = control.state();

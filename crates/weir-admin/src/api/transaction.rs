@@ -8,8 +8,8 @@ use weir_store::{Change, Kind, Precondition};
 
 use super::path::{self, Target};
 use super::problem::{refused, Problem};
+use super::reply::{json_response, Reply};
 use super::resource::{check_spec, endpoints_of};
-use super::{json_response, Reply};
 
 /// At most this many changes per transaction: a whole config is far smaller.
 const MAX_CHANGES: usize = 10_000;

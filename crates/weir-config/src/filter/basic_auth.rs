@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use super::fields;
 use super::htpasswd;
 use crate::read::{self, Fields, Sink, Span};
 
@@ -27,7 +28,7 @@ pub(super) fn read(
     what: &str,
     users_file: &mut Option<Span>,
 ) -> BasicAuth {
-    t.check_keys(sink, &super::keys(KEYS));
+    t.check_keys(sink, &fields::keys(KEYS));
     let mut b = BasicAuth {
         users_file: PathBuf::new(),
         realm: DEFAULT_REALM.to_string(),
@@ -60,7 +61,7 @@ pub(super) fn read(
     }
     if let Some(v) = t.get("user_header") {
         if let Some(s) = read::string(sink, v) {
-            b.user_header = super::field_name(sink, s, v.span());
+            b.user_header = fields::field_name(sink, s, v.span());
         }
     }
     b

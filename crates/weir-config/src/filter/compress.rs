@@ -3,6 +3,7 @@
 //! media types and at least `min_bytes` long. The rules of when not to compress (already
 //! encoded, `no-transform`, ranges, HEAD, bodiless statuses) are the data plane's.
 
+use super::fields;
 use crate::read::{self, Fields, Sink};
 
 const KEYS: &[&str] = &[
@@ -109,7 +110,7 @@ impl Default for Compress {
 }
 
 pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Compress {
-    t.check_keys(sink, &super::keys(KEYS));
+    t.check_keys(sink, &fields::keys(KEYS));
     let mut c = Compress::default();
     if let Some(n) = t.int(sink, "gzip_level", 1..=9) {
         c.gzip_level = n;
@@ -127,7 +128,7 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Compress {
         }
     }
     if let Some(v) = t.get("encodings") {
-        let items = super::strings(sink, v);
+        let items = fields::strings(sink, v);
         if items.is_empty() && read::array_len(v) == Some(0) {
             sink.error(
                 v.span(),
@@ -157,7 +158,7 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Compress {
         }
     }
     if let Some(v) = t.get("content_types") {
-        let items = super::strings(sink, v);
+        let items = fields::strings(sink, v);
         if items.is_empty() && read::array_len(v) == Some(0) {
             sink.error(
                 v.span(),

@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use super::fields;
 use crate::read::{self, Fields, Sink};
 
 const KEYS: &[&str] = &[
@@ -140,7 +141,7 @@ pub fn normalize_origin(s: &str, wildcard: bool) -> Option<String> {
 }
 
 pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>, what: &str) -> Cors {
-    t.check_keys(sink, &super::keys(KEYS));
+    t.check_keys(sink, &fields::keys(KEYS));
     let mut c = Cors {
         allow_origins: Vec::new(),
         allow_methods: DEFAULT_METHODS.iter().map(|m| m.to_string()).collect(),
@@ -166,7 +167,7 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>, what: &str) -> Cors 
         );
     };
     if let Some(v) = t.require(sink, "allow_origins", what, "[\"https://app.example.com\"]") {
-        let items = super::strings(sink, v);
+        let items = fields::strings(sink, v);
         if items.is_empty() && read::array_len(v) == Some(0) {
             sink.error(v.span(), "allow_origins is empty; list at least one origin");
         }
@@ -190,7 +191,7 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>, what: &str) -> Cors 
     }
     if let Some(v) = t.get("allow_methods") {
         c.allow_methods.clear();
-        for (m, span) in super::strings(sink, v) {
+        for (m, span) in fields::strings(sink, v) {
             match http::Method::from_bytes(m.as_bytes()) {
                 Ok(_) if m != "*" => c.allow_methods.push(m),
                 _ => sink.error(span, format!("{m:?} is not a method name")),
@@ -203,7 +204,7 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>, what: &str) -> Cors 
     ] {
         let Some(v) = t.get(key) else { continue };
         let mut list = Vec::new();
-        for (name, span) in super::strings(sink, v) {
+        for (name, span) in fields::strings(sink, v) {
             if name == "*" {
                 if credentials {
                     no_star(sink, key, span);

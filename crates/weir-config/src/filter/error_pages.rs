@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::read::{self, Fields, Sink, Span};
-use crate::walk::Walked;
+use super::at::FilterAt;
+use super::fields;
+use crate::read::{self, Fields, Sink};
 
 const KEYS: &[&str] = &[
     "statuses",
@@ -60,9 +61,9 @@ pub(super) fn read(
     sink: &mut Sink<'_>,
     t: &Fields<'_, '_>,
     what: &str,
-    at: &mut super::FilterAt,
+    at: &mut FilterAt,
 ) -> ErrorPages {
-    t.check_keys(sink, &super::keys(KEYS));
+    t.check_keys(sink, &fields::keys(KEYS));
     let mut e = ErrorPages {
         statuses: Vec::new(),
         page: Page::File {
@@ -127,7 +128,7 @@ pub(super) fn read(
                 Some(pv) => read::string(sink, pv).and_then(|p| {
                     // `{status}` is the one placeholder; what it becomes is three digits.
                     let sample = p.replace("{status}", "500");
-                    match crate::walk::check_path(&sample) {
+                    match crate::request_path::check_path(&sample) {
                         Ok(()) if sample.contains(['{', '}']) => {
                             sink.error(
                                 pv.span(),
@@ -251,46 +252,4 @@ pub fn read_page(path: &Path) -> Result<Vec<u8>, String> {
         ));
     }
     Ok(buf)
-}
-
-/// The pools pages come from exist.
-pub(super) fn check(sink: &mut Sink<'_>, w: &Walked) {
-    for (name, f) in &w.config.filters {
-        let super::Filter::ErrorPages(ErrorPages {
-            page: Page::Pool { pool, .. },
-            ..
-        }) = f
-        else {
-            continue;
-        };
-        let Some(span) = w.filters.get(name).and_then(|at| at.pool.clone()) else {
-            continue;
-        };
-        if !w.config.pools.contains_key(pool) {
-            let existing: Vec<&str> = w.config.pools.keys().map(String::as_str).collect();
-            sink.error(
-                span,
-                crate::validate::missing("pool", "pools", pool, existing),
-            );
-        }
-    }
-}
-
-/// Each page file reads (for `weir check` and a file's load, which read what a config names).
-pub(super) fn check_files(sink: &mut Sink<'_>, w: &Walked) {
-    for (name, f) in &w.config.filters {
-        let super::Filter::ErrorPages(ErrorPages {
-            page: Page::File { path, .. },
-            ..
-        }) = f
-        else {
-            continue;
-        };
-        let Some(span): Option<Span> = w.filters.get(name).and_then(|at| at.file.clone()) else {
-            continue;
-        };
-        if let Err(e) = read_page(path) {
-            sink.error(span, format!("error page: {e}"));
-        }
-    }
 }

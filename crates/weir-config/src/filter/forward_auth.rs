@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::fields;
 use crate::read::{self, Fields, Sink, Span};
 
 const KEYS: &[&str] = &[
@@ -46,7 +47,7 @@ pub(super) fn read(
     what: &str,
     pool: &mut Option<Span>,
 ) -> ForwardAuth {
-    t.check_keys(sink, &super::keys(KEYS));
+    t.check_keys(sink, &fields::keys(KEYS));
     let mut f = ForwardAuth {
         pool: String::new(),
         path: "/".to_string(),
@@ -118,8 +119,8 @@ pub(super) fn read(
 /// An array of field names, lower-cased, without repeats.
 fn names(sink: &mut Sink<'_>, v: &read::Val<'_>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (name, span) in super::strings(sink, v) {
-        if let Some(n) = super::field_name(sink, &name, span.clone()) {
+    for (name, span) in fields::strings(sink, v) {
+        if let Some(n) = fields::field_name(sink, &name, span.clone()) {
             if out.contains(&n) {
                 sink.error(span, format!("`{name}` is already in this list"));
             } else {
@@ -128,23 +129,4 @@ fn names(sink: &mut Sink<'_>, v: &read::Val<'_>) -> Vec<String> {
         }
     }
     out
-}
-
-/// The auth service's pool exists.
-pub(crate) fn check(sink: &mut Sink<'_>, w: &crate::walk::Walked) {
-    for (name, f) in &w.config.filters {
-        let super::Filter::ForwardAuth(fa) = f else {
-            continue;
-        };
-        let Some(span) = w.filters.get(name).and_then(|at| at.auth_pool.clone()) else {
-            continue;
-        };
-        if !w.config.pools.contains_key(&fa.pool) {
-            let existing: Vec<&str> = w.config.pools.keys().map(String::as_str).collect();
-            sink.error(
-                span,
-                crate::validate::missing("pool", "pools", &fa.pool, existing),
-            );
-        }
-    }
 }

@@ -1,6 +1,7 @@
 //! `kind = "headers"`: request and response fields set, added and removed, values from
 //! templates; and the request id.
 
+use super::fields;
 use super::template::{self, Template};
 use crate::read::{self, Fields, Sink, Val};
 
@@ -42,12 +43,12 @@ impl HeaderOps {
 }
 
 pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> HeaderRules {
-    t.check_keys(sink, &super::keys(KEYS));
+    t.check_keys(sink, &fields::keys(KEYS));
     let mut h = HeaderRules::default();
     for (dir, ops) in [("request", &mut h.request), ("response", &mut h.response)] {
         if let Some(v) = t.get(&format!("{dir}_remove")) {
-            for (name, span) in super::strings(sink, v) {
-                if let Some(n) = super::field_name(sink, &name, span) {
+            for (name, span) in fields::strings(sink, v) {
+                if let Some(n) = fields::field_name(sink, &name, span) {
                     ops.remove.push(n);
                 }
             }
@@ -57,7 +58,7 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> HeaderRules {
     }
     if let Some(v) = t.get("request_id") {
         if let Some(s) = read::string(sink, v) {
-            h.request_id = super::field_name(sink, s, v.span());
+            h.request_id = fields::field_name(sink, s, v.span());
         }
     }
     // Only `kind`: a misspelt key is already reported as unknown.
@@ -83,7 +84,7 @@ fn values(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Vec<(String, Te
     };
     let mut out = Vec::new();
     for (name, span, val) in table.entries() {
-        let n = super::field_name(sink, name, span);
+        let n = fields::field_name(sink, name, span);
         let tpl = template_value(sink, val);
         if let (Some(n), Some(tpl)) = (n, tpl) {
             out.push((n, tpl));

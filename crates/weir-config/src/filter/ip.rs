@@ -4,6 +4,7 @@
 
 use ipnet::IpNet;
 
+use super::fields;
 use crate::read::{Fields, Sink};
 
 const KEYS: &[&str] = &["addresses"];
@@ -14,14 +15,14 @@ pub struct IpList {
 }
 
 pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> IpList {
-    t.check_keys(sink, &super::keys(KEYS));
+    t.check_keys(sink, &fields::keys(KEYS));
     let mut list = IpList {
         addresses: Vec::new(),
     };
     let Some(v) = t.require(sink, "addresses", "this filter", "[\"10.0.0.0/8\"]") else {
         return list;
     };
-    let items = super::strings(sink, v);
+    let items = fields::strings(sink, v);
     if items.is_empty() && crate::read::array_len(v) == Some(0) {
         sink.error(
             v.span(),

@@ -3,6 +3,7 @@
 //! `query = "drop"`. A request already at the target (`scheme = "https"` over TLS) passes
 //! on, so a redirect never loops on itself; with `path_regex`, only matching paths redirect.
 
+use super::fields;
 use super::regex::{self, PathRegex};
 use crate::read::{self, Fields, Sink};
 
@@ -41,7 +42,7 @@ pub struct Redirect {
 }
 
 pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Redirect {
-    t.check_keys(sink, &super::keys(KEYS));
+    t.check_keys(sink, &fields::keys(KEYS));
     let mut r = Redirect {
         scheme: t.choice(
             sink,

@@ -1,6 +1,7 @@
 //! `kind = "rewrite"`: the path and host the upstream gets. The path is changed in this order:
 //! `strip_prefix`, then `path_regex`, then `add_prefix`; or replaced whole by `replace_path`.
 
+use super::fields;
 use super::regex::{self, PathRegex};
 use crate::read::{self, Fields, Sink};
 
@@ -27,7 +28,7 @@ pub struct Rewrite {
 }
 
 pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Rewrite {
-    t.check_keys(sink, &super::keys(KEYS));
+    t.check_keys(sink, &fields::keys(KEYS));
     let mut r = Rewrite {
         strip_prefix: path(sink, t, "strip_prefix"),
         add_prefix: path(sink, t, "add_prefix"),
@@ -69,7 +70,7 @@ pub(super) fn read(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Rewrite {
 pub(super) fn path(sink: &mut Sink<'_>, t: &Fields<'_, '_>, key: &str) -> Option<String> {
     let v = t.get(key)?;
     let s = read::string(sink, v)?;
-    match crate::walk::check_path(s) {
+    match crate::request_path::check_path(s) {
         Ok(()) if !s.is_ascii() => {
             sink.error(
                 v.span(),

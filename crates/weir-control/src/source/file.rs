@@ -9,8 +9,10 @@ use tracing::warn;
 use weir_store::{Change, Kind, State, Versioned};
 
 use super::{Check, Commit, Initial, Outside, Source};
-use crate::control::{file_name, Checked, Refused, StartError};
+use crate::checked::Checked;
 use crate::from_toml::specs;
+use crate::refused::Refused;
+use crate::start_error::StartError;
 
 pub struct FileSource {
     /// None for an embedded config (the demo), which is never re-read.
@@ -266,4 +268,10 @@ fn preamble(text: &str) -> String {
 
 fn section(preamble: &str, name: &str) -> Option<toml::Value> {
     preamble.parse::<toml::Table>().ok()?.get(name).cloned()
+}
+
+/// The path of a file source, for messages.
+pub fn file_name(path: &Option<PathBuf>) -> String {
+    path.as_ref()
+        .map_or("<demo>".into(), |p| p.display().to_string())
 }

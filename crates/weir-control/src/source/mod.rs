@@ -11,8 +11,9 @@ use std::sync::Arc;
 use weir_store::{Change, CommitError, Committed, Kind, State};
 
 use crate::compile::Invalid;
-use crate::control::{Refused, StartError};
 use crate::leases::HeartbeatError;
+use crate::refused::Refused;
+use crate::start_error::StartError;
 
 /// What a source starts with: its resources, and the process settings (`[admin]`,
 /// `[global]`) as TOML.
@@ -62,8 +63,8 @@ pub trait Source: Send + Sync {
         &self,
         current: &Arc<State>,
         changes: Vec<Change>,
-        check: Check<'_, crate::control::Checked>,
-    ) -> Result<Commit<crate::control::Checked>, Refused>;
+        check: Check<'_, crate::checked::Checked>,
+    ) -> Result<Commit<crate::checked::Checked>, Refused>;
 
     /// Changes made outside weir as they happen (an etcd watch): each message asks for a
     /// [`Source::reread`], which `RunningConfig` then validates and applies like any change.

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use weir_store::{Change, State, Store};
 
 use super::{refused, Check, Commit, Initial, Source};
-use crate::control::{Checked, Refused, StartError};
+use crate::checked::Checked;
+use crate::refused::Refused;
+use crate::start_error::StartError;
 
 pub struct StoreSource {
     store: Arc<Store>,

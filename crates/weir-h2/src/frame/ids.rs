@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::StreamId;
+use super::constants::StreamId;
 
 /// A `HashMap` from stream ids.
 pub type StreamMap<V> = HashMap<StreamId, V, BuildHasherDefault<IdHasher>>;

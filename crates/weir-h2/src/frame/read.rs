@@ -5,18 +5,67 @@ use std::ops::Range;
 
 use bytes::{Buf, Bytes, BytesMut};
 
+use super::constants::{flag, kind, StreamId, HEAD_LEN};
+use super::error::Error;
 use super::settings::Settings;
-use super::{flag, kind, Frame, StreamId, HEAD_LEN};
 use crate::Reason;
 
-/// A frame that breaks the protocol: the whole connection (GOAWAY) or only its stream
-/// (RST_STREAM) is ended with the reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    #[error("connection error {0}: {1}")]
-    Connection(Reason, &'static str),
-    #[error("stream {0} error {1}: {2}")]
-    Stream(StreamId, Reason, &'static str),
+/// A frame as read, its padding and priority fields checked and taken off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    Data {
+        stream: StreamId,
+        data: Bytes,
+        end_stream: bool,
+        /// What the frame counts against the windows: its whole payload, padding included.
+        flow_len: u32,
+    },
+    Headers {
+        stream: StreamId,
+        /// The field block fragment: the whole block when `end_headers`, else its start
+        /// (CONTINUATION frames carry the rest).
+        block: Bytes,
+        end_stream: bool,
+        end_headers: bool,
+    },
+    /// PRIORITY: deprecated (RFC 9113 §5.3.2), checked and otherwise ignored.
+    Priority {
+        stream: StreamId,
+    },
+    RstStream {
+        stream: StreamId,
+        code: u32,
+    },
+    Settings(Settings),
+    SettingsAck,
+    PushPromise {
+        stream: StreamId,
+        promised: StreamId,
+    },
+    Ping {
+        ack: bool,
+        payload: [u8; 8],
+    },
+    GoAway {
+        last_stream: StreamId,
+        code: u32,
+        debug: Bytes,
+    },
+    WindowUpdate {
+        stream: StreamId,
+        increment: u32,
+    },
+    Continuation {
+        stream: StreamId,
+        block: Bytes,
+        end_headers: bool,
+    },
+    /// A type this implementation does not know: ignored (RFC 9113 §4.1), but the
+    /// connection layer must still check it is not inside a field block.
+    Unknown {
+        kind: u8,
+        stream: StreamId,
+    },
 }
 
 /// The next frame, taken off the front of `buf`; `None` until it is all there. `max_frame`

@@ -1,7 +1,7 @@
 //! A SETTINGS frame's parameters (RFC 9113 §6.5.2, RFC 8441 §3), each value checked.
 
-use super::read::Error;
-use super::{DEFAULT_MAX_FRAME, MAX_MAX_FRAME, MAX_WINDOW};
+use super::constants::{DEFAULT_MAX_FRAME, MAX_MAX_FRAME, MAX_WINDOW};
+use super::error::Error;
 use crate::Reason;
 
 /// Setting identifiers.

@@ -2,8 +2,8 @@
 //! SETTINGS_MAX_FRAME_SIZE (only a field block is split here, into CONTINUATION frames) and
 //! DATA within the flow-control windows.
 
+use super::constants::{flag, kind, StreamId, HEAD_LEN};
 use super::settings::Setting;
-use super::{flag, kind, StreamId, HEAD_LEN};
 use crate::Reason;
 
 /// A frame header.

@@ -11,7 +11,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Error};
 
-use super::echo_client::EchoClient;
+use super::echo::echo_client::EchoClient;
 use tonic_health::pb::health_client::HealthClient;
 
 /// `addr` or `http://addr` or `https://addr`: a bare address means h2c.

@@ -11,18 +11,18 @@
 //! assert_eq!((reply.server.as_str(), up.calls()), ("a", 1));
 //! ```
 
+mod calls;
 mod client;
+mod echo;
 mod messages;
 mod serve;
 mod service;
 mod upstream;
 
+pub use calls::CallRecord;
 pub use client::{grpc_client, grpc_client_raw, grpc_client_tls, health_client, RawChannel};
 pub use messages::{EchoReply, EchoRequest};
-pub use upstream::{CallRecord, GrpcUpstream, GrpcUpstreamBuilder};
+pub use upstream::{GrpcUpstream, GrpcUpstreamBuilder};
 // What a test needs to build calls and read answers, without its own tonic dependency.
 pub use tonic;
 pub use tonic_health::pb::{health_check_response::ServingStatus, HealthCheckRequest};
-
-// The generated `echo_client` and `echo_server` modules (see build.rs).
-include!(concat!(env!("OUT_DIR"), "/weir.test.Echo.rs"));

@@ -21,9 +21,9 @@ use tonic::Status;
 use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::HealthService;
 
-use super::echo_server::EchoServer;
+use super::calls::{CallRecord, Shared};
+use super::echo::echo_server::EchoServer;
 use super::service::{Authority, EchoService, Trailer, TRAILER};
-use super::upstream::{CallRecord, Shared};
 
 const HEALTH_PREFIX: &str = "/grpc.health.v1.Health/";
 

@@ -12,8 +12,8 @@ use http::HeaderValue;
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Request, Response, Status, Streaming};
 
-use super::echo_server::Echo;
-use super::{EchoReply, EchoRequest};
+use super::echo::echo_server::Echo;
+use super::messages::{EchoReply, EchoRequest};
 
 /// What the backend saw of the call, carried into every reply.
 #[derive(Clone, Default)]

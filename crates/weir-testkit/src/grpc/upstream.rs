@@ -8,40 +8,17 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-use http::HeaderMap;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 use tonic_health::ServingStatus;
 
-use super::echo_server::{EchoServer, SERVICE_NAME};
+use super::calls::{CallRecord, Shared};
+use super::echo::echo_server::{EchoServer, SERVICE_NAME};
 use super::serve::{serve, Services};
 use super::service::EchoService;
 use crate::listener::{ConnFn, Listener};
-
-/// What the backend saw of one call (health checks included).
-#[derive(Clone, Debug)]
-pub struct CallRecord {
-    /// `/weir.test.Echo/Unary`, `/grpc.health.v1.Health/Check`, ...
-    pub path: String,
-    /// `:authority`, else `host`.
-    pub authority: Option<String>,
-    pub headers: HeaderMap,
-    /// Per-upstream connection number (0, 1, ...): calls with the same id shared one
-    /// HTTP/2 connection.
-    pub conn_id: u64,
-}
-
-/// Counters and the call log, shared by every connection.
-pub(crate) struct Shared {
-    pub(crate) calls: Arc<AtomicU64>,
-    pub(crate) health_checks: AtomicU64,
-    pub(crate) connections: AtomicU64,
-    pub(crate) open: AtomicU64,
-    pub(crate) record_log: bool,
-    pub(crate) log: Mutex<Vec<CallRecord>>,
-}
 
 /// A running gRPC backend on 127.0.0.1 serving `weir.test.Echo` and
 /// `grpc.health.v1.Health`: h2c (HTTP/2 with prior knowledge), or h2 over TLS (ALPN

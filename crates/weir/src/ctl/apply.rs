@@ -11,7 +11,8 @@ use weir_control::secret;
 use weir_store::{endpoint_name, Kind};
 
 use super::client::{ApiError, Client};
-use super::{path, CtlError};
+use super::error::CtlError;
+use super::paths::path;
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {

@@ -8,7 +8,9 @@ use serde_json::json;
 use weir_store::Kind;
 
 use super::client::Client;
-use super::{create, delete, path, report_delete, CtlError};
+use super::error::CtlError;
+use super::paths::path;
+use super::resource::{create, delete, report_delete};
 
 #[derive(Debug, Subcommand)]
 pub enum CertificateCommand {

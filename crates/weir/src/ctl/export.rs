@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use super::client::Client;
-use super::CtlError;
+use super::error::CtlError;
 
 /// Prints the answer byte for byte: it is meant to be saved or piped to `weir check -`.
 pub fn export(client: &Client) -> Result<(), CtlError> {

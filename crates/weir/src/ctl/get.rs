@@ -4,7 +4,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
 use super::client::{Client, Item};
-use super::CtlError;
+use super::error::CtlError;
 
 #[derive(Debug, Args)]
 pub struct GetArgs {

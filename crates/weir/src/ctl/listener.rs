@@ -7,7 +7,9 @@ use serde_json::{json, Map, Value};
 use weir_store::Kind;
 
 use super::client::Client;
-use super::{create, delete, path, report_delete, CtlError};
+use super::error::CtlError;
+use super::paths::path;
+use super::resource::{create, delete, report_delete};
 
 #[derive(Debug, Subcommand)]
 pub enum ListenerCommand {

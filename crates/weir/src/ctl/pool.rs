@@ -7,7 +7,9 @@ use serde_json::{json, Map, Value};
 use weir_control::from_toml::canonical_addr;
 
 use super::client::{ApiError, Client};
-use super::{create, delete, endpoint_path, path, report_delete, CtlError};
+use super::error::CtlError;
+use super::paths::{endpoint_path, path};
+use super::resource::{create, delete, report_delete};
 use weir_store::Kind;
 
 #[derive(Debug, Subcommand)]

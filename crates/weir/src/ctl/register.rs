@@ -11,7 +11,8 @@ use clap::Args;
 use serde_json::{json, Map, Value};
 
 use super::client::{ApiError, Client, Precondition};
-use super::{endpoint_path, CtlError};
+use super::error::CtlError;
+use super::paths::endpoint_path;
 
 #[derive(Debug, Args)]
 pub struct RegisterArgs {
