@@ -2,8 +2,9 @@
 //! pipeline, and which codec serves a connection.
 //!
 //! - `serve`: [`Serve`], the one trait the pipeline implements for every server codec (take
-//!   a request, refuse one, say when a request switches protocols, note a request arriving),
-//!   and [`Switched`], what a switched request hands over;
+//!   a request, note a refused one and give its answer, say when a request switches
+//!   protocols, note a request arriving), and [`Switched`], what a switched request hands
+//!   over;
 //! - `handoff`: [`Handoff`], a client stream's halves and the bytes already read from it, as
 //!   one owner hands the connection to the next;
 //! - `control`: what the connection's owner and its codec share ([`DrainFlags`]) and the
