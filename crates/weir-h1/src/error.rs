@@ -39,8 +39,11 @@ pub enum ParseError {
     /// An `Expect` other than `100-continue`: nothing weir or an endpoint can meet.
     #[error("an expectation other than 100-continue")]
     Expectation,
-    /// An HTTP/2 client with prior knowledge: it gets no HTTP/1 answer.
-    #[error("HTTP/2 connection preface")]
+    /// The HTTP/2 connection preface where an HTTP/1.1 request belongs. A connection that
+    /// opens with it goes to HTTP/2 before any HTTP/1 parse (weir-codec's protocol
+    /// selection), so this one came later, or after ALPN chose HTTP/1.1: refused with no
+    /// HTTP/1 answer (an HTTP/2 client could not read one), and the connection closes.
+    #[error("HTTP/2 connection preface on an HTTP/1.1 connection")]
     Http2Preface,
 }
 

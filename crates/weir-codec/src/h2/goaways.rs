@@ -3,7 +3,22 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::h2::server::Abuse;
+/// Why a client was sent GOAWAY.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Abuse {
+    /// It reset more than `server::MAX_RESETS_PER_SEC` of its own streams within a second
+    /// (rapid reset, CVE-2023-44487: each reset stream cost weir a request upstream).
+    RapidReset,
+    /// A header block far past the header list size (CONTINUATION flood, CVE-2024-27316).
+    ContinuationFlood,
+    /// SETTINGS or PING faster than it read their answers.
+    ControlFlood,
+    /// More than 1024 streams weir reset for its own errors (malformed requests, windows
+    /// overrun).
+    StreamErrors,
+    /// Any other breach of the protocol (a malformed frame, a block that does not decode).
+    ProtocolError,
+}
 
 const REASONS: [(Abuse, &str); 5] = [
     (Abuse::RapidReset, "rapid_reset"),

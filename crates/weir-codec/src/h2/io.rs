@@ -1,6 +1,5 @@
-//! A client connection as one duplex stream for the HTTP/2 loop: the HTTP/1 codec hands
-//! over its read half with the bytes it already read (the preface, maybe more), and its
-//! write half.
+//! A client connection as one duplex stream for the HTTP/2 loop: its read half with the
+//! bytes the protocol selection already read (the preface, maybe more), and its write half.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;

@@ -3,7 +3,7 @@
 //! Server side, on weir's own connection (`weir_h2::server`): `server.rs` serves a client
 //! connection's streams through the same pipeline as HTTP/1.1 (`http::forward::handle`),
 //! reading and writing the socket itself; `io.rs` joins a client stream's halves (and the
-//! bytes the HTTP/1 codec read before it saw the preface); `shared.rs` is what a stream
+//! bytes the protocol selection read: the preface); `shared.rs` is what a stream
 //! shares between the connection's loop and the pipeline, `request_body.rs` the request
 //! body on it. WebSocket over HTTP/2 (RFC 8441): `websocket.rs` makes an extended CONNECT
 //! into the HTTP/1.1 upgrade the pipeline proxies, `tunnel.rs` is the stream as the bytes

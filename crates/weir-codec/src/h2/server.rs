@@ -1,6 +1,6 @@
 //! HTTP/2 server side: one client connection's streams, each a request through the
-//! handler (the proxy pipeline, the same as HTTP/1.1's), all in the connection's one task,
-//! on weir's own HTTP/2 connection (`weir_h2::server`, sans I/O).
+//! pipeline (`server::Serve`, as HTTP/1.1's), all in the connection's one task, on weir's
+//! own HTTP/2 connection (`weir_h2::server`, sans I/O).
 //!
 //! The loop (`run`) makes passes: it takes everything that is ready (the pipeline's
 //! answers, response bodies' next frames, tunnels that ended, what the pipeline took of
@@ -39,83 +39,22 @@ use weir_h2::server::{Config, Connection, Event, Flood, RequestHead};
 use weir_h2::Reason;
 
 use super::expect::{self, Expect};
+use super::goaways::{self, Abuse};
 use super::io::Joined;
 use super::linger::{Late, Lingering};
 use super::request_body::RequestBody;
 use super::shared::{ConnShared, Shared};
 use super::tunnel::Tunnel;
 use super::websocket;
-use crate::h1::server::DrainFlags;
+use crate::server::control::{DrainFlags, Limits};
+use crate::server::handoff::Handoff;
+use crate::server::serve::{Serve, Switched};
 
-/// The proxy as this server sees it.
-pub trait Handler: Sync {
-    /// A stream's body, or none (`Default`) for an extended CONNECT, whose stream is
-    /// the tunnel.
-    type ReqBody: From<RequestBody> + Default + Send;
-    type Body: Body<Data = Bytes> + Unpin + Send;
-    fn call(
-        &self,
-        req: Request<Self::ReqBody>,
-    ) -> impl Future<Output = Response<Self::Body>> + Send + '_;
+/// What this codec needs of the pipeline's request body: made from a stream's, or none
+/// (`Default`) for an extended CONNECT, whose stream is the tunnel.
+pub trait StreamBody: From<RequestBody> + Default + Send {}
 
-    /// A stream opened (for the client timeouts: the connection is not idle).
-    #[inline]
-    fn stream_opened(&self) {}
-
-    /// A request refused before the pipeline saw it (an expectation weir cannot meet),
-    /// counted and logged as such: its answer, with `status`.
-    fn refuse(
-        &self,
-        status: u16,
-        why: &dyn Display,
-        req: &Request<Self::ReqBody>,
-    ) -> Response<Self::Body>;
-
-    /// The connection was closed with GOAWAY for abusing the protocol.
-    fn abuse(&self, _why: Abuse) {}
-
-    /// Whether `body` is a `101`'s, holding an upstream connection that switched
-    /// protocols (for an extended CONNECT made into an HTTP/1.1 upgrade).
-    fn is_switched(&self, _body: &Self::Body) -> bool {
-        false
-    }
-
-    /// Relays the tunnel of an extended CONNECT whose upgrade `body` carries, until
-    /// either side ends it.
-    fn tunnel(&self, _body: Self::Body, _io: Tunnel) -> impl Future<Output = ()> + Send + '_ {
-        async {}
-    }
-}
-
-/// Why a client was sent GOAWAY.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Abuse {
-    /// It reset more than [`MAX_RESETS_PER_SEC`] of its own streams within a second
-    /// (rapid reset, CVE-2023-44487: each reset stream cost weir a request upstream).
-    RapidReset,
-    /// A header block far past the header list size (CONTINUATION flood, CVE-2024-27316).
-    ContinuationFlood,
-    /// SETTINGS or PING faster than it read their answers.
-    ControlFlood,
-    /// More than 1024 streams weir reset for its own errors (malformed requests, windows
-    /// overrun).
-    StreamErrors,
-    /// Any other breach of the protocol (a malformed frame, a block that does not decode).
-    ProtocolError,
-}
-
-/// What the server allows a client.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Streams open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
-    pub max_streams: u32,
-    /// Decoded size of one request's header list (SETTINGS_MAX_HEADER_LIST_SIZE).
-    pub max_header_list: u32,
-    /// A response whose stream gets no flow-control window for this long is reset: a
-    /// client that stops reading (a zero window) must not hold its request's upstream
-    /// connection and endpoint slot for ever.
-    pub stall: Duration,
-}
+impl<B: From<RequestBody> + Default + Send> StreamBody for B {}
 
 /// Per stream receive window: what one upload may have in flight to weir before the
 /// pipeline takes it.
@@ -145,20 +84,24 @@ type TunnelRun<'h> = Pin<Box<dyn Future<Output = StreamId> + Send + 'h>>;
 /// `idle` is cancelled when the connection has been idle too long: GOAWAY (NO_ERROR, the
 /// last stream id) goes out before the close, so a client whose new stream crossed it
 /// knows the stream was not processed and may send it again.
-pub async fn run<H: Handler>(
-    mut io: Joined,
+pub async fn run<H>(
+    conn: Handoff,
     handler: &H,
     ctl: &DrainFlags,
     drain: &CancellationToken,
     idle: &CancellationToken,
     limits: Limits,
 ) where
+    H: Serve<ReqBody: StreamBody>,
     <H::Body as Body>::Error: Display + Send + 'static,
 {
+    // GOAWAY on a drain or an idle timeout is sent here.
+    ctl.goes_away.store(true, Relaxed);
+    let mut io = Joined::new(conn.read, conn.reader, conn.writer);
     let mut l = Loop {
         h2: Connection::new(Config {
             max_streams: limits.max_streams,
-            max_header_list: limits.max_header_list,
+            max_header_list: u32::try_from(limits.max_head).unwrap_or(u32::MAX),
             stream_window: STREAM_WINDOW,
             connection_window: CONNECTION_WINDOW,
             // WebSocket over HTTP/2 (RFC 8441): SETTINGS_ENABLE_CONNECT_PROTOCOL.
@@ -245,7 +188,7 @@ pub async fn run<H: Handler>(
                             progress = true;
                             if let Err(e) = l.h2.recv(&mut rbuf) {
                                 debug!("HTTP/2: {e}");
-                                l.handler.abuse(match e.flood {
+                                goaways::abuse(match e.flood {
                                     Some(Flood::Continuation) => Abuse::ContinuationFlood,
                                     Some(Flood::ControlFrames) => Abuse::ControlFlood,
                                     Some(Flood::StreamErrors) => Abuse::StreamErrors,
@@ -306,7 +249,7 @@ pub async fn run<H: Handler>(
 }
 
 /// The connection's state between passes.
-struct Loop<'h, H: Handler> {
+struct Loop<'h, H: Serve> {
     h2: Connection,
     handler: &'h H,
     conn: Arc<ConnShared>,
@@ -359,7 +302,7 @@ struct Blocked<B> {
     since: Instant,
 }
 
-impl<'h, H: Handler> Loop<'h, H>
+impl<'h, H: Serve<ReqBody: StreamBody>> Loop<'h, H>
 where
     <H::Body as Body>::Error: Display + Send + 'static,
 {
@@ -419,7 +362,7 @@ where
                 end_stream,
                 expect,
             } => {
-                self.handler.stream_opened();
+                self.handler.request_arriving();
                 let expect = match expect {
                     false => Expect::Nothing,
                     true => expect::of(&head.headers),
@@ -432,7 +375,11 @@ where
                 );
                 let (req, tunnel) = request::<H>(head, &shared);
                 let (call, tunnel): (Call<'h, H::Body>, bool) = if expect == Expect::Unmet {
-                    (self.refusal(stream, req), false)
+                    match self.refusal(stream, req) {
+                        Some(call) => (call, false),
+                        // Answered with the status alone.
+                        None => return,
+                    }
                 } else {
                     let handler = self.handler;
                     let gone = shared.clone();
@@ -495,7 +442,7 @@ where
                     // A tunnel's reset is how a client closes a WebSocket over HTTP/2.
                     if by_client && !o.tunnel && self.resets.add() && !self.closing {
                         debug!("HTTP/2: rapid reset, sending GOAWAY");
-                        self.handler.abuse(Abuse::RapidReset);
+                        goaways::abuse(Abuse::RapidReset);
                         self.h2.go_away(Reason::ENHANCE_YOUR_CALM);
                         self.closing = true;
                     }
@@ -528,13 +475,26 @@ where
     }
 
     /// The answer to a request with an expectation weir cannot meet: 417, through the same
-    /// path as the pipeline's answers. Out of line: `event` is on every request's path.
+    /// path as the pipeline's answers when the pipeline makes one; else the status alone,
+    /// sent now (`None`). Out of line: `event` is on every request's path.
     #[cold]
     #[inline(never)]
-    fn refusal(&self, stream: StreamId, req: Request<H::ReqBody>) -> Call<'h, H::Body> {
+    fn refusal(&mut self, stream: StreamId, req: Request<H::ReqBody>) -> Option<Call<'h, H::Body>> {
         let why = "an expectation other than 100-continue";
-        let resp = self.handler.refuse(417, &why, &req);
-        Box::pin(async move { (stream, Some(resp)) })
+        self.handler.refused(417, &why, Some(&req));
+        if let Some(resp) = self.handler.refusal(417) {
+            return Some(Box::pin(async move { (stream, Some(resp)) }));
+        }
+        self.h2.send_headers(
+            stream,
+            StatusCode::EXPECTATION_FAILED,
+            &HeaderMap::new(),
+            true,
+        );
+        if self.h2.request_still_coming(stream) {
+            self.lingering.start(stream, Instant::now());
+        }
+        None
     }
 
     /// The pipeline's answer to a stream (`None`: the client reset the stream first).
@@ -554,12 +514,13 @@ where
         }
         if open.tunnel
             && resp.status() == StatusCode::SWITCHING_PROTOCOLS
-            && self.handler.is_switched(resp.body())
+            && self.handler.switches(resp.body())
         {
             let (head, body) = resp.into_parts();
             let ok = websocket::accepted(&head.headers);
             self.h2.send_headers(id, ok.status(), ok.headers(), false);
-            let relay = self.handler.tunnel(body, Tunnel::new(open.shared.clone()));
+            let tunnel = Switched::Stream(Tunnel::new(open.shared.clone()));
+            let relay = self.handler.switched(body, tunnel);
             self.tunnels.push(Box::pin(async move {
                 relay.await;
                 id
@@ -791,7 +752,10 @@ where
 
 /// A request head made the pipeline's request; whether it is a WebSocket extended CONNECT
 /// (its stream is then the tunnel, and the request has no body).
-fn request<H: Handler>(head: RequestHead, shared: &Arc<Shared>) -> (Request<H::ReqBody>, bool) {
+fn request<H: Serve<ReqBody: StreamBody>>(
+    head: RequestHead,
+    shared: &Arc<Shared>,
+) -> (Request<H::ReqBody>, bool) {
     let mut req = Request::new(());
     *req.method_mut() = head.method;
     *req.uri_mut() = head.uri;

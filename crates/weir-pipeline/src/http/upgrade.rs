@@ -6,7 +6,7 @@
 //! failed connect tries another endpoint), and a `101` to a protocol it
 //! offered comes back with the upstream stream inside the response body
 //! (`RecvBody::take_upgraded`). The server codec writes the 101 head and
-//! hands over the client's stream (`Handler::switched`); from then on weir
+//! hands over the client's stream (`Serve::switched`); from then on weir
 //! only relays bytes: it never reads the new protocol. Plain on both sides,
 //! with the TCP proxy's relay (`tcp/relay.rs`: small reads copied, bulk
 //! spliced, zero-copy); through TLS on either side, with `tcp/copy.rs`.
@@ -33,8 +33,7 @@ use tracing::debug;
 
 use crate::http::forward::ConnCtx;
 use crate::race::race;
-use weir_codec::h1::server::Switched;
-use weir_codec::h2::tunnel::Tunnel;
+use weir_codec::server::{Handoff, Switched};
 use weir_h1::fields::has_token;
 use weir_http::body::ProxyBody;
 use weir_metrics::{Held, GLOBAL};
@@ -87,16 +86,11 @@ impl Drop for Upgraded {
     }
 }
 
-/// The client side of a switch: an HTTP/1.1 connection's stream (with what it sent
-/// behind the request head), or an HTTP/2 extended CONNECT's stream (RFC 8441).
-pub enum Client {
-    H1(Switched),
-    H2(Tunnel),
-}
-
 /// Relays a switched connection until both sides are done, it idles out,
 /// or its endpoint is cut.
-pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Client) {
+/// `client` is the client's side: a whole connection (with what it sent behind the request
+/// head), or one stream of it (an HTTP/2 extended CONNECT, RFC 8441).
+pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Switched) {
     let Some(up) = body.take_upgrade() else {
         return;
     };
@@ -118,14 +112,14 @@ pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Client) {
         // Bytes each side sent right behind the handshake come first.
         let early = async {
             match &client {
-                Client::H1(c) => write_flushed(&mut upstream, &c.read).await,
-                Client::H2(_) => Ok(()),
+                Switched::Connection(c) => write_flushed(&mut upstream, &c.read).await,
+                Switched::Stream(_) => Ok(()),
             }
         };
         let read = match tokio::time::timeout(idle, early).await {
             Ok(Ok(())) => match &client {
-                Client::H1(c) => c.read.len(),
-                Client::H2(_) => 0,
+                Switched::Connection(c) => c.read.len(),
+                Switched::Stream(_) => 0,
             },
             Ok(Err(e)) => return debug!("upgraded connection ended: {e}"),
             Err(_) => return debug!("upgraded connection idled out"),
@@ -134,7 +128,7 @@ pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Client) {
         let timer = tokio::time::sleep(idle);
         tokio::pin!(timer);
         let relayed = match client {
-            Client::H1(Switched {
+            Switched::Connection(Handoff {
                 reader, mut writer, ..
             }) => {
                 match tokio::time::timeout(idle, write_flushed(&mut writer, &rest)).await {
@@ -163,7 +157,7 @@ pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Client) {
                     }
                 }
             }
-            Client::H2(mut tunnel) => {
+            Switched::Stream(mut tunnel) => {
                 match tokio::time::timeout(idle, write_flushed(&mut tunnel, &rest)).await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => return debug!("upgraded connection ended: {e}"),

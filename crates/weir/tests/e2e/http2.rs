@@ -14,7 +14,7 @@ use weir_testkit::certs::Ca;
 use weir_testkit::HttpUpstream;
 
 use crate::common::{free_addr, rss_kib, Weir};
-use crate::tls_kit::{curl, metric, wait_metric};
+use crate::tls_kit::{client, connect, curl, metric, wait_metric};
 
 struct H2 {
     w: Weir,
@@ -465,7 +465,10 @@ async fn an_idle_connection_is_sent_goaway_before_it_is_closed() {
 }
 
 /// Reads what weir sends on `s` until a frame of `kind` on `stream` arrives; its payload.
-async fn read_until_frame(s: &mut TcpStream, kind: u8, stream: u32) -> Vec<u8> {
+async fn read_until_frame<S>(s: &mut S, kind: u8, stream: u32) -> Vec<u8>
+where
+    S: tokio::io::AsyncRead + Unpin,
+{
     let mut frames = frames_until(s, kind, stream).await;
     frames.pop().expect("the frame waited for").payload
 }
@@ -479,7 +482,10 @@ struct Seen {
 }
 
 /// Every frame weir sends on `s` up to and with the first of `kind` on `stream`.
-async fn frames_until(s: &mut TcpStream, kind: u8, stream: u32) -> Vec<Seen> {
+async fn frames_until<S>(s: &mut S, kind: u8, stream: u32) -> Vec<Seen>
+where
+    S: tokio::io::AsyncRead + Unpin,
+{
     use tokio::io::AsyncReadExt;
     let mut buf = Vec::new();
     let mut seen = Vec::new();
@@ -517,6 +523,61 @@ async fn frames_until(s: &mut TcpStream, kind: u8, stream: u32) -> Vec<Seen> {
         );
         buf.extend_from_slice(&chunk[..n]);
     }
+}
+
+/// A connection's protocol is ALPN's when the client offered one, else its first bytes'
+/// (however they are cut): the HTTP/2 preface a byte at a time is HTTP/2. A preface where
+/// HTTP/1.1 was chosen (by ALPN, or by a first request) gets no answer, not even an HTTP/1
+/// one an HTTP/2 client would misread: the connection closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alpn_or_else_the_first_bytes_choose_the_protocol() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = start().await;
+    let mut wire = PREFACE.to_vec();
+    wire.extend(frame(4, 0, 0, &[]));
+    wire.extend(frame(1, 0x5, 1, &pseudo(GET)));
+    let answered = |headers: &[u8]| assert_eq!(headers.first(), Some(&0x88), "{headers:?}");
+
+    // Plain, a byte at a time: HTTP/2, and the request answered (`:status 200`).
+    let mut c = TcpStream::connect(s.plain).await.unwrap();
+    c.set_nodelay(true).unwrap();
+    for b in &wire {
+        c.write_all(&[*b]).await.unwrap();
+    }
+    answered(&read_until_frame(&mut c, 1, 1).await);
+
+    // TLS without ALPN: the first bytes say HTTP/2 there too.
+    let ca = std::fs::read_to_string(&s.ca_path).unwrap();
+    let h = connect(&client(&ca, &[], None), s.tls, Some("shop.test"))
+        .await
+        .unwrap();
+    assert_eq!(h.alpn(), None);
+    let mut t = h.stream;
+    t.write_all(&wire).await.unwrap();
+    answered(&read_until_frame(&mut t, 1, 1).await);
+
+    // ALPN http/1.1: the preface is refused, with nothing sent back.
+    let h = connect(&client(&ca, &["http/1.1"], None), s.tls, Some("shop.test"))
+        .await
+        .unwrap();
+    assert_eq!(h.alpn().as_deref(), Some("http/1.1"));
+    let mut t = h.stream;
+    t.write_all(&wire).await.unwrap();
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), t.read_to_end(&mut out)).await;
+    assert!(read.is_ok(), "weir did not close the connection");
+    assert!(out.is_empty(), "{:?}", String::from_utf8_lossy(&out));
+
+    // Plain, after a first HTTP/1.1 request: its answer, then the close.
+    let mut c = TcpStream::connect(s.plain).await.unwrap();
+    let mut pipelined = b"GET / HTTP/1.1\r\nhost: a\r\n\r\n".to_vec();
+    pipelined.extend_from_slice(&wire);
+    c.write_all(&pipelined).await.unwrap();
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), c.read_to_end(&mut out)).await;
+    assert!(read.is_ok(), "weir did not close the connection");
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.starts_with("HTTP/1.1 200 "), "{out}");
 }
 
 /// Frames a client sent on a stream before weir's reset of it reached the client (here DATA

@@ -1,6 +1,7 @@
 //! One client connection, in the connection's own task: read a head, call
-//! the handler, write the response, and again for the next request (whose
-//! bytes may already be in the buffer: pipelining).
+//! the handler (the pipeline, through `server::Serve`), write the response,
+//! and again for the next request (whose bytes may already be in the buffer:
+//! pipelining). The first bytes are those the protocol selection read.
 //!
 //! While the handler works, the connection answers `100 Continue` when the
 //! body is first read, and watches for the client leaving (as hyper did:
@@ -11,13 +12,13 @@
 use std::fmt::Display;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use http::{Request, Response};
+use bytes::Bytes;
+use http::Request;
 use http_body::Body;
 use tokio::time::Sleep;
 use tracing::debug;
@@ -26,52 +27,11 @@ use super::body::ReqBody;
 use super::reader::{Home, Reader};
 use super::respond::{self, Asked, Framing, Length};
 use super::write::Writer;
+use crate::server::control::DrainFlags;
+use crate::server::handoff::Handoff;
+use crate::server::serve::{Serve, Switched};
 use weir_h1::request::{self as parse, Head};
-use weir_h1::ParseError;
-use weir_transport::{ClientReader, ClientStream, ClientWriter};
-
-/// What serves the requests of a connection.
-pub trait Handler: Sync {
-    /// The request body the handler takes, made from this server's
-    /// [`ReqBody`] where the request is built (a codec-neutral body costs
-    /// no extra move of the request).
-    type ReqBody: From<ReqBody>;
-    type Body: Body<Data = Bytes> + Unpin + Send;
-    fn call(
-        &self,
-        req: Request<Self::ReqBody>,
-    ) -> impl Future<Output = Response<Self::Body>> + Send + '_;
-
-    /// A request the server refused before the handler saw it (answered
-    /// with `status`): for the handler's metrics and logs.
-    fn refused(&self, _status: u16, _why: &dyn Display) {}
-
-    /// Bytes of a request head arrived (for the client timeouts).
-    #[inline]
-    fn head_bytes(&self) {}
-
-    /// Whether a `101` response with this body switches the connection to
-    /// the protocol the request asked for (the handler made the switch
-    /// upstream). Then, after the head, the connection goes to `switched`.
-    fn switches(&self, _body: &Self::Body) -> bool {
-        false
-    }
-
-    /// Carries a switched connection until it ends: `body` is the 101's,
-    /// `client` the connection's stream with the bytes already read.
-    fn switched(&self, _body: Self::Body, _client: Switched) -> impl Future<Output = ()> + Send {
-        async {}
-    }
-}
-
-/// A client connection after `101 Switching Protocols`: no longer HTTP.
-pub struct Switched {
-    pub reader: ClientReader,
-    pub writer: ClientWriter,
-    /// What the client sent after the request head (the new protocol's
-    /// first bytes); they go before anything read from `reader`.
-    pub read: BytesMut,
-}
+use weir_transport::ClientStream;
 
 /// What follows an exchange.
 enum After<B> {
@@ -79,15 +39,6 @@ enum After<B> {
     Close,
     /// The response switched protocols; its body carries the switch.
     Switch(B),
-}
-
-/// The drain state a connection shares with the task that runs it.
-#[derive(Debug, Default)]
-pub struct DrainFlags {
-    /// A request is being answered: a drain must let it finish.
-    pub busy: AtomicBool,
-    /// Close after the current response (sent with `Connection: close`).
-    pub draining: AtomicBool,
 }
 
 /// An unread request body is drained up to this much; beyond, the
@@ -101,49 +52,40 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// at most, and then the upstream exchange is cancelled as always.
 const WATCH_DELAY: Duration = Duration::from_millis(5);
 
-/// A connection whose first bytes are the HTTP/2 preface (prior knowledge, h2c): the
-/// stream and what was read of it, for the HTTP/2 server.
-pub struct Handover {
-    pub reader: ClientReader,
-    /// Bytes read and not consumed: the preface and whatever followed it.
-    pub buffered: BytesMut,
-    pub writer: ClientWriter,
-}
-
-/// Serves the connection until it closes. Heads over `max_head` get 431. A connection
-/// that opens with the HTTP/2 preface is handed back untouched (`Some`).
-pub async fn run<H: Handler>(
-    stream: ClientStream,
-    handler: &H,
-    ctl: &DrainFlags,
-    max_head: usize,
-) -> Option<Handover>
+/// Serves a connection known to speak HTTP/1.1, nothing read from it yet, until it closes.
+pub async fn run<H>(stream: ClientStream, handler: &H, ctl: &DrainFlags, max_head: usize)
 where
+    H: Serve,
+    H::ReqBody: From<ReqBody>,
     <H::Body as Body>::Error: Display,
 {
-    let (rd, wr) = stream.into_split();
+    serve(Handoff::new(stream), handler, ctl, max_head).await
+}
+
+/// Serves the connection until it closes, starting with the bytes already read from it
+/// (the protocol selection's). Heads over `max_head` get 431.
+pub async fn serve<H>(stream: Handoff, handler: &H, ctl: &DrainFlags, max_head: usize)
+where
+    H: Serve,
+    H::ReqBody: From<ReqBody>,
+    <H::Body as Body>::Error: Display,
+{
+    let Handoff {
+        reader,
+        read,
+        writer,
+    } = stream;
     let mut conn = Conn {
-        reader: Some(Reader::new(rd)),
-        w: Writer::new(wr),
+        reader: Some(Reader::resume(reader, read)),
+        w: Writer::new(writer),
         home: None,
         peeked: false,
         watch_from: None,
-        first: true,
-        preface: false,
     };
     loop {
         let Some(head) = conn.next_head(handler, max_head).await else {
-            if conn.preface {
-                let (reader, buffered) = conn.reader.take()?.into_parts();
-                return Some(Handover {
-                    reader,
-                    buffered,
-                    writer: conn.w.into_io(),
-                });
-            }
             break;
         };
-        conn.first = false;
         ctl.busy.store(true, Relaxed);
         // Boxed for the request's life only: an exchange (the handler's
         // future in it) is most of a connection's state (6.6 KB of the
@@ -156,16 +98,18 @@ where
                 // Still busy: a drain lets the switched connection run until
                 // its grace is over, as it does a request in flight.
                 let Conn { reader, w, .. } = conn;
-                let (reader, read) = reader.map(Reader::into_parts)?;
-                let client = Switched {
-                    reader,
-                    writer: w.into_io(),
-                    read,
+                let Some((reader, read)) = reader.map(Reader::into_parts) else {
+                    return;
                 };
+                let client = Switched::Connection(Handoff {
+                    reader,
+                    read,
+                    writer: w.into_io(),
+                });
                 // Boxed: inline, the relay's state would enlarge every
                 // connection's future, idle ones too.
                 Box::pin(handler.switched(body, client)).await;
-                return None;
+                return;
             }
         };
         ctl.busy.store(false, Relaxed);
@@ -179,7 +123,6 @@ where
     if conn.reader.is_some() {
         conn.w.close();
     }
-    None
 }
 
 struct Conn {
@@ -193,16 +136,12 @@ struct Conn {
     /// While the socket is not in epoll: when watching for the client's
     /// EOF starts (see `client_gone`).
     watch_from: Option<Pin<Box<Sleep>>>,
-    /// No request has been read yet: an HTTP/2 preface is only one here.
-    first: bool,
-    /// The connection opened with the HTTP/2 preface.
-    preface: bool,
 }
 
 impl Conn {
     /// The next request head; `None` when the connection is over (EOF, an
     /// error, or a head weir refused and answered).
-    async fn next_head<H: Handler>(&mut self, handler: &H, max_head: usize) -> Option<Head> {
+    async fn next_head<H: Serve>(&mut self, handler: &H, max_head: usize) -> Option<Head> {
         let r = self.reader.as_mut()?;
         let w = &mut self.w;
         r.acked = false;
@@ -228,20 +167,16 @@ impl Conn {
                 }
                 // EOF (mid-head too: hyper answered nothing either) or an error.
                 Poll::Ready(Ok(0) | Err(_)) => return Poll::Ready(Ok(None)),
-                Poll::Ready(Ok(_)) => handler.head_bytes(),
+                Poll::Ready(Ok(_)) => handler.request_arriving(),
             }
         })
         .await;
         match parsed {
             Ok(head) => head,
-            Err(ParseError::Http2Preface) if self.first => {
-                self.preface = true;
-                None
-            }
             Err(e) => {
                 debug!("refused request: {e}");
                 if let Some(status) = e.status() {
-                    handler.refused(status, &e);
+                    handler.refused(status, &e, None);
                     respond::refusal(&mut self.w.buf, status);
                     let _ = poll_fn(|cx| self.w.poll_flush(cx)).await;
                 }
@@ -252,13 +187,10 @@ impl Conn {
 
     /// One request and its response; whether the connection can carry
     /// another, or switches protocols.
-    async fn exchange<H: Handler>(
-        &mut self,
-        handler: &H,
-        head: Head,
-        ctl: &DrainFlags,
-    ) -> After<H::Body>
+    async fn exchange<H>(&mut self, handler: &H, head: Head, ctl: &DrainFlags) -> After<H::Body>
     where
+        H: Serve,
+        H::ReqBody: From<ReqBody>,
         <H::Body as Body>::Error: Display,
     {
         let asked = Asked::of(&head.parts.method, head.parts.version);

@@ -15,7 +15,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{run, DrainFlags, Handler, ReqBody};
+use super::{run, ReqBody};
+use crate::server::{DrainFlags, Serve};
 use weir_h1::fields::only_persistence;
 use weir_transport::ClientStream;
 
@@ -125,7 +126,7 @@ where
 
 struct Noter(Arc<Mutex<Vec<Seen>>>);
 
-impl Handler for Noter {
+impl Serve for Noter {
     type ReqBody = ReqBody;
     type Body = Full<Bytes>;
     async fn call(&self, req: Request<ReqBody>) -> Response<Full<Bytes>> {

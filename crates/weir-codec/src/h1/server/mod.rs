@@ -14,7 +14,8 @@
 //! - `respond`: the response head and its framing;
 //! - `write`: the bytes going out, copied or queued for a vectored write;
 //! - `conn`: one connection: keep-alive, pipelining, `100 Continue`,
-//!   draining an unread request body, noticing a client that left.
+//!   draining an unread request body, noticing a client that left; each request
+//!   goes to the pipeline through `server::Serve`, as HTTP/2's do.
 
 mod body;
 mod conn;
@@ -29,7 +30,7 @@ mod differential;
 mod tests;
 
 pub use body::ReqBody;
-pub use conn::{run, DrainFlags, Handler, Handover, Switched};
+pub use conn::{run, serve};
 pub use error::BodyError;
 pub use weir_h1::request::{MAX_HEADERS, MAX_URI_LEN};
 pub use weir_h1::ParseError;

@@ -38,11 +38,17 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    pub fn new(io: ClientReader) -> Self {
+    /// The read half and what was already read from it (by the protocol selection, with
+    /// a first read of `READ_CHUNK`'s room: one that filled it grows the next, as here).
+    pub fn resume(io: ClientReader, buf: BytesMut) -> Self {
+        let read_size = match buf.len() >= READ_CHUNK {
+            true => READ_CHUNK * 2,
+            false => READ_CHUNK,
+        };
         Reader {
             io,
-            buf: BytesMut::new(),
-            read_size: READ_CHUNK,
+            buf,
+            read_size,
             body: Decoder::Done,
             broken: false,
             acked: false,
@@ -89,8 +95,7 @@ impl Reader {
     }
 
     /// The read half and the bytes read past the last request head (after a
-    /// protocol switch: the new protocol's first bytes; at an HTTP/2 preface, the
-    /// preface and what followed).
+    /// protocol switch: the new protocol's first bytes).
     pub fn into_parts(self) -> (ClientReader, BytesMut) {
         (self.io, self.buf)
     }

@@ -13,7 +13,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::respond::{self, Asked, Framing, Length};
-use super::{run, DrainFlags, Handler, ReqBody};
+use super::{run, ReqBody};
+use crate::server::{DrainFlags, Serve};
 use weir_transport::ClientStream;
 
 fn encode(
@@ -162,7 +163,7 @@ fn response_heads() {
 /// headers and body (read whole), or an error text if the body failed.
 struct Echo;
 
-impl Handler for Echo {
+impl Serve for Echo {
     type ReqBody = ReqBody;
     type Body = Full<Bytes>;
 
@@ -185,7 +186,7 @@ impl Handler for Echo {
     }
 }
 
-async fn serve_once<H: Handler + Send + 'static>(
+async fn serve_once<H: Serve<ReqBody = ReqBody> + Send + 'static>(
     handler: H,
 ) -> (std::net::SocketAddr, Arc<DrainFlags>)
 where
@@ -353,7 +354,7 @@ impl Drop for DropFlag {
     }
 }
 
-impl Handler for Slow {
+impl Serve for Slow {
     type ReqBody = ReqBody;
     type Body = Full<Bytes>;
     async fn call(&self, _req: Request<ReqBody>) -> Response<Full<Bytes>> {
@@ -419,7 +420,7 @@ impl http_body::Body for Frames {
 }
 
 struct Chunky;
-impl Handler for Chunky {
+impl Serve for Chunky {
     type ReqBody = ReqBody;
     type Body = Frames;
     async fn call(&self, _req: Request<ReqBody>) -> Response<Frames> {

@@ -61,8 +61,8 @@ impl Writer {
         self.io.forget();
     }
 
-    /// The write half, once everything waiting was written (an HTTP/2 handover, or
-    /// after a protocol switch's head).
+    /// The write half, once everything waiting was written (after a protocol
+    /// switch's head).
     pub fn into_io(self) -> ClientWriter {
         self.io
     }

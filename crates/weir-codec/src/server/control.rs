@@ -1,0 +1,34 @@
+//! What a client connection's owner (the pipeline's watch: timeouts, drains) and the codec
+//! serving it share, and the limits the codec holds the client to: the same for every
+//! protocol, so the owner never asks which one it is.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// The drain state a connection shares with the task that runs it.
+#[derive(Debug, Default)]
+pub struct DrainFlags {
+    /// A request is being answered: a drain must let it finish.
+    pub busy: AtomicBool,
+    /// Close after the current response (sent with `Connection: close`).
+    pub draining: AtomicBool,
+    /// The codec serving the connection ends it itself on a drain or an idle timeout,
+    /// telling the client first (HTTP/2's GOAWAY): the owner cancels the drain or idle token
+    /// and lets it, rather than setting `draining` or dropping the connection.
+    pub goes_away: AtomicBool,
+}
+
+/// What a client may ask of weir on one connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bytes of one request's head (HTTP/1.1) or decoded header list (HTTP/2's
+    /// SETTINGS_MAX_HEADER_LIST_SIZE); a larger one gets 431 or a reset.
+    pub max_head: usize,
+    /// Requests open at once on a connection that carries several (HTTP/2's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS).
+    pub max_streams: u32,
+    /// A response the client gives no room for this long (a zero flow-control window) is
+    /// reset: a client that stops reading must not hold its request's upstream connection
+    /// and endpoint slot for ever.
+    pub stall: Duration,
+}
