@@ -29,8 +29,10 @@ use tokio::sync::{OnceCell, Semaphore};
 use tracing::info;
 use weir_config::filter::htpasswd::{self, Scheme};
 
+use crate::cx::Cx;
 use crate::kind::Kind;
-use crate::{statics, Cx, Verdict};
+use crate::statics;
+use crate::verdict::Verdict;
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response;
 use weir_metrics::reason::Reason;

@@ -7,8 +7,9 @@ use http::header::CONTENT_LENGTH;
 use http::Request;
 use http_body::Body;
 
+use crate::cx::Cx;
 use crate::kind::Kind;
-use crate::{Cx, Verdict};
+use crate::verdict::Verdict;
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response;
 use weir_metrics::reason::Reason;

@@ -11,8 +11,10 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use weir_config::filter::{normalize_origin, Names, OriginPattern, SAFELISTED_HEADERS};
 
+use crate::cx::Cx;
 use crate::kind::Kind;
-use crate::{statics, Cx, Later, Verdict};
+use crate::statics;
+use crate::verdict::{Later, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_metrics::reason::Reason;

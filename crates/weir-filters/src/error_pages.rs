@@ -26,9 +26,10 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use weir_config::filter::{Page, MAX_PAGE};
 
+use crate::cx::{Cx, Reads};
 use crate::kind::Kind;
 use crate::port::{OnBehalfOf, Sent, SubRequest};
-use crate::{Cx, Later, Reads, Verdict};
+use crate::verdict::{Later, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_transport::file_stamp::stamp;

@@ -27,9 +27,10 @@ use http::{HeaderMap, Method, Request, Response, Uri, Version};
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
 
+use crate::cx::{Cx, Reads};
 use crate::kind::Kind;
 use crate::port::{OnBehalfOf, Sent, SubRequest};
-use crate::{Cx, Reads, Verdict};
+use crate::verdict::Verdict;
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 use weir_http::error::error_response;

@@ -4,10 +4,11 @@
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response};
 
+use crate::cx::{Cx, Reads};
 use crate::kind::Kind;
 use crate::statics;
 use crate::template::Value;
-use crate::{Cx, Later, Reads, Verdict};
+use crate::verdict::{Later, Verdict};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 
@@ -123,36 +124,10 @@ fn valid_id(v: &HeaderValue) -> bool {
     !b.is_empty() && b.len() <= MAX_ID && b.iter().all(|c| c.is_ascii_graphic())
 }
 
-/// 128 random bits as 32 hex digits, as nginx's `$request_id`.
-pub fn new_request_id() -> HeaderValue {
-    // Both digits of a byte from one table: 16 steps, not 32 shifts and masks (this is made
-    // for every request through a chain that sets ids).
-    const PAIRS: [[u8; 2]; 256] = {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut t = [[0u8; 2]; 256];
-        let mut i = 0;
-        while i < 256 {
-            t[i] = [HEX[i >> 4], HEX[i & 0xf]];
-            i += 1;
-        }
-        t
-    };
-    let mut out = [0u8; 32];
-    for (pair, b) in out
-        .chunks_exact_mut(2)
-        .zip(fastrand::u128(..).to_le_bytes())
-    {
-        pair.copy_from_slice(&PAIRS[b as usize]);
-    }
-    // Owned as it is, with its count in the same allocation: `from_bytes` would copy it into
-    // a `Vec`, and the first clone (the request's field, then the answer's) allocate again.
-    HeaderValue::from_maybe_shared(bytes::Bytes::from_owner(out))
-        .expect("hex digits are a header value")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::request_id::new_request_id;
 
     #[test]
     fn request_ids_are_32_hex_digits_using_all_of_them() {

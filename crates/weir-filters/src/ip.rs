@@ -4,8 +4,9 @@
 use ipnet::IpNet;
 use std::net::IpAddr;
 
+use crate::cx::Cx;
 use crate::kind::Kind;
-use crate::{Cx, Verdict};
+use crate::verdict::Verdict;
 use http::Request;
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response;

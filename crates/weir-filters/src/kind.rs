@@ -9,7 +9,8 @@ use http::{Request, Response};
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
 
-use crate::{Cx, Later, Reads, Verdict};
+use crate::cx::{Cx, Reads};
+use crate::verdict::{Later, Verdict};
 
 pub trait Kind: Sized + Send + Sync + std::fmt::Debug + 'static {
     /// This kind built from `f` when `f` is of this kind (`None` otherwise): regexes

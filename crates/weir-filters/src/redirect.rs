@@ -9,8 +9,9 @@ use http::{Request, StatusCode};
 use weir_config::filter::PathRewrite;
 use weir_config::filter::RedirectScheme;
 
+use crate::cx::{Cx, Reads};
 use crate::kind::Kind;
-use crate::{Cx, Reads, Verdict};
+use crate::verdict::Verdict;
 use weir_codec::client_body::ClientBody;
 use weir_http::error::error_response_as;
 use weir_metrics::reason::Reason;

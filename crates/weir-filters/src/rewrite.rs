@@ -7,8 +7,10 @@ use http::header::HeaderValue;
 use http::{Request, Uri};
 use weir_config::filter::PathRewrite;
 
+use crate::cx::Cx;
 use crate::kind::Kind;
-use crate::{statics, Cx, Verdict};
+use crate::statics;
+use crate::verdict::Verdict;
 use weir_codec::client_body::ClientBody;
 
 const X_FORWARDED_PREFIX: &str = "x-forwarded-prefix";

@@ -4,7 +4,8 @@
 use http::HeaderValue;
 use weir_config::filter::{Piece, Template, Var};
 
-use crate::{statics, Cx, Reads};
+use crate::cx::{Cx, Reads};
+use crate::statics;
 
 #[derive(Debug)]
 pub struct Value {
