@@ -35,12 +35,6 @@ pub trait AckNow {
     fn ack_now(&self);
 }
 
-impl AckNow for crate::UpstreamStream {
-    fn ack_now(&self) {
-        crate::UpstreamStream::ack_now(self);
-    }
-}
-
 /// In memory (the codecs' unit tests): no kernel holds anything back.
 impl AckNow for tokio::io::DuplexStream {
     fn ack_now(&self) {}

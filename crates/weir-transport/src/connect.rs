@@ -27,7 +27,7 @@ pub enum ConnectError {
         addr: SocketAddr,
         name: String,
         #[source]
-        source: crate::upstream_tls::HandshakeError,
+        source: crate::handshake_error::HandshakeError,
     },
     #[error("TLS handshake with {addr} not done within the connect timeout ({timeout:?})")]
     HandshakeTimeout { addr: SocketAddr, timeout: Duration },
@@ -35,7 +35,7 @@ pub enum ConnectError {
     Alpn {
         addr: SocketAddr,
         chosen: String,
-        speaks: crate::upstream_tls::Alpn,
+        speaks: crate::alpn::Alpn,
     },
 }
 

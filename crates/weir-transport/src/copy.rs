@@ -12,7 +12,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::Sleep;
 
-use crate::relay::{read_releasing, until_idle, Activity};
+use crate::activity::Activity;
+use crate::relay::{read_releasing, until_idle};
 
 /// Relays between `client` and `upstream` until both directions end, an error, or `idle`
 /// without a byte; `sent` counts client → upstream bytes, `received` the others. `timer`

@@ -16,11 +16,14 @@
 
 mod accept;
 mod acks;
+mod activity;
+mod alpn;
 mod client;
 mod connect;
 pub mod copy;
 pub mod file_stamp;
 pub mod file_watch;
+mod handshake_error;
 mod lazy;
 pub mod proxy_protocol;
 pub mod relay;
@@ -34,11 +37,11 @@ mod upstream_tls;
 
 pub use accept::{accept, defer_accept, listen, BindError, Listener};
 pub use acks::AckNow;
+pub use alpn::Alpn;
 pub use client::{ClientReader, ClientStream, ClientWriter};
 pub use connect::{connect, connect_until, ConnectError};
+pub use handshake_error::HandshakeError;
 pub use tcp_state::TcpState;
 pub use tls_info::TlsInfo;
 pub use upstream::UpstreamStream;
-pub use upstream_tls::{
-    handshake_refused, Alpn, BuildError, HandshakeError, TlsStream, UpstreamTls,
-};
+pub use upstream_tls::{handshake_refused, BuildError, TlsStream, UpstreamTls};

@@ -9,35 +9,12 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use crate::activity::Activity;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
-
-/// Milliseconds since the session began at the last byte moved.
-pub struct Activity {
-    base: Instant,
-    last: AtomicU64,
-}
-
-impl Activity {
-    pub(super) fn new() -> Self {
-        Activity {
-            base: Instant::now(),
-            last: AtomicU64::new(0),
-        }
-    }
-
-    #[inline]
-    pub fn touch(&self) {
-        self.last
-            .store(self.base.elapsed().as_millis() as u64, Relaxed);
-    }
-
-    pub(super) fn idle_deadline(&self, idle: Duration) -> Instant {
-        self.base + Duration::from_millis(self.last.load(Relaxed)) + idle
-    }
-}
 
 /// Relays until done; bytes moved are added to `sent` (client → upstream)
 /// and `received` (upstream → client) as they move. `timer` becomes the

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-use crate::relay::Activity;
+use crate::activity::Activity;
 
 /// The capacity asked for the pipe of a bulk stream, and so the most bytes
 /// one splice moves: four times Linux's default, so a bulk stream takes a

@@ -15,10 +15,11 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
+use crate::alpn::Alpn;
 use crate::connect::{connect_until, ConnectError};
 use crate::tcp_state::TcpState;
 use crate::tls_info::TlsInfo;
-use crate::upstream_tls::{Alpn, TlsStream, UpstreamTls};
+use crate::upstream_tls::{TlsStream, UpstreamTls};
 
 pub enum UpstreamStream {
     Plain(TcpStream),
@@ -228,4 +229,10 @@ fn tls_write(
     // Pending here is fine: the bytes are taken, and the next write or read pushes them.
     let _ = s.poll_flush(cx);
     Poll::Ready(Ok(n))
+}
+
+impl crate::acks::AckNow for UpstreamStream {
+    fn ack_now(&self) {
+        UpstreamStream::ack_now(self);
+    }
 }

@@ -16,14 +16,16 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use rustls::pki_types::ServerName;
-use rustls::{CertificateError, ClientConfig};
+use rustls::ClientConfig;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 use tokio_rustls::TlsConnector;
 use weir_config::{PoolTls, TlsVersion};
 use weir_tls::{ClientSettings, MinVersion, SettingsError, Trust};
 
+use crate::alpn::Alpn;
 use crate::connect::ConnectError;
+use crate::handshake_error::HandshakeError;
 
 /// One TLS session to an endpoint. Boxed: a rustls connection is ~1 KiB, and plain
 /// streams should not carry that size around.
@@ -62,35 +64,6 @@ impl fmt::Debug for UpstreamTls {
             .field("id", &self.id)
             .field("settings", &self.settings)
             .finish()
-    }
-}
-
-/// What a connection to an endpoint will carry, for the protocols offered by ALPN.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Alpn {
-    /// An HTTP/1.1 pool: `http/1.1` (or the pool's `alpn` list).
-    Http1,
-    /// An HTTP/2 pool (`protocol = "h2"`): `h2` (or the pool's `alpn` list).
-    H2,
-    /// A tcp listener's session: only the pool's `alpn` list, if any.
-    Tcp,
-}
-
-impl Alpn {
-    /// The ALPN for an http pool speaking `p`.
-    pub fn of(p: weir_config::UpstreamProtocol) -> Alpn {
-        match p.is_h2() {
-            true => Alpn::H2,
-            false => Alpn::Http1,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Alpn::Http1 => "http/1.1",
-            Alpn::H2 => "h2",
-            Alpn::Tcp => "tcp",
-        }
     }
 }
 
@@ -255,74 +228,13 @@ fn why(e: SettingsError) -> String {
     }
 }
 
-/// Why a handshake with an endpoint failed, with what to check.
-#[derive(Debug)]
-pub enum HandshakeError {
-    /// rustls refused it: the endpoint's certificate, an alert the endpoint sent (e.g. it
-    /// wanted a client certificate), or bytes that are not TLS.
-    Tls(rustls::Error),
-    /// The connection broke or closed during the handshake.
-    Io(io::Error),
-}
-
-impl From<io::Error> for HandshakeError {
-    fn from(e: io::Error) -> Self {
-        // tokio-rustls hands rustls's error over inside an io::Error.
-        if e.get_ref().is_some_and(|i| i.is::<rustls::Error>()) {
-            let inner = e.into_inner().expect("checked above");
-            match inner.downcast::<rustls::Error>() {
-                Ok(tls) => return HandshakeError::Tls(*tls),
-                Err(other) => return HandshakeError::Io(io::Error::other(other)),
-            }
-        }
-        HandshakeError::Io(e)
-    }
-}
-
-impl fmt::Display for HandshakeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HandshakeError::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => write!(
-                f,
-                "the endpoint closed the connection during the handshake (does it speak TLS? does it want a client certificate?)"
-            ),
-            HandshakeError::Io(e) => e.fmt(f),
-            HandshakeError::Tls(e) => {
-                e.fmt(f)?;
-                let hint = match e {
-                    rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
-                        "; no CA in the pool's `ca` (or the system's roots, without one) signed it"
-                    }
-                    rustls::Error::InvalidCertificate(
-                        CertificateError::NotValidForName
-                        | CertificateError::NotValidForNameContext { .. },
-                    ) => {
-                        "; set the pool's tls `server_name` to a name the certificate holds (without it, the endpoint's IP address is verified)"
-                    }
-                    rustls::Error::InvalidMessage(_) => " (does the endpoint speak TLS?)",
-                    _ => "",
-                };
-                f.write_str(hint)
-            }
-        }
-    }
-}
-
-impl std::error::Error for HandshakeError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            HandshakeError::Tls(e) => Some(e),
-            HandshakeError::Io(e) => Some(e),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
     use super::*;
     use crate::UpstreamStream;
+    use rustls::CertificateError;
     use weir_testkit::certs::Ca;
     use weir_testkit::{tls::server_config, TlsFront};
 

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use ppp::{v1, v2};
 use weir_config::SendProxy;
 
-use super::Tlvs;
+use super::read::Tlvs;
 
 /// The header for a connection from `addrs.0` to `addrs.1`, or, without addresses (a
 /// health check, which has no client), v2's `LOCAL` command or v1's `PROXY UNKNOWN`. An
