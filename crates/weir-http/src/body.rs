@@ -6,6 +6,7 @@
 //! idle pool; when it is dropped early (client gone), the connection closes,
 //! since an unread response would poison it.
 
+use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -15,8 +16,9 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 
 use crate::conn_state::BusyGuard;
-use crate::encoded::Encoded;
+use crate::encoded::{Encoded, Encoder, Levels};
 use crate::recorder::Recorder;
+use weir_config::filter::Encoding;
 use weir_metrics::reason::Reason;
 use weir_upstream::capacity::Slot;
 use weir_upstream::endpoint::EndpointRt;
@@ -78,7 +80,7 @@ pub(super) enum Kind {
         _rec: Option<Recorder>,
     },
     /// Either of the above, encoded as it streams (the compress filter).
-    Encoded(Box<Encoded>),
+    Encoded(Box<Encoded<ProxyBody>>),
 }
 
 impl ProxyBody {
@@ -327,5 +329,23 @@ fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming, now: Instant) {
             tls: r.pool.tls.as_ref().map_or(0, |t| t.id),
         };
         r.endpoint.idle.checkin(conn, r.idle, now);
+    }
+}
+
+impl ProxyBody {
+    /// Encodes this body with `e` from now on. Fails only if the encoder cannot be made
+    /// (zstd refusing its parameters); the body is then left as it was.
+    pub fn encode(&mut self, e: Encoding, levels: Levels, size: Option<u64>) -> io::Result<()> {
+        let enc = Encoder::new(e, levels, size)?;
+        let mut inner = std::mem::replace(self, ProxyBody::full(Bytes::new()));
+        // The recorder and the busy guard belong to what the client gets.
+        let (busy, rec) = match &mut *inner.0 {
+            Kind::Upstream { _busy, _rec, .. } | Kind::Full { _busy, _rec, .. } => {
+                (_busy.take(), _rec.take())
+            }
+            Kind::Encoded(e) => (e.busy.take(), e.rec.take()),
+        };
+        *self.0 = Kind::Encoded(Box::new(Encoded::new(inner, enc, busy, rec)));
+        Ok(())
     }
 }

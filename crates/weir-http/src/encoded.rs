@@ -23,7 +23,6 @@ use http::HeaderMap;
 use hyper::body::{Body, Frame, SizeHint};
 use weir_config::filter::Encoding;
 
-use crate::body::{Kind, ProxyBody};
 use crate::conn_state::BusyGuard;
 use crate::recorder::Recorder;
 use weir_metrics::reason::Reason;
@@ -44,7 +43,7 @@ pub struct Levels {
 }
 
 /// One response's encoder, writing into a buffer that is handed out as frames.
-enum Encoder {
+pub(crate) enum Encoder {
     Gzip(flate2::write::GzEncoder<Vec<u8>>),
     Br(Box<brotli::CompressorWriter<Vec<u8>>>),
     Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
@@ -53,7 +52,7 @@ enum Encoder {
 impl Encoder {
     /// `size`: the body's length when known, which lets brotli and zstd size their tables
     /// to it (a 64 KiB body needs far less than the window).
-    fn new(e: Encoding, l: Levels, size: Option<u64>) -> io::Result<Encoder> {
+    pub(crate) fn new(e: Encoding, l: Levels, size: Option<u64>) -> io::Result<Encoder> {
         Ok(match e {
             Encoding::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
                 Vec::new(),
@@ -116,9 +115,10 @@ impl Encoder {
     }
 }
 
-/// The body of an encoded response (a `Kind::Encoded`).
-pub struct Encoded {
-    inner: ProxyBody,
+/// The body of an encoded response over the body it encodes (`B`: weir's `ProxyBody`,
+/// whose `Encoded` kind this is).
+pub struct Encoded<B> {
+    inner: B,
     /// `None` once the coding is finished (or failed).
     enc: Option<Encoder>,
     /// Input went in since the encoder last flushed.
@@ -132,20 +132,16 @@ pub struct Encoded {
     pub(crate) rec: Option<Recorder>,
 }
 
-impl ProxyBody {
-    /// Encodes this body with `e` from now on. Fails only if the encoder cannot be made
-    /// (zstd refusing its parameters); the body is then left as it was.
-    pub fn encode(&mut self, e: Encoding, levels: Levels, size: Option<u64>) -> io::Result<()> {
-        let enc = Encoder::new(e, levels, size)?;
-        let mut inner = std::mem::replace(self, ProxyBody::full(Bytes::new()));
-        // The recorder and the busy guard belong to what the client gets.
-        let (busy, rec) = match &mut *inner.0 {
-            Kind::Upstream { _busy, _rec, .. } | Kind::Full { _busy, _rec, .. } => {
-                (_busy.take(), _rec.take())
-            }
-            Kind::Encoded(e) => (e.busy.take(), e.rec.take()),
-        };
-        *self.0 = Kind::Encoded(Box::new(Encoded {
+impl<B> Encoded<B> {
+    /// `inner` encoded by `enc` from now on; the recorder and the busy guard belong to what
+    /// the client gets.
+    pub(crate) fn new(
+        inner: B,
+        enc: Encoder,
+        busy: Option<BusyGuard>,
+        rec: Option<Recorder>,
+    ) -> Encoded<B> {
+        Encoded {
             inner,
             enc: Some(enc),
             unflushed: false,
@@ -154,13 +150,10 @@ impl ProxyBody {
             sent: 0,
             busy,
             rec,
-        }));
-        Ok(())
+        }
     }
-}
 
-impl Encoded {
-    pub(crate) fn inner_mut(&mut self) -> &mut ProxyBody {
+    pub(crate) fn inner_mut(&mut self) -> &mut B {
         &mut self.inner
     }
 
@@ -201,7 +194,7 @@ impl Encoded {
     }
 }
 
-impl Body for Encoded {
+impl<B: Body<Data = Bytes, Error = ExchangeError> + Unpin> Body for Encoded<B> {
     type Data = Bytes;
     type Error = ExchangeError;
 
@@ -271,7 +264,7 @@ impl Body for Encoded {
     }
 }
 
-impl Drop for Encoded {
+impl<B> Drop for Encoded<B> {
     fn drop(&mut self) {
         if let Some(r) = self.rec.as_mut() {
             r.bytes = self.sent;
