@@ -12,8 +12,9 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
 use super::client::{wait, Part};
-use super::exchange::{BoxError, Error, Opened};
+use super::opened::Opened;
 use super::pump::Pump;
+use super::stream_error::{BoxError, Error};
 
 pub struct RecvBody<B> {
     opened: Opened,

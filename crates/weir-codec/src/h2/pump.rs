@@ -10,7 +10,8 @@ use http_body::Body;
 use weir_h2::Reason;
 
 use super::client::wait;
-use super::exchange::{BoxError, Error, Opened};
+use super::opened::Opened;
+use super::stream_error::{BoxError, Error};
 
 pub struct Pump<B> {
     body: B,

@@ -18,7 +18,7 @@ pub enum Error {
     ClosedInBody,
     #[error("invalid response head: {0}")]
     Parse(httparse::Error),
-    #[error("response head larger than {} bytes", super::MAX_HEAD)]
+    #[error("response head larger than {} bytes", weir_h1::response::MAX_HEAD)]
     HeadTooLarge,
     #[error("invalid response: {0}")]
     Protocol(&'static str),
