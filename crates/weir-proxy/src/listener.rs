@@ -20,7 +20,7 @@ use weir_http::client_addr::trusts;
 use weir_metrics::reason::Reason;
 use weir_metrics::{Held, GLOBAL};
 use weir_pipeline::http::conn::{serve as serve_http, ClientLimits};
-use weir_pipeline::http::forward::ConnCtx;
+use weir_pipeline::http::conn_ctx::ConnCtx;
 use weir_pipeline::race::race;
 use weir_pipeline::snapshot::ListenerSnap;
 use weir_pipeline::snapshot::SnapshotCell;

@@ -14,7 +14,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::http::forward::{handle, refused, refused_request, ConnCtx};
+use crate::http::conn_ctx::ConnCtx;
+use crate::http::forward::{handle, refused, refused_request};
 use crate::http::upgrade;
 use crate::race::race;
 use weir_codec::client_body::ClientBody;

@@ -4,6 +4,7 @@
 //! sessions), upgrades, and the sticky cookie. The messages' pieces (bodies, weir's own
 //! answers, header rules, accounting) are weir-http's.
 pub mod conn;
+pub mod conn_ctx;
 pub mod forward;
 pub mod sticky;
 pub mod tries;

@@ -31,7 +31,7 @@ use http_body::Body;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tracing::debug;
 
-use crate::http::forward::ConnCtx;
+use crate::http::conn_ctx::ConnCtx;
 use crate::race::race;
 use weir_codec::server::{Handoff, Switched};
 use weir_h1::fields::has_token;

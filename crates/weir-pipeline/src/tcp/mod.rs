@@ -3,6 +3,7 @@
 //! side, `copy.rs`); with `sni_routing`, the pool chosen by the ClientHello's server name
 //! (`sni.rs`).
 
+pub mod passed;
 pub mod passthrough;
 pub mod session;
 pub mod sni;

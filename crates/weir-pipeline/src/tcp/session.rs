@@ -17,7 +17,7 @@ use tracing::debug;
 
 use crate::race::race;
 use crate::router::Target;
-use crate::tcp::sni::Passed;
+use crate::tcp::passed::Passed;
 use weir_metrics::reason::Reason;
 use weir_transport::copy;
 use weir_transport::proxy_protocol::{self, Tlvs};

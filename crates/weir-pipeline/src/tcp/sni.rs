@@ -21,6 +21,7 @@ use weir_tls::hello::{Hello, Peeker};
 
 use crate::race::race;
 use crate::snapshot::SnapshotCell;
+use crate::tcp::passed::Passed;
 use crate::tcp::passthrough::{Outcome, Passthrough};
 use crate::tcp::session::{serve as serve_session, Addrs, TcpClient};
 use weir_metrics::reason::Reason;
@@ -33,13 +34,6 @@ pub const MAX_HELLO: usize = 16 * 1024;
 /// How much room each read is given: a typical hello fits in one step, and a client
 /// that stops halfway holds no more than this beyond what it sent.
 const READ_STEP: usize = 2048;
-
-/// The hello read off the client, replayed to the upstream before the relay starts.
-pub struct Passed {
-    pub bytes: Vec<u8>,
-    /// The ClientHello's server name, if it sent one.
-    pub sni: Option<String>,
-}
 
 /// Why a connection's hello stage failed.
 #[derive(Debug, thiserror::Error)]

@@ -10,7 +10,7 @@ use http::header;
 use http::{Request, Response};
 use http_body::Body;
 
-use super::ctx::ConnCtx;
+use crate::http::conn_ctx::ConnCtx;
 use crate::http::tries::TryInfo;
 use crate::router::TargetMetrics;
 use crate::snapshot::ListenerSnap;

@@ -12,7 +12,7 @@ use http::{Request, Response};
 
 use super::accounting::Accounting;
 use super::route::Routed;
-use super::ConnCtx;
+use crate::http::conn_ctx::ConnCtx;
 use weir_codec::client_body::ClientBody;
 use weir_filters::{Chain, Cx, Later, Phase};
 use weir_http::body::ProxyBody;

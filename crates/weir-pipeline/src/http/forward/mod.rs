@@ -30,7 +30,6 @@
 //! it is handed to the server codec (`filtered.rs`).
 
 mod accounting;
-mod ctx;
 mod fail;
 mod filtered;
 mod host;
@@ -41,6 +40,7 @@ mod refused;
 mod rewrite;
 mod route;
 mod sub;
+mod tries_failed;
 
 use std::future::Future;
 use std::time::Instant;
@@ -56,11 +56,12 @@ use weir_http::grpc;
 use weir_upstream::upbody::prepare;
 
 use accounting::Accounting;
-use fail::{fail, tries_failed, Where};
+use fail::{fail, Where};
 use filtered::Filtered;
 use route::Routed;
+use tries_failed::tries_failed;
 
-pub use ctx::ConnCtx;
+use crate::http::conn_ctx::ConnCtx;
 pub use keys::pick_key;
 pub use refused::{refused, refused_request};
 

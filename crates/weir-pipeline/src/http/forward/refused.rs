@@ -6,7 +6,7 @@
 use http::Request;
 
 use super::accounting::describe;
-use super::ctx::ConnCtx;
+use crate::http::conn_ctx::ConnCtx;
 use weir_http::accesslog::Entry;
 use weir_metrics::reason::Reason;
 

@@ -8,7 +8,7 @@ use http::header::{self, HeaderValue};
 use http::uri::PathAndQuery;
 use http::{Request, Uri, Version};
 
-use super::ctx::ConnCtx;
+use crate::http::conn_ctx::ConnCtx;
 use weir_codec::added::Added;
 use weir_http::headers;
 

@@ -7,9 +7,9 @@ use http::header::HeaderValue;
 use http::Request;
 
 use super::accounting::Accounting;
-use super::ctx::ConnCtx;
 use super::host::request_host;
 use super::path::normalize_target;
+use crate::http::conn_ctx::ConnCtx;
 use crate::router::Target;
 use weir_metrics::reason::Reason;
 

@@ -12,8 +12,8 @@ use weir_codec::added::Added;
 use weir_upstream::balance::PickKey;
 use weir_upstream::upbody::Prepared;
 
-use super::ctx::ConnCtx;
 use super::keys::pick_key;
+use crate::http::conn_ctx::ConnCtx;
 use crate::http::tries::{self, Attempts, Ended};
 use weir_filters::port::{OnBehalfOf, Pipeline, Sent, SubRequest};
 
