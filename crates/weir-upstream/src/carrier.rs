@@ -20,7 +20,7 @@ impl Carrier {
     pub fn claim(&self) -> Option<Session> {
         match self {
             Carrier::H2(c) => c.claim().map(Session::H2),
-            Carrier::Custom(c) => c.claim(),
+            Carrier::Custom(c) => c.clone().claim(),
         }
     }
 

@@ -22,6 +22,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -100,7 +101,7 @@ pub trait CustomSession: Send + Sync + 'static {
     fn release_idle(&mut self) {}
 
     /// The connection it is a claim on, for a multiplexed protocol.
-    fn carrier(&self) -> Option<std::sync::Arc<dyn CustomCarrier>> {
+    fn carrier(&self) -> Option<Arc<dyn CustomCarrier>> {
         None
     }
 }
@@ -118,8 +119,8 @@ pub trait CustomBody:
 
 /// A custom protocol's connection that carries many sessions at once.
 pub trait CustomCarrier: Send + Sync + 'static {
-    /// A new session on it, if it has room.
-    fn claim(&self) -> Option<Session>;
+    /// A new session on it, if it has room (the session keeps the carrier).
+    fn claim(self: Arc<Self>) -> Option<Session>;
     /// It can carry no new session (closed, or told to go away).
     fn is_dead(&self) -> bool;
     fn born(&self) -> Instant;

@@ -55,7 +55,8 @@ pub struct Dial<'a> {
     pub timeout: Duration,
     pub tls: Option<&'a UpstreamTls>,
     pub protocol: SessionKind,
-    /// A multiplexed protocol: the pool's `max_streams_per_conn`, `idle_timeout` and PING settings.
+    /// A multiplexed protocol: the pool's `max_streams_per_conn`, `idle_timeout` and
+    /// PING settings.
     pub max_streams: u32,
     pub idle_timeout: Duration,
     pub ping: Option<&'a Ping>,

@@ -11,9 +11,8 @@
 //! (the answer, owning the session until read); a multiplexed protocol a
 //! `CustomCarrier` too. In the tree, the one line is an arm in `SessionKind::of`.
 
-use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -26,22 +25,19 @@ use http_body_util::BodyExt;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
-use weir_codec::added::Added;
-use weir_codec::send::{HeadTimer, Payload};
+use weir_codec::send::Payload;
 use weir_metrics::reason::Reason;
 use weir_transport::UpstreamStream;
-use weir_upstream::balance::PickKey;
 use weir_upstream::custom::{
     CustomBody, CustomError, CustomSession, Opener, Opening, Outgoing, Sending,
 };
 use weir_upstream::endpoint::EndpointRt;
-use weir_upstream::error::{Cause, Delivery, ExchangeError, Limit, Side, TryError};
+use weir_upstream::error::{Cause, Delivery, ExchangeError, Side, TryError};
 use weir_upstream::health::checker;
-use weir_upstream::idle::Conn;
-use weir_upstream::pool::{PoolRt, PoolShared};
-use weir_upstream::{
-    exchange, Dial, Exchange, Exchanged, RecvBody, Reuse, SendFailed, Session, SessionKind,
-};
+use weir_upstream::pool::PoolRt;
+use weir_upstream::{Dial, RecvBody, Reuse, SendFailed, Session, SessionKind};
+
+mod common;
 
 /// The toy protocol: `PATH BODY\n` out, one line back.
 struct Toy;
@@ -182,123 +178,22 @@ impl CustomBody for ToyBody {
     }
 }
 
-/// A toy server: answers `NAME CONN N PATH BODY` (its n-th connection, the n-th request
-/// on it). Counts the connections it accepted.
-async fn server(name: &'static str) -> (SocketAddr, Arc<AtomicUsize>) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    tokio::spawn(async move {
-        loop {
-            let (s, _) = l.accept().await.unwrap();
-            let conn = count.fetch_add(1, Relaxed) + 1;
-            tokio::spawn(async move {
-                let (r, mut w) = s.into_split();
-                let mut lines = BufReader::new(r).lines();
-                let mut n = 0;
-                while let Ok(Some(line)) = lines.next_line().await {
-                    n += 1;
-                    let answer = format!("{name} {conn} {n} {line}\n");
-                    if w.write_all(answer.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (addr, accepted)
-}
-
-fn toy_pool(addrs: &[SocketAddr], extra: &str) -> PoolRt {
-    let endpoints: Vec<String> = addrs
-        .iter()
-        .map(|a| format!("{{ addr = \"{a}\" }}"))
-        .collect();
-    let source = format!(
-        "[listeners.web]\nbind = \"127.0.0.1:0\"\nprotocol = \"http\"\npool = \"toy\"\n\n\
-         [pools.toy]\nendpoints = [{}]\n{extra}",
-        endpoints.join(", ")
-    );
-    let cfg = weir_config::parse_str(&source, "toy.toml").unwrap().config;
-    let eps = addrs
-        .iter()
-        .map(|a| Arc::new(EndpointRt::new("toy".into(), *a, false, true)))
-        .collect();
-    let mut pool = PoolRt::new(
-        "toy".into(),
-        &cfg.pools["toy"],
-        eps,
-        PoolShared::default(),
-        None,
-    );
+/// The pool `[pools.toy]` as the config makes it, speaking toy.
+fn toy_pool(addrs: &[std::net::SocketAddr], extra: &str) -> PoolRt {
+    let mut pool = common::pool(addrs, extra);
     // The one line that makes the pool speak toy.
     pool.protocol = SessionKind::Custom(&TOY);
     pool
 }
 
-/// One request as weir-pipeline's tries send it: the pool picks the endpoint, the
-/// exchange checks out or connects, and the answer's session goes back to the idle
-/// store as weir-http's body does once read.
-async fn ask(pool: &PoolRt, path: &str, body: &'static str) -> Result<String, TryError> {
-    let i = pool.choose(&PickKey::default(), &|_| true).unwrap();
-    let ep = &pool.endpoints[i];
-    let (parts, ()) = http::Request::post(path).body(()).unwrap().into_parts();
-    let now = Instant::now();
-    let x = Exchange {
-        endpoint: ep,
-        parts: &parts,
-        added: &Added::NONE,
-        connect_timeout: pool.connect_timeout,
-        tls: None,
-        cap_of: Limit::request_timeout(pool.request_timeout),
-        fresh_only: false,
-        proxy_header: None,
-        protocol: pool.protocol,
-        max_streams: pool.max_streams_per_conn,
-        idle_timeout: pool.idle_timeout,
-        ping: None,
-        max_age: pool.max_conn_age,
-        max_uses: pool.max_requests_per_conn,
-    };
-    let timer = HeadTimer {
-        started: now,
-        limit: pool.response_timeout,
-        cap: Some(now + pool.request_timeout),
-    };
-    let (mut took, mut unsent) = (Duration::ZERO, None);
-    let Exchanged {
-        resp, born, uses, ..
-    } = exchange(
-        x,
-        Payload::Bytes(body.into()),
-        timer,
-        &mut took,
-        &mut unsent,
-    )
-    .await?;
-    let mut body = resp.into_body();
-    let answer = (&mut body).collect().await.unwrap().to_bytes();
-    if let Some(session) = body.take_reusable() {
-        let conn = Conn {
-            session,
-            born,
-            uses,
-            tls: 0,
-        };
-        ep.idle.checkin(conn, pool.idle_timeout, Instant::now());
-    }
-    Ok(String::from_utf8(answer.to_vec()).unwrap())
-}
-
 #[tokio::test]
 async fn a_toy_protocol_is_balanced_and_its_sessions_reused() {
-    let (a, a_conns) = server("a").await;
-    let (b, b_conns) = server("b").await;
+    let (a, a_conns) = common::server("a").await;
+    let (b, b_conns) = common::server("b").await;
     let pool = toy_pool(&[a, b], "");
     let mut answers = Vec::new();
     for body in ["one", "two", "three", "four"] {
-        answers.push(ask(&pool, "/greet", body).await.unwrap());
+        answers.push(common::ask(&pool, "/greet", body).await.unwrap());
     }
     // Round robin across both endpoints; each one's second request came on the
     // connection its first opened, given back to the idle store in between.
@@ -306,10 +201,10 @@ async fn a_toy_protocol_is_balanced_and_its_sessions_reused() {
     assert_eq!(
         answers,
         [
-            "a 1 1 /greet one",
-            "a 1 2 /greet three",
-            "b 1 1 /greet two",
-            "b 1 2 /greet four",
+            "/greet four | b 1 2",
+            "/greet one | a 1 1",
+            "/greet three | a 1 2",
+            "/greet two | b 1 1",
         ]
     );
     assert_eq!((a_conns.load(Relaxed), b_conns.load(Relaxed)), (1, 1));
@@ -325,7 +220,7 @@ async fn a_toy_endpoint_that_is_down_fails_the_try_as_a_connect_error() {
     let addr = gone.local_addr().unwrap();
     drop(gone);
     let pool = toy_pool(&[addr], "");
-    let e = ask(&pool, "/greet", "hello").await.unwrap_err();
+    let e = common::ask(&pool, "/greet", "hello").await.unwrap_err();
     assert_eq!((e.reason, e.side), (Reason::ConnectFailed, Side::Upstream));
     assert!(e.not_delivered());
 }
@@ -334,7 +229,7 @@ async fn a_toy_endpoint_that_is_down_fails_the_try_as_a_connect_error() {
 /// thought down is found healthy once a probe, sent as a toy request, is answered.
 #[tokio::test]
 async fn a_toy_endpoint_is_health_checked_through_its_sessions() {
-    let (a, a_conns) = server("a").await;
+    let (a, a_conns) = common::server("a").await;
     let health = "[pools.toy.health]\ncheck = \"http\"\ninterval = \"2s\"\n\
                   timeout = \"1s\"\nrise = 1\nfall = 1\n";
     let pool = toy_pool(&[a], health);
