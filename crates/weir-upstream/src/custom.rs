@@ -43,8 +43,8 @@ pub type CustomError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A session being opened.
 pub type Opening<'a> = Pin<Box<dyn Future<Output = Result<Session, ConnectError>> + Send + 'a>>;
-/// A request being sent.
-pub type Sending<'a> =
+/// A request sent, awaiting its answer's head.
+pub type Awaiting<'a> =
     Pin<Box<dyn Future<Output = Result<Response<RecvBody>, SendFailed>> + Send + 'a>>;
 
 /// How a custom protocol's sessions are made.
@@ -81,7 +81,7 @@ pub struct Outgoing<'a> {
 pub trait CustomSession: Send + Sync + 'static {
     /// Sends the request and waits for the answer's head (no longer than the
     /// timer allows); the body that comes back owns the session.
-    fn send<'a>(self: Box<Self>, req: Outgoing<'a>) -> Sending<'a>;
+    fn send<'a>(self: Box<Self>, req: Outgoing<'a>) -> Awaiting<'a>;
 
     /// Whether it can no longer carry a request. Never blocks.
     fn is_closed(&self) -> bool;

@@ -23,7 +23,7 @@ use weir_codec::send::Payload;
 use weir_metrics::reason::Reason;
 use weir_transport::UpstreamStream;
 use weir_upstream::custom::{
-    CustomBody, CustomCarrier, CustomError, CustomSession, Opener, Opening, Outgoing, Sending,
+    Awaiting, CustomBody, CustomCarrier, CustomError, CustomSession, Opener, Opening, Outgoing,
 };
 use weir_upstream::error::{Cause, Delivery, ExchangeError, Side, TryError};
 use weir_upstream::{Dial, RecvBody, Reuse, SendFailed, Session, SessionKind};
@@ -161,7 +161,7 @@ fn broken(reused: bool, why: &'static str) -> SendFailed {
 }
 
 impl CustomSession for Claim {
-    fn send<'a>(self: Box<Self>, req: Outgoing<'a>) -> Sending<'a> {
+    fn send<'a>(self: Box<Self>, req: Outgoing<'a>) -> Awaiting<'a> {
         Box::pin(async move {
             let body = match req.payload {
                 Payload::Bytes(b) => b,

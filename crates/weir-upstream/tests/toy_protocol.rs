@@ -29,7 +29,7 @@ use weir_codec::send::Payload;
 use weir_metrics::reason::Reason;
 use weir_transport::UpstreamStream;
 use weir_upstream::custom::{
-    CustomBody, CustomError, CustomSession, Opener, Opening, Outgoing, Sending,
+    Awaiting, CustomBody, CustomError, CustomSession, Opener, Opening, Outgoing,
 };
 use weir_upstream::endpoint::EndpointRt;
 use weir_upstream::error::{Cause, Delivery, ExchangeError, Side, TryError};
@@ -85,7 +85,7 @@ impl ToySession {
 }
 
 impl CustomSession for ToySession {
-    fn send<'a>(mut self: Box<Self>, req: Outgoing<'a>) -> Sending<'a> {
+    fn send<'a>(mut self: Box<Self>, req: Outgoing<'a>) -> Awaiting<'a> {
         Box::pin(async move {
             let Outgoing {
                 parts,
