@@ -59,7 +59,7 @@ pub struct IdleConns {
     /// Multiplexed connections, busy or not: each carries many sessions at once, so it
     /// stays here while in use and [`IdleConns::claim`] hands out sessions on it. Oldest
     /// first.
-    shared: Mutex<Vec<Carrier>>,
+    carriers: Mutex<Vec<Carrier>>,
     /// Shortest idle time after which this backend was seen closing a pooled
     /// connection (ms, 0 = never seen), and when that was last confirmed.
     learned_ms: AtomicU64,
@@ -164,16 +164,16 @@ impl IdleConns {
         max_age: Option<Duration>,
         max_uses: u32,
     ) -> Option<Conn> {
-        let mut shared = self.shared.lock().unwrap();
-        let mut i = shared.len();
+        let mut carriers = self.carriers.lock().unwrap();
+        let mut i = carriers.len();
         while i > 0 {
             i -= 1;
-            let c = &shared[i];
+            let c = &carriers[i];
             let spent = c.is_dead()
                 || max_age.is_some_and(|m| now.saturating_duration_since(c.born()) >= m)
                 || (max_uses > 0 && c.uses() >= max_uses);
             if spent {
-                shared.remove(i);
+                carriers.remove(i);
                 continue;
             }
             if c.tls() != tls {
@@ -195,7 +195,7 @@ impl IdleConns {
     /// Keeps a new multiplexed session's connection for other requests' sessions.
     pub fn share(&self, session: &Session) {
         if let Some(c) = session.carrier() {
-            self.shared.lock().unwrap().push(c);
+            self.carriers.lock().unwrap().push(c);
         }
     }
 
@@ -289,8 +289,8 @@ impl IdleConns {
         });
         drop(conns);
         let now_ms = clock::now_ms();
-        let mut shared = self.shared.lock().unwrap();
-        shared.retain(|c| !c.is_dead() && !c.idle_expired(now_ms));
+        let mut carriers = self.carriers.lock().unwrap();
+        carriers.retain(|c| !c.is_dead() && !c.idle_expired(now_ms));
     }
 
     pub fn clear(&self) {
@@ -298,15 +298,15 @@ impl IdleConns {
         // stream ends).
         let drained = std::mem::take(&mut *self.conns.lock().unwrap());
         drop(drained);
-        let drained = std::mem::take(&mut *self.shared.lock().unwrap());
+        let drained = std::mem::take(&mut *self.carriers.lock().unwrap());
         drop(drained);
     }
 
     /// Idle connections: pooled ones kept, and multiplexed ones without a session.
     pub fn len(&self) -> usize {
-        let shared = self.shared.lock().unwrap();
-        let multiplexed = shared.iter().filter(|c| c.is_idle()).count();
-        drop(shared);
+        let carriers = self.carriers.lock().unwrap();
+        let multiplexed = carriers.iter().filter(|c| c.is_idle()).count();
+        drop(carriers);
         self.conns.lock().unwrap().len() + multiplexed
     }
 
