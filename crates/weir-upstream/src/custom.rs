@@ -14,11 +14,13 @@
 //!
 //! and registers with ONE line: an arm in `SessionKind::of` (`kind.rs`) for a
 //! protocol in the tree, or `pool.protocol = SessionKind::Custom(&OPENER)` from
-//! outside (see `tests/toy_protocol.rs`). Its failures are `ExchangeError::
+//! outside (see `tests/toy_protocol.rs` and `tests/toy_multiplexed.rs`). Its failures are `ExchangeError::
 //! Custom`, told as a `TryError` with the facts the tries decide on.
 //!
 //! Trait objects behind one enum variant each: HTTP/1.1 and HTTP/2 keep their
-//! static dispatch and pay one match arm they never take.
+//! static dispatch and pay one match arm they never take. (pingora makes its
+//! custom session a type parameter of the session enum; a boxed one here keeps
+//! endpoints, pools and the pipeline free of that parameter.)
 
 use std::future::Future;
 use std::pin::Pin;
