@@ -18,6 +18,7 @@ use weir_transport::tls::TlsServer;
 use weir_transport::UpstreamTls;
 use weir_upstream::endpoint::EndpointRt;
 use weir_upstream::health::checker::{self, Checker};
+use weir_upstream::kind::SessionKind;
 use weir_upstream::pool::{PoolRt, PoolShared};
 
 #[derive(Debug, Default)]
@@ -194,7 +195,7 @@ pub fn sync_checker(
     if checkers.get(key).is_some_and(|c| {
         c.cfg == pool.health
             && c.tls == tls_id
-            && c.protocol == pool.protocol
+            && c.protocol == SessionKind::of(pool.protocol)
             && c.send_proxy == pool.send_proxy
     }) {
         return;
@@ -207,7 +208,7 @@ pub fn sync_checker(
             pool.health.clone(),
             slow_start,
             tls.cloned(),
-            pool.protocol,
+            SessionKind::of(pool.protocol),
             pool.send_proxy,
         ),
     );

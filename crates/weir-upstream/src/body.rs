@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 
+use crate::custom::CustomBody;
 use crate::error::ExchangeError;
 use crate::session::Session;
 use crate::upbody::UpBody;
@@ -26,6 +27,8 @@ pub enum RecvBody {
     H1(client::RecvBody<UpBody>),
     /// It holds its stream's claim on the shared connection: nothing to give back.
     H2(h2x::RecvBody<UpBody>),
+    /// A custom protocol's (`custom.rs`).
+    Custom(Box<dyn CustomBody>),
 }
 
 impl From<client::RecvBody<UpBody>> for RecvBody {
@@ -51,6 +54,7 @@ impl RecvBody {
             // The stream's claim ends when the body is dropped; the connection stays
             // shared in the idle store.
             RecvBody::H2(_) => None,
+            RecvBody::Custom(b) => b.take_reusable(),
         }
     }
 
@@ -59,7 +63,7 @@ impl RecvBody {
     pub fn is_upgraded(&self) -> bool {
         match self {
             RecvBody::H1(b) => b.is_upgraded(),
-            RecvBody::H2(_) => false,
+            RecvBody::H2(_) | RecvBody::Custom(_) => false,
         }
     }
 
@@ -70,7 +74,7 @@ impl RecvBody {
                 let (stream, rest) = c.into_stream();
                 Upgraded { stream, rest }
             }),
-            RecvBody::H2(_) => None,
+            RecvBody::H2(_) | RecvBody::Custom(_) => None,
         }
     }
 }
@@ -97,6 +101,12 @@ impl Body for RecvBody {
                 Poll::Ready(None) => Poll::Ready(None),
                 Poll::Pending => Poll::Pending,
             },
+            RecvBody::Custom(b) => match Pin::new(&mut **b).poll_frame(cx) {
+                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ExchangeError::Custom(e)))),
+                Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
         }
     }
 
@@ -105,6 +115,7 @@ impl Body for RecvBody {
         match self {
             RecvBody::H1(b) => b.is_end_stream(),
             RecvBody::H2(b) => b.is_end_stream(),
+            RecvBody::Custom(b) => b.is_end_stream(),
         }
     }
 
@@ -113,6 +124,7 @@ impl Body for RecvBody {
         match self {
             RecvBody::H1(b) => b.size_hint(),
             RecvBody::H2(b) => b.size_hint(),
+            RecvBody::Custom(b) => b.size_hint(),
         }
     }
 }

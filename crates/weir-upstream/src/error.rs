@@ -158,6 +158,8 @@ impl fmt::Display for TryError {
 pub enum ExchangeError {
     H1(client::Error),
     H2(weir_codec::h2::exchange::Error),
+    /// A custom protocol's codec (`custom.rs`).
+    Custom(crate::custom::CustomError),
     /// The compress filter's encoder failed (weir's side, not the upstream's).
     Encode(std::io::Error),
 }
@@ -167,6 +169,7 @@ impl fmt::Display for ExchangeError {
         match self {
             ExchangeError::H1(e) => e.fmt(f),
             ExchangeError::H2(e) => e.fmt(f),
+            ExchangeError::Custom(e) => e.fmt(f),
             ExchangeError::Encode(e) => write!(f, "encoding the response: {e}"),
         }
     }

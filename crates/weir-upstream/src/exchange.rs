@@ -20,6 +20,7 @@ use crate::body::RecvBody;
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, Limit, TryError};
 use crate::idle::Conn;
+use crate::kind::{Reuse, SessionKind};
 use crate::session::{Dial, SendFailed, Session};
 use crate::upbody::UpBody;
 use weir_codec::added::Added;
@@ -52,8 +53,8 @@ pub struct Exchange<'a> {
     /// A PROXY protocol header to start the new session with (a `send_proxy` pool); the
     /// session is then the request's own: an HTTP/2 connection is not shared.
     pub proxy_header: Option<&'a [u8]>,
-    /// What the pool speaks, and its HTTP/2 and reuse settings.
-    pub protocol: weir_config::UpstreamProtocol,
+    /// What the pool speaks, and its multiplexing (HTTP/2) and reuse settings.
+    pub protocol: SessionKind,
     pub max_streams: u32,
     pub idle_timeout: Duration,
     pub ping: Option<&'a Ping>,
@@ -90,16 +91,18 @@ pub async fn exchange(
     // New connections this try may open in place of one whose backend closed it before
     // it carried a byte of the request.
     let mut spare = MAX_REPLACED;
+    let pooled_reuse = x.protocol.reuse() == Reuse::Pooled;
     loop {
         // Only the first pass checks out: `started` is still now.
-        let (pooled, idle_for) = match (fresh_only, x.protocol.is_h2()) {
+        let (pooled, idle_for) = match (fresh_only, pooled_reuse) {
             (true, _) => (None, None),
-            // A stream on a shared connection: it was not idle, there is nothing to learn.
-            (false, true) => {
+            // A claim on a multiplexed connection: it was not idle, there is nothing to
+            // learn.
+            (false, false) => {
                 let c = ep.idle.claim(tls_id, started, x.max_age, x.max_uses);
                 (c, None)
             }
-            (false, false) => match ep.idle.checkout(started, tls_id) {
+            (false, true) => match ep.idle.checkout(started, tls_id) {
                 Some(c) => (Some(c.conn), Some(c.idle_for)),
                 None => (None, None),
             },
@@ -170,7 +173,7 @@ pub async fn exchange(
         // A body in memory can go again should the backend turn out to have closed the
         // connection without reading the request (a clone shares the bytes).
         let again = match &body {
-            Payload::Bytes(b) if spare > 0 && !x.protocol.is_h2() => Some(b.clone()),
+            Payload::Bytes(b) if spare > 0 && pooled_reuse => Some(b.clone()),
             _ => None,
         };
         match session.send(x.parts, x.added, body, timer, reused).await {

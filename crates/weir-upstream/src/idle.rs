@@ -1,6 +1,8 @@
-//! The idle keep-alive sessions of one endpoint (`Session`: one per
-//! connection for HTTP/1.1; a multiplexed protocol would keep its shared
-//! connection here and hand out streams bound to it).
+//! The idle keep-alive sessions of one endpoint, whatever their protocol, in
+//! the two ways a protocol reuses them (`SessionKind::reuse`): pooled sessions
+//! (HTTP/1.1-like: one per connection, checked out whole, one request at a
+//! time) and multiplexed connections (HTTP/2-like: a [`Carrier`] kept while it
+//! has room, each request claiming a session on it).
 //!
 //! Why by hand rather than hyper-util's pool: weir must decide each
 //! connection's expiry itself (the pool's idle timeout, lowered by the
@@ -9,11 +11,11 @@
 //! connection, and drop everything when an endpoint drains.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::carrier::Carrier;
 use crate::Session;
-use weir_codec::h2::client::Shared;
 use weir_metrics::clock;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.
@@ -54,9 +56,10 @@ pub struct IdleConns {
     /// Oldest first; checkout takes the newest (LIFO keeps few connections warm
     /// and lets the rest expire).
     conns: Mutex<Vec<Idle>>,
-    /// HTTP/2 connections, busy or not: each carries many streams at once, so it stays
-    /// here while in use and [`IdleConns::claim`] hands out streams on it. Oldest first.
-    shared: Mutex<Vec<Arc<Shared>>>,
+    /// Multiplexed connections, busy or not: each carries many sessions at once, so it
+    /// stays here while in use and [`IdleConns::claim`] hands out sessions on it. Oldest
+    /// first.
+    carriers: Mutex<Vec<Carrier>>,
     /// Shortest idle time after which this backend was seen closing a pooled
     /// connection (ms, 0 = never seen), and when that was last confirmed.
     learned_ms: AtomicU64,
@@ -149,11 +152,11 @@ impl IdleConns {
         })
     }
 
-    /// A stream on a shared HTTP/2 connection made with the pool's TLS settings `tls`
-    /// that has room for one, the newest first (as `checkout`: traffic gathers on few
-    /// connections and the rest idle out). Connections that ended, are older than
-    /// `max_age` or carried `max_uses` streams are let go: their streams run on, and
-    /// each closes with its last.
+    /// A session on a multiplexed connection (an HTTP/2 stream) made with the pool's TLS
+    /// settings `tls` that has room for one, the newest first (as `checkout`: traffic
+    /// gathers on few connections and the rest idle out). Connections that ended, are
+    /// older than `max_age` or carried `max_uses` sessions are let go: their sessions run
+    /// on, and each closes with its last.
     pub fn claim(
         &self,
         tls: u64,
@@ -161,38 +164,38 @@ impl IdleConns {
         max_age: Option<Duration>,
         max_uses: u32,
     ) -> Option<Conn> {
-        let mut shared = self.shared.lock().unwrap();
-        let mut i = shared.len();
+        let mut carriers = self.carriers.lock().unwrap();
+        let mut i = carriers.len();
         while i > 0 {
             i -= 1;
-            let c = &shared[i];
+            let c = &carriers[i];
             let spent = c.is_dead()
-                || max_age.is_some_and(|m| now.saturating_duration_since(c.born) >= m)
+                || max_age.is_some_and(|m| now.saturating_duration_since(c.born()) >= m)
                 || (max_uses > 0 && c.uses() >= max_uses);
             if spent {
-                shared.remove(i);
+                carriers.remove(i);
                 continue;
             }
-            if c.tls != tls {
+            if c.tls() != tls {
                 continue;
             }
-            if let Some(stream) = c.claim() {
+            if let Some(session) = c.claim() {
                 return Some(Conn {
-                    born: c.born,
+                    born: c.born(),
                     // The exchange counts this one.
                     uses: c.uses() - 1,
                     tls,
-                    session: Session::H2(stream),
+                    session,
                 });
             }
         }
         None
     }
 
-    /// Keeps a new HTTP/2 session's connection for other requests' streams.
+    /// Keeps a new multiplexed session's connection for other requests' sessions.
     pub fn share(&self, session: &Session) {
-        if let Session::H2(s) = session {
-            self.shared.lock().unwrap().push(s.conn.clone());
+        if let Some(c) = session.carrier() {
+            self.carriers.lock().unwrap().push(c);
         }
     }
 
@@ -286,8 +289,8 @@ impl IdleConns {
         });
         drop(conns);
         let now_ms = clock::now_ms();
-        let mut shared = self.shared.lock().unwrap();
-        shared.retain(|c| !c.is_dead() && !c.idle_expired(now_ms));
+        let mut carriers = self.carriers.lock().unwrap();
+        carriers.retain(|c| !c.is_dead() && !c.idle_expired(now_ms));
     }
 
     pub fn clear(&self) {
@@ -295,16 +298,16 @@ impl IdleConns {
         // stream ends).
         let drained = std::mem::take(&mut *self.conns.lock().unwrap());
         drop(drained);
-        let drained = std::mem::take(&mut *self.shared.lock().unwrap());
+        let drained = std::mem::take(&mut *self.carriers.lock().unwrap());
         drop(drained);
     }
 
-    /// Idle connections: HTTP/1 ones kept, and HTTP/2 ones without a stream.
+    /// Idle connections: pooled ones kept, and multiplexed ones without a session.
     pub fn len(&self) -> usize {
-        let shared = self.shared.lock().unwrap();
-        let h2 = shared.iter().filter(|c| c.is_idle()).count();
-        drop(shared);
-        self.conns.lock().unwrap().len() + h2
+        let carriers = self.carriers.lock().unwrap();
+        let multiplexed = carriers.iter().filter(|c| c.is_idle()).count();
+        drop(carriers);
+        self.conns.lock().unwrap().len() + multiplexed
     }
 
     pub fn is_empty(&self) -> bool {
@@ -363,7 +366,7 @@ mod tests {
         let rooms: Vec<usize> = std::iter::from_fn(|| idle.checkout(t0, 0))
             .map(|c| match c.conn.session {
                 Session::H1(c) => c.read_room(),
-                Session::H2(_) => unreachable!(),
+                _ => unreachable!("HTTP/1.1 sessions were checked in"),
             })
             .collect();
         assert_eq!(rooms.len(), 2);

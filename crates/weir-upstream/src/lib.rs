@@ -1,10 +1,12 @@
 //! Everything about reaching endpoints, whatever the protocol.
 //!
 //! - Sessions: `session.rs` is the seam (`h1.rs` and `h2.rs` its HTTP/1.1 and HTTP/2
-//!   implementations over weir-codec's client sides), `body.rs` the response body that owns
-//!   a session, `exchange.rs` one try's exchange (checkout or connect, send; streams come
-//!   from weir-transport), `upbody.rs` the request body as it goes upstream (replayable when
-//!   small), `error.rs` what a failed try says (`TryError`: the facts retries decide on).
+//!   implementations over weir-codec's client sides, `custom.rs` the open variant for any
+//!   other protocol), `kind.rs` what a pool speaks and how its sessions are reused
+//!   (pooled or multiplexed), `carrier.rs` a multiplexed protocol's shared connection,
+//!   `body.rs` the response body that owns a session, `exchange.rs` one try's exchange
+//!   (checkout or connect, send; streams come from weir-transport), `upbody.rs` the request
+//!   body as it goes upstream (replayable when small), `error.rs` what a failed try says (`TryError`: the facts retries decide on).
 //! - Each endpoint's idle store (`idle.rs`, `keep_alive.rs`) and state (`endpoint.rs`).
 //! - A pool (`pool.rs`): its endpoints, balancing (`balance/`), capacity (max_conn and the
 //!   queue, `capacity/`), health checks and ejection (`health/`), and its retry budget
@@ -13,6 +15,8 @@
 pub mod balance;
 mod body;
 pub mod capacity;
+mod carrier;
+pub mod custom;
 pub mod endpoint;
 pub mod error;
 mod exchange;
@@ -21,6 +25,7 @@ mod h2;
 pub mod health;
 pub mod idle;
 pub mod keep_alive;
+pub mod kind;
 pub mod metrics;
 pub mod pool;
 pub mod retry;
@@ -28,5 +33,7 @@ mod session;
 pub mod upbody;
 
 pub use body::{RecvBody, Upgraded};
+pub use carrier::Carrier;
 pub use exchange::{exchange, Exchange, Exchanged};
+pub use kind::{Reuse, SessionKind};
 pub use session::{Dial, SendFailed, Session};

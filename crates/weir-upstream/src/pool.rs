@@ -13,6 +13,7 @@ use crate::balance::{Algorithm, PickKey, PoolView};
 use crate::capacity::{self, Limits, Queue};
 use crate::endpoint::EndpointRt;
 use crate::health::{Ejection, HealthFilter, Loss};
+use crate::kind::SessionKind;
 use crate::metrics::pool::PoolMetrics;
 use crate::retry::Budget;
 use weir_codec::h2::keepalive::Ping;
@@ -59,8 +60,9 @@ pub struct PoolRt {
     pub retry: weir_config::Retry,
     pub max_conn_age: Option<Duration>,
     pub max_requests_per_conn: u32,
-    /// What weir speaks to the endpoints, and HTTP/2's streams per connection.
-    pub protocol: weir_config::UpstreamProtocol,
+    /// What weir speaks to the endpoints (the session seam's protocol), and a
+    /// multiplexed protocol's sessions per connection (HTTP/2's streams).
+    pub protocol: SessionKind,
     pub max_streams_per_conn: u32,
     /// HTTP/2: PINGs to find dead connections (`ping_interval`, `ping_timeout`).
     pub ping: Option<Ping>,
@@ -104,7 +106,7 @@ impl PoolRt {
             retry: cfg.retry.clone(),
             max_conn_age: cfg.max_conn_age,
             max_requests_per_conn: cfg.max_requests_per_conn,
-            protocol: cfg.protocol,
+            protocol: SessionKind::of(cfg.protocol),
             max_streams_per_conn: cfg.max_streams_per_conn,
             ping: cfg.ping_interval.map(|interval| Ping {
                 interval,

@@ -1,19 +1,21 @@
-//! The upstream session seam: what the pipeline holds to send one request
-//! to an endpoint and read its answer, whatever the protocol.
+//! The upstream session seam: what the pipeline and the health checks hold
+//! to send one request to an endpoint and read its answer, whatever the
+//! protocol. Nothing else in weir reaches an endpoint over a protocol.
 //!
-//! A session is checked out of the endpoint's idle store (or opened), sends
-//! one request ([`Session::send`]), and the response body ([`RecvBody`])
-//! owns it until the answer is read; then it is given back (`RecvBody::
-//! take_reusable`, checked in by `http/body.rs`) or dropped, which closes
-//! what the exchange left dirty.
+//! A session is checked out of the endpoint's idle store (or opened through
+//! [`Dial`]), sends one request ([`Session::send`]), and the response body
+//! ([`RecvBody`]) owns it until the answer is read; then it is given back
+//! (`RecvBody::take_reusable`, checked in by weir-http's `body.rs`) or
+//! dropped, which closes what the exchange left dirty.
 //!
-//! An enum, not a trait object: the request path dispatches statically,
-//! and each protocol is one variant with its code in a file of its own
-//! (`h1.rs` for weir's HTTP/1.1 client). A multiplexed protocol (HTTP/2)
-//! fits the same shape: its variant is a stream bound to a shared
-//! connection; the idle store keeps the shared connection while it has
-//! room for streams and checkout binds a new stream to it, so "given back"
-//! means the stream ended and the connection stays where it was.
+//! How sessions are reused is their protocol's to say (`SessionKind::reuse`): a
+//! pooled one (HTTP/1.1) is the connection, checked out whole; a multiplexed
+//! one (HTTP/2) is a claim on a [`Carrier`] the idle store keeps while it has
+//! room, so "given back" means the claim ended and the connection stays.
+//!
+//! An enum, not a trait object: HTTP/1.1 (`h1.rs`) and HTTP/2 (`h2.rs`)
+//! dispatch statically; a protocol from outside weir-codec is the one
+//! `Custom` variant (`custom.rs`), behind a vtable.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -21,10 +23,12 @@ use std::time::Duration;
 use http::request::Parts;
 use http::uri::Scheme;
 use http::Response;
-use weir_config::UpstreamProtocol;
 
 use crate::body::RecvBody;
+use crate::carrier::Carrier;
+use crate::custom::{CustomSession, Outgoing};
 use crate::error::TryError;
+use crate::kind::SessionKind;
 use crate::upbody::UpBody;
 use crate::{h1, h2};
 use weir_codec::added::Added;
@@ -32,13 +36,15 @@ use weir_codec::h1::client::{self, Connection};
 use weir_codec::h2::keepalive::Ping;
 use weir_codec::h2::{client as h2c, exchange as h2x};
 use weir_codec::send::{HeadTimer, Payload};
-use weir_transport::{Alpn, ConnectError, TcpState, UpstreamStream, UpstreamTls};
+use weir_transport::{ConnectError, TcpState, UpstreamStream, UpstreamTls};
 
 /// One upstream connection (or stream) able to carry a request.
 pub enum Session {
     H1(Connection),
     /// A stream on an HTTP/2 connection the endpoint's idle store shares.
     H2(h2c::Stream),
+    /// A protocol from outside weir-codec (`custom.rs`).
+    Custom(Box<dyn CustomSession>),
 }
 
 /// How to open a session to an endpoint: the pool's settings.
@@ -48,8 +54,9 @@ pub struct Dial<'a> {
     /// Covers the TCP connect and any TLS handshake.
     pub timeout: Duration,
     pub tls: Option<&'a UpstreamTls>,
-    pub protocol: UpstreamProtocol,
-    /// HTTP/2: the pool's `max_streams_per_conn`, `idle_timeout` and PING settings.
+    pub protocol: SessionKind,
+    /// A multiplexed protocol: the pool's `max_streams_per_conn`, `idle_timeout` and
+    /// PING settings.
     pub max_streams: u32,
     pub idle_timeout: Duration,
     pub ping: Option<&'a Ping>,
@@ -71,19 +78,18 @@ pub struct SendFailed {
 }
 
 impl Session {
-    /// Opens a session as `d` says: the pool's protocol chooses the codec. An HTTP/2
-    /// session is the first stream of a new connection, which the caller shares
-    /// (`IdleConns::share`).
+    /// Opens a session as `d` says: the pool's protocol chooses the codec. A
+    /// multiplexed session is the first claim on a new connection, which the caller
+    /// shares (`IdleConns::share`).
     pub async fn open(d: Dial<'_>) -> Result<Session, ConnectError> {
-        let stream = UpstreamStream::connect(
-            d.addr,
-            d.timeout,
-            d.tls,
-            Alpn::of(d.protocol),
-            d.proxy_header,
-        )
-        .await?;
-        if !d.protocol.is_h2() {
+        let stream =
+            UpstreamStream::connect(d.addr, d.timeout, d.tls, d.protocol.alpn(), d.proxy_header)
+                .await?;
+        let p = match d.protocol {
+            SessionKind::Http(p) => p,
+            SessionKind::Custom(o) => return o.open(stream, d).await,
+        };
+        if !p.is_h2() {
             return Ok(Session::H1(Connection::new(stream)));
         }
         let tls = d.tls.map_or(0, |t| t.id);
@@ -96,12 +102,23 @@ impl Session {
         )))
     }
 
+    /// The connection this session is a claim on, for a multiplexed protocol: the
+    /// idle store keeps it for other requests' sessions.
+    pub fn carrier(&self) -> Option<Carrier> {
+        match self {
+            Session::H1(_) => None,
+            Session::H2(s) => Some(Carrier::H2(s.conn.clone())),
+            Session::Custom(s) => s.carrier().map(Carrier::Custom),
+        }
+    }
+
     /// Whether the session can no longer carry a request (the backend
     /// closed it or sent bytes nobody asked for). Never blocks.
     pub fn is_closed(&self) -> bool {
         match self {
             Session::H1(c) => c.is_closed(),
             Session::H2(s) => s.conn.is_dead(),
+            Session::Custom(s) => s.is_closed(),
         }
     }
 
@@ -111,6 +128,7 @@ impl Session {
         match self {
             Session::H1(c) => c.tcp_state(),
             Session::H2(_) => None,
+            Session::Custom(s) => s.tcp_state(),
         }
     }
 
@@ -120,14 +138,17 @@ impl Session {
         match self {
             Session::H1(c) => c.closed_after(pooled_for),
             Session::H2(_) => None,
+            Session::Custom(s) => s.closed_after(pooled_for),
         }
     }
 
     /// Gives back what an idle session need not hold (an HTTP/1.1 connection's empty read
     /// buffer; an HTTP/2 stream holds none).
     pub fn release_idle(&mut self) {
-        if let Session::H1(c) = self {
-            c.release_idle();
+        match self {
+            Session::H1(c) => c.release_idle(),
+            Session::H2(_) => {}
+            Session::Custom(s) => s.release_idle(),
         }
     }
 
@@ -153,6 +174,16 @@ impl Session {
                 h2x::send_into(s, parts, added, payload, timer, &scheme)
                     .await
                     .map_err(|e| h2::failed(e, timer.limit, reused))
+            }
+            Session::Custom(s) => {
+                let req = Outgoing {
+                    parts,
+                    added,
+                    payload,
+                    timer,
+                    reused,
+                };
+                s.send(req).await
             }
         }
     }

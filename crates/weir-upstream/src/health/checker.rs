@@ -1,25 +1,27 @@
 //! Active health checks: one task per endpoint, probing every `interval`
 //! (±10% jitter, so a fleet of weirs does not probe in lockstep), each probe
 //! bounded by `timeout`; rise/fall consecutive results flip the state. An
-//! http check is a GET on a fresh connection, sent with weir's own upstream
-//! client (the one proxied requests use, in the pool's protocol), so there is
-//! one HTTP client; a grpc check is `grpc.health.v1.Health/Check` (`grpc.rs`).
+//! http check is a GET on a fresh session, opened through the session seam
+//! (`Session::open`, in the pool's protocol) as proxied requests' are, so
+//! there is one way to an endpoint; a grpc check is
+//! `grpc.health.v1.Health/Check` (`grpc.rs`). A tcp check only connects.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::request::Parts;
-use http::uri::Scheme;
 use http::{Request, Response};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
-use weir_config::{Health, HealthCheck, SendProxy, UpstreamProtocol};
+use weir_config::{Health, HealthCheck, SendProxy};
 
+use crate::body::RecvBody;
 use crate::endpoint::EndpointRt;
-use weir_codec::h1::client as h1;
-use weir_codec::h2::{client as h2c, exchange as h2x};
+use crate::kind::SessionKind;
+use crate::session::{Dial, Session};
+use weir_codec::added::Added;
 use weir_codec::send::{HeadTimer, Payload};
 use weir_transport::{proxy_protocol, Alpn, UpstreamStream, UpstreamTls};
 
@@ -33,7 +35,7 @@ pub struct Checker {
     /// The pool's `UpstreamTls::id` it checks with (0: plain).
     pub tls: u64,
     /// The pool's protocol, which http and grpc checks speak.
-    pub protocol: UpstreamProtocol,
+    pub protocol: SessionKind,
     /// The pool's `send_proxy`: a probe starts with v2's `LOCAL` or v1's `PROXY UNKNOWN`
     /// (it has no client), so an endpoint that requires the header still answers it.
     pub send_proxy: Option<SendProxy>,
@@ -50,7 +52,7 @@ impl Drop for Checker {
 #[derive(Clone)]
 struct Via {
     tls: Option<Arc<UpstreamTls>>,
-    protocol: UpstreamProtocol,
+    protocol: SessionKind,
     proxy_header: Option<Arc<[u8]>>,
 }
 
@@ -59,7 +61,7 @@ pub fn start(
     cfg: Health,
     slow_start: bool,
     tls: Option<Arc<UpstreamTls>>,
-    protocol: UpstreamProtocol,
+    protocol: SessionKind,
     send_proxy: Option<SendProxy>,
 ) -> Checker {
     let id = tls.as_ref().map_or(0, |t| t.id);
@@ -119,39 +121,57 @@ async fn probe(ep: &EndpointRt, cfg: &Health, via: &Via) -> Result<(), String> {
     // Through the transport a pool's requests use, so a TLS pool is checked over TLS too
     // (a tcp check then passes once the handshake completes).
     let tls = via.tls.as_deref();
-    let alpn = match cfg.check {
-        HealthCheck::Tcp | HealthCheck::None => Alpn::Tcp,
-        _ => Alpn::of(via.protocol),
-    };
-    let stream =
-        UpstreamStream::connect(ep.addr, cfg.timeout, tls, alpn, via.proxy_header.as_deref())
-            .await
-            .map_err(|e| {
+    let session = match cfg.check {
+        HealthCheck::Tcp | HealthCheck::None => {
+            let connect = UpstreamStream::connect(
+                ep.addr,
+                cfg.timeout,
+                tls,
+                Alpn::Tcp,
+                via.proxy_header.as_deref(),
+            );
+            connect.await.map_err(|e| {
                 // Closes seen just before were an outage, not an idle timeout.
                 ep.idle.discard();
                 e.to_string()
             })?;
+            return Ok(());
+        }
+        HealthCheck::Http | HealthCheck::Grpc => {
+            // A session of its own: one stream on a connection nobody shares.
+            let dial = Dial {
+                addr: ep.addr,
+                timeout: cfg.timeout,
+                tls,
+                protocol: via.protocol,
+                max_streams: 1,
+                idle_timeout: Duration::ZERO,
+                ping: None,
+                proxy_header: via.proxy_header.as_deref(),
+            };
+            Session::open(dial).await.map_err(|e| {
+                ep.idle.discard();
+                e.to_string()
+            })?
+        }
+    };
     let host = cfg.host.clone().unwrap_or_else(|| ep.addr_str.to_string());
-    // `run` bounds the whole probe by `timeout`; the client's own deadline
+    // `run` bounds the whole probe by `timeout`; the session's own deadline
     // only has to come later, so that the reason logged stays "no answer".
     let deadline = Instant::now() + cfg.timeout * 2;
-    match cfg.check {
-        HealthCheck::Http => {}
-        HealthCheck::Grpc => {
-            let (parts, body) = super::grpc::request(&host, &cfg.service)?;
-            let resp = exchange(stream, via, &parts, body, deadline).await?;
-            return super::grpc::verdict(resp, &cfg.service).await;
-        }
-        HealthCheck::Tcp | HealthCheck::None => return Ok(()),
+    if cfg.check == HealthCheck::Grpc {
+        let (parts, body) = super::grpc::request(&host, &cfg.service)?;
+        let resp = exchange(session, &parts, body, deadline).await?;
+        return super::grpc::verdict(resp, &cfg.service).await;
     }
     let mut get = Request::get(cfg.path.as_str())
         .header(http::header::HOST, host)
         .header(http::header::USER_AGENT, "weir-health-check");
-    if !via.protocol.is_h2() {
+    if via.protocol.is_http1() {
         get = get.header(http::header::CONNECTION, "close");
     }
     let (parts, ()) = get.body(()).map_err(|e| e.to_string())?.into_parts();
-    let resp = exchange(stream, via, &parts, Bytes::new(), deadline).await?;
+    let resp = exchange(session, &parts, Bytes::new(), deadline).await?;
     let status = resp.status().as_u16();
     let (lo, hi) = cfg.expect_status;
     if !(lo..=hi).contains(&status) {
@@ -170,43 +190,22 @@ async fn probe(ep: &EndpointRt, cfg: &Health, via: &Via) -> Result<(), String> {
     Ok(())
 }
 
-/// A probe's response body, from either of weir's upstream clients.
-pub(super) type ProbeBody = http_body_util::combinators::BoxBody<Bytes, String>;
+/// A probe's response body: the session's, whatever its protocol.
+pub(super) type ProbeBody = RecvBody;
 
-/// The response to a probe's request on `stream` (a fresh connection), through weir's
-/// upstream client for the pool's protocol: the one place the checker uses them.
+/// The response to a probe's request on its own `session`: the one place the checker
+/// sends.
 async fn exchange(
-    stream: UpstreamStream,
-    via: &Via,
+    session: Session,
     parts: &Parts,
     body: Bytes,
     deadline: Instant,
 ) -> Result<Response<ProbeBody>, String> {
-    let payload = Payload::<Full<Bytes>>::Bytes(body);
-    if !via.protocol.is_h2() {
-        let conn = h1::Connection::new(stream);
-        let resp = h1::send(conn, parts, payload, deadline)
-            .await
-            .map_err(|e| e.error.to_string())?;
-        return Ok(resp.map(|b| b.map_err(|e| e.to_string()).boxed()));
-    }
-    let tls = via.tls.as_ref().map_or(0, |t| t.id);
-    let scheme = match tls {
-        0 => Scheme::HTTP,
-        _ => Scheme::HTTPS,
-    };
-    let s = h2c::handshake(stream, 1, tls, Duration::ZERO, None);
-    let resp = h2x::send_into::<_, h2x::RecvBody<Full<Bytes>>>(
-        s,
-        parts,
-        &weir_codec::added::Added::NONE,
-        payload,
-        HeadTimer::from(deadline),
-        &scheme,
-    )
-    .await
-    .map_err(|e| e.error.to_string())?;
-    Ok(resp.map(|b| b.map_err(|e| e.to_string()).boxed()))
+    let timer = HeadTimer::from(deadline);
+    session
+        .send(parts, &Added::NONE, Payload::Bytes(body), timer, false)
+        .await
+        .map_err(|f| f.error.to_string())
 }
 
 #[cfg(test)]
@@ -235,7 +234,7 @@ mod tests {
         let ep = EndpointRt::new("p".into(), addr, false, true);
         let via = Via {
             tls: None,
-            protocol: UpstreamProtocol::Http1,
+            protocol: weir_config::UpstreamProtocol::Http1.into(),
             proxy_header: None,
         };
         let result = tokio::time::timeout(cfg.timeout, probe(&ep, &cfg, &via))
