@@ -13,6 +13,8 @@ use weir_store::{Change, Committed, Kind, State};
 
 use crate::checked::{Checked, Plan};
 use crate::compile::{self, FieldError, Invalid};
+use crate::discovery::discovered::Discovered;
+use crate::discovery::source::EndpointSource;
 use crate::held::{self, Held};
 use crate::leases::Leases;
 use crate::refused::Refused;
@@ -42,10 +44,10 @@ pub struct InvalidResource {
 }
 
 pub struct RunningConfig {
-    proxy: Arc<Proxy>,
+    pub(crate) proxy: Arc<Proxy>,
     pub(crate) source: Arc<dyn Source>,
     /// The typed config, kept in step with `view`.
-    model: Arc<Mutex<Resources>>,
+    pub(crate) model: Arc<Mutex<Resources>>,
     /// `[admin]` and `[global]` as TOML, for `export`.
     preamble: RwLock<String>,
     view: RwLock<Arc<State>>,
@@ -53,8 +55,12 @@ pub struct RunningConfig {
     /// (`held.rs`), the data plane runs `view` with their running versions instead.
     held: RwLock<Arc<Held>>,
     /// Changes are made one at a time, so they reach the data plane in commit order.
-    writes: tokio::sync::Mutex<()>,
+    pub(crate) writes: tokio::sync::Mutex<()>,
     pub(crate) leases: Leases,
+    /// What endpoint sources sent (`discover.rs`), merged into every config the data plane
+    /// takes.
+    pub(crate) discovered: Mutex<Discovered>,
+    pub(crate) endpoint_sources: RwLock<Vec<Arc<dyn EndpointSource>>>,
 }
 
 impl RunningConfig {
@@ -98,6 +104,8 @@ impl RunningConfig {
             held: RwLock::default(),
             writes: tokio::sync::Mutex::new(()),
             leases: Leases::default(),
+            discovered: Mutex::default(),
+            endpoint_sources: RwLock::default(),
         });
         // Leases live in memory: after a restart each gets a fresh ttl to be renewed in.
         control.sync_leases(&state, &state_keys(&state));
@@ -326,15 +334,16 @@ impl RunningConfig {
         Ok(result.committed)
     }
 
-    /// Runs `plan` on the data plane; only binding a listener can fail.
+    /// Runs `plan` on the data plane, with the endpoints the endpoint sources give, and
+    /// tells them the new config; only binding a listener can fail.
     fn take(&self, plan: Plan, config: &Arc<Config>) -> Result<(), ApplyError> {
+        let runs = self.discovered.lock().unwrap().merge(config);
         match plan {
-            Plan::Endpoints(pools) => {
-                self.proxy.update_pools(config, &pools);
-                Ok(())
-            }
-            Plan::Whole(prepared) => self.proxy.install(prepared, config),
+            Plan::Endpoints(pools) => self.proxy.update_pools(&runs, &pools),
+            Plan::Whole(prepared) => self.proxy.install(prepared, &runs)?,
         }
+        self.configured(config);
+        Ok(())
     }
 
     fn install(&self, plan: Plan, config: &Arc<Config>) {

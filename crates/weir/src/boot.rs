@@ -1,12 +1,13 @@
 //! What `weir run` and `weir demo` both start: the data plane, the control plane on the
-//! given source (which applies the first config), lease expiry, and the admin listener.
+//! given source (which applies the first config), the endpoint sources, lease expiry, and the
+//! admin listener.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use weir_admin::api::Auth;
-use weir_control::{RunningConfig, Source, StartError};
+use weir_control::{EndpointSource, RunningConfig, Source, StartError};
 use weir_proxy::Proxy;
 
 pub struct Running {
@@ -37,6 +38,7 @@ pub async fn start(
 ) -> Result<Running, BootError> {
     let proxy = Proxy::new();
     let control = RunningConfig::start(proxy.clone(), source)?;
+    control.discover(endpoint_sources());
     tokio::spawn(control.clone().expire_leases());
     let listener = weir_admin::bind(admin)
         .await
@@ -56,4 +58,11 @@ pub async fn start(
         control,
         stop_admin,
     })
+}
+
+/// Where pools' endpoints may come from besides the config (the discovery seam,
+/// `weir_control::discovery`): one entry per endpoint source. None is built in yet; DNS names
+/// and Kubernetes EndpointSlices each take a line here.
+fn endpoint_sources() -> Vec<Arc<dyn EndpointSource>> {
+    Vec::new()
 }
