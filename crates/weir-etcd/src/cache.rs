@@ -11,6 +11,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use weir_store::{Kind, State, Versioned};
 
+use crate::cache_error::CacheError;
+
 /// Writes `state`, the config of the store at `prefix`.
 pub fn write(path: &Path, prefix: &str, state: &State) -> std::io::Result<()> {
     let resources: Vec<Value> = state
@@ -37,11 +39,22 @@ pub fn write(path: &Path, prefix: &str, state: &State) -> std::io::Result<()> {
 }
 
 /// The cached config of the store at `prefix`; why not, if there is none to use.
-pub fn read(path: &Path, prefix: &str) -> Result<State, String> {
-    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let doc: Value =
-        serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let bad = |what: &str| format!("{}: {what}", path.display());
+pub fn read(path: &Path, prefix: &str) -> Result<State, CacheError> {
+    let text = std::fs::read(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => CacheError::Missing {
+            path: path.into(),
+            source,
+        },
+        _ => CacheError::Unreadable {
+            path: path.into(),
+            source,
+        },
+    })?;
+    let bad = |reason: &str| CacheError::Unusable {
+        path: path.into(),
+        reason: reason.into(),
+    };
+    let doc: Value = serde_json::from_slice(&text).map_err(|e| bad(&e.to_string()))?;
     if doc["prefix"] != prefix {
         return Err(bad(&format!(
             "it caches the config under {}, not {prefix}",
@@ -98,7 +111,10 @@ mod tests {
         );
         write(&path, "/weir", &state).unwrap();
         assert_eq!(read(&path, "/weir").unwrap(), state);
-        assert!(read(&path, "/other").unwrap_err().contains("not /other"));
+        assert!(read(&path, "/other")
+            .unwrap_err()
+            .to_string()
+            .contains("not /other"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -24,6 +24,7 @@
 
 mod brief;
 mod cache;
+mod cache_error;
 mod commit;
 mod connect_error;
 mod layout;

@@ -10,6 +10,7 @@ use tracing::{info, warn};
 use weir_store::{Kind, State};
 
 use crate::cache;
+use crate::cache_error::CacheError;
 use crate::connect_error::ConnectError;
 use crate::layout::{Bad, Layout};
 use crate::login::Login;
@@ -152,8 +153,14 @@ pub(crate) async fn first_read(
             }
             Err(no_cache) => {
                 if waited.is_multiple_of(10) {
+                    // None is a first start; one that is there but cannot be used needs a
+                    // look (it will be written again once etcd answers).
+                    let what = match no_cache {
+                        CacheError::Missing { .. } => "no cached config",
+                        _ => "the cached config cannot be used",
+                    };
                     warn!(
-                        "config store {} unreachable ({e}) and no cached config ({no_cache}): waiting for it, not ready",
+                        "config store {} unreachable ({e}) and {what} ({no_cache}): waiting for it, not ready",
                         o.url
                     );
                 }

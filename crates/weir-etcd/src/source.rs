@@ -21,6 +21,7 @@ use weir_control::{Checked, HeartbeatError, Refused, StartError};
 use weir_store::{Change, State, StoreError};
 
 use crate::cache;
+use crate::cache_error::CacheError;
 use crate::connect_error::ConnectError;
 use crate::layout::Layout;
 use crate::login::{read_file, Login};
@@ -250,7 +251,15 @@ impl Source for EtcdSource {
     }
 
     fn fallback(&self) -> Option<(State, String)> {
-        let state = cache::read(&self.cache, &self.layout.prefix()).ok()?;
+        let state = match cache::read(&self.cache, &self.layout.prefix()) {
+            Ok(state) => state,
+            // A first start: nothing cached yet, nothing to say.
+            Err(CacheError::Missing { .. }) => return None,
+            Err(e) => {
+                warn!("the cached config cannot be used ({e}): there is nothing to start from while the stored configuration does not validate");
+                return None;
+            }
+        };
         let from = format!(
             "revision {}, cached in {}",
             state.revision,

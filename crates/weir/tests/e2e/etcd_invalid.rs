@@ -274,3 +274,31 @@ async fn a_stored_listener_that_cannot_bind_here_is_held_back() {
     .await;
     until_served(port, 503).await;
 }
+
+/// A cache that is there but cannot be used (cut short: a disk that filled, an edit by
+/// hand) is named as such rather than taken for no cache: when the stored config does not
+/// validate (the replica then does not start) and while etcd is away (it then waits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_cache_is_named_not_taken_for_none() {
+    let mut etcd = Etcd::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("a.json");
+    std::fs::write(&cache, r#"{"prefix": "/weir", "revision""#).unwrap();
+    // A route to a listener and a pool that do not exist: the stored config does not
+    // validate, so the replica looks for its cache.
+    let ghost = json!({"listener": "web", "path_prefix": "/ghost", "pool": "missing"});
+    tokio::task::block_in_place(|| etcd.put(&format!("{PREFIX}/route/ghost"), &ghost.to_string()));
+    let mut a = start_with(&etcd, &cache, &[]);
+    let line = a.wait_log(0, "cannot be used", Duration::from_secs(20));
+    assert!(line.contains("a.json"), "{line}");
+    assert!(!a.wait_exit(Duration::from_secs(20)).success());
+
+    // etcd away: the replica waits, saying its cache cannot be used (not that it has none).
+    tokio::task::block_in_place(|| etcd.kill(0));
+    let b = start_with(&etcd, &cache, &[]);
+    let line = b.wait_log(0, "waiting for it, not ready", Duration::from_secs(30));
+    assert!(
+        line.contains("cannot be used") && line.contains("a.json"),
+        "{line}"
+    );
+}
