@@ -54,7 +54,7 @@ impl RecvBody {
             // The stream's claim ends when the body is dropped; the connection stays
             // shared in the idle store.
             RecvBody::H2(_) => None,
-            RecvBody::Custom(b) => b.take_reusable(),
+            RecvBody::Custom(b) => b.take_reusable().map(Session::Custom),
         }
     }
 

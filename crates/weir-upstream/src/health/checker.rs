@@ -19,8 +19,8 @@ use weir_config::{Health, HealthCheck, SendProxy};
 
 use crate::body::RecvBody;
 use crate::endpoint::EndpointRt;
-use crate::kind::SessionKind;
-use crate::session::{Dial, Session};
+use crate::kind::{Dial, SessionKind};
+use crate::session::Session;
 use weir_codec::added::Added;
 use weir_codec::send::{HeadTimer, Payload};
 use weir_transport::{proxy_protocol, Alpn, UpstreamStream, UpstreamTls};
