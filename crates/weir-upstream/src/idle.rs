@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::carrier::Carrier;
-use crate::Session;
+use crate::session::Session;
 use weir_metrics::clock;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.

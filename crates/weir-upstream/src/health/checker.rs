@@ -191,7 +191,7 @@ async fn probe(ep: &EndpointRt, cfg: &Health, via: &Via) -> Result<(), String> {
 }
 
 /// A probe's response body: the session's, whatever its protocol.
-pub(super) type ProbeBody = RecvBody;
+type ProbeBody = RecvBody;
 
 /// The response to a probe's request on its own `session`: the one place the checker
 /// sends.
