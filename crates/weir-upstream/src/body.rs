@@ -24,16 +24,16 @@ pub struct Upgraded {
 }
 
 pub enum RecvBody {
-    H1(client::RecvBody<UpBody>),
+    H1(client::H1ResponseBody<UpBody>),
     /// It holds its stream's claim on the shared connection: nothing to give back.
     H2(h2x::RecvBody<UpBody>),
     /// A custom protocol's (`custom.rs`).
     Custom(Box<dyn CustomBody>),
 }
 
-impl From<client::RecvBody<UpBody>> for RecvBody {
+impl From<client::H1ResponseBody<UpBody>> for RecvBody {
     #[inline]
-    fn from(b: client::RecvBody<UpBody>) -> Self {
+    fn from(b: client::H1ResponseBody<UpBody>) -> Self {
         RecvBody::H1(b)
     }
 }

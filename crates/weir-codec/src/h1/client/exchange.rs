@@ -60,13 +60,13 @@ impl<B> SendError<B> {
 /// Sends the request on `conn` and reads the response head, failing with
 /// [`Error::Timeout`] if the head is not complete in time (see
 /// [`HeadTimer`]). The response body owns the connection; see
-/// [`RecvBody::take_reusable`].
+/// [`H1ResponseBody::take_reusable`].
 pub async fn send<B>(
     conn: Connection,
     parts: &Parts,
     payload: Payload<B>,
     timer: impl Into<HeadTimer>,
-) -> Result<Response<RecvBody<B>>, SendError<B>>
+) -> Result<Response<H1ResponseBody<B>>, SendError<B>>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
@@ -87,7 +87,7 @@ pub async fn send_into<B, T>(
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
-    T: From<RecvBody<B>>,
+    T: From<H1ResponseBody<B>>,
 {
     let kind = match &payload {
         Payload::Bytes(b) if b.is_empty() => BodyKind::Empty,
@@ -152,7 +152,7 @@ where
                 (None, false) => (false, Some(Box::new(sending))),
                 (Some(_), _) => (false, None),
             };
-            let mut body = RecvBody {
+            let mut body = H1ResponseBody {
                 conn: Some(conn),
                 sending,
                 sent,
@@ -267,7 +267,7 @@ where
 }
 
 /// A response body read straight from the upstream connection.
-pub struct RecvBody<B> {
+pub struct H1ResponseBody<B> {
     /// Gone once the body ended (or failed) and the connection was not
     /// reusable.
     conn: Option<Connection>,
@@ -283,7 +283,7 @@ pub struct RecvBody<B> {
     upgraded: bool,
 }
 
-impl<B> RecvBody<B>
+impl<B> H1ResponseBody<B>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
@@ -354,7 +354,7 @@ where
     }
 }
 
-impl<B> Body for RecvBody<B>
+impl<B> Body for H1ResponseBody<B>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
