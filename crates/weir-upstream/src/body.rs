@@ -26,7 +26,7 @@ pub struct Upgraded {
 pub enum RecvBody {
     H1(client::H1ResponseBody<UpBody>),
     /// It holds its stream's claim on the shared connection: nothing to give back.
-    H2(h2x::RecvBody<UpBody>),
+    H2(h2x::H2ResponseBody<UpBody>),
     /// A custom protocol's (`custom.rs`).
     Custom(Box<dyn CustomBody>),
 }
@@ -38,9 +38,9 @@ impl From<client::H1ResponseBody<UpBody>> for RecvBody {
     }
 }
 
-impl From<h2x::RecvBody<UpBody>> for RecvBody {
+impl From<h2x::H2ResponseBody<UpBody>> for RecvBody {
     #[inline]
-    fn from(b: h2x::RecvBody<UpBody>) -> Self {
+    fn from(b: h2x::H2ResponseBody<UpBody>) -> Self {
         RecvBody::H2(b)
     }
 }
