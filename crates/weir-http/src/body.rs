@@ -26,11 +26,11 @@ use weir_upstream::error::ExchangeError;
 use weir_upstream::health::{record_success, Loss};
 use weir_upstream::idle::Conn;
 use weir_upstream::pool::PoolRt;
-use weir_upstream::{RecvBody, Upgraded};
+use weir_upstream::{Upgraded, UpstreamResponseBody};
 
 /// The upstream response body, whatever the protocol: it owns the session
 /// until the end.
-pub type Incoming = RecvBody;
+pub type Incoming = UpstreamResponseBody;
 
 /// Where the connection goes once the response is read (the connection
 /// itself is inside the response body until then).

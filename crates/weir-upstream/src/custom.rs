@@ -18,8 +18,8 @@
 //! `ExchangeError::Custom`, told as a `TryError` with the facts the tries decide on.
 //!
 //! The traits speak of custom types only (a boxed `CustomSession`, a boxed `CustomBody`),
-//! and the seam's enums wrap them (`Session::Custom`, `RecvBody::Custom`): so this file
-//! sits below the sessions, bodies and carriers, and knows none of them.
+//! and the seam's enums wrap them (`Session::Custom`, `UpstreamResponseBody::Custom`): so
+//! this file sits below the sessions, bodies and carriers, and knows none of them.
 //!
 //! Trait objects behind one enum variant each: HTTP/1.1 and HTTP/2 keep their
 //! static dispatch and pay one match arm they never take. (pingora makes its

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use http::request::Parts;
 use http::Response;
 
-use crate::body::RecvBody;
+use crate::body::UpstreamResponseBody;
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, Limit, TryError};
 use crate::idle::Conn;
@@ -65,7 +65,7 @@ pub struct Exchange<'a> {
 
 /// The response head, and the session's life so far (the body owns it).
 pub struct Exchanged {
-    pub resp: Response<RecvBody>,
+    pub resp: Response<UpstreamResponseBody>,
     pub born: Instant,
     /// Requests sent on the session, this one included.
     pub uses: u32,

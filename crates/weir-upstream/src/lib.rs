@@ -34,7 +34,7 @@ mod send_failed;
 mod session;
 pub mod upbody;
 
-pub use body::{RecvBody, Upgraded};
+pub use body::{Upgraded, UpstreamResponseBody};
 pub use carrier::Carrier;
 pub use exchange::{exchange, Exchange, Exchanged};
 pub use kind::{Dial, Opener, Opening, Reuse, SessionKind};

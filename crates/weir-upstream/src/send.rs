@@ -7,7 +7,7 @@ use http::request::Parts;
 use http::uri::Scheme;
 use http::Response;
 
-use crate::body::RecvBody;
+use crate::body::UpstreamResponseBody;
 use crate::custom::Outgoing;
 use crate::send_failed::SendFailed;
 use crate::session::Session;
@@ -28,7 +28,7 @@ impl Session {
         payload: Payload<UpBody>,
         timer: HeadTimer,
         reused: bool,
-    ) -> Result<Response<RecvBody>, SendFailed> {
+    ) -> Result<Response<UpstreamResponseBody>, SendFailed> {
         match self {
             Session::H1(c) => client::send_into(c, parts, added, payload, timer)
                 .await
@@ -50,7 +50,9 @@ impl Session {
                     timer,
                     reused,
                 };
-                s.send(req).await.map(|r| r.map(RecvBody::Custom))
+                s.send(req)
+                    .await
+                    .map(|r| r.map(UpstreamResponseBody::Custom))
             }
         }
     }

@@ -4,9 +4,9 @@
 //!
 //! A session is checked out of the endpoint's idle store (or opened through
 //! `Dial`, `kind.rs`), sends one request (`Session::send`, `send.rs`), and the response
-//! body (`RecvBody`, `body.rs`) owns it until the answer is read; then it is given back
-//! (`RecvBody::take_reusable`, checked in by weir-http's `body.rs`) or
-//! dropped, which closes what the exchange left dirty.
+//! body (`UpstreamResponseBody`, `body.rs`) owns it until the answer is read; then it is
+//! given back (`UpstreamResponseBody::take_reusable`, checked in by weir-http's `body.rs`)
+//! or dropped, which closes what the exchange left dirty.
 //!
 //! How sessions are reused is their protocol's to say (`SessionKind::reuse`): a
 //! pooled one (HTTP/1.1) is the connection, checked out whole; a multiplexed

@@ -26,7 +26,7 @@ use weir_upstream::custom::{
     Awaiting, CustomBody, CustomCarrier, CustomError, CustomSession, Outgoing,
 };
 use weir_upstream::error::{Cause, Delivery, ExchangeError, Side, TryError};
-use weir_upstream::{Dial, Opener, Opening, RecvBody, Reuse, SendFailed, SessionKind};
+use weir_upstream::{Dial, Opener, Opening, Reuse, SendFailed, SessionKind, UpstreamResponseBody};
 
 mod common;
 
@@ -224,7 +224,7 @@ impl Body for MuxBody {
 // A claim is not handed back: it ends when the body is dropped.
 impl CustomBody for MuxBody {}
 
-async fn text(body: &mut RecvBody) -> String {
+async fn text(body: &mut UpstreamResponseBody) -> String {
     let bytes = body.collect().await.unwrap().to_bytes();
     String::from_utf8(bytes.to_vec()).unwrap()
 }

@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 use weir_config::{Health, HealthCheck, SendProxy};
 
-use crate::body::RecvBody;
+use crate::body::UpstreamResponseBody;
 use crate::endpoint::EndpointRt;
 use crate::kind::{Dial, SessionKind};
 use crate::session::Session;
@@ -191,7 +191,7 @@ async fn probe(ep: &EndpointRt, cfg: &Health, via: &Via) -> Result<(), String> {
 }
 
 /// A probe's response body: the session's, whatever its protocol.
-type ProbeBody = RecvBody;
+type ProbeBody = UpstreamResponseBody;
 
 /// The response to a probe's request on its own `session`: the one place the checker
 /// sends.
