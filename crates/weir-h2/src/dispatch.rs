@@ -2,7 +2,7 @@
 //! frames out of the read buffer, and what SETTINGS, PING, WINDOW_UPDATE, RST_STREAM, GOAWAY,
 //! CONTINUATION and the order of frames mean for a connection. None of that depends on
 //! which end weir is, so it is written once, here, and expanded inside `client::Connection`'s
-//! and `server::Connection`'s `impl`s. A macro rather than a trait or a shared struct: the
+//! and `server::H2ServerConnection`'s `impl`s. A macro rather than a trait or a shared struct: the
 //! two ends keep different streams, events and settings, and each expansion compiles to the
 //! code that was written twice before.
 //!

@@ -87,7 +87,7 @@ fn arrives(streams: &mut HashMap<StreamId, Side>, stream: StreamId, ends: bool, 
 /// preface is put first; set: the input must bring it).
 pub fn server(data: &[u8]) {
     let ([k0, k1, k2], rest) = knobs::<3>(data);
-    let mut c = server::Connection::new(server::Config {
+    let mut c = server::H2ServerConnection::new(server::Config {
         max_streams: 1 + u32::from(k0 & 7),
         max_header_list: 64 << (k0 >> 3 & 7),
         stream_window: 65_535,

@@ -35,7 +35,7 @@ use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use weir_h2::frame::{StreamId, StreamMap};
-use weir_h2::server::{Config, Connection, Event, Flood, RequestHead};
+use weir_h2::server::{Config, Event, Flood, H2ServerConnection, RequestHead};
 use weir_h2::Reason;
 
 use super::expect::{self, Expect};
@@ -99,7 +99,7 @@ pub async fn run<H>(
     ctl.goes_away.store(true, Relaxed);
     let mut io = Joined::new(conn.read, conn.reader, conn.writer);
     let mut l = Loop {
-        h2: Connection::new(Config {
+        h2: H2ServerConnection::new(Config {
             max_streams: limits.max_streams,
             max_header_list: u32::try_from(limits.max_head).unwrap_or(u32::MAX),
             stream_window: STREAM_WINDOW,
@@ -250,7 +250,7 @@ pub async fn run<H>(
 
 /// The connection's state between passes.
 struct Loop<'h, H: Serve> {
-    h2: Connection,
+    h2: H2ServerConnection,
     handler: &'h H,
     conn: Arc<ConnShared>,
     /// Streams the pipeline works on (a call, a body being sent, a tunnel).

@@ -18,7 +18,7 @@ const TARGET: Target<'static> = Target {
 };
 
 /// Moves every byte each side has written to the other, until neither has more.
-fn pump(c: &mut Connection, s: &mut server::Connection) {
+fn pump(c: &mut Connection, s: &mut server::H2ServerConnection) {
     loop {
         let to_server = std::mem::take(c.output());
         let to_client = std::mem::take(s.output());
@@ -30,9 +30,9 @@ fn pump(c: &mut Connection, s: &mut server::Connection) {
     }
 }
 
-fn pair() -> (Connection, server::Connection) {
+fn pair() -> (Connection, server::H2ServerConnection) {
     let mut c = Connection::new(Config::default());
-    let mut s = server::Connection::new(server::Config::default());
+    let mut s = server::H2ServerConnection::new(server::Config::default());
     pump(&mut c, &mut s);
     (c, s)
 }
