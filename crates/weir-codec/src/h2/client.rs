@@ -27,7 +27,7 @@ use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
-use weir_h2::client::{Config, Connection, Event, ResponseHead};
+use weir_h2::client::{Config, Event, H2ClientConnection, ResponseHead};
 use weir_h2::frame::{StreamId, StreamMap};
 use weir_h2::Reason;
 
@@ -77,7 +77,7 @@ pub(super) struct Conn {
 
 /// The connection and its streams, behind the lock.
 pub(super) struct State {
-    pub h2: Connection,
+    pub h2: H2ClientConnection,
     pub slots: StreamMap<Slot>,
     /// The connection's task, to wake when there is output to write.
     driver: Option<Waker>,
@@ -275,7 +275,7 @@ impl State {
 }
 
 /// Window for stream `id`: a body held in memory goes on; a streamed one is woken.
-fn window(h2: &mut Connection, id: StreamId, s: &mut Slot) {
+fn window(h2: &mut H2ClientConnection, id: StreamId, s: &mut Slot) {
     if !s.pending.is_empty() {
         let n = h2.send_data(id, &s.pending, s.pending_end);
         let _ = s.pending.split_to(n);
@@ -352,7 +352,7 @@ where
 {
     let conn = Arc::new(Conn {
         state: Mutex::new(State {
-            h2: Connection::new(Config {
+            h2: H2ClientConnection::new(Config {
                 max_header_list: MAX_HEADER_LIST,
                 stream_window: STREAM_WINDOW,
                 connection_window: CONNECTION_WINDOW,
