@@ -219,7 +219,7 @@ impl IdleConns {
 
     /// The backend closed a connection that had been idle this long (found
     /// closed in the pool, or failing on reuse; by the kernel's clock where it
-    /// can tell, see `Connection::closed_after` and `silent_when_sent`: weir's own
+    /// can tell, see `H1ClientConnection::closed_after` and `silent_when_sent`: weir's own
     /// count of a connection's idle time starts late, and it may find the close
     /// much later than it came). That is an idle timeout only
     /// if the backend still accepts new connections: a crashing or restarting
@@ -326,7 +326,7 @@ mod tests {
     use tokio::net::{TcpListener, TcpStream};
 
     use super::*;
-    use weir_codec::h1::client::Connection;
+    use weir_codec::h1::client::H1ClientConnection;
     use weir_transport::UpstreamStream;
 
     /// Retired at 3/4 of a learned idle close, and 10 ms short of it at least.
@@ -351,7 +351,7 @@ mod tests {
         for since in [t0, t0 + Duration::from_millis(900)] {
             let (ours, theirs) = tokio::join!(TcpStream::connect(addr), l.accept());
             backends.push(theirs.unwrap().0);
-            let mut c = Connection::new(UpstreamStream::Plain(ours.unwrap()));
+            let mut c = H1ClientConnection::new(UpstreamStream::Plain(ours.unwrap()));
             c.reserve_for_test();
             let conn = Conn {
                 session: Session::H1(c),

@@ -25,13 +25,13 @@ use std::time::Duration;
 
 use crate::custom::CustomSession;
 use crate::kind::{Dial, SessionKind};
-use weir_codec::h1::client::Connection;
+use weir_codec::h1::client::H1ClientConnection;
 use weir_codec::h2::client as h2c;
 use weir_transport::{ConnectError, TcpState, UpstreamStream};
 
 /// One upstream connection (or stream) able to carry a request.
 pub enum Session {
-    H1(Connection),
+    H1(H1ClientConnection),
     /// A stream on an HTTP/2 connection the endpoint's idle store shares.
     H2(h2c::Stream),
     /// A protocol from outside weir-codec (`custom.rs`).
@@ -51,7 +51,7 @@ impl Session {
             SessionKind::Custom(o) => return o.open(stream, d).await.map(Session::Custom),
         };
         if !p.is_h2() {
-            return Ok(Session::H1(Connection::new(stream)));
+            return Ok(Session::H1(H1ClientConnection::new(stream)));
         }
         let tls = d.tls.map_or(0, |t| t.id);
         Ok(Session::H2(h2c::handshake(
@@ -84,7 +84,7 @@ impl Session {
     }
 
     /// For a session pooled `pooled_for` ago that the backend closed: how long it had
-    /// kept the connection idle before it did (see `Connection::closed_after`).
+    /// kept the connection idle before it did (see `H1ClientConnection::closed_after`).
     pub fn closed_after(&self, pooled_for: Duration) -> Option<Duration> {
         match self {
             Session::H1(c) => c.closed_after(pooled_for),

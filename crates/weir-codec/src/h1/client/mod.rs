@@ -28,7 +28,7 @@ mod write;
 mod differential;
 
 pub use crate::send::{HeadTimer, Payload};
-pub use conn::Connection;
+pub use conn::H1ClientConnection;
 pub use error::Error;
 pub use exchange::{send, send_into, H1ResponseBody, SendError};
 
