@@ -12,7 +12,7 @@ use crate::session::Session;
 use weir_codec::h2::client as h2c;
 
 pub enum Carrier {
-    H2(Arc<h2c::Shared>),
+    H2(Arc<h2c::H2UpstreamConnection>),
     Custom(Arc<dyn CustomCarrier>),
 }
 
