@@ -43,7 +43,7 @@ use super::goaways::{self, Abuse};
 use super::io::Joined;
 use super::linger::{Late, Lingering};
 use super::request_body::RequestBody;
-use super::shared::{ConnShared, Shared};
+use super::shared::{ConnShared, StreamShared};
 use super::tunnel::Tunnel;
 use super::websocket;
 use crate::server::control::{DrainFlags, Limits};
@@ -269,7 +269,7 @@ struct Loop<'h, H: Serve> {
 }
 
 struct Open {
-    shared: Arc<Shared>,
+    shared: Arc<StreamShared>,
     /// An extended CONNECT for WebSocket: once switched, its stream is a tunnel.
     tunnel: bool,
     /// The tunnel's relay ended: the stream is done once what it queued went.
@@ -277,12 +277,12 @@ struct Open {
     /// Bytes received for it and not yet given back to the client's windows (taken or
     /// not): what `finish` gives back, without asking the stream.
     unreleased: usize,
-    /// The client waits for a `100` before its body (`Shared` says whether it was asked).
+    /// The client waits for a `100` before its body (`StreamShared` says whether it was asked).
     expects_continue: bool,
 }
 
 impl Open {
-    fn new(shared: Arc<Shared>, tunnel: bool, expects_continue: bool) -> Open {
+    fn new(shared: Arc<StreamShared>, tunnel: bool, expects_continue: bool) -> Open {
         Open {
             shared,
             tunnel,
@@ -367,7 +367,7 @@ where
                     false => Expect::Nothing,
                     true => expect::of(&head.headers),
                 };
-                let shared = Shared::new(
+                let shared = StreamShared::new(
                     stream,
                     self.conn.clone(),
                     end_stream,
@@ -754,7 +754,7 @@ where
 /// (its stream is then the tunnel, and the request has no body).
 fn request<H: Serve<ReqBody: StreamBody>>(
     head: RequestHead,
-    shared: &Arc<Shared>,
+    shared: &Arc<StreamShared>,
 ) -> (Request<H::ReqBody>, bool) {
     let mut req = Request::new(());
     *req.method_mut() = head.method;
