@@ -19,7 +19,7 @@ use http::Response;
 use crate::body::UpstreamResponseBody;
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, Limit, TryError};
-use crate::idle::Conn;
+use crate::idle::PooledSession;
 use crate::kind::{Dial, Reuse, SessionKind};
 use crate::send_failed::SendFailed;
 use crate::session::Session;
@@ -143,7 +143,7 @@ pub async fn exchange(
                         let now = Instant::now();
                         *connect_took = now - opening;
                         (
-                            Conn {
+                            PooledSession {
                                 session,
                                 born: now,
                                 uses: 0,
@@ -161,7 +161,7 @@ pub async fn exchange(
             }
         };
         conn.uses += 1;
-        let Conn {
+        let PooledSession {
             session,
             born,
             uses,

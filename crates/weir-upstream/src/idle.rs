@@ -32,8 +32,8 @@ const MIN_LEARNED_MS: u64 = 10;
 /// of each kernel's clock, the backend's own timer) does not shrink with the timeout.
 const LEARNED_MARGIN: Duration = Duration::from_millis(10);
 
-/// An upstream session and its life so far.
-pub struct Conn {
+/// An upstream session and its life so far, as the idle store pools it and a try checks it out.
+pub struct PooledSession {
     pub session: Session,
     pub born: Instant,
     /// Requests sent on it, the current one included.
@@ -44,7 +44,7 @@ pub struct Conn {
 }
 
 struct Idle {
-    conn: Conn,
+    conn: PooledSession,
     since: Instant,
     /// How long it may stay idle: from `since` by weir's clock, and, once the endpoint
     /// is known to close idle connections, from its answer's last bytes by the kernel's.
@@ -78,13 +78,13 @@ impl std::fmt::Debug for IdleConns {
 
 /// A pooled connection handed out, with how long it had been idle.
 pub struct Checkout {
-    pub conn: Conn,
+    pub conn: PooledSession,
     pub idle_for: Duration,
 }
 
 impl IdleConns {
     /// A pooled connection that is open, ready, not expired, and made with
-    /// the pool's TLS settings `tls` (see [`Conn::tls`]).
+    /// the pool's TLS settings `tls` (see [`PooledSession::tls`]).
     ///
     /// On an endpoint known to close idle connections (a learned idle close),
     /// the kernel decides, with one `TCP_INFO` per candidate: whether the
@@ -163,7 +163,7 @@ impl IdleConns {
         now: Instant,
         max_age: Option<Duration>,
         max_uses: u32,
-    ) -> Option<Conn> {
+    ) -> Option<PooledSession> {
         let mut carriers = self.carriers.lock().unwrap();
         let mut i = carriers.len();
         while i > 0 {
@@ -180,7 +180,7 @@ impl IdleConns {
                 continue;
             }
             if let Some(session) = c.claim() {
-                return Some(Conn {
+                return Some(PooledSession {
                     born: c.born(),
                     // The exchange counts this one.
                     uses: c.uses() - 1,
@@ -201,7 +201,7 @@ impl IdleConns {
 
     /// Returns a connection; `idle` is how long it may now stay idle.
     /// Only connections whose last exchange ended cleanly come here.
-    pub fn checkin(&self, conn: Conn, idle: Duration, now: Instant) {
+    pub fn checkin(&self, conn: PooledSession, idle: Duration, now: Instant) {
         let idle = match self.learned() {
             Some(l) => idle.min(l),
             None => idle,
@@ -353,7 +353,7 @@ mod tests {
             backends.push(theirs.unwrap().0);
             let mut c = H1ClientConnection::new(UpstreamStream::Plain(ours.unwrap()));
             c.reserve_for_test();
-            let conn = Conn {
+            let conn = PooledSession {
                 session: Session::H1(c),
                 born: since,
                 uses: 1,
