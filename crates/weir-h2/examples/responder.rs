@@ -14,7 +14,7 @@ use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{HeaderMap, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use weir_h2::server::{Config, Connection, Event};
+use weir_h2::server::{Config, Event, H2ServerConnection};
 
 const BODY: &[u8] = b"hello world\n";
 
@@ -35,7 +35,7 @@ async fn main() {
 }
 
 pub async fn serve(mut sock: TcpStream) {
-    let mut c = Connection::new(Config {
+    let mut c = H2ServerConnection::new(Config {
         max_streams: 100,
         max_header_list: 64 * 1024,
         stream_window: 1 << 20,

@@ -1,12 +1,12 @@
 //! The frame handling both ends of an HTTP/2 connection share (RFC 9113 §4-6): reading the
 //! frames out of the read buffer, and what SETTINGS, PING, WINDOW_UPDATE, RST_STREAM, GOAWAY,
 //! CONTINUATION and the order of frames mean for a connection. None of that depends on
-//! which end weir is, so it is written once, here, and expanded inside `client::Connection`'s
-//! and `server::Connection`'s `impl`s. A macro rather than a trait or a shared struct: the
-//! two ends keep different streams, events and settings, and each expansion compiles to the
-//! code that was written twice before.
+//! which end weir is, so it is written once, here, and expanded inside
+//! `client::H2ClientConnection`'s and `server::H2ServerConnection`'s `impl`s. A macro rather
+//! than a trait or a shared struct: the two ends keep different streams, events and
+//! settings, and each expansion compiles to the code that was written twice before.
 //!
-//! The expansion uses fields and methods both `Connection`s have (`settings_seen`, `block`,
+//! The expansion uses fields and methods both connections have (`settings_seen`, `block`,
 //! `streams`, `events`, `flow`, `peer_initial_window`, `peer_max_frame`, `control_queued`,
 //! `out`, `cfg.max_header_list`; `fail`, `flooded`, `idle`, `stream_error`, `headers`,
 //! `data`, `block_done`), and calls the steps that differ, which each end defines:

@@ -87,7 +87,7 @@ fn arrives(streams: &mut HashMap<StreamId, Side>, stream: StreamId, ends: bool, 
 /// preface is put first; set: the input must bring it).
 pub fn server(data: &[u8]) {
     let ([k0, k1, k2], rest) = knobs::<3>(data);
-    let mut c = server::Connection::new(server::Config {
+    let mut c = server::H2ServerConnection::new(server::Config {
         max_streams: 1 + u32::from(k0 & 7),
         max_header_list: 64 << (k0 >> 3 & 7),
         stream_window: 65_535,
@@ -188,7 +188,7 @@ pub fn server(data: &[u8]) {
 /// send, and `data` is what the server sends back, its SETTINGS first.
 pub fn client(data: &[u8]) {
     let ([k0, k1], rest) = knobs::<2>(data);
-    let mut c = client::Connection::new(client::Config {
+    let mut c = client::H2ClientConnection::new(client::Config {
         max_header_list: 64 << (k0 >> 2 & 7),
         stream_window: 65_535,
         connection_window: 65_535,

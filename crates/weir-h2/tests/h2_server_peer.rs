@@ -6,7 +6,7 @@
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
-use weir_h2::client::{Config, Connection, Event, OpenError, Target};
+use weir_h2::client::{Config, Event, H2ClientConnection, OpenError, Target};
 
 /// A server on the `h2` crate: every request is answered with its body echoed back
 /// `repeat` times, then trailers naming the stream's path.
@@ -66,7 +66,7 @@ async fn requests_with_bodies_and_answers_larger_than_the_windows() {
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(server(server_io, 300));
     let mut io = client_io;
-    let mut c = Connection::new(Config {
+    let mut c = H2ClientConnection::new(Config {
         max_header_list: 16 * 1024,
         stream_window: 65_535,
         connection_window: 65_535,

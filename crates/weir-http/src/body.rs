@@ -24,13 +24,13 @@ use weir_upstream::capacity::Slot;
 use weir_upstream::endpoint::EndpointRt;
 use weir_upstream::error::ExchangeError;
 use weir_upstream::health::{record_success, Loss};
-use weir_upstream::idle::Conn;
+use weir_upstream::idle::PooledSession;
 use weir_upstream::pool::PoolRt;
-use weir_upstream::{RecvBody, Upgraded};
+use weir_upstream::{Upgraded, UpstreamResponseBody};
 
 /// The upstream response body, whatever the protocol: it owns the session
 /// until the end.
-pub type Incoming = RecvBody;
+pub type Incoming = UpstreamResponseBody;
 
 /// Where the connection goes once the response is read (the connection
 /// itself is inside the response body until then).
@@ -322,7 +322,7 @@ fn give_back(ret: &mut Option<PoolReturn>, body: &mut Incoming, now: Instant) {
         .is_some_and(|m| now.saturating_duration_since(r.born) >= m);
     let worn = r.max_uses > 0 && r.uses >= r.max_uses;
     if !r.endpoint.is_draining() && !too_old && !worn {
-        let conn = Conn {
+        let conn = PooledSession {
             session,
             born: r.born,
             uses: r.uses,

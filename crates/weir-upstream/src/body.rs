@@ -23,38 +23,38 @@ pub struct Upgraded {
     pub rest: BytesMut,
 }
 
-pub enum RecvBody {
-    H1(client::RecvBody<UpBody>),
+pub enum UpstreamResponseBody {
+    H1(client::H1ResponseBody<UpBody>),
     /// It holds its stream's claim on the shared connection: nothing to give back.
-    H2(h2x::RecvBody<UpBody>),
+    H2(h2x::H2ResponseBody<UpBody>),
     /// A custom protocol's (`custom.rs`).
     Custom(Box<dyn CustomBody>),
 }
 
-impl From<client::RecvBody<UpBody>> for RecvBody {
+impl From<client::H1ResponseBody<UpBody>> for UpstreamResponseBody {
     #[inline]
-    fn from(b: client::RecvBody<UpBody>) -> Self {
-        RecvBody::H1(b)
+    fn from(b: client::H1ResponseBody<UpBody>) -> Self {
+        UpstreamResponseBody::H1(b)
     }
 }
 
-impl From<h2x::RecvBody<UpBody>> for RecvBody {
+impl From<h2x::H2ResponseBody<UpBody>> for UpstreamResponseBody {
     #[inline]
-    fn from(b: h2x::RecvBody<UpBody>) -> Self {
-        RecvBody::H2(b)
+    fn from(b: h2x::H2ResponseBody<UpBody>) -> Self {
+        UpstreamResponseBody::H2(b)
     }
 }
 
-impl RecvBody {
+impl UpstreamResponseBody {
     /// The session, if the exchange ended cleanly and it can carry another
     /// request.
     pub fn take_reusable(&mut self) -> Option<Session> {
         match self {
-            RecvBody::H1(b) => b.take_reusable().map(Session::H1),
+            UpstreamResponseBody::H1(b) => b.take_reusable().map(Session::H1),
             // The stream's claim ends when the body is dropped; the connection stays
             // shared in the idle store.
-            RecvBody::H2(_) => None,
-            RecvBody::Custom(b) => b.take_reusable(),
+            UpstreamResponseBody::H2(_) => None,
+            UpstreamResponseBody::Custom(b) => b.take_reusable().map(Session::Custom),
         }
     }
 
@@ -62,24 +62,24 @@ impl RecvBody {
     /// request asked for.
     pub fn is_upgraded(&self) -> bool {
         match self {
-            RecvBody::H1(b) => b.is_upgraded(),
-            RecvBody::H2(_) | RecvBody::Custom(_) => false,
+            UpstreamResponseBody::H1(b) => b.is_upgraded(),
+            UpstreamResponseBody::H2(_) | UpstreamResponseBody::Custom(_) => false,
         }
     }
 
     /// The switched connection, for a relay.
     pub fn take_upgraded(&mut self) -> Option<Upgraded> {
         match self {
-            RecvBody::H1(b) => b.take_upgraded().map(|c| {
+            UpstreamResponseBody::H1(b) => b.take_upgraded().map(|c| {
                 let (stream, rest) = c.into_stream();
                 Upgraded { stream, rest }
             }),
-            RecvBody::H2(_) | RecvBody::Custom(_) => None,
+            UpstreamResponseBody::H2(_) | UpstreamResponseBody::Custom(_) => None,
         }
     }
 }
 
-impl Body for RecvBody {
+impl Body for UpstreamResponseBody {
     type Data = Bytes;
     type Error = ExchangeError;
 
@@ -89,19 +89,19 @@ impl Body for RecvBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, ExchangeError>>> {
         match self.get_mut() {
-            RecvBody::H1(b) => match Pin::new(b).poll_frame(cx) {
+            UpstreamResponseBody::H1(b) => match Pin::new(b).poll_frame(cx) {
                 Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ExchangeError::H1(e)))),
                 Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
                 Poll::Ready(None) => Poll::Ready(None),
                 Poll::Pending => Poll::Pending,
             },
-            RecvBody::H2(b) => match Pin::new(b).poll_frame(cx) {
+            UpstreamResponseBody::H2(b) => match Pin::new(b).poll_frame(cx) {
                 Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ExchangeError::H2(e)))),
                 Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
                 Poll::Ready(None) => Poll::Ready(None),
                 Poll::Pending => Poll::Pending,
             },
-            RecvBody::Custom(b) => match Pin::new(&mut **b).poll_frame(cx) {
+            UpstreamResponseBody::Custom(b) => match Pin::new(&mut **b).poll_frame(cx) {
                 Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ExchangeError::Custom(e)))),
                 Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
                 Poll::Ready(None) => Poll::Ready(None),
@@ -113,18 +113,18 @@ impl Body for RecvBody {
     #[inline]
     fn is_end_stream(&self) -> bool {
         match self {
-            RecvBody::H1(b) => b.is_end_stream(),
-            RecvBody::H2(b) => b.is_end_stream(),
-            RecvBody::Custom(b) => b.is_end_stream(),
+            UpstreamResponseBody::H1(b) => b.is_end_stream(),
+            UpstreamResponseBody::H2(b) => b.is_end_stream(),
+            UpstreamResponseBody::Custom(b) => b.is_end_stream(),
         }
     }
 
     #[inline]
     fn size_hint(&self) -> SizeHint {
         match self {
-            RecvBody::H1(b) => b.size_hint(),
-            RecvBody::H2(b) => b.size_hint(),
-            RecvBody::Custom(b) => b.size_hint(),
+            UpstreamResponseBody::H1(b) => b.size_hint(),
+            UpstreamResponseBody::H2(b) => b.size_hint(),
+            UpstreamResponseBody::Custom(b) => b.size_hint(),
         }
     }
 }

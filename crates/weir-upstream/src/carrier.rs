@@ -1,6 +1,8 @@
 //! A connection that carries many sessions at once (a multiplexed protocol's,
 //! `Reuse::Multiplexed`): what the idle store keeps while it has room, and
-//! claims sessions on. HTTP/2's connection, or a custom protocol's.
+//! claims sessions on. HTTP/2's connection, or a custom protocol's. Which carrier a
+//! session is a claim on is asked here too (`Session::carrier`), so that the session
+//! (`session.rs`) need not know carriers.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,7 +12,7 @@ use crate::session::Session;
 use weir_codec::h2::client as h2c;
 
 pub enum Carrier {
-    H2(Arc<h2c::Shared>),
+    H2(Arc<h2c::H2UpstreamConnection>),
     Custom(Arc<dyn CustomCarrier>),
 }
 
@@ -20,7 +22,7 @@ impl Carrier {
     pub fn claim(&self) -> Option<Session> {
         match self {
             Carrier::H2(c) => c.claim().map(Session::H2),
-            Carrier::Custom(c) => c.clone().claim(),
+            Carrier::Custom(c) => c.clone().claim().map(Session::Custom),
         }
     }
 
@@ -67,6 +69,18 @@ impl Carrier {
         match self {
             Carrier::H2(c) => c.idle_expired(now_ms),
             Carrier::Custom(c) => c.idle_expired(now_ms),
+        }
+    }
+}
+
+impl Session {
+    /// The connection this session is a claim on, for a multiplexed protocol: the
+    /// idle store keeps it for other requests' sessions.
+    pub fn carrier(&self) -> Option<Carrier> {
+        match self {
+            Session::H1(_) => None,
+            Session::H2(s) => Some(Carrier::H2(s.conn.clone())),
+            Session::Custom(s) => s.carrier().map(Carrier::Custom),
         }
     }
 }

@@ -4,8 +4,8 @@
 //! checks and the tries serve it as they serve HTTP.
 //!
 //! A new upstream protocol adds, in files of its own:
-//! - an [`Opener`]: how a connected stream becomes a session, and whether
-//!   sessions are pooled or multiplexed ([`Reuse`]);
+//! - an `Opener` (`kind.rs`, beside the `SessionKind` that holds it): how a connected
+//!   stream becomes a session, and whether sessions are pooled or multiplexed (`Reuse`);
 //! - a [`CustomSession`]: one request sent, its answer's head back as an
 //!   `http::Response` whose body is a [`CustomBody`] that owns the session
 //!   until read (then hands it back, when pooled);
@@ -14,8 +14,12 @@
 //!
 //! and registers with ONE line: an arm in `SessionKind::of` (`kind.rs`) for a
 //! protocol in the tree, or `pool.protocol = SessionKind::Custom(&OPENER)` from
-//! outside (see `tests/toy_protocol.rs` and `tests/toy_multiplexed.rs`). Its failures are `ExchangeError::
-//! Custom`, told as a `TryError` with the facts the tries decide on.
+//! outside (see `tests/toy_protocol.rs` and `tests/toy_multiplexed.rs`). Its failures are
+//! `ExchangeError::Custom`, told as a `TryError` with the facts the tries decide on.
+//!
+//! The traits speak of custom types only (a boxed `CustomSession`, a boxed `CustomBody`),
+//! and the seam's enums wrap them (`Session::Custom`, `UpstreamResponseBody::Custom`): so
+//! this file sits below the sessions, bodies and carriers, and knows none of them.
 //!
 //! Trait objects behind one enum variant each: HTTP/1.1 and HTTP/2 keep their
 //! static dispatch and pay one match arm they never take. (pingora makes its
@@ -32,40 +36,16 @@ use http::request::Parts;
 use http::Response;
 use http_body::Body;
 
-use crate::body::RecvBody;
-use crate::kind::Reuse;
-use crate::session::{Dial, SendFailed, Session};
+pub use crate::error::CustomError;
+use crate::send_failed::SendFailed;
 use crate::upbody::UpBody;
 use weir_codec::added::Added;
 use weir_codec::send::{HeadTimer, Payload};
-use weir_transport::{Alpn, ConnectError, TcpState, UpstreamStream};
+use weir_transport::TcpState;
 
-/// What a custom protocol's codec says went wrong (`ExchangeError::Custom`).
-pub type CustomError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A session being opened.
-pub type Opening<'a> = Pin<Box<dyn Future<Output = Result<Session, ConnectError>> + Send + 'a>>;
 /// A request sent, awaiting its answer's head.
 pub type Awaiting<'a> =
-    Pin<Box<dyn Future<Output = Result<Response<RecvBody>, SendFailed>> + Send + 'a>>;
-
-/// How a custom protocol's sessions are made.
-pub trait Opener: Send + Sync + 'static {
-    /// For logs and `Debug`.
-    fn name(&self) -> &'static str;
-
-    fn reuse(&self) -> Reuse;
-
-    /// What its TLS connections offer by ALPN (the pool's `alpn` list, by default).
-    fn alpn(&self) -> Alpn {
-        Alpn::Tcp
-    }
-
-    /// A session on `stream`, connected (and TLS-wrapped) as `dial` says. A
-    /// multiplexed protocol's is the first on a new [`CustomCarrier`], which
-    /// [`CustomSession::carrier`] gives the idle store.
-    fn open<'a>(&'a self, stream: UpstreamStream, dial: Dial<'a>) -> Opening<'a>;
-}
+    Pin<Box<dyn Future<Output = Result<Response<Box<dyn CustomBody>>, SendFailed>> + Send + 'a>>;
 
 /// One request to send on a custom session.
 pub struct Outgoing<'a> {
@@ -114,7 +94,7 @@ pub trait CustomBody:
 {
     /// The session, once the answer was read cleanly and it can carry another
     /// request (a pooled protocol's; a multiplexed one's claim just ends).
-    fn take_reusable(&mut self) -> Option<Session> {
+    fn take_reusable(&mut self) -> Option<Box<dyn CustomSession>> {
         None
     }
 }
@@ -122,7 +102,7 @@ pub trait CustomBody:
 /// A custom protocol's connection that carries many sessions at once.
 pub trait CustomCarrier: Send + Sync + 'static {
     /// A new session on it, if it has room (the session keeps the carrier).
-    fn claim(self: Arc<Self>) -> Option<Session>;
+    fn claim(self: Arc<Self>) -> Option<Box<dyn CustomSession>>;
     /// It can carry no new session (closed, or told to go away).
     fn is_dead(&self) -> bool;
     fn born(&self) -> Instant;

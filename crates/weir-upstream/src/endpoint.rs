@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::balance::{hash_bytes, Ewma, Ramp};
-use crate::health::EndpointHealth;
+use crate::health::endpoint_health::EndpointHealth;
 use crate::idle::IdleConns;
 use crate::metrics::endpoint::EndpointMetrics;
 

@@ -153,13 +153,16 @@ impl fmt::Display for TryError {
     }
 }
 
+/// What a custom protocol's codec says went wrong (`ExchangeError::Custom`).
+pub type CustomError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Why an exchange failed, in its codec's own terms.
 #[derive(Debug)]
 pub enum ExchangeError {
     H1(client::Error),
     H2(weir_codec::h2::exchange::Error),
     /// A custom protocol's codec (`custom.rs`).
-    Custom(crate::custom::CustomError),
+    Custom(CustomError),
     /// The compress filter's encoder failed (weir's side, not the upstream's).
     Encode(std::io::Error),
 }

@@ -16,12 +16,13 @@ use std::time::{Duration, Instant};
 use http::request::Parts;
 use http::Response;
 
-use crate::body::RecvBody;
+use crate::body::UpstreamResponseBody;
 use crate::endpoint::EndpointRt;
 use crate::error::{Cause, Limit, TryError};
-use crate::idle::Conn;
-use crate::kind::{Reuse, SessionKind};
-use crate::session::{Dial, SendFailed, Session};
+use crate::idle::PooledSession;
+use crate::kind::{Dial, Reuse, SessionKind};
+use crate::send_failed::SendFailed;
+use crate::session::Session;
 use crate::upbody::UpBody;
 use weir_codec::added::Added;
 use weir_codec::h2::keepalive::Ping;
@@ -64,7 +65,7 @@ pub struct Exchange<'a> {
 
 /// The response head, and the session's life so far (the body owns it).
 pub struct Exchanged {
-    pub resp: Response<RecvBody>,
+    pub resp: Response<UpstreamResponseBody>,
     pub born: Instant,
     /// Requests sent on the session, this one included.
     pub uses: u32,
@@ -142,7 +143,7 @@ pub async fn exchange(
                         let now = Instant::now();
                         *connect_took = now - opening;
                         (
-                            Conn {
+                            PooledSession {
                                 session,
                                 born: now,
                                 uses: 0,
@@ -160,7 +161,7 @@ pub async fn exchange(
             }
         };
         conn.uses += 1;
-        let Conn {
+        let PooledSession {
             session,
             born,
             uses,

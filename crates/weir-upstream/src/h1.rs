@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::error::{Cause, Delivery, ExchangeError, Side, TryError};
-use crate::session::SendFailed;
+use crate::send_failed::SendFailed;
 use crate::upbody::UpBody;
 use weir_codec::client_body::ClientBodyError;
 use weir_codec::h1::client::{Error, SendError};

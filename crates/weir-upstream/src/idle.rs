@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::carrier::Carrier;
-use crate::Session;
+use crate::session::Session;
 use weir_metrics::clock;
 
 /// Upper bound on idle connections kept per endpoint; beyond it the oldest close.
@@ -32,8 +32,8 @@ const MIN_LEARNED_MS: u64 = 10;
 /// of each kernel's clock, the backend's own timer) does not shrink with the timeout.
 const LEARNED_MARGIN: Duration = Duration::from_millis(10);
 
-/// An upstream session and its life so far.
-pub struct Conn {
+/// An upstream session and its life so far, as the idle store pools it and a try checks it out.
+pub struct PooledSession {
     pub session: Session,
     pub born: Instant,
     /// Requests sent on it, the current one included.
@@ -44,7 +44,7 @@ pub struct Conn {
 }
 
 struct Idle {
-    conn: Conn,
+    conn: PooledSession,
     since: Instant,
     /// How long it may stay idle: from `since` by weir's clock, and, once the endpoint
     /// is known to close idle connections, from its answer's last bytes by the kernel's.
@@ -78,13 +78,13 @@ impl std::fmt::Debug for IdleConns {
 
 /// A pooled connection handed out, with how long it had been idle.
 pub struct Checkout {
-    pub conn: Conn,
+    pub conn: PooledSession,
     pub idle_for: Duration,
 }
 
 impl IdleConns {
     /// A pooled connection that is open, ready, not expired, and made with
-    /// the pool's TLS settings `tls` (see [`Conn::tls`]).
+    /// the pool's TLS settings `tls` (see [`PooledSession::tls`]).
     ///
     /// On an endpoint known to close idle connections (a learned idle close),
     /// the kernel decides, with one `TCP_INFO` per candidate: whether the
@@ -163,7 +163,7 @@ impl IdleConns {
         now: Instant,
         max_age: Option<Duration>,
         max_uses: u32,
-    ) -> Option<Conn> {
+    ) -> Option<PooledSession> {
         let mut carriers = self.carriers.lock().unwrap();
         let mut i = carriers.len();
         while i > 0 {
@@ -180,7 +180,7 @@ impl IdleConns {
                 continue;
             }
             if let Some(session) = c.claim() {
-                return Some(Conn {
+                return Some(PooledSession {
                     born: c.born(),
                     // The exchange counts this one.
                     uses: c.uses() - 1,
@@ -201,7 +201,7 @@ impl IdleConns {
 
     /// Returns a connection; `idle` is how long it may now stay idle.
     /// Only connections whose last exchange ended cleanly come here.
-    pub fn checkin(&self, conn: Conn, idle: Duration, now: Instant) {
+    pub fn checkin(&self, conn: PooledSession, idle: Duration, now: Instant) {
         let idle = match self.learned() {
             Some(l) => idle.min(l),
             None => idle,
@@ -219,7 +219,7 @@ impl IdleConns {
 
     /// The backend closed a connection that had been idle this long (found
     /// closed in the pool, or failing on reuse; by the kernel's clock where it
-    /// can tell, see `Connection::closed_after` and `silent_when_sent`: weir's own
+    /// can tell, see `H1ClientConnection::closed_after` and `silent_when_sent`: weir's own
     /// count of a connection's idle time starts late, and it may find the close
     /// much later than it came). That is an idle timeout only
     /// if the backend still accepts new connections: a crashing or restarting
@@ -326,7 +326,7 @@ mod tests {
     use tokio::net::{TcpListener, TcpStream};
 
     use super::*;
-    use weir_codec::h1::client::Connection;
+    use weir_codec::h1::client::H1ClientConnection;
     use weir_transport::UpstreamStream;
 
     /// Retired at 3/4 of a learned idle close, and 10 ms short of it at least.
@@ -351,9 +351,9 @@ mod tests {
         for since in [t0, t0 + Duration::from_millis(900)] {
             let (ours, theirs) = tokio::join!(TcpStream::connect(addr), l.accept());
             backends.push(theirs.unwrap().0);
-            let mut c = Connection::new(UpstreamStream::Plain(ours.unwrap()));
+            let mut c = H1ClientConnection::new(UpstreamStream::Plain(ours.unwrap()));
             c.reserve_for_test();
-            let conn = Conn {
+            let conn = PooledSession {
                 session: Session::H1(c),
                 born: since,
                 uses: 1,

@@ -5,16 +5,26 @@
 //!
 //! HTTP/1.1 and HTTP/2 are [`SessionKind::Http`] and dispatch statically (they
 //! are measured per request); any other protocol is [`SessionKind::Custom`], an
-//! [`Opener`] (`custom.rs`) reached through a vtable. A protocol in the tree
-//! registers in [`SessionKind::of`], one arm mapping its config value to its
-//! opener; one from outside sets a pool's `protocol` to `SessionKind::Custom`.
+//! [`Opener`] (below; the sessions it makes are `custom.rs`'s) reached through a
+//! vtable. A protocol in the tree registers in [`SessionKind::of`], one arm mapping its
+//! config value to its opener; one from outside sets a pool's `protocol` to
+//! `SessionKind::Custom`.
+//!
+//! How a session is opened ([`Dial`]: the pool's settings, its kind among them) lives
+//! here too: a custom kind's [`Opener`] is handed one, so the three are one knot of
+//! types, and the session (`session.rs`) opens through them.
 
 use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Duration;
 
+use weir_codec::h2::keepalive::Ping;
 use weir_config::UpstreamProtocol;
-use weir_transport::Alpn;
+use weir_transport::{Alpn, ConnectError, UpstreamStream, UpstreamTls};
 
-use crate::custom::Opener;
+use crate::custom::CustomSession;
 
 /// How the sessions of a protocol are reused between requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,4 +103,43 @@ impl fmt::Debug for SessionKind {
             SessionKind::Custom(o) => write!(f, "Custom({})", o.name()),
         }
     }
+}
+
+/// A custom session being opened.
+pub type Opening<'a> =
+    Pin<Box<dyn Future<Output = Result<Box<dyn CustomSession>, ConnectError>> + Send + 'a>>;
+
+/// How a custom protocol's sessions are made.
+pub trait Opener: Send + Sync + 'static {
+    /// For logs and `Debug`.
+    fn name(&self) -> &'static str;
+
+    fn reuse(&self) -> Reuse;
+
+    /// What its TLS connections offer by ALPN (the pool's `alpn` list, by default).
+    fn alpn(&self) -> Alpn {
+        Alpn::Tcp
+    }
+
+    /// A session on `stream`, connected (and TLS-wrapped) as `dial` says. A
+    /// multiplexed protocol's is the first on a new `CustomCarrier`, which
+    /// [`CustomSession::carrier`] gives the idle store.
+    fn open<'a>(&'a self, stream: UpstreamStream, dial: Dial<'a>) -> Opening<'a>;
+}
+
+/// How to open a session to an endpoint: the pool's settings.
+#[derive(Clone, Copy)]
+pub struct Dial<'a> {
+    pub addr: SocketAddr,
+    /// Covers the TCP connect and any TLS handshake.
+    pub timeout: Duration,
+    pub tls: Option<&'a UpstreamTls>,
+    pub protocol: SessionKind,
+    /// A multiplexed protocol: the pool's `max_streams_per_conn`, `idle_timeout` and
+    /// PING settings.
+    pub max_streams: u32,
+    pub idle_timeout: Duration,
+    pub ping: Option<&'a Ping>,
+    /// Written first, before any TLS (a `send_proxy` pool's PROXY header).
+    pub proxy_header: Option<&'a [u8]>,
 }

@@ -29,11 +29,14 @@ pub mod kind;
 pub mod metrics;
 pub mod pool;
 pub mod retry;
+mod send;
+mod send_failed;
 mod session;
 pub mod upbody;
 
-pub use body::{RecvBody, Upgraded};
+pub use body::{Upgraded, UpstreamResponseBody};
 pub use carrier::Carrier;
 pub use exchange::{exchange, Exchange, Exchanged};
-pub use kind::{Reuse, SessionKind};
-pub use session::{Dial, SendFailed, Session};
+pub use kind::{Dial, Opener, Opening, Reuse, SessionKind};
+pub use send_failed::SendFailed;
+pub use session::Session;

@@ -180,7 +180,7 @@ impl PoolView for PoolRt {
     }
 }
 
-/// What capacity control reads (`capacity/mod.rs`).
+/// What capacity control reads (`capacity/pool.rs`).
 impl capacity::Pool for PoolRt {
     #[inline]
     fn limits(&self) -> Limits {
@@ -190,11 +190,6 @@ impl capacity::Pool for PoolRt {
             max_queue: self.max_queue,
             queue_timeout: self.queue_timeout,
         }
-    }
-
-    #[inline]
-    fn queue(&self) -> &Arc<Queue> {
-        &self.shared.queue
     }
 
     #[inline]
@@ -214,5 +209,13 @@ impl capacity::Pool for PoolRt {
 
     fn waited(&self, d: Duration) {
         self.shared.metrics.queue_wait.observe(d);
+    }
+}
+
+/// The queue capacity control takes slots through (`capacity/acquire.rs`).
+impl capacity::Queued for PoolRt {
+    #[inline]
+    fn queue(&self) -> &Arc<Queue> {
+        &self.shared.queue
     }
 }

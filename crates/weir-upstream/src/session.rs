@@ -3,78 +3,39 @@
 //! protocol. Nothing else in weir reaches an endpoint over a protocol.
 //!
 //! A session is checked out of the endpoint's idle store (or opened through
-//! [`Dial`]), sends one request ([`Session::send`]), and the response body
-//! ([`RecvBody`]) owns it until the answer is read; then it is given back
-//! (`RecvBody::take_reusable`, checked in by weir-http's `body.rs`) or
-//! dropped, which closes what the exchange left dirty.
+//! `Dial`, `kind.rs`), sends one request (`Session::send`, `send.rs`), and the response
+//! body (`UpstreamResponseBody`, `body.rs`) owns it until the answer is read; then it is
+//! given back (`UpstreamResponseBody::take_reusable`, checked in by weir-http's `body.rs`)
+//! or dropped, which closes what the exchange left dirty.
 //!
 //! How sessions are reused is their protocol's to say (`SessionKind::reuse`): a
 //! pooled one (HTTP/1.1) is the connection, checked out whole; a multiplexed
-//! one (HTTP/2) is a claim on a [`Carrier`] the idle store keeps while it has
-//! room, so "given back" means the claim ended and the connection stays.
+//! one (HTTP/2) is a claim on a `Carrier` (`carrier.rs`) the idle store keeps while it
+//! has room, so "given back" means the claim ended and the connection stays.
 //!
 //! An enum, not a trait object: HTTP/1.1 (`h1.rs`) and HTTP/2 (`h2.rs`)
 //! dispatch statically; a protocol from outside weir-codec is the one
 //! `Custom` variant (`custom.rs`), behind a vtable.
+//!
+//! This file holds the session and what it is asked while idle; what it is a claim on is
+//! `carrier.rs`'s, sending on it `send.rs`'s: each of those knows the session, and the
+//! session knows neither.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use http::request::Parts;
-use http::uri::Scheme;
-use http::Response;
-
-use crate::body::RecvBody;
-use crate::carrier::Carrier;
-use crate::custom::{CustomSession, Outgoing};
-use crate::error::TryError;
-use crate::kind::SessionKind;
-use crate::upbody::UpBody;
-use crate::{h1, h2};
-use weir_codec::added::Added;
-use weir_codec::h1::client::{self, Connection};
-use weir_codec::h2::keepalive::Ping;
-use weir_codec::h2::{client as h2c, exchange as h2x};
-use weir_codec::send::{HeadTimer, Payload};
-use weir_transport::{ConnectError, TcpState, UpstreamStream, UpstreamTls};
+use crate::custom::CustomSession;
+use crate::kind::{Dial, SessionKind};
+use weir_codec::h1::client::H1ClientConnection;
+use weir_codec::h2::client as h2c;
+use weir_transport::{ConnectError, TcpState, UpstreamStream};
 
 /// One upstream connection (or stream) able to carry a request.
 pub enum Session {
-    H1(Connection),
+    H1(H1ClientConnection),
     /// A stream on an HTTP/2 connection the endpoint's idle store shares.
     H2(h2c::Stream),
     /// A protocol from outside weir-codec (`custom.rs`).
     Custom(Box<dyn CustomSession>),
-}
-
-/// How to open a session to an endpoint: the pool's settings.
-#[derive(Clone, Copy)]
-pub struct Dial<'a> {
-    pub addr: SocketAddr,
-    /// Covers the TCP connect and any TLS handshake.
-    pub timeout: Duration,
-    pub tls: Option<&'a UpstreamTls>,
-    pub protocol: SessionKind,
-    /// A multiplexed protocol: the pool's `max_streams_per_conn`, `idle_timeout` and
-    /// PING settings.
-    pub max_streams: u32,
-    pub idle_timeout: Duration,
-    pub ping: Option<&'a Ping>,
-    /// Written first, before any TLS (a `send_proxy` pool's PROXY header).
-    pub proxy_header: Option<&'a [u8]>,
-}
-
-/// A send that failed: what the tries need to know, and, when not a byte
-/// went out (the connection was already dead), the payload back so the
-/// request can go out on another session.
-pub struct SendFailed {
-    pub error: TryError,
-    pub unsent: Option<Payload<UpBody>>,
-    /// Whether any byte of an answer had arrived.
-    pub answered: bool,
-    /// For a request that went out unanswered: how long the backend had been
-    /// silent when it went, by the kernel's clock (HTTP/1.1 over plain TCP).
-    pub silent_for: Option<Duration>,
 }
 
 impl Session {
@@ -87,10 +48,10 @@ impl Session {
                 .await?;
         let p = match d.protocol {
             SessionKind::Http(p) => p,
-            SessionKind::Custom(o) => return o.open(stream, d).await,
+            SessionKind::Custom(o) => return o.open(stream, d).await.map(Session::Custom),
         };
         if !p.is_h2() {
-            return Ok(Session::H1(Connection::new(stream)));
+            return Ok(Session::H1(H1ClientConnection::new(stream)));
         }
         let tls = d.tls.map_or(0, |t| t.id);
         Ok(Session::H2(h2c::handshake(
@@ -100,16 +61,6 @@ impl Session {
             d.idle_timeout,
             d.ping.cloned(),
         )))
-    }
-
-    /// The connection this session is a claim on, for a multiplexed protocol: the
-    /// idle store keeps it for other requests' sessions.
-    pub fn carrier(&self) -> Option<Carrier> {
-        match self {
-            Session::H1(_) => None,
-            Session::H2(s) => Some(Carrier::H2(s.conn.clone())),
-            Session::Custom(s) => s.carrier().map(Carrier::Custom),
-        }
     }
 
     /// Whether the session can no longer carry a request (the backend
@@ -133,7 +84,7 @@ impl Session {
     }
 
     /// For a session pooled `pooled_for` ago that the backend closed: how long it had
-    /// kept the connection idle before it did (see `Connection::closed_after`).
+    /// kept the connection idle before it did (see `H1ClientConnection::closed_after`).
     pub fn closed_after(&self, pooled_for: Duration) -> Option<Duration> {
         match self {
             Session::H1(c) => c.closed_after(pooled_for),
@@ -149,42 +100,6 @@ impl Session {
             Session::H1(c) => c.release_idle(),
             Session::H2(_) => {}
             Session::Custom(s) => s.release_idle(),
-        }
-    }
-
-    /// Sends the request and waits for the response head (see
-    /// [`HeadTimer`]); the body that comes back owns the session.
-    pub async fn send(
-        self,
-        parts: &Parts,
-        added: &Added<'_>,
-        payload: Payload<UpBody>,
-        timer: HeadTimer,
-        reused: bool,
-    ) -> Result<Response<RecvBody>, SendFailed> {
-        match self {
-            Session::H1(c) => client::send_into(c, parts, added, payload, timer)
-                .await
-                .map_err(|e| h1::failed(e, timer.limit, reused)),
-            Session::H2(s) => {
-                let scheme = match s.conn.tls {
-                    0 => Scheme::HTTP,
-                    _ => Scheme::HTTPS,
-                };
-                h2x::send_into(s, parts, added, payload, timer, &scheme)
-                    .await
-                    .map_err(|e| h2::failed(e, timer.limit, reused))
-            }
-            Session::Custom(s) => {
-                let req = Outgoing {
-                    parts,
-                    added,
-                    payload,
-                    timer,
-                    reused,
-                };
-                s.send(req).await
-            }
         }
     }
 }

@@ -23,10 +23,10 @@ use weir_codec::send::Payload;
 use weir_metrics::reason::Reason;
 use weir_transport::UpstreamStream;
 use weir_upstream::custom::{
-    Awaiting, CustomBody, CustomCarrier, CustomError, CustomSession, Opener, Opening, Outgoing,
+    Awaiting, CustomBody, CustomCarrier, CustomError, CustomSession, Outgoing,
 };
 use weir_upstream::error::{Cause, Delivery, ExchangeError, Side, TryError};
-use weir_upstream::{Dial, RecvBody, Reuse, SendFailed, Session, SessionKind};
+use weir_upstream::{Dial, Opener, Opening, Reuse, SendFailed, SessionKind, UpstreamResponseBody};
 
 mod common;
 
@@ -98,7 +98,7 @@ impl Line {
 }
 
 impl CustomCarrier for Line {
-    fn claim(self: Arc<Self>) -> Option<Session> {
+    fn claim(self: Arc<Self>) -> Option<Box<dyn CustomSession>> {
         if self.dead.load(Relaxed) {
             return None;
         }
@@ -106,7 +106,7 @@ impl CustomCarrier for Line {
             .fetch_update(Relaxed, Relaxed, |n| (n < self.max).then_some(n + 1))
             .ok()?;
         self.uses.fetch_add(1, Relaxed);
-        Some(Session::Custom(Box::new(Claim { line: self })))
+        Some(Box::new(Claim { line: self }))
     }
 
     fn is_dead(&self) -> bool {
@@ -183,7 +183,7 @@ impl CustomSession for Claim {
                         answer: Some(answer),
                         _claim: self,
                     };
-                    Ok(Response::new(RecvBody::Custom(Box::new(body))))
+                    Ok(Response::new(Box::new(body) as Box<dyn CustomBody>))
                 }
                 Err(_) => Err(broken(req.reused, "the connection closed unanswered")),
             }
@@ -224,7 +224,7 @@ impl Body for MuxBody {
 // A claim is not handed back: it ends when the body is dropped.
 impl CustomBody for MuxBody {}
 
-async fn text(body: &mut RecvBody) -> String {
+async fn text(body: &mut UpstreamResponseBody) -> String {
     let bytes = body.collect().await.unwrap().to_bytes();
     String::from_utf8(bytes.to_vec()).unwrap()
 }

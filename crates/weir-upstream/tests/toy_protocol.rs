@@ -28,14 +28,12 @@ use tokio::net::TcpListener;
 use weir_codec::send::Payload;
 use weir_metrics::reason::Reason;
 use weir_transport::UpstreamStream;
-use weir_upstream::custom::{
-    Awaiting, CustomBody, CustomError, CustomSession, Opener, Opening, Outgoing,
-};
+use weir_upstream::custom::{Awaiting, CustomBody, CustomError, CustomSession, Outgoing};
 use weir_upstream::endpoint::EndpointRt;
 use weir_upstream::error::{Cause, Delivery, ExchangeError, Side, TryError};
 use weir_upstream::health::checker;
 use weir_upstream::pool::PoolRt;
-use weir_upstream::{Dial, RecvBody, Reuse, SendFailed, Session, SessionKind};
+use weir_upstream::{Dial, Opener, Opening, Reuse, SendFailed, SessionKind};
 
 mod common;
 
@@ -59,7 +57,7 @@ impl Opener for Toy {
                 io: BufReader::new(stream),
                 broken: false,
             };
-            Ok(Session::Custom(Box::new(session)))
+            Ok(Box::new(session) as Box<dyn CustomSession>)
         })
     }
 }
@@ -106,7 +104,7 @@ impl CustomSession for ToySession {
                         line: Some(line),
                         session: Some(self),
                     };
-                    Ok(Response::new(RecvBody::Custom(Box::new(body))))
+                    Ok(Response::new(Box::new(body) as Box<dyn CustomBody>))
                 }
                 Ok(Err(e)) => Err(SendFailed {
                     error: TryError {
@@ -167,12 +165,9 @@ impl Body for ToyBody {
 }
 
 impl CustomBody for ToyBody {
-    fn take_reusable(&mut self) -> Option<Session> {
+    fn take_reusable(&mut self) -> Option<Box<dyn CustomSession>> {
         match self.line {
-            None => self
-                .session
-                .take()
-                .map(|s| Session::Custom(s as Box<dyn CustomSession>)),
+            None => self.session.take().map(|s| s as Box<dyn CustomSession>),
             Some(_) => None,
         }
     }

@@ -16,7 +16,7 @@ use super::opened::Opened;
 use super::pump::Pump;
 use super::stream_error::{BoxError, Error};
 
-pub struct RecvBody<B> {
+pub struct H2ResponseBody<B> {
     opened: Opened,
     pump: Option<Pump<B>>,
     /// Taken from the slot, not yet polled out.
@@ -27,14 +27,14 @@ pub struct RecvBody<B> {
     length: Option<u64>,
 }
 
-impl<B> RecvBody<B> {
+impl<B> H2ResponseBody<B> {
     pub(super) fn new(
         opened: Opened,
         pump: Option<Pump<B>>,
         end: bool,
         length: Option<u64>,
-    ) -> RecvBody<B> {
-        RecvBody {
+    ) -> H2ResponseBody<B> {
+        H2ResponseBody {
             opened,
             pump,
             taken: VecDeque::new(),
@@ -44,7 +44,7 @@ impl<B> RecvBody<B> {
     }
 }
 
-impl<B> Body for RecvBody<B>
+impl<B> Body for H2ResponseBody<B>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,

@@ -1,14 +1,15 @@
 //! HTTP/2 client side: one upstream connection shared by many requests' streams, on weir's
 //! own HTTP/2 (`weir_h2::client`, sans I/O).
 //!
-//! [`Shared`] is the connection as the endpoint's idle store keeps it (weir-upstream's `idle.rs`)
-//! while it has room for streams; [`Stream`] is one request's hold on it, taken by
-//! [`Shared::claim`] and given back when dropped. The connection's state ([`State`]: the
-//! weir-h2 connection and a [`Slot`] per stream) is behind one lock, shared by the requests
-//! (`exchange.rs`: they encode their frames into its output) and the connection's task
-//! (`drive`: it reads the socket, hands each stream what came for it, and writes the output,
-//! so one write carries every stream's frames that were ready). The task must run on its
-//! own: it keeps reading while no request is polling (PINGs, SETTINGS, other streams).
+//! [`H2UpstreamConnection`] is the connection as the endpoint's idle store keeps it
+//! (weir-upstream's `idle.rs`) while it has room for streams; [`Stream`] is one request's
+//! hold on it, taken by [`H2UpstreamConnection::claim`] and given back when dropped. The
+//! connection's state ([`State`]: the weir-h2 connection and a [`Slot`] per stream) is
+//! behind one lock, shared by the requests (`exchange.rs`: they encode their frames into
+//! its output) and the connection's task (`drive`: it reads the socket, hands each stream
+//! what came for it, and writes the output, so one write carries every stream's frames that
+//! were ready). The task must run on its own: it keeps reading while no request is polling
+//! (PINGs, SETTINGS, other streams).
 //!
 //! The task also keeps the streams' deadlines for their response heads (`Slot::deadline`),
 //! on one timer for the connection armed at the earliest: a timer per request cost a
@@ -27,7 +28,7 @@ use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
-use weir_h2::client::{Config, Connection, Event, ResponseHead};
+use weir_h2::client::{Config, Event, H2ClientConnection, ResponseHead};
 use weir_h2::frame::{StreamId, StreamMap};
 use weir_h2::Reason;
 
@@ -48,7 +49,7 @@ const MAX_HEADER_LIST: u32 = 64 * 1024;
 const READ_SIZE: usize = 16 * 1024;
 
 /// One HTTP/2 connection to an endpoint.
-pub struct Shared {
+pub struct H2UpstreamConnection {
     pub(super) conn: Arc<Conn>,
     /// Streams claimed and not yet given back.
     active: AtomicU32,
@@ -77,13 +78,13 @@ pub(super) struct Conn {
 
 /// The connection and its streams, behind the lock.
 pub(super) struct State {
-    pub h2: Connection,
+    pub h2: H2ClientConnection,
     pub slots: StreamMap<Slot>,
     /// The connection's task, to wake when there is output to write.
     driver: Option<Waker>,
     /// Why the connection is over, once it is.
     pub ended: Option<Arc<str>>,
-    /// Every [`Shared`] handle is gone: the task says GOAWAY and closes.
+    /// Every [`H2UpstreamConnection`] handle is gone: the task says GOAWAY and closes.
     abandoned: bool,
     /// The earliest response-head deadline of a stream since the task last looked, when it
     /// is earlier than the one its timer is armed for (`arm`).
@@ -275,7 +276,7 @@ impl State {
 }
 
 /// Window for stream `id`: a body held in memory goes on; a streamed one is woken.
-fn window(h2: &mut Connection, id: StreamId, s: &mut Slot) {
+fn window(h2: &mut H2ClientConnection, id: StreamId, s: &mut Slot) {
     if !s.pending.is_empty() {
         let n = h2.send_data(id, &s.pending, s.pending_end);
         let _ = s.pending.split_to(n);
@@ -304,16 +305,16 @@ impl Conn {
     }
 }
 
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for H2UpstreamConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("H2UpstreamConnection")
             .field("active", &self.active.load(Relaxed))
             .field("dead", &self.is_dead())
             .finish()
     }
 }
 
-impl Drop for Shared {
+impl Drop for H2UpstreamConnection {
     fn drop(&mut self) {
         let waker = {
             let mut st = self.conn.lock();
@@ -326,9 +327,9 @@ impl Drop for Shared {
     }
 }
 
-/// One request's stream on a [`Shared`] connection (its hold on one of the streams).
+/// One request's stream on an [`H2UpstreamConnection`] (its hold on one of the streams).
 pub struct Stream {
-    pub conn: Arc<Shared>,
+    pub conn: Arc<H2UpstreamConnection>,
 }
 
 impl Drop for Stream {
@@ -352,7 +353,7 @@ where
 {
     let conn = Arc::new(Conn {
         state: Mutex::new(State {
-            h2: Connection::new(Config {
+            h2: H2ClientConnection::new(Config {
                 max_header_list: MAX_HEADER_LIST,
                 stream_window: STREAM_WINDOW,
                 connection_window: CONNECTION_WINDOW,
@@ -374,7 +375,7 @@ where
         let _open = open;
         drive(io, task, ping.map(Keepalive::new)).await;
     });
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(H2UpstreamConnection {
         conn,
         active: AtomicU32::new(1),
         max: max.max(1),
@@ -561,7 +562,7 @@ where
     }
 }
 
-impl Shared {
+impl H2UpstreamConnection {
     /// A stream on this connection, if it is alive and has room for one more.
     pub fn claim(self: &Arc<Self>) -> Option<Stream> {
         if self.is_dead() {

@@ -3,7 +3,7 @@
 //! allows while the answer is awaited (a gRPC server may answer, and stream, before the
 //! request's last message), the response head back within its [`HeadTimer`].
 //!
-//! Once the head is back, the response body ([`RecvBody`], `body.rs`) keeps sending what
+//! Once the head is back, the response body ([`H2ResponseBody`], `body.rs`) keeps sending what
 //! is left of the request as it is read: a bidirectional gRPC call is one request whose two
 //! bodies flow at once.
 
@@ -18,7 +18,7 @@ use http::{header, Response};
 use http_body::Body;
 use weir_h2::client::{OpenError, Target};
 
-pub use super::body::RecvBody;
+pub use super::body::H2ResponseBody;
 use super::client::{wait, Slot, Stream};
 use super::opened::Opened;
 use super::pump::Pump;
@@ -46,7 +46,7 @@ pub async fn send_into<B, T>(
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
-    T: From<RecvBody<B>>,
+    T: From<H2ResponseBody<B>>,
 {
     let refuse = |why| SendError {
         error: Error::Request(why),
@@ -134,7 +134,7 @@ where
     match wait_head(&opened, &mut pump, timer).await {
         Ok((head, end)) => {
             let (status, headers, length) = (head.status, head.headers, head.content_length);
-            let body = RecvBody::new(opened, pump, end, length);
+            let body = H2ResponseBody::new(opened, pump, end, length);
             let mut resp = Response::new(T::from(body));
             *resp.status_mut() = status;
             *resp.headers_mut() = headers;
@@ -228,7 +228,7 @@ mod tests {
             .into_parts();
         let timer = HeadTimer::from(Instant::now() + Duration::from_secs(10));
         let payload = Payload::Bytes(Bytes::from_static(b"{}"));
-        let r = send_into::<Full<Bytes>, RecvBody<Full<Bytes>>>(
+        let r = send_into::<Full<Bytes>, H2ResponseBody<Full<Bytes>>>(
             stream,
             &parts,
             &Added::NONE,

@@ -100,7 +100,7 @@ where
     }
 
     /// Does `f` on the connection and wakes its task for what `f` queued.
-    fn with(&self, opened: &Opened, f: impl FnOnce(&mut weir_h2::client::Connection, u32)) {
+    fn with(&self, opened: &Opened, f: impl FnOnce(&mut weir_h2::client::H2ClientConnection, u32)) {
         let waker = {
             let mut st = opened.conn().lock();
             f(&mut st.h2, opened.id);

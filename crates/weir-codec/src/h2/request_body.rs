@@ -2,7 +2,7 @@
 //! received it, then trailers. What the pipeline takes goes back to the client's window in
 //! the loop's next pass, so a client never has more in flight than the window allows. A
 //! client that expects `100-continue` is sent its `100` when the body is first read
-//! (`Shared::poll_next`).
+//! (`StreamShared::poll_next`).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,17 +11,17 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-use super::shared::{Part, Shared, StreamGone};
+use super::shared::{Part, StreamGone, StreamShared};
 
 pub struct RequestBody {
-    shared: Arc<Shared>,
+    shared: Arc<StreamShared>,
     /// From `content-length`, when the client sent one (the connection checked the DATA
     /// adds up to it).
     length: Option<u64>,
 }
 
 impl RequestBody {
-    pub fn new(shared: Arc<Shared>, length: Option<u64>) -> RequestBody {
+    pub fn new(shared: Arc<StreamShared>, length: Option<u64>) -> RequestBody {
         RequestBody { shared, length }
     }
 }

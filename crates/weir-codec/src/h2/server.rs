@@ -35,7 +35,7 @@ use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use weir_h2::frame::{StreamId, StreamMap};
-use weir_h2::server::{Config, Connection, Event, Flood, RequestHead};
+use weir_h2::server::{Config, Event, Flood, H2ServerConnection, RequestHead};
 use weir_h2::Reason;
 
 use super::expect::{self, Expect};
@@ -43,7 +43,7 @@ use super::goaways::{self, Abuse};
 use super::io::Joined;
 use super::linger::{Late, Lingering};
 use super::request_body::RequestBody;
-use super::shared::{ConnShared, Shared};
+use super::shared::{ConnShared, StreamShared};
 use super::tunnel::Tunnel;
 use super::websocket;
 use crate::server::control::{DrainFlags, Limits};
@@ -99,7 +99,7 @@ pub async fn run<H>(
     ctl.goes_away.store(true, Relaxed);
     let mut io = Joined::new(conn.read, conn.reader, conn.writer);
     let mut l = Loop {
-        h2: Connection::new(Config {
+        h2: H2ServerConnection::new(Config {
             max_streams: limits.max_streams,
             max_header_list: u32::try_from(limits.max_head).unwrap_or(u32::MAX),
             stream_window: STREAM_WINDOW,
@@ -250,7 +250,7 @@ pub async fn run<H>(
 
 /// The connection's state between passes.
 struct Loop<'h, H: Serve> {
-    h2: Connection,
+    h2: H2ServerConnection,
     handler: &'h H,
     conn: Arc<ConnShared>,
     /// Streams the pipeline works on (a call, a body being sent, a tunnel).
@@ -269,7 +269,7 @@ struct Loop<'h, H: Serve> {
 }
 
 struct Open {
-    shared: Arc<Shared>,
+    shared: Arc<StreamShared>,
     /// An extended CONNECT for WebSocket: once switched, its stream is a tunnel.
     tunnel: bool,
     /// The tunnel's relay ended: the stream is done once what it queued went.
@@ -277,12 +277,12 @@ struct Open {
     /// Bytes received for it and not yet given back to the client's windows (taken or
     /// not): what `finish` gives back, without asking the stream.
     unreleased: usize,
-    /// The client waits for a `100` before its body (`Shared` says whether it was asked).
+    /// The client waits for a `100` before its body (`StreamShared` says whether it was asked).
     expects_continue: bool,
 }
 
 impl Open {
-    fn new(shared: Arc<Shared>, tunnel: bool, expects_continue: bool) -> Open {
+    fn new(shared: Arc<StreamShared>, tunnel: bool, expects_continue: bool) -> Open {
         Open {
             shared,
             tunnel,
@@ -367,7 +367,7 @@ where
                     false => Expect::Nothing,
                     true => expect::of(&head.headers),
                 };
-                let shared = Shared::new(
+                let shared = StreamShared::new(
                     stream,
                     self.conn.clone(),
                     end_stream,
@@ -754,7 +754,7 @@ where
 /// (its stream is then the tunnel, and the request has no body).
 fn request<H: Serve<ReqBody: StreamBody>>(
     head: RequestHead,
-    shared: &Arc<Shared>,
+    shared: &Arc<StreamShared>,
 ) -> (Request<H::ReqBody>, bool) {
     let mut req = Request::new(());
     *req.method_mut() = head.method;

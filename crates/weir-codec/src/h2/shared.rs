@@ -95,7 +95,7 @@ struct State {
 }
 
 /// One stream's shared state.
-pub struct Shared {
+pub struct StreamShared {
     pub id: StreamId,
     conn: Arc<ConnShared>,
     state: Mutex<State>,
@@ -103,14 +103,14 @@ pub struct Shared {
     gone: AtomicBool,
 }
 
-impl Shared {
+impl StreamShared {
     pub fn new(
         id: StreamId,
         conn: Arc<ConnShared>,
         ended: bool,
         expect_continue: bool,
-    ) -> Arc<Shared> {
-        Arc::new(Shared {
+    ) -> Arc<StreamShared> {
+        Arc::new(StreamShared {
             id,
             conn,
             state: Mutex::new(State {

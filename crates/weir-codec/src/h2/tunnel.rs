@@ -13,16 +13,16 @@ use std::task::{Context, Poll};
 use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::shared::{Part, Shared, StreamGone};
+use super::shared::{Part, StreamGone, StreamShared};
 
 pub struct Tunnel {
-    shared: Arc<Shared>,
+    shared: Arc<StreamShared>,
     /// What the last DATA frame held beyond the reader's buffer.
     pending: Bytes,
 }
 
 impl Tunnel {
-    pub fn new(shared: Arc<Shared>) -> Tunnel {
+    pub fn new(shared: Arc<StreamShared>) -> Tunnel {
         Tunnel {
             shared,
             pending: Bytes::new(),

@@ -1,8 +1,9 @@
 //! The client side of one HTTP/2 connection, sans I/O: requests go in as calls
-//! ([`Connection::send_request`], [`Connection::send_data`], ...), everything to write
-//! collects in one buffer ([`Connection::output`]), and bytes read from the server come out
-//! as [`Event`]s (a response head, its body's DATA, its trailers, a reset, GOAWAY). The
-//! caller writes once for as many streams' frames as are ready, as on the server side.
+//! ([`H2ClientConnection::send_request`], [`H2ClientConnection::send_data`], ...),
+//! everything to write collects in one buffer ([`H2ClientConnection::output`]), and bytes
+//! read from the server come out as [`Event`]s (a response head, its body's DATA, its
+//! trailers, a reset, GOAWAY). The caller writes once for as many streams' frames as are
+//! ready, as on the server side.
 //!
 //! Here: the preface and SETTINGS (push disabled), stream states (RFC 9113 §5.1), field
 //! blocks with their CONTINUATION frames and HPACK, response heads checked (§8.3.2;
@@ -71,7 +72,7 @@ pub enum Event {
         head: ResponseHead,
         end_stream: bool,
     },
-    /// Part of a response's body. Give it back with [`Connection::release`] once taken, so
+    /// Part of a response's body. Give it back with [`H2ClientConnection::release`] once taken, so
     /// that the server may send more.
     Data {
         stream: StreamId,
@@ -115,7 +116,7 @@ const MAX_CONTROL_QUEUED: usize = 10_000;
 /// The highest stream id.
 const MAX_ID: StreamId = (1 << 31) - 1;
 
-pub struct Connection {
+pub struct H2ClientConnection {
     cfg: Config,
     settings_seen: bool,
     peer_max_frame: u32,
@@ -135,9 +136,9 @@ pub struct Connection {
     control_queued: usize,
 }
 
-impl Connection {
+impl H2ClientConnection {
     /// A connection whose preface, SETTINGS and connection window are in the output.
-    pub fn new(mut cfg: Config) -> Connection {
+    pub fn new(mut cfg: Config) -> H2ClientConnection {
         cfg.stream_window = cfg.stream_window.clamp(65_535, MAX_WINDOW);
         cfg.connection_window = cfg.connection_window.clamp(65_535, MAX_WINDOW);
         let mut out = Vec::with_capacity(4096);
@@ -152,7 +153,7 @@ impl Connection {
         if cfg.connection_window > 65_535 {
             write::window_update(&mut out, 0, cfg.connection_window - 65_535);
         }
-        Connection {
+        H2ClientConnection {
             cfg,
             settings_seen: false,
             peer_max_frame: DEFAULT_MAX_FRAME,

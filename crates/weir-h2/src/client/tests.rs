@@ -18,7 +18,7 @@ const TARGET: Target<'static> = Target {
 };
 
 /// Moves every byte each side has written to the other, until neither has more.
-fn pump(c: &mut Connection, s: &mut server::Connection) {
+fn pump(c: &mut H2ClientConnection, s: &mut server::H2ServerConnection) {
     loop {
         let to_server = std::mem::take(c.output());
         let to_client = std::mem::take(s.output());
@@ -30,20 +30,20 @@ fn pump(c: &mut Connection, s: &mut server::Connection) {
     }
 }
 
-fn pair() -> (Connection, server::Connection) {
-    let mut c = Connection::new(Config::default());
-    let mut s = server::Connection::new(server::Config::default());
+fn pair() -> (H2ClientConnection, server::H2ServerConnection) {
+    let mut c = H2ClientConnection::new(Config::default());
+    let mut s = server::H2ServerConnection::new(server::Config::default());
     pump(&mut c, &mut s);
     (c, s)
 }
 
-fn events(c: &mut Connection) -> Vec<Event> {
+fn events(c: &mut H2ClientConnection) -> Vec<Event> {
     std::iter::from_fn(|| c.next_event()).collect()
 }
 
 /// A client that has read a server's SETTINGS (as `frames` gives them), its output taken.
-fn alone(settings: &[(crate::frame::Setting, u32)]) -> Connection {
-    let mut c = Connection::new(Config::default());
+fn alone(settings: &[(crate::frame::Setting, u32)]) -> H2ClientConnection {
+    let mut c = H2ClientConnection::new(Config::default());
     let mut w = Vec::new();
     write::settings(&mut w, settings);
     c.recv(&mut BytesMut::from(&w[..])).unwrap();
@@ -60,13 +60,13 @@ fn response_block(fields: &[(&str, &str)]) -> Vec<u8> {
     b
 }
 
-fn feed(c: &mut Connection, f: impl FnOnce(&mut Vec<u8>)) -> Result<(), ConnectionError> {
+fn feed(c: &mut H2ClientConnection, f: impl FnOnce(&mut Vec<u8>)) -> Result<(), ConnectionError> {
     let mut w = Vec::new();
     f(&mut w);
     c.recv(&mut BytesMut::from(&w[..]))
 }
 
-fn reset_code(c: &mut Connection, id: StreamId) -> Option<Reason> {
+fn reset_code(c: &mut H2ClientConnection, id: StreamId) -> Option<Reason> {
     events(c).into_iter().find_map(|e| match e {
         Event::Reset { stream, code, .. } if stream == id => Some(code),
         _ => None,
@@ -256,7 +256,7 @@ fn the_servers_stream_limit_and_windows_are_kept() {
 
 #[test]
 fn a_response_header_list_past_the_limit_resets_the_stream_and_keeps_nothing() {
-    let mut c = Connection::new(Config {
+    let mut c = H2ClientConnection::new(Config {
         max_header_list: 1024,
         ..Config::default()
     });
@@ -282,7 +282,7 @@ fn a_server_breaking_the_connection_rules_gets_goaway() {
     assert!(c.recv(&mut BytesMut::from(&w[..])).is_err());
     assert!(c.is_closed());
     // The first frame must be SETTINGS.
-    let mut c = Connection::new(Config::default());
+    let mut c = H2ClientConnection::new(Config::default());
     assert!(feed(&mut c, |w| write::ping(w, false, [0; 8])).is_err());
     // A stream never opened.
     let mut c = alone(&[]);

@@ -1,8 +1,8 @@
 //! The server side of one HTTP/2 connection, sans I/O: bytes read from the client go in
-//! ([`Connection::recv`]) and come out as [`Event`]s (a request head, its body's DATA, its
-//! trailers, a reset); answers go in as calls ([`Connection::send_headers`],
-//! [`Connection::send_data`], ...) and everything to write collects in one buffer
-//! ([`Connection::output`]), so the caller writes once for as many frames and streams as
+//! ([`H2ServerConnection::recv`]) and come out as [`Event`]s (a request head, its body's DATA, its
+//! trailers, a reset); answers go in as calls ([`H2ServerConnection::send_headers`],
+//! [`H2ServerConnection::send_data`], ...) and everything to write collects in one buffer
+//! ([`H2ServerConnection::output`]), so the caller writes once for as many frames and streams as
 //! are ready.
 //!
 //! Here: the preface and SETTINGS, stream states and their rules (RFC 9113 §5.1), header
@@ -73,7 +73,7 @@ pub enum Event {
         end_stream: bool,
         expect: bool,
     },
-    /// Part of a request's body. Give it back with [`Connection::release`] once taken, so
+    /// Part of a request's body. Give it back with [`H2ServerConnection::release`] once taken, so
     /// that the client may send more.
     Data {
         stream: StreamId,
@@ -140,7 +140,7 @@ enum BlockKind {
     Ignored,
 }
 
-pub struct Connection {
+pub struct H2ServerConnection {
     cfg: Config,
     preface_left: usize,
     settings_seen: bool,
@@ -165,9 +165,9 @@ pub struct Connection {
     error_resets: usize,
 }
 
-impl Connection {
+impl H2ServerConnection {
     /// A connection whose SETTINGS (and connection window) are already in the output.
-    pub fn new(mut cfg: Config) -> Connection {
+    pub fn new(mut cfg: Config) -> H2ServerConnection {
         cfg.stream_window = cfg.stream_window.clamp(65_535, MAX_WINDOW);
         cfg.connection_window = cfg.connection_window.clamp(65_535, MAX_WINDOW);
         let mut out = Vec::with_capacity(4096);
@@ -182,7 +182,7 @@ impl Connection {
         if cfg.connection_window > 65_535 {
             write::window_update(&mut out, 0, cfg.connection_window - 65_535);
         }
-        Connection {
+        H2ServerConnection {
             cfg,
             preface_left: PREFACE.len(),
             settings_seen: false,

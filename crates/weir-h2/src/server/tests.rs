@@ -24,8 +24,8 @@ fn block(fields: &[(&str, &str)]) -> Vec<u8> {
 }
 
 /// A server that has read the preface and the client's SETTINGS, its first output taken.
-fn open(cfg: Config) -> Connection {
-    let mut c = Connection::new(cfg);
+fn open(cfg: Config) -> H2ServerConnection {
+    let mut c = H2ServerConnection::new(cfg);
     let mut input = BytesMut::from(PREFACE);
     let mut s = Vec::new();
     write::settings(&mut s, &[]);
@@ -37,7 +37,7 @@ fn open(cfg: Config) -> Connection {
     c
 }
 
-fn send(c: &mut Connection, bytes: &[u8]) -> Result<(), ConnectionError> {
+fn send(c: &mut H2ServerConnection, bytes: &[u8]) -> Result<(), ConnectionError> {
     c.recv(&mut BytesMut::from(bytes))
 }
 
@@ -81,7 +81,7 @@ fn request_heads(ev: &[Event]) -> Vec<&RequestHead> {
         .collect()
 }
 
-fn events(c: &mut Connection) -> Vec<Event> {
+fn events(c: &mut H2ServerConnection) -> Vec<Event> {
     std::iter::from_fn(|| c.next_event()).collect()
 }
 
@@ -92,7 +92,7 @@ fn rst(stream: u32, code: Reason) -> Frame {
     }
 }
 
-fn goaway_reason(c: &mut Connection, r: Result<(), ConnectionError>) -> Reason {
+fn goaway_reason(c: &mut H2ServerConnection, r: Result<(), ConnectionError>) -> Reason {
     let e = r.expect_err("a connection error");
     let out = frames(c.output());
     match out.last() {
@@ -611,16 +611,16 @@ fn connection_rules_are_kept() {
 
 #[test]
 fn the_preface_and_first_settings_are_required() {
-    let mut c = Connection::new(Config::default());
+    let mut c = H2ServerConnection::new(Config::default());
     let r = c.recv(&mut BytesMut::from(&b"GET / HTTP/1.1\r\n\r\n"[..]));
     assert_eq!(goaway_reason(&mut c, r), Reason::PROTOCOL_ERROR);
-    let mut c = Connection::new(Config::default());
+    let mut c = H2ServerConnection::new(Config::default());
     let mut w = PREFACE.to_vec();
     write::ping(&mut w, false, [0; 8]);
     let r = c.recv(&mut BytesMut::from(&w[..]));
     assert_eq!(goaway_reason(&mut c, r), Reason::PROTOCOL_ERROR);
     // The preface may come a byte at a time.
-    let mut c = Connection::new(Config::default());
+    let mut c = H2ServerConnection::new(Config::default());
     for b in PREFACE {
         c.recv(&mut BytesMut::from(&[*b][..])).unwrap();
     }

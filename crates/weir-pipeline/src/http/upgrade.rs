@@ -5,8 +5,8 @@
 //! the request is sent once on a fresh connection (`tries.rs`: only a
 //! failed connect tries another endpoint), and a `101` to a protocol it
 //! offered comes back with the upstream stream inside the response body
-//! (`RecvBody::take_upgraded`). The server codec writes the 101 head and
-//! hands over the client's stream (`Serve::switched`); from then on weir
+//! (`UpstreamResponseBody::take_upgraded`). The server codec writes the 101 head
+//! and hands over the client's stream (`Serve::switched`); from then on weir
 //! only relays bytes: it never reads the new protocol. Plain on both sides,
 //! with the TCP proxy's relay (`tcp/relay.rs`: small reads copied, bulk
 //! spliced, zero-copy); through TLS on either side, with `tcp/copy.rs`.

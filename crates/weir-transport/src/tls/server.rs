@@ -2,7 +2,9 @@
 //! `[certificates.NAME]` attached to the listener: the rustls config (versions, ALPN, client
 //! certificates, resumption), the certificates it serves (files reloaded when they change,
 //! `reload.rs`; attached certificates change with the config), and the listener's handshake
-//! counters.
+//! counters. Built here without watching its files: `watched.rs` builds and then starts
+//! the watch, so that this file and the reload (`reload.rs`, which makes the config again
+//! through [`TlsServer::rebuild_config`]) need not know each other.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -73,8 +75,9 @@ impl TlsSetupError {
 
 impl TlsServer {
     /// Reads the certificates (every pair must load: the files, then the `attached`
-    /// resources) and makes the rustls config; starts watching the files.
-    pub fn build(
+    /// resources) and makes the rustls config; nothing watches the files yet
+    /// (`TlsServer::build` does).
+    pub(super) fn load(
         listener: &str,
         protocol: Protocol,
         tls: &ListenerTls,
@@ -137,7 +140,6 @@ impl TlsServer {
                 .as_deref()
                 .and_then(|h| HeaderName::from_bytes(h.as_bytes()).ok()),
         });
-        super::reload::watch(&server);
         Ok(server)
     }
 

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use tracing::{info, warn};
 use weir_config::PoolTls;
 
-use super::{Connectors, UpstreamTls};
+use super::connectors::Connectors;
+use super::handshake::UpstreamTls;
 use crate::file_stamp::{stamp, Stamp};
 use crate::file_watch;
 

@@ -7,7 +7,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::PoolView;
+use super::view::PoolView;
 
 /// Virtual nodes per endpoint at average weight.
 const VNODES: u64 = 160;

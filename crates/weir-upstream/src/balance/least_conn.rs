@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::PoolView;
+use super::view::PoolView;
 
 pub fn pick<P: PoolView + ?Sized>(
     pool: &P,

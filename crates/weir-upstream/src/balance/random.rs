@@ -2,7 +2,7 @@
 //! candidates, the one with the lower cost wins. P2C avoids the herd that a
 //! strict "least loaded" pick causes when many pickers see the same numbers.
 
-use super::PoolView;
+use super::view::PoolView;
 
 pub fn pick<P: PoolView + ?Sized>(pool: &P, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
     let n = pool.len();

@@ -1,5 +1,8 @@
 //! The pool's FIFO queue and its count of held slots: one per pool name,
-//! kept across snapshots (`pool.rs::PoolShared`, in the registry).
+//! kept across snapshots (`pool.rs::PoolShared`, in the registry); and the slots
+//! themselves ([`Slot`]: one in-flight request or session on one endpoint). One file, as
+//! they are one knot: a waiter waits for a slot, and a slot dropped hands itself to the
+//! first waiter.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -8,9 +11,9 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::slot::Slot;
-use super::Pool;
+use super::pool::Pool;
 use crate::balance::PickKey;
+use crate::endpoint::EndpointRt;
 use crate::health::HealthFilter;
 use weir_metrics::reason::Reason;
 
@@ -111,7 +114,7 @@ impl Queue {
         // FIFO: nobody overtakes a waiter.
         if st.waiters.is_empty() {
             if let Some(i) = self.free(pool, key) {
-                return Ok(Outcome::Got(Slot::take(pool, i)));
+                return Ok(Outcome::Got(Slot::take(pool, self, i)));
             }
         }
         if st.waiters.len() >= pool.limits().max_queue as usize {
@@ -139,12 +142,12 @@ impl Queue {
     }
 
     /// Hands free slots to waiters, first come first served.
-    pub(super) fn dispatch(&self) {
+    pub(super) fn dispatch(self: &Arc<Self>) {
         let mut st = self.state.lock().unwrap();
         self.dispatch_locked(&mut st);
     }
 
-    fn dispatch_locked(&self, st: &mut State) {
+    fn dispatch_locked(self: &Arc<Self>, st: &mut State) {
         let Some(pool) = st.current.as_ref().and_then(Weak::upgrade) else {
             return;
         };
@@ -159,7 +162,7 @@ impl Queue {
             };
             let w = st.waiters.pop_front().expect("front exists");
             self.waiting.fetch_sub(1, Ordering::SeqCst);
-            let slot = Slot::take(&*pool, i);
+            let slot = Slot::take(&*pool, self, i);
             if let Err(slot) = w.tx.send(slot) {
                 // The waiter left just now; the slot goes to the next one.
                 slot.release_quietly();
@@ -177,7 +180,7 @@ impl Queue {
 
     /// Points the queue at the pool's newest snapshot and serves waiters that
     /// the new config has room for (more endpoints, a higher max_conn).
-    pub fn install<P: Pool>(&self, pool: &Arc<P>) {
+    pub fn install<P: Pool>(self: &Arc<Self>, pool: &Arc<P>) {
         let current: Weak<dyn Pool> = Arc::downgrade(pool) as Weak<P>;
         let mut st = self.state.lock().unwrap();
         st.current = Some(current);
@@ -191,5 +194,55 @@ impl Queue {
         let n = st.waiters.len();
         st.waiters.clear();
         self.waiting.fetch_sub(n, Ordering::SeqCst);
+    }
+}
+
+/// A held slot: one in-flight request (or session) on one endpoint. Dropping
+/// it frees the slot and hands it to the first waiter of the pool's queue.
+#[derive(Debug)]
+pub struct Slot {
+    pub endpoint: Arc<EndpointRt>,
+    /// Index of the endpoint in the pool snapshot it was taken from.
+    pub index: usize,
+    queue: Arc<Queue>,
+    /// False once released by hand (see `release_quietly`).
+    armed: bool,
+}
+
+impl Slot {
+    /// Counts one more in flight on endpoint `i`. Callers of limited pools
+    /// hold the queue lock and have checked for room.
+    pub(super) fn take<P: Pool + ?Sized>(pool: &P, queue: &Arc<Queue>, i: usize) -> Slot {
+        let endpoint = pool.endpoints()[i].clone();
+        endpoint.in_flight.fetch_add(1, Ordering::SeqCst);
+        queue.total.fetch_add(1, Ordering::SeqCst);
+        Slot {
+            endpoint,
+            index: i,
+            queue: queue.clone(),
+            armed: true,
+        }
+    }
+
+    /// Frees the slot without waking waiters: for use under the queue lock.
+    pub(super) fn release_quietly(mut self) {
+        self.armed = false;
+        self.endpoint.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.queue.total.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.endpoint.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.queue.total.fetch_sub(1, Ordering::SeqCst);
+        // Pairs with the waiter count bump in `try_acquire_or_enqueue`: either
+        // we see the waiter, or it sees the slot we just freed.
+        if self.queue.waiting.load(Ordering::SeqCst) > 0 {
+            self.queue.dispatch();
+        }
     }
 }

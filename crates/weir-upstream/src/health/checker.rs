@@ -17,10 +17,10 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 use weir_config::{Health, HealthCheck, SendProxy};
 
-use crate::body::RecvBody;
+use crate::body::UpstreamResponseBody;
 use crate::endpoint::EndpointRt;
-use crate::kind::SessionKind;
-use crate::session::{Dial, Session};
+use crate::kind::{Dial, SessionKind};
+use crate::session::Session;
 use weir_codec::added::Added;
 use weir_codec::send::{HeadTimer, Payload};
 use weir_transport::{proxy_protocol, Alpn, UpstreamStream, UpstreamTls};
@@ -191,7 +191,7 @@ async fn probe(ep: &EndpointRt, cfg: &Health, via: &Via) -> Result<(), String> {
 }
 
 /// A probe's response body: the session's, whatever its protocol.
-pub(super) type ProbeBody = RecvBody;
+type ProbeBody = UpstreamResponseBody;
 
 /// The response to a probe's request on its own `session`: the one place the checker
 /// sends.

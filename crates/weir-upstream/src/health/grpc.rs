@@ -7,7 +7,7 @@ use http::request::Parts;
 use http::{Request, Response};
 use http_body_util::BodyExt;
 
-use super::checker::ProbeBody;
+use crate::body::UpstreamResponseBody;
 use weir_codec::grpc::{GRPC_MESSAGE, GRPC_STATUS};
 
 const PATH: &str = "/grpc.health.v1.Health/Check";
@@ -51,7 +51,10 @@ pub(super) fn request(host: &str, service: &str) -> Result<(Parts, Bytes), Strin
 
 /// Healthy when the answer is 200, `grpc-status: 0` (in the trailers, or in the head
 /// of a trailers-only answer) and the message says SERVING.
-pub(super) async fn verdict(resp: Response<ProbeBody>, service: &str) -> Result<(), String> {
+pub(super) async fn verdict(
+    resp: Response<UpstreamResponseBody>,
+    service: &str,
+) -> Result<(), String> {
     if resp.status() != http::StatusCode::OK {
         return Err(format!("status {}", resp.status().as_u16()));
     }

@@ -17,7 +17,7 @@ use weir_codec::send::{HeadTimer, Payload};
 use weir_upstream::balance::PickKey;
 use weir_upstream::endpoint::EndpointRt;
 use weir_upstream::error::{Limit, TryError};
-use weir_upstream::idle::Conn;
+use weir_upstream::idle::PooledSession;
 use weir_upstream::pool::{PoolRt, PoolShared};
 use weir_upstream::{exchange, Exchange, Exchanged};
 
@@ -124,7 +124,7 @@ pub async fn ask(pool: &PoolRt, path: &str, body: &'static str) -> Result<String
     let mut body = resp.into_body();
     let answer = (&mut body).collect().await.unwrap().to_bytes();
     if let Some(session) = body.take_reusable() {
-        let conn = Conn {
+        let conn = PooledSession {
             session,
             born,
             uses,

@@ -25,22 +25,22 @@ const MAX_READ: usize = 512 * 1024;
 /// retransmission timeout is 200 ms or more.
 const MAX_RESET_WAIT: Duration = Duration::from_secs(1);
 
-pub struct Connection {
+pub struct H1ClientConnection {
     pub(super) io: UpstreamStream,
     pub(super) rbuf: BytesMut,
     pub(super) wbuf: Vec<u8>,
     read_size: usize,
     /// Whether the answer being read had the kernel acknowledge what came
-    /// ([`Connection::awaiting_rest`]).
+    /// ([`H1ClientConnection::awaiting_rest`]).
     pub(super) acked: bool,
     /// Bounds the wait for a response head; armed by the first exchange.
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
     _open: Held,
 }
 
-impl Connection {
+impl H1ClientConnection {
     pub fn new(io: UpstreamStream) -> Self {
-        Connection {
+        H1ClientConnection {
             io,
             rbuf: BytesMut::new(),
             wbuf: Vec::new(),
@@ -212,7 +212,7 @@ impl Connection {
 /// For the tests of the idle store above (which sweeps read buffers): not part of the codec's
 /// interface.
 #[doc(hidden)]
-impl Connection {
+impl H1ClientConnection {
     /// The room its read buffer has (for tests of when it is made and given back).
     pub fn read_room(&self) -> usize {
         self.rbuf.capacity()
@@ -231,11 +231,11 @@ mod tests {
 
     use super::*;
 
-    async fn connection() -> (Connection, TcpStream) {
+    async fn connection() -> (H1ClientConnection, TcpStream) {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         let (ours, theirs) = tokio::join!(TcpStream::connect(addr), l.accept());
-        let c = Connection::new(UpstreamStream::Plain(ours.unwrap()));
+        let c = H1ClientConnection::new(UpstreamStream::Plain(ours.unwrap()));
         (c, theirs.unwrap().0)
     }
 

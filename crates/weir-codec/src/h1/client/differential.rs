@@ -13,7 +13,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{send, Connection, Payload};
+use super::{send, H1ClientConnection, Payload};
 use weir_h1::decode::Decoder;
 use weir_h1::fields::only_persistence;
 use weir_h1::response as parse;
@@ -149,7 +149,7 @@ fn reason(e: &http::Extensions) -> Option<Vec<u8>> {
 
 async fn with_weir(method: &str, response: &[u8], bytewise: bool) -> Seen {
     let addr = backend(response.to_vec(), bytewise).await;
-    let conn = Connection::new(weir_transport::UpstreamStream::Plain(
+    let conn = H1ClientConnection::new(weir_transport::UpstreamStream::Plain(
         TcpStream::connect(addr).await.unwrap(),
     ));
     let (parts, _) = request(method).into_parts();

@@ -16,7 +16,7 @@ use http::request::Parts;
 use http::Response;
 use http_body::{Body, Frame, SizeHint};
 
-use super::conn::Connection;
+use super::conn::H1ClientConnection;
 use super::encode::{self, BodyKind};
 use super::error::{BoxError, Error};
 use super::write::{WriteError, Writer};
@@ -34,7 +34,7 @@ pub struct SendError<B> {
     /// Whether any byte of a response had arrived when the exchange failed.
     pub answered: bool,
     /// For a request that went out and got no answer: how long the backend
-    /// had been silent when it went (`Connection::silent_when_sent`).
+    /// had been silent when it went (`H1ClientConnection::silent_when_sent`).
     pub silent_for: Option<Duration>,
 }
 
@@ -48,7 +48,7 @@ impl<B> SendError<B> {
     /// it was closed, the stale keep-alive race), so the application never
     /// had all of the request; in the race the reset trails the backend's
     /// close, which is why a close is followed by a look for it
-    /// (`Connection::reset_follows`). A clean close (EOF) alone after the
+    /// (`H1ClientConnection::reset_follows`). A clean close (EOF) alone after the
     /// request went out proves nothing: the application may have read it,
     /// acted on it, and died before answering. Nor does a timeout, nor any
     /// response byte.
@@ -60,13 +60,13 @@ impl<B> SendError<B> {
 /// Sends the request on `conn` and reads the response head, failing with
 /// [`Error::Timeout`] if the head is not complete in time (see
 /// [`HeadTimer`]). The response body owns the connection; see
-/// [`RecvBody::take_reusable`].
+/// [`H1ResponseBody::take_reusable`].
 pub async fn send<B>(
-    conn: Connection,
+    conn: H1ClientConnection,
     parts: &Parts,
     payload: Payload<B>,
     timer: impl Into<HeadTimer>,
-) -> Result<Response<RecvBody<B>>, SendError<B>>
+) -> Result<Response<H1ResponseBody<B>>, SendError<B>>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
@@ -78,7 +78,7 @@ where
 /// response is built (a session seam's body enum costs no extra move), and
 /// `added` written after `parts`' fields.
 pub async fn send_into<B, T>(
-    mut conn: Connection,
+    mut conn: H1ClientConnection,
     parts: &Parts,
     added: &Added<'_>,
     payload: Payload<B>,
@@ -87,7 +87,7 @@ pub async fn send_into<B, T>(
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
-    T: From<RecvBody<B>>,
+    T: From<H1ResponseBody<B>>,
 {
     let kind = match &payload {
         Payload::Bytes(b) if b.is_empty() => BodyKind::Empty,
@@ -152,7 +152,7 @@ where
                 (None, false) => (false, Some(Box::new(sending))),
                 (Some(_), _) => (false, None),
             };
-            let mut body = RecvBody {
+            let mut body = H1ResponseBody {
                 conn: Some(conn),
                 sending,
                 sent,
@@ -203,7 +203,7 @@ where
     /// Moves the request along as far as the socket and the body allow.
     /// Errs only when the exchange must stop (the request body failed, or
     /// the connection died before a byte went out).
-    fn drive(&mut self, conn: &mut Connection, cx: &mut Context<'_>) -> Result<(), Error> {
+    fn drive(&mut self, conn: &mut H1ClientConnection, cx: &mut Context<'_>) -> Result<(), Error> {
         if self.failed.is_some() || self.writer.is_done() {
             return Ok(());
         }
@@ -228,7 +228,7 @@ where
 }
 
 fn poll_head<B>(
-    conn: &mut Connection,
+    conn: &mut H1ClientConnection,
     sending: &mut Sending<B>,
     answered: &mut bool,
     cx: &mut Context<'_>,
@@ -267,10 +267,10 @@ where
 }
 
 /// A response body read straight from the upstream connection.
-pub struct RecvBody<B> {
+pub struct H1ResponseBody<B> {
     /// Gone once the body ended (or failed) and the connection was not
     /// reusable.
-    conn: Option<Connection>,
+    conn: Option<H1ClientConnection>,
     /// What is left of the request, if it was not all sent with the head.
     sending: Option<Box<Sending<B>>>,
     /// The whole request went out cleanly.
@@ -283,14 +283,14 @@ pub struct RecvBody<B> {
     upgraded: bool,
 }
 
-impl<B> RecvBody<B>
+impl<B> H1ResponseBody<B>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
 {
     /// The connection, if the exchange ended cleanly and the backend keeps
     /// it open: ready for the next request.
-    pub fn take_reusable(&mut self) -> Option<Connection> {
+    pub fn take_reusable(&mut self) -> Option<H1ClientConnection> {
         if !self.reusable {
             return None;
         }
@@ -305,7 +305,7 @@ where
 
     /// The connection after a `101`, with the new protocol's bytes that came
     /// after the head.
-    pub fn take_upgraded(&mut self) -> Option<Connection> {
+    pub fn take_upgraded(&mut self) -> Option<H1ClientConnection> {
         if !self.upgraded {
             return None;
         }
@@ -354,7 +354,7 @@ where
     }
 }
 
-impl<B> Body for RecvBody<B>
+impl<B> Body for H1ResponseBody<B>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
@@ -453,11 +453,14 @@ mod tests {
         }
     }
 
-    async fn pair() -> (Connection, TcpStream) {
+    async fn pair() -> (H1ClientConnection, TcpStream) {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
         let (s, _) = l.accept().await.unwrap();
-        (Connection::new(weir_transport::UpstreamStream::Plain(c)), s)
+        (
+            H1ClientConnection::new(weir_transport::UpstreamStream::Plain(c)),
+            s,
+        )
     }
 
     /// Reads from `s` until `buf` holds a request head; returns its length.
@@ -544,7 +547,10 @@ mod tests {
         });
     }
 
-    async fn exchange_ok(conn: Connection, deadline: Instant) -> Result<Connection, Error> {
+    async fn exchange_ok(
+        conn: H1ClientConnection,
+        deadline: Instant,
+    ) -> Result<H1ClientConnection, Error> {
         let resp = send(conn, &get("/"), none(), deadline)
             .await
             .map_err(|e| e.error)?;

@@ -28,8 +28,8 @@ mod write;
 mod differential;
 
 pub use crate::send::{HeadTimer, Payload};
-pub use conn::Connection;
+pub use conn::H1ClientConnection;
 pub use error::Error;
-pub use exchange::{send, send_into, RecvBody, SendError};
+pub use exchange::{send, send_into, H1ResponseBody, SendError};
 
 pub use weir_h1::response::{MAX_HEAD, MAX_HEADERS};

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use http_body::Body;
 use tokio::io::AsyncWrite;
 
-use super::conn::Connection;
+use super::conn::H1ClientConnection;
 use super::encode::Framing;
 use super::error::{BoxError, Error};
 use crate::send::Payload;
@@ -101,7 +101,7 @@ where
     /// Writes as much as it can; `Ready(Ok)` once the whole request is out.
     pub fn poll(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut H1ClientConnection,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), WriteError>> {
         if self.done {
