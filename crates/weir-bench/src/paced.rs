@@ -116,12 +116,12 @@ struct Resp {
     close: bool,
 }
 
-struct Conn {
+struct PacedConn {
     s: TcpStream,
     buf: Vec<u8>,
 }
 
-impl Conn {
+impl PacedConn {
     /// Reads more bytes into `buf`; Ok(0) at EOF.
     async fn fill(&mut self) -> io::Result<usize> {
         let mut tmp = [0u8; 16 * 1024];
@@ -304,7 +304,7 @@ async fn client(o: &Opts, id: usize, start: Instant, deadline: Instant) -> Stats
     let mut rng = Rng::new(id as u64 + 1);
     let (lo, hi) = o.pace;
     let head_only = o.method == "HEAD";
-    let mut conn: Option<Conn> = None;
+    let mut conn: Option<PacedConn> = None;
     // Spread the clients' first requests over one pace interval.
     if hi > 0 {
         tokio::time::sleep(Duration::from_millis(rng.range(0, hi))).await;
@@ -322,7 +322,7 @@ async fn client(o: &Opts, id: usize, start: Instant, deadline: Instant) -> Stats
                     .await
                     .map_err(|e| io_kind("connect", &e))?;
                 let _ = s.set_nodelay(true);
-                conn = Some(Conn { s, buf: Vec::new() });
+                conn = Some(PacedConn { s, buf: Vec::new() });
             }
             conn.as_mut().unwrap().exchange(&req, head_only).await
         })

@@ -16,14 +16,14 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use crate::routes;
-use crate::shared::Shared;
+use crate::shared::UpstreamState;
 use crate::ticket::{ConnState, Ticket};
 
 /// Serves one connection until the client leaves, the idle closer fires, or `/close`.
 /// Subscribes to graceful shutdown at once (not at first poll), so a shutdown
 /// that starts right after the accept still reaches this connection.
 pub(crate) fn serve(
-    shared: Arc<Shared>,
+    shared: Arc<UpstreamState>,
     stream: TcpStream,
 ) -> impl std::future::Future<Output = ()> + Send {
     let drain = shared.drain.subscribe();
@@ -31,14 +31,14 @@ pub(crate) fn serve(
 }
 
 async fn serve_conn(
-    shared: Arc<Shared>,
+    shared: Arc<UpstreamState>,
     stream: TcpStream,
     mut drain: tokio::sync::watch::Receiver<u64>,
 ) {
     let id = shared.next_conn_id.fetch_add(1, Relaxed);
     shared.connections.fetch_add(1, Relaxed);
     shared.open.fetch_add(1, Relaxed);
-    struct Open(Arc<Shared>);
+    struct Open(Arc<UpstreamState>);
     impl Drop for Open {
         fn drop(&mut self) {
             self.0.open.fetch_sub(1, Relaxed);

@@ -13,7 +13,7 @@ use http::HeaderValue;
 use crate::body::pattern;
 use crate::latency::Latency;
 use crate::listener::{ConnFn, Listener};
-use crate::shared::{RequestRecord, Shared};
+use crate::shared::{RequestRecord, UpstreamState};
 
 /// A running fake HTTP/1.1 backend on 127.0.0.1. Dropping it stops it.
 ///
@@ -32,7 +32,7 @@ use crate::shared::{RequestRecord, Shared};
 ///
 /// Query `latency_ms=N` overrides the latency for one request; `hang=1` never answers.
 pub struct HttpUpstream {
-    shared: Arc<Shared>,
+    shared: Arc<UpstreamState>,
     listener: Listener,
 }
 
@@ -224,7 +224,7 @@ impl HttpUpstreamBuilder {
         let name_body = Bytes::from(format!("{}\n", self.name));
         let x_upstream = HeaderValue::from_str(&self.name)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad upstream name"))?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(UpstreamState {
             default_body: self.body_size.map_or_else(|| name_body.clone(), pattern),
             name_body,
             name: self.name,

@@ -12,11 +12,11 @@ use tokio::sync::mpsc;
 
 use crate::body::{chunked_body, empty, full, pattern_body, AnyBody, Guarded};
 use crate::latency::Latency;
-use crate::shared::{RequestRecord, Shared};
+use crate::shared::{RequestRecord, UpstreamState};
 use crate::ticket::{ConnState, Ticket};
 
 pub(crate) async fn handle(
-    shared: Arc<Shared>,
+    shared: Arc<UpstreamState>,
     conn: Arc<ConnState>,
     close_tx: mpsc::Sender<Ticket>,
     req: Request<Incoming>,
@@ -40,7 +40,7 @@ pub(crate) async fn handle(
         return Ok(respond(&shared, conn.id, status, full(text), ticket));
     }
 
-    // What the request ids say (see `Shared::note_id`), for a harness that
+    // What the request ids say (see `UpstreamState::note_id`), for a harness that
     // counts duplicated requests across restarts.
     if path == "/__ids" {
         drain(body).await;
@@ -132,7 +132,7 @@ fn bad(why: &'static str) -> (StatusCode, AnyBody) {
 }
 
 fn respond(
-    shared: &Shared,
+    shared: &UpstreamState,
     conn_id: u64,
     status: StatusCode,
     body: AnyBody,

@@ -29,7 +29,7 @@ pub struct RequestRecord {
 }
 
 /// Configuration and counters, shared by every connection task.
-pub(crate) struct Shared {
+pub(crate) struct UpstreamState {
     pub(crate) name: String,
     pub(crate) name_body: Bytes,
     pub(crate) default_body: Bytes,
@@ -59,7 +59,7 @@ pub(crate) struct Shared {
     pub(crate) drain: tokio::sync::watch::Sender<u64>,
 }
 
-impl Shared {
+impl UpstreamState {
     /// Counts a request; builds its record only when the log is on (benchmarks skip it).
     pub(crate) fn record(&self, rec: impl FnOnce() -> RequestRecord) {
         self.requests.fetch_add(1, Relaxed);

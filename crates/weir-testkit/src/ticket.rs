@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::shared::Shared;
+use crate::shared::UpstreamState;
 
 /// Per-connection state shared by the IO wrapper, the handlers and the idle closer.
 pub(crate) struct ConnState {
@@ -49,13 +49,13 @@ impl ConnState {
 /// Dropped when the response body ends, or when the connection dies.
 pub(crate) struct Ticket {
     conn: Arc<ConnState>,
-    shared: Arc<Shared>,
+    shared: Arc<UpstreamState>,
     working: bool,
     permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Ticket {
-    pub(crate) fn new(conn: Arc<ConnState>, shared: Arc<Shared>) -> Ticket {
+    pub(crate) fn new(conn: Arc<ConnState>, shared: Arc<UpstreamState>) -> Ticket {
         conn.busy.fetch_add(1, Relaxed);
         Ticket {
             conn,

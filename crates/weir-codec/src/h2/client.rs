@@ -50,7 +50,7 @@ const READ_SIZE: usize = 16 * 1024;
 
 /// One HTTP/2 connection to an endpoint.
 pub struct H2UpstreamConnection {
-    pub(super) conn: Arc<Conn>,
+    pub(super) conn: Arc<H2ClientShared>,
     /// Streams claimed and not yet given back.
     active: AtomicU32,
     /// weir's own bound on `active` (the pool's `max_streams_per_conn`); the endpoint's
@@ -67,7 +67,7 @@ pub struct H2UpstreamConnection {
 }
 
 /// What the connection's task and its streams share.
-pub(super) struct Conn {
+pub(super) struct H2ClientShared {
     state: Mutex<State>,
     /// Set when the connection ended or refused a new stream (GOAWAY): no stream is
     /// claimed on it again.
@@ -293,7 +293,7 @@ fn wake(s: &mut Slot) {
     }
 }
 
-impl Conn {
+impl H2ClientShared {
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding it leaves a connection nobody should use; the streams
         // still need to see it ended, so the guard is taken as it is.
@@ -351,7 +351,7 @@ pub fn handshake<T>(io: T, max: u32, tls: u64, idle_timeout: Duration, ping: Opt
 where
     T: AsyncRead + AsyncWrite + AckNow + Unpin + Send + 'static,
 {
-    let conn = Arc::new(Conn {
+    let conn = Arc::new(H2ClientShared {
         state: Mutex::new(State {
             h2: H2ClientConnection::new(Config {
                 max_header_list: MAX_HEADER_LIST,
@@ -390,7 +390,7 @@ where
 
 /// The connection's task: reads, hands out what came, writes what the streams queued,
 /// until the connection ends or nobody holds it.
-async fn drive<T>(mut io: T, conn: Arc<Conn>, mut keepalive: Option<Keepalive>)
+async fn drive<T>(mut io: T, conn: Arc<H2ClientShared>, mut keepalive: Option<Keepalive>)
 where
     T: AsyncRead + AsyncWrite + AckNow + Unpin,
 {

@@ -3,7 +3,7 @@
 
 use weir_h2::frame::StreamId;
 
-use super::client::{Conn, Stream};
+use super::client::{H2ClientShared, Stream};
 
 /// A stream opened on the connection: its slot there, removed (and the stream reset, if
 /// it is still open either way) when the exchange is over or dropped.
@@ -16,7 +16,7 @@ pub(super) struct Opened {
 }
 
 impl Opened {
-    pub fn conn(&self) -> &Conn {
+    pub fn conn(&self) -> &H2ClientShared {
         &self.stream.conn.conn
     }
 }

@@ -21,7 +21,7 @@ pub struct CallRecord {
 }
 
 /// Counters and the call log, shared by every connection.
-pub(crate) struct Shared {
+pub(crate) struct GrpcCounters {
     pub(crate) calls: Arc<AtomicU64>,
     pub(crate) health_checks: AtomicU64,
     pub(crate) connections: AtomicU64,

@@ -21,7 +21,7 @@ use tonic::Status;
 use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::HealthService;
 
-use super::calls::{CallRecord, Shared};
+use super::calls::{CallRecord, GrpcCounters};
 use super::echo::echo_server::EchoServer;
 use super::service::{Authority, EchoService, Trailer, TRAILER};
 
@@ -35,7 +35,7 @@ pub(crate) struct Services {
 }
 
 /// Serves one connection (already through TLS, if any) until the peer goes away.
-pub(crate) async fn serve<S>(io: S, shared: Arc<Shared>, services: Services)
+pub(crate) async fn serve<S>(io: S, shared: Arc<GrpcCounters>, services: Services)
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
@@ -53,7 +53,7 @@ where
 }
 
 struct Dispatch {
-    shared: Arc<Shared>,
+    shared: Arc<GrpcCounters>,
     services: Services,
     conn_id: u64,
 }

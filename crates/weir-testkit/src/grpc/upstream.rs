@@ -14,7 +14,7 @@ use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 use tonic_health::ServingStatus;
 
-use super::calls::{CallRecord, Shared};
+use super::calls::{CallRecord, GrpcCounters};
 use super::echo::echo_server::{EchoServer, SERVICE_NAME};
 use super::serve::{serve, Services};
 use super::service::EchoService;
@@ -29,7 +29,7 @@ use crate::listener::{ConnFn, Listener};
 /// whether the proxy in front did.
 pub struct GrpcUpstream {
     name: Arc<str>,
-    shared: Arc<Shared>,
+    shared: Arc<GrpcCounters>,
     health: HealthReporter,
     listener: Listener,
     tls: bool,
@@ -176,7 +176,7 @@ impl GrpcUpstreamBuilder {
 
     pub async fn spawn(self) -> io::Result<GrpcUpstream> {
         let name: Arc<str> = self.name.into();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(GrpcCounters {
             calls: Arc::default(),
             health_checks: AtomicU64::new(0),
             connections: AtomicU64::new(0),

@@ -75,7 +75,7 @@ where
         read,
         writer,
     } = stream;
-    let mut conn = Conn {
+    let mut conn = ConnIo {
         reader: Some(Reader::resume(reader, read)),
         w: Writer::new(writer),
         home: None,
@@ -97,7 +97,7 @@ where
             After::Switch(body) => {
                 // Still busy: a drain lets the switched connection run until
                 // its grace is over, as it does a request in flight.
-                let Conn { reader, w, .. } = conn;
+                let ConnIo { reader, w, .. } = conn;
                 let Some((reader, read)) = reader.map(Reader::into_parts) else {
                     return;
                 };
@@ -125,7 +125,7 @@ where
     }
 }
 
-struct Conn {
+struct ConnIo {
     /// Here unless a request body has it (then it returns through `home`).
     reader: Option<Reader>,
     w: Writer,
@@ -138,7 +138,7 @@ struct Conn {
     watch_from: Option<Pin<Box<Sleep>>>,
 }
 
-impl Conn {
+impl ConnIo {
     /// The next request head; `None` when the connection is over (EOF, an
     /// error, or a head weir refused and answered).
     async fn next_head<H: Serve>(&mut self, handler: &H, max_head: usize) -> Option<Head> {
