@@ -2,7 +2,7 @@
 //! (`self_signed.rs`), checked by the same code a listener loads pairs with.
 
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -45,14 +45,38 @@ fn write(args: &CertArgs) -> Result<(), String> {
             ));
         }
     }
+    if args.force {
+        // What is replaced must be a file: renaming over anything else fails, and would
+        // fail for the second file of the pair after the first was replaced.
+        if let Some(odd) = [&key, &cert]
+            .into_iter()
+            .find(|p| p.symlink_metadata().is_ok_and(|m| !m.file_type().is_file()))
+        {
+            return Err(format!(
+                "{} is not a file: nothing written (remove it, or choose --out)",
+                odd.display()
+            ));
+        }
+    }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("cannot make {}: {e}", args.out.display()))?;
     let pair = crate::self_signed::make(&names, args.days)
         .map_err(|e| format!("cannot make the certificate: {e}"))?;
-    put(&cert, &pair.cert_pem, 0o644, args.force)?;
-    put(&key, &pair.key_pem, 0o600, args.force)?;
+    // Both files are written beside their places and checked as a pair before either takes
+    // its place: a failure on the way leaves what was there, never half a new pair.
+    let new_cert = Staged::write(&cert, &pair.cert_pem, 0o644)?;
+    let new_key = Staged::write(&key, &pair.key_pem, 0o600)?;
     // The check a listener makes when it loads the pair.
-    weir_tls::Identity::load(&cert, &key, SystemTime::now()).map_err(|e| e.to_string())?;
+    weir_tls::Identity::load(&new_cert.0, &new_key.0, SystemTime::now())
+        .map_err(|e| e.to_string())?;
+    new_key.place(&key, args.force)?;
+    if let Err(e) = new_cert.place(&cert, args.force) {
+        if !args.force {
+            // The key placed just now was new: without its certificate it is no pair.
+            let _ = std::fs::remove_file(&key);
+        }
+        return Err(e);
+    }
     println!("wrote {} and {}", cert.display(), key.display());
     println!(
         "use them in a listener:\n  [listeners.web.tls]\n  certificates = [{{ cert = \"{}\", key = \"{}\", default = true }}]",
@@ -79,18 +103,42 @@ fn valid_name(n: &str) -> bool {
         })
 }
 
-/// Writes a new file, or replaces one only when `replace` (a file made meanwhile by
-/// another command is not overwritten).
-fn put(path: &Path, content: &str, mode: u32, replace: bool) -> Result<(), String> {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(!replace)
-        .create(replace)
-        .truncate(replace)
-        .mode(mode)
-        .open(path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    f.write_all(content.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+/// A file written beside its place (`.NAME.new` in the same directory, so that taking the
+/// place is a rename or a link, never a copy); removed when dropped, if still there.
+struct Staged(PathBuf);
+
+impl Staged {
+    fn write(place: &Path, content: &str, mode: u32) -> Result<Staged, String> {
+        use std::io::Write;
+        let name = place.file_name().unwrap_or_default().to_string_lossy();
+        let path = place.with_file_name(format!(".{name}.new"));
+        let _ = std::fs::remove_file(&path);
+        let staged = Staged(path);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&staged.0)
+            .map_err(|e| format!("cannot write {}: {e}", place.display()))?;
+        f.write_all(content.as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| format!("cannot write {}: {e}", place.display()))?;
+        Ok(staged)
+    }
+
+    /// Puts the file in `place`: replacing what is there when `replace`, else only where
+    /// nothing is (a file made meanwhile by another command is not overwritten).
+    fn place(&self, place: &Path, replace: bool) -> Result<(), String> {
+        match replace {
+            true => std::fs::rename(&self.0, place),
+            false => std::fs::hard_link(&self.0, place),
+        }
+        .map_err(|e| format!("cannot write {}: {e}", place.display()))
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }

@@ -53,6 +53,37 @@ fn zero_threads_are_refused() {
     assert!(err.contains("at least 1"), "{err}");
 }
 
+/// A `weir cert --force` that cannot write one file of the pair (here the key's path is a
+/// directory) changes neither: the pair in place still matches, rather than a new
+/// certificate beside the old key, which no listener could load.
+#[test]
+fn a_forced_cert_that_fails_halfway_leaves_the_pair_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = weir(&["cert", "localhost"], dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    let key = dir.path().join("certs/localhost.key");
+    let cert = dir.path().join("certs/localhost.pem");
+    let cert0 = std::fs::read(&cert).unwrap();
+    std::fs::remove_file(&key).unwrap();
+    std::fs::create_dir(&key).unwrap();
+    std::fs::write(key.join("keep"), "a directory in the key's place").unwrap();
+
+    let (code, out, err) = weir(&["cert", "localhost", "--force"], dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("certs/localhost.key"), "{err}");
+    assert!(
+        std::fs::read(&cert).unwrap() == cert0,
+        "the certificate was replaced"
+    );
+    assert!(key.join("keep").exists());
+    // Nothing left behind beside the pair.
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("certs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
 /// A second `weir cert` for the same name keeps the first pair (a key in use is not lost to
 /// a repeated command) and says how to replace it; `--force` replaces both files.
 #[test]
