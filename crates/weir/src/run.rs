@@ -207,6 +207,16 @@ async fn serve(args: RunArgs) -> Result<(), String> {
             Some(()) = changed.recv() => {
                 // Editors write in bursts; settle before reading.
                 watcher.settle(&mut changed).await;
+                // An editor that deletes the file and writes it anew leaves none for a
+                // moment: no failed reload, as the file's return is another change. (SIGHUP
+                // still reads it, and says so when it is missing.)
+                if let Some(gone) = args.config.as_ref().filter(|p| !p.exists()) {
+                    info!(
+                        "config file {} is gone: the running config stays, and the file is read when it is back",
+                        gone.display()
+                    );
+                    continue;
+                }
                 info!("config file changed: reloading");
                 control.refresh().await;
             }

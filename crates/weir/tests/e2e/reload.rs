@@ -83,6 +83,38 @@ async fn a_changed_file_reloads_without_sighup() {
     assert_eq!(client::get(listen, "/").await.unwrap().text(), "b\n");
 }
 
+/// An editor that deletes the file and writes it anew leaves no file for a moment: that is
+/// not a failed reload (nothing logged as rejected, no failure counted); the running config
+/// stays, and the file read when it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_file_gone_for_a_moment_is_no_failed_reload() {
+    let a = HttpUpstream::spawn("a").await.unwrap();
+    let b = HttpUpstream::spawn("b").await.unwrap();
+    let listen = free_addr();
+    let w = Weir::start(
+        &one_pool(listen, &endpoints(&[(a.addr(), 1)]), ""),
+        &[listen],
+    );
+    let from = w.log_lines();
+    std::fs::remove_file(&w.config).unwrap();
+    w.wait_log(from, "is gone", Duration::from_secs(20));
+    assert_eq!(client::get(listen, "/").await.unwrap().text(), "a\n");
+    std::fs::write(
+        &w.config,
+        one_pool(listen, &endpoints(&[(b.addr(), 1)]), ""),
+    )
+    .unwrap();
+    w.wait_log(from, "config reloaded", Duration::from_secs(20));
+    assert_eq!(client::get(listen, "/").await.unwrap().text(), "b\n");
+    let log = w.log_text();
+    assert!(!log.contains("reload rejected"), "{log}");
+    let metrics = client::get(w.admin, "/metrics").await.unwrap().text();
+    assert!(
+        metrics.contains("weir_config_reloads_total{result=\"failed\"} 0"),
+        "{metrics}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn tcp_session_survives_a_reload() {
     let a = TcpUpstream::echo("a", false).await.unwrap();
