@@ -32,6 +32,11 @@ use weir_transport::UpstreamTls;
 /// How many new connections one try may open in place of connections the backend closed
 /// before reading its request.
 const MAX_REPLACED: u8 = 3;
+/// ... and in place of new ones it closed as idle, which sat (by the kernel's clock) while
+/// weir waited for a core: weir's lateness, not the endpoint's. A host starved for CPU can
+/// be late several times in a row for one request; a backend that closes every connection
+/// unread does so at once, and spends `MAX_REPLACED`.
+const MAX_LATE: u8 = 16;
 /// A new connection the backend closed unread after it sat this long (by the kernel's
 /// clock) before its request went out was closed as an idle one: the shortest idle close
 /// weir learns.
@@ -92,6 +97,7 @@ pub async fn exchange(
     // New connections this try may open in place of one whose backend closed it before
     // it carried a byte of the request.
     let mut spare = MAX_REPLACED;
+    let mut late = MAX_LATE;
     let pooled_reuse = x.protocol.reuse() == Reuse::Pooled;
     loop {
         // Only the first pass checks out: `started` is still now.
@@ -127,15 +133,25 @@ pub async fn exchange(
                     ping: x.ping,
                     proxy_header: x.proxy_header,
                 };
-                match Session::open(dial).await {
-                    // Closed by the backend (or about to be) while weir waited for a core
-                    // after the handshake: the request would only meet its close.
-                    Ok(session) if spare > 0 && ep.idle.closed_unused(&session) => {
-                        tracing::debug!("new upstream connection idle too long before its request");
-                        spare -= 1;
+                let opened = Session::open(dial).await;
+                // Closed by the backend (or about to be) while weir waited for a core
+                // after the handshake: the request would only meet its close.
+                if let Some(sat) = opened.as_ref().ok().and_then(|s| ep.idle.closed_unused(s)) {
+                    let budget = match sat >= IDLE_CLOSED_AFTER {
+                        true => &mut late,
+                        false => &mut spare,
+                    };
+                    if *budget > 0 {
+                        *budget -= 1;
+                        tracing::debug!(
+                            ?sat,
+                            "new upstream connection idle too long before its request"
+                        );
                         fresh_only = true;
                         continue;
                     }
+                }
+                match opened {
                     Ok(session) => {
                         if x.proxy_header.is_none() {
                             ep.idle.share(&session);
@@ -174,7 +190,7 @@ pub async fn exchange(
         // A body in memory can go again should the backend turn out to have closed the
         // connection without reading the request (a clone shares the bytes).
         let again = match &body {
-            Payload::Bytes(b) if spare > 0 && pooled_reuse => Some(b.clone()),
+            Payload::Bytes(b) if (spare > 0 || late > 0) && pooled_reuse => Some(b.clone()),
             _ => None,
         };
         match session.send(x.parts, x.added, body, timer, reused).await {
@@ -221,7 +237,12 @@ pub async fn exchange(
                     && !answered
                     && (reused || silent_for.is_some_and(|s| s >= IDLE_CLOSED_AFTER))
                     && !x.parts.headers.contains_key(http::header::UPGRADE);
-                let resend = match (idle_closed && spare > 0, back) {
+                // A new connection closed as idle sat while weir was late (see MAX_LATE).
+                let budget = match reused {
+                    true => &mut spare,
+                    false => &mut late,
+                };
+                let resend = match (idle_closed && *budget > 0, back) {
                     (true, Some(b)) => Ok(b),
                     (true, None) => again.map(Payload::Bytes).ok_or(None),
                     (false, back) => Err(back),
@@ -235,9 +256,19 @@ pub async fn exchange(
                         );
                         body = b;
                         fresh_only = true;
-                        spare -= 1;
+                        *budget -= 1;
                     }
                     Err(back) => {
+                        tracing::debug!(
+                            %error,
+                            reused,
+                            ?silent_for,
+                            answered,
+                            delivered = !error.not_delivered(),
+                            spare,
+                            late,
+                            "upstream send failed, not sent again within the try"
+                        );
                         *unsent = back;
                         return Err(error);
                     }

@@ -141,15 +141,14 @@ impl IdleConns {
     /// about to: it has been open, by the kernel's clock, as long as a pooled connection
     /// may idle here. Weir's task may have waited for a core since the handshake, while
     /// the backend's idle clock ran from its accept. One `TCP_INFO`, next to a connect.
-    pub fn closed_unused(&self, session: &Session) -> bool {
-        let Some(allow) = self.learned() else {
-            return false;
-        };
-        session.tcp_state().is_some_and(|k| {
-            // A backend closing connections idle for 10 ms or so leaves no room: the age
-            // of a new one is then no reason to open another.
-            !k.open || (!allow.is_zero() && k.since_data_in + k.rtt >= allow)
-        })
+    /// When so, how long it has sat since the handshake, by the kernel's clock.
+    pub fn closed_unused(&self, session: &Session) -> Option<Duration> {
+        let allow = self.learned()?;
+        let k = session.tcp_state()?;
+        // A backend closing connections idle for 10 ms or so leaves no room: the age
+        // of a new one is then no reason to open another.
+        (!k.open || (!allow.is_zero() && k.since_data_in + k.rtt >= allow))
+            .then_some(k.since_data_in)
     }
 
     /// A session on a multiplexed connection (an HTTP/2 stream) made with the pool's TLS
