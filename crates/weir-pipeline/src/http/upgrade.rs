@@ -171,7 +171,7 @@ pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Switched) {
 
 /// Writes what one side sent behind the handshake to the other (within `idle`), counted in
 /// `count`, then lets go of the buffer it came in: the whole read buffer of the handshake
-/// (the backend's 16 KiB, the client's 8), which a relay that goes quiet must not keep.
+/// (the backend's 16 KiB, the client's 8 KiB or more), which a quiet relay must not keep.
 /// Whether the relay may go on.
 async fn pass_on<W: AsyncWrite + Unpin>(
     w: &mut W,
