@@ -4,7 +4,7 @@
 #   bench/run.sh [scenario|group ...]
 #       scenarios: http-small http-large http-conn tcp-stream tcp-conn (= group "perf"), http-large-paced
 #                  capacity resilience-flap resilience-idle resilience-rolling
-#                  idle-http idle-tcp (= group "memory": memory per idle connection)
+#                  idle-http idle-tcp idle-ws (= group "memory": memory per idle connection)
 #                  https-small https-conn https-resume (= group "tls")
 #                  h2-small grpc-unary (= group "h2")
 #                  http-filters http-gzip (= group "filters"; http-gzip: compression next to nginx's gzip)
@@ -83,8 +83,8 @@ if [ "${BENCH_SKIP_BUILD:-0}" = 0 ]; then
     command -v cargo >/dev/null || { echo "bench: cargo not found (install Rust)" >&2; exit 1; }
     # weir with its etcd feature (`--store etcd://...`), for config-replicas; the feature adds
     # the etcd client and nothing on the request path, so every other scenario runs the same weir.
-    log "building (cargo build --release -p weir -p weir-bench -p weir-testkit --features weir/etcd), log: $BENCH_OUT_DIR/build.log"
-    if ! cargo build --release -p weir -p weir-bench -p weir-testkit --features weir/etcd \
+    log "building (cargo build --release -p weir -p weir-bench -p weir-testkit --features weir/etcd,weir-testkit/ws), log: $BENCH_OUT_DIR/build.log"
+    if ! cargo build --release -p weir -p weir-bench -p weir-testkit --features weir/etcd,weir-testkit/ws \
         >"$BENCH_OUT_DIR/build.log" 2>&1; then
         # weir may not build while it is being written: go on with the peers and
         # report weir's rows as failed, as long as the load generator builds.

@@ -1493,6 +1493,49 @@ class IdleTcp(IdleMemory):
             data += chunk
 
 
+class IdleWs(IdleMemory):
+    """Idle WebSockets: each connection upgraded through the proxy and one message echoed,
+    then idle, so the proxy relays two quiet streams per connection."""
+    name, title, protocol = "idle-ws", "idle-ws", "http"
+    what, unit_name, goal_kib = "WebSocket connections (upgraded, one message echoed)", "WebSocket", 8
+    # nginx relays an upgrade with its standard WebSocket lines (its `Connection ""` is
+    # then not sent, an empty value); weir and HAProxy (mode http) relay upgrades as they are.
+    nginx_ws = 'proxy_set_header Upgrade $http_upgrade;\n            proxy_set_header Connection "upgrade";'
+
+    def start_upstreams(self, ctx):
+        return [start_fake_upstream(ctx, 1, ["--ws-echo"])]
+
+    def start(self, ctx, v, upstreams, tag):
+        p = start_proxy(ctx, v, self.protocol, upstreams, tag, nginx_location=self.nginx_ws)
+        self._proc = p
+        return p
+
+    def exchange(self, s):
+        import base64
+        key = base64.b64encode(os.urandom(16))
+        s.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: " + key + b"\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                raise BenchError(f"closed during the upgrade after {data!r}")
+            data += chunk
+        head, data = data.split(b"\r\n\r\n", 1)
+        if not head.startswith(b"HTTP/1.1 101"):
+            raise BenchError(f"upgrade declined: {head.splitlines()[0]!r}")
+        # one masked text frame "ping"; the echo comes back unmasked: 0x81 0x04 ping
+        mask = os.urandom(4)
+        s.sendall(b"\x81\x84" + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(b"ping")))
+        while len(data) < 6:
+            chunk = s.recv(100)
+            if not chunk:
+                raise BenchError("closed before the echo")
+            data += chunk
+        if data[:6] != b"\x81\x04ping":
+            raise BenchError(f"unexpected echo {data!r}")
+
+
 # --------------------------------------------------------------------------
 # http-gzip: the proxies compress a 64 KiB text response
 
@@ -1911,14 +1954,14 @@ class ConfigReplicas(Scenario):
 
 
 SCENARIOS = {c.name: c for c in (HttpSmall, HttpFilters, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
-                                 ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, HttpsSmall, HttpsConn,
+                                 ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, IdleWs, HttpsSmall, HttpsConn,
                                  HttpsResume, H2Small, GrpcUnary, HttpGzip, ConfigReplicas)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
     "filters": ["http-filters", "http-gzip"],
     "resilience": ["resilience-flap", "resilience-idle", "resilience-rolling"],
-    "memory": ["idle-http", "idle-tcp"],
+    "memory": ["idle-http", "idle-tcp", "idle-ws"],
     "tls": ["https-small", "https-conn", "https-resume"],
     "h2": ["h2-small", "grpc-unary"],
     "config": ["config-replicas"],

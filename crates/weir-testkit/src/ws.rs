@@ -28,6 +28,11 @@ struct Counts {
 
 impl WsUpstream {
     pub async fn echo() -> io::Result<WsUpstream> {
+        Self::echo_on(SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// An echo backend on a given address (fake-upstream's `--ws-echo`).
+    pub async fn echo_on(addr: SocketAddr) -> io::Result<WsUpstream> {
         let counts = Arc::new(Counts::default());
         let on_conn: ConnFn = {
             let counts = counts.clone();
@@ -35,7 +40,7 @@ impl WsUpstream {
         };
         Ok(WsUpstream {
             counts,
-            listener: Listener::bind(SocketAddr::from(([127, 0, 0, 1], 0)), on_conn)?,
+            listener: Listener::bind(addr, on_conn)?,
         })
     }
 

@@ -110,33 +110,19 @@ pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Switched) {
     let rest = up.upgraded.rest;
     let work = async {
         // Bytes each side sent right behind the handshake come first.
-        let early = async {
-            match &client {
-                Switched::Connection(c) => write_flushed(&mut upstream, &c.read).await,
-                Switched::Stream(_) => Ok(()),
-            }
-        };
-        let read = match tokio::time::timeout(idle, early).await {
-            Ok(Ok(())) => match &client {
-                Switched::Connection(c) => c.read.len(),
-                Switched::Stream(_) => 0,
-            },
-            Ok(Err(e)) => return debug!("upgraded connection ended: {e}"),
-            Err(_) => return debug!("upgraded connection idled out"),
-        };
-        sent.fetch_add(read as u64, Relaxed);
-        let timer = tokio::time::sleep(idle);
-        tokio::pin!(timer);
         let relayed = match client {
             Switched::Connection(Handoff {
-                reader, mut writer, ..
+                reader,
+                read,
+                mut writer,
             }) => {
-                match tokio::time::timeout(idle, write_flushed(&mut writer, &rest)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => return debug!("upgraded connection ended: {e}"),
-                    Err(_) => return debug!("upgraded connection idled out"),
+                if !pass_on(&mut upstream, read, idle, &sent).await
+                    || !pass_on(&mut writer, rest, idle, &received).await
+                {
+                    return;
                 }
-                received.fetch_add(rest.len() as u64, Relaxed);
+                let timer = tokio::time::sleep(idle);
+                tokio::pin!(timer);
                 // Plain on both sides: the TCP relay's own path, which splices bulk
                 // transfers (zero-copy); through TLS, the generic copy.
                 match upstream {
@@ -158,12 +144,11 @@ pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Switched) {
                 }
             }
             Switched::Stream(mut tunnel) => {
-                match tokio::time::timeout(idle, write_flushed(&mut tunnel, &rest)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => return debug!("upgraded connection ended: {e}"),
-                    Err(_) => return debug!("upgraded connection idled out"),
+                if !pass_on(&mut tunnel, rest, idle, &received).await {
+                    return;
                 }
-                received.fetch_add(rest.len() as u64, Relaxed);
+                let timer = tokio::time::sleep(idle);
+                tokio::pin!(timer);
                 copy::relay(tunnel, upstream, idle, &sent, &received, timer).await
             }
         };
@@ -184,10 +169,35 @@ pub async fn relay(ctx: &ConnCtx, mut body: ProxyBody, client: Switched) {
     body.upgrade_ended(received.load(Relaxed));
 }
 
-async fn write_flushed<W: AsyncWrite + Unpin>(w: &mut W, b: &BytesMut) -> std::io::Result<()> {
-    if !b.is_empty() {
-        w.write_all(b).await?;
-        w.flush().await?;
+/// Writes what one side sent behind the handshake to the other (within `idle`), counted in
+/// `count`, then lets go of the buffer it came in: the whole read buffer of the handshake
+/// (the backend's 16 KiB, the client's 8 KiB or more), which a quiet relay must not keep.
+/// Whether the relay may go on.
+async fn pass_on<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    bytes: BytesMut,
+    idle: Duration,
+    count: &AtomicU64,
+) -> bool {
+    if bytes.is_empty() {
+        return true;
     }
-    Ok(())
+    let written = async {
+        w.write_all(&bytes).await?;
+        w.flush().await
+    };
+    match tokio::time::timeout(idle, written).await {
+        Ok(Ok(())) => {
+            count.fetch_add(bytes.len() as u64, Relaxed);
+            true
+        }
+        Ok(Err(e)) => {
+            debug!("upgraded connection ended: {e}");
+            false
+        }
+        Err(_) => {
+            debug!("upgraded connection idled out");
+            false
+        }
+    }
 }

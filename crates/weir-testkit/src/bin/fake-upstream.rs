@@ -12,6 +12,9 @@
 //! backend, which then listens on another loopback port); `--tls-client-ca` requires client
 //! certificates signed by that CA.
 //!
+//! With `--ws-echo` (built with the `ws` feature) it is a WebSocket echo backend, for the
+//! idle-ws memory benchmark.
+//!
 //! Each event is printed (`stopped`, `started`) with a timestamp in ms since start.
 //! Signals that arrive during a restart are coalesced into one more restart.
 
@@ -49,6 +52,9 @@ struct Args {
     /// Be a TCP echo server instead of HTTP.
     #[arg(long)]
     tcp_echo: bool,
+    /// Be a WebSocket echo server instead of HTTP (needs the `ws` feature).
+    #[arg(long, conflicts_with_all = ["tcp_echo", "tls_cert"])]
+    ws_echo: bool,
     /// With --tcp-echo: send `NAME\n` on connect.
     #[arg(long)]
     greeting: bool,
@@ -93,6 +99,9 @@ async fn run(a: Args) -> std::io::Result<()> {
     let mut usr1 = signal(SignalKind::user_defined1())?;
     let mut usr2 = signal(SignalKind::user_defined2())?;
     let (down_for, drain_timeout) = (a.down_for, a.drain_timeout);
+    if a.ws_echo {
+        return ws_echo(a.listen, &mut term, &mut int).await;
+    }
     // With TLS, the backend listens on a loopback port of its own behind the TLS front.
     let tls = match (&a.tls_cert, &a.tls_key) {
         (Some(cert), Some(key)) => Some((
@@ -195,4 +204,32 @@ async fn run(a: Args) -> std::io::Result<()> {
             r = restart => r?,
         }
     }
+}
+
+/// The WebSocket echo backend until SIGTERM/SIGINT; no restarts.
+#[cfg(feature = "ws")]
+async fn ws_echo(
+    listen: SocketAddr,
+    term: &mut tokio::signal::unix::Signal,
+    int: &mut tokio::signal::unix::Signal,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let ws = weir_testkit::WsUpstream::echo_on(listen).await?;
+    println!("listening on {}", ws.addr());
+    std::io::stdout().flush()?;
+    tokio::select! {
+        _ = term.recv() => Ok(()),
+        _ = int.recv() => Ok(()),
+    }
+}
+
+#[cfg(not(feature = "ws"))]
+async fn ws_echo(
+    _: SocketAddr,
+    _: &mut tokio::signal::unix::Signal,
+    _: &mut tokio::signal::unix::Signal,
+) -> std::io::Result<()> {
+    Err(std::io::Error::other(
+        "--ws-echo needs fake-upstream built with the `ws` feature (cargo build -p weir-testkit --features ws)",
+    ))
 }

@@ -97,7 +97,16 @@ where
             After::Switch(body) => {
                 // Still busy: a drain lets the switched connection run until
                 // its grace is over, as it does a request in flight.
-                let ConnIo { reader, w, .. } = conn;
+                // The EOF watch's timer and the body's home go now, not when the
+                // relay ends: it may last for hours.
+                let ConnIo {
+                    reader,
+                    w,
+                    home,
+                    watch_from,
+                    ..
+                } = conn;
+                drop((home, watch_from));
                 let Some((reader, read)) = reader.map(Reader::into_parts) else {
                     return;
                 };
@@ -113,6 +122,9 @@ where
             }
         };
         ctl.busy.store(false, Relaxed);
+        // The EOF watch's timer (boxed, 112 B) is for a request in flight: an idle
+        // connection does not keep it until its next request.
+        conn.watch_from = None;
         if !keep || ctl.draining.load(Relaxed) {
             break;
         }
