@@ -206,7 +206,8 @@ def medians(sc: Scenario, res: dict) -> dict:
         for c in list(sc.columns) + list(sc.hidden):
             vals = [m[c.key] for m in rows if m.get(c.key) is not None]
             if vals:
-                med[c.key] = sum(vals) if c.agg == "sum" else statistics.median(vals)
+                med[c.key] = (sum(vals) if c.agg == "sum" else min(vals) if c.agg == "min"
+                              else statistics.median(vals))
         med["n"] = len(rows)
         sysrun = [m for m in res["syscall_runs"] if m["proxy"] == name]
         if sysrun and sysrun[0].get("syscalls_per_unit") is not None:
