@@ -1985,7 +1985,7 @@ class RateLoad(PacedLoad):
     syscall_pass = True
 
     def describe(self):
-        how = "h2c (prior knowledge), one stream at a time per connection" if self.http2 else "keep-alive"
+        how = "h2c with prior knowledge, one stream at a time per connection" if self.http2 else "keep-alive"
         return (f"{self.title}: {self.rate:,} requests/s over {self.conns} connections ({how}), `GET {self.path}` "
                 f"({self.body_len} B), open loop: oha -q {self.rate} -c {self.conns} --latency-correction"
                 + (" --http2 -p 1" if self.http2 else "") + ", latency from each request's scheduled send "
@@ -2000,7 +2000,14 @@ class RateLoad(PacedLoad):
                 "p999_ms": r["p999_ms"], "errors": r["failed"], "raw": r}
 
     def notes(self, res):
-        return self.held_notes(res)
+        cut = Counter()
+        for m in res.get("rounds", []):
+            cut[m["proxy"]] += m.get("raw", {}).get("aborted", 0)
+        lines = self.held_notes(res)
+        if sum(cut.values()):
+            lines.append("Cut off by oha at the deadline (not errors, not counted): "
+                         + ", ".join(f"{p} {n}" for p, n in cut.items()) + ", summed over rounds.")
+        return lines
 
 
 class OneConnLoad(PacedLoad):

@@ -135,9 +135,10 @@ class Paced(unittest.TestCase):
                   "latencyPercentiles": {"p10": 0.0001, "p50": 0.00021, "p90": 0.0004, "p99": 0.0012,
                                          "p99.9": 0.0051, "p99.99": 0.009},
                   "statusCodeDistribution": {"200": 299_000, "502": 2},
-                  "errorDistribution": {"connection closed before message completed": 3}}
+                  "errorDistribution": {"connection closed before message completed": 3,
+                                        "aborted due to deadline": 50}}
         r = oha.summary(report, 30000, 10)
-        self.assertEqual((r["ok"], r["failed"]), (299_000, 5))
+        self.assertEqual((r["ok"], r["failed"], r["aborted"]), (299_000, 5, 50))
         self.assertAlmostEqual(r["rps"], 29_900)
         self.assertAlmostEqual(r["held"], 0.99667, places=4)
         self.assertAlmostEqual(r["p50_ms"], 0.21)
