@@ -7,7 +7,8 @@ usage: bench.py [scenario|group ...]      (default: all)
 Groups: all (every scenario, the default), perf (http-small, http-large, http-conn,
 tcp-stream, tcp-conn), resilience (resilience-flap, resilience-idle, resilience-rolling),
 tls (https-small, https-conn, https-resume), h2 (h2-small, grpc-unary), filters
-(http-filters, http-gzip), config (config-replicas).
+(http-filters, http-gzip), config (config-replicas), paced (http-, h2- and https-rate-1k, -10k,
+-30k and -one-conn: fixed rates from an open loop, one connection back to back).
 
 Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
 BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),
