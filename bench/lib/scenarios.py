@@ -2092,7 +2092,6 @@ class HttpOneConn(OneConnLoad, HttpScenario):
 
 class HttpsOneConn(OneConnLoad, TlsScenario):
     name = title = "https-one-conn"
-    scheme = "https"
     compared = ("weir",)
 
     def describe(self):
