@@ -9,12 +9,15 @@
 #                  h2-small grpc-unary (= group "h2")
 #                  http-filters http-gzip (= group "filters"; http-gzip: compression next to nginx's gzip)
 #                  config-replicas (= group "config": 3 replicas sharing their config through etcd)
+#                  http-rate-1k http-rate-10k http-rate-30k http-one-conn, the same for h2- and https-
+#                  (= group "paced": fixed rates from an open loop, and one connection back to back)
 #       groups:    all (every scenario, the default), perf, resilience (the three resilience-*), memory, tls,
-#                  h2, filters, config
+#                  h2, filters, config, paced
 #
 # Installs wrk, h2load (nghttp2-client), haproxy, nginx (+ stream module), etcd (etcd-server, etcd-client) and
 # protoc (protobuf-compiler) from Debian when missing, builds weir in release mode with its etcd feature
-# (for grpc-unary also ghz, with Go, and the testkit's grpc-upstream), then runs
+# (for grpc-unary also ghz, with Go, and the testkit's grpc-upstream; for the *-rate-* scenarios
+# oha, with cargo), then runs
 # bench/lib/bench.py. See bench/README.md for the
 # environment knobs (BENCH_QUICK=1, BENCH_ROUNDS, BENCH_SECONDS, BENCH_PROXIES, ...).
 set -euo pipefail
@@ -163,6 +166,26 @@ if [ $grpc = 1 ]; then
             err=$(grep -E '^error' "$BENCH_OUT_DIR/build.log" | tail -1 || true)
             export BENCH_GRPC_BUILD_ERROR="cargo build of grpc-upstream failed: ${err:-see build.log} (see build.log)"
             log "$BENCH_GRPC_BUILD_ERROR"
+        fi
+    fi
+fi
+
+# Paced scenarios (*-rate-*): oha, an open-loop generator (a fixed rate, latency from each
+# request's scheduled send time), pinned here and installed with cargo into a cache outside
+# the repo when missing or of another version (bench/lib/oha.py says the same version).
+OHA_VERSION=1.16.0
+oha=0
+for a in "${@:-all}"; do
+    case $a in all|paced|*-rate-*) oha=1 ;; esac
+done
+if [ $oha = 1 ]; then
+    TOOLS=${WEIR_TOOLS_DIR:-$HOME/.cache/weir-tools}
+    export BENCH_OHA=${BENCH_OHA:-$TOOLS/oha/bin/oha}
+    if [ "$BENCH_OHA" = "$TOOLS/oha/bin/oha" ] && ! "$BENCH_OHA" --version 2>/dev/null | grep -q "^oha $OHA_VERSION\$"; then
+        log "installing oha $OHA_VERSION (cargo install --locked) into $TOOLS/oha"
+        if ! cargo install -q --locked --version "$OHA_VERSION" --root "$TOOLS/oha" oha \
+            >>"$BENCH_OUT_DIR/build.log" 2>&1; then
+            log "oha did not install (see build.log): the *-rate-* scenarios will fail"
         fi
     fi
 fi

@@ -7,7 +7,8 @@ usage: bench.py [scenario|group ...]      (default: all)
 Groups: all (every scenario, the default), perf (http-small, http-large, http-conn,
 tcp-stream, tcp-conn), resilience (resilience-flap, resilience-idle, resilience-rolling),
 tls (https-small, https-conn, https-resume), h2 (h2-small, grpc-unary), filters
-(http-filters, http-gzip), config (config-replicas).
+(http-filters, http-gzip), config (config-replicas), paced (http-, h2- and https-rate-1k, -10k,
+-30k and -one-conn: fixed rates from an open loop, one connection back to back).
 
 Environment: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (1),
 BENCH_SYSCALL_SECONDS (3; 0 skips the syscall pass), BENCH_WRK_THREADS (1),
@@ -206,7 +207,8 @@ def medians(sc: Scenario, res: dict) -> dict:
         for c in list(sc.columns) + list(sc.hidden):
             vals = [m[c.key] for m in rows if m.get(c.key) is not None]
             if vals:
-                med[c.key] = sum(vals) if c.agg == "sum" else statistics.median(vals)
+                med[c.key] = (sum(vals) if c.agg == "sum" else min(vals) if c.agg == "min"
+                              else statistics.median(vals))
         med["n"] = len(rows)
         sysrun = [m for m in res["syscall_runs"] if m["proxy"] == name]
         if sysrun and sysrun[0].get("syscalls_per_unit") is not None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from harness import PROCS, BenchError, Proc, port_open, process_tree
 from report import per_round
 import ghz
+import oha
 from proxies import (HOST, Ctx, Upstream, Variant, start_bench_upstream, start_etcd, start_fake_upstream,
                      start_grpc_upstream, start_nginx_upstream, start_proxy, start_weir_admin)
 
@@ -52,7 +53,7 @@ class Column:
     key: str
     fmt: str = "{:.0f}"
     ratio: bool = True  # show weir/peer for this column
-    agg: str = "median"  # across rounds: "median" or "sum" (failure counts)
+    agg: str = "median"  # across rounds: "median", "sum" (failure counts) or "min" (the worst of a share)
 
 
 class Scenario:
@@ -1716,7 +1717,8 @@ def nearest_rank(xs: list[float], p: float) -> float:
     """The p-th percentile by nearest rank: of 100 samples, p50 is the 50th smallest and p99 the
     99th (no interpolation: every figure is a change that happened)."""
     s = sorted(xs)
-    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+    # rounded first: 99.9 / 100 * 1000 is 999.0000000000001 in floating point, not 999
+    return s[max(0, math.ceil(round(p / 100 * len(s), 9)) - 1)]
 
 
 def ms_or_missed(x: float) -> str:
@@ -1953,9 +1955,235 @@ class ConfigReplicas(Scenario):
                 f"{e['changes']:.0f} changes).")
 
 
+# --------------------------------------------------------------------------
+# Paced: loads people run a load balancer at, below saturation. A fixed rate over 50
+# connections from an open loop (oha), and one connection back to back; CPU per request
+# and the tail at each, HTTP/1.1, h2c and HTTPS.
+
+
+def h2load_log_percentiles(text: str) -> dict:
+    """h2load's --log-file (one request a line: start µs since the epoch, status, µs until
+    the end of the response): p50/p99/p99.9 in ms of the 2xx requests, and their count."""
+    lat = []
+    for line in text.splitlines():
+        f = line.split("\t")
+        if len(f) >= 3 and f[1].isdigit() and f[1].startswith("2"):
+            lat.append(int(f[2]) / 1000)
+    if not lat:
+        return {"count": 0}
+    return {"count": len(lat), "p50_ms": nearest_rank(lat, 50), "p99_ms": nearest_rank(lat, 99),
+            "p999_ms": nearest_rank(lat, 99.9)}
+
+
+class PacedLoad:
+    """What every paced scenario shares (mixed in before its protocol's scenario class,
+    which keeps the check, the configs and the upstreams of http-small, h2-small or
+    https-small): rows weir, haproxy, nginx (one thread each), the columns, and the goal:
+    CPU per request ≤ 0.8 × the better peer's and p99 ≤ theirs."""
+    goal = (0.8, ("haproxy", "nginx"), True)
+    rate = 0  # requests/s over `conns` connections (open loop); 0 = one connection, closed loop
+    # below this share of the rate the row is flagged: its figures are at a lower load
+    HOLD = 0.97
+
+    def variants(self):
+        return [Variant("weir", "weir", 1), Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
+
+    @property
+    def columns(self):
+        return ([Column("req/s", "rps"), Column("p50 ms", "p50_ms", "{:.3f}"), Column("p99 ms", "p99_ms", "{:.3f}"),
+                 Column("p99.9 ms", "p999_ms", "{:.3f}")]
+                + cpu_columns(self) + [Column("errors", "errors", "{:.0f}", ratio=False)])
+
+    hidden = [Column("held", "held", agg="min")]  # the achieved ÷ scheduled rate, its worst round
+
+    def held_notes(self, res: dict) -> list[str]:
+        if not self.rate:
+            return []
+        short = [f"{m['proxy']} round {m['round']} {m['rps']:.0f}/s" for m in res.get("rounds", [])
+                 if m.get("held") is not None and m["held"] < self.HOLD]
+        if short:
+            return [f"**Rate not held** (below {self.HOLD:.0%} of {self.rate:,}/s): " + "; ".join(short)
+                    + ". oha sends on schedule and counts the wait, so a row short of the rate is one whose "
+                    "connections were all busy (the proxy, or the generator's CPU, could not keep up)."]
+        return [f"Every run held {self.rate:,} req/s (≥ {self.HOLD:.0%}); latency from each request's "
+                f"scheduled send time (oha --latency-correction)."]
+
+    def goal_line(self, med, row="weir"):
+        line = Scenario.goal_line(self, med, row)  # TlsScenario's own takes no row
+        if line and self.rate:
+            short = [p for p in med if med[p].get("held") is not None and med[p]["held"] < self.HOLD]
+            if row in short:
+                line = line.replace("**met**", "not met (rate not held)")
+            if short:
+                line += f" Rate not held by {', '.join(short)}."
+        return line
+
+
+class RateLoad(PacedLoad):
+    """RATE requests/s over 50 keep-alive connections from oha, an open loop: request i is
+    due at start + i/RATE whatever the answers before it took, and goes out on a free
+    connection; its latency counts from when it was due."""
+    conns = 50
+    http2 = False
+    syscall_pass = True
+
+    def describe(self):
+        how = "h2c with prior knowledge, one stream at a time per connection" if self.http2 else "keep-alive"
+        return (f"{self.title}: {self.rate:,} requests/s over {self.conns} connections ({how}), `GET {self.path}` "
+                f"({self.body_len} B), open loop: oha -q {self.rate} -c {self.conns} --latency-correction"
+                + (" --http2 -p 1" if self.http2 else "") + ", latency from each request's scheduled send "
+                f"time; upstreams and configs as {self.peer_scenario}")
+
+    def load(self, ctx, seconds, warmup=False):
+        url = f"{self.scheme}://{HOST}:{ctx.proxy_port}{self.path}"
+        r = oha.run(url, self.rate, self.conns, seconds, self.http2)
+        if r["ok"] == 0:
+            raise BenchError(f"no request succeeded ({r['failed']} failed: {r['error_kinds'] or r['codes']})")
+        return {"units": r["ok"], "rps": r["rps"], "held": r["held"], "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],
+                "p999_ms": r["p999_ms"], "errors": r["failed"], "raw": r}
+
+    def notes(self, res):
+        cut = Counter()
+        for m in res.get("rounds", []):
+            cut[m["proxy"]] += m.get("raw", {}).get("aborted", 0)
+        lines = self.held_notes(res)
+        if sum(cut.values()):
+            lines.append("Cut off by oha at the deadline (not errors, not counted): "
+                         + ", ".join(f"{p} {n}" for p, n in cut.items()) + ", summed over rounds.")
+        return lines
+
+
+class OneConnLoad(PacedLoad):
+    """One client connection, one request at a time, back to back (a closed loop): the
+    latency of a lone client and the CPU per request when nothing is batched."""
+    conns = 1
+    syscall_pass = True
+
+
+class HttpRate(RateLoad, HttpScenario):
+    peer_scenario = "http-small"
+
+
+class HttpRate1k(HttpRate):
+    name = title = "http-rate-1k"
+    rate = 1000
+
+
+class HttpRate10k(HttpRate):
+    name = title = "http-rate-10k"
+    rate = 10000
+
+
+class HttpRate30k(HttpRate):
+    name = title = "http-rate-30k"
+    rate = 30000
+
+
+class H2Rate(RateLoad, H2Scenario):
+    peer_scenario = "h2-small"
+    http2 = True
+
+
+class H2Rate1k(H2Rate):
+    name = title = "h2-rate-1k"
+    rate = 1000
+
+
+class H2Rate10k(H2Rate):
+    name = title = "h2-rate-10k"
+    rate = 10000
+
+
+class H2Rate30k(H2Rate):
+    name = title = "h2-rate-30k"
+    rate = 30000
+
+
+class HttpsRate(RateLoad, TlsScenario):
+    peer_scenario = "https-small"
+    compared = ("weir",)
+
+
+class HttpsRate1k(HttpsRate):
+    name = title = "https-rate-1k"
+    rate = 1000
+
+
+class HttpsRate10k(HttpsRate):
+    name = title = "https-rate-10k"
+    rate = 10000
+
+
+class HttpsRate30k(HttpsRate):
+    name = title = "https-rate-30k"
+    rate = 30000
+
+
+class HttpOneConn(OneConnLoad, HttpScenario):
+    """wrk -c1 -t1 (wrk's percentiles: it sends the next request when the answer is in)."""
+    name = title = "http-one-conn"
+
+    def describe(self):
+        return (f"{self.title}: one keep-alive connection, one request at a time back to back, `GET {self.path}` "
+                f"({self.body_len} B), wrk -c1 -t1; upstreams and configs as http-small")
+
+    def load(self, ctx, seconds, warmup=False):
+        m = HttpScenario.load(self, ctx, seconds, warmup)
+        m["p999_ms"] = m["wrk"]["p999_us"] / 1000
+        return m
+
+
+class HttpsOneConn(OneConnLoad, TlsScenario):
+    name = title = "https-one-conn"
+    compared = ("weir",)
+
+    def describe(self):
+        return (f"{self.title}: one TLS connection (one handshake), one request at a time back to back, "
+                f"`GET {self.path}` ({self.body_len} B), wrk -c1 -t1 over TLS 1.3 (as https-small); upstreams "
+                f"and configs as https-small")
+
+    def load(self, ctx, seconds, warmup=False):
+        m = HttpScenario.load(self, ctx, seconds, warmup)
+        m["p999_ms"] = m["wrk"]["p999_us"] / 1000
+        return m
+
+
+class H2OneConn(OneConnLoad, H2Scenario):
+    name = title = "h2-one-conn"
+
+    def describe(self):
+        return (f"{self.title}: one h2c connection, one stream at a time back to back, `GET {self.path}` "
+                f"({self.body_len} B), h2load -c1 -m1 (percentiles from its --log-file); upstreams and configs "
+                f"as h2-small")
+
+    def load(self, ctx, seconds, warmup=False):
+        url = f"{self.scheme}://{HOST}:{ctx.proxy_port}{self.path}"
+        log_file = ctx.run / "tmp" / "h2load-one-conn.log"
+        log_file.unlink(missing_ok=True)
+        r = run_h2load(url, ["-c", 1, "-m", 1, "-t", 1, "-D", seconds, "--log-file", log_file], seconds + 30)
+        if r["succeeded"] == 0:
+            raise BenchError(f"no request succeeded ({r['failed']} failed, {r['errored']} errored)")
+        pct = h2load_log_percentiles(log_file.read_text() if log_file.exists() else "")
+        if not pct["count"]:
+            raise BenchError(f"h2load wrote no 2xx request to {log_file}")
+        return {"units": r["succeeded"], "rps": r["succeeded"] / r["seconds"], "p50_ms": pct["p50_ms"],
+                "p99_ms": pct["p99_ms"], "p999_ms": pct["p999_ms"], "errors": r["failed"] + r["timeout"],
+                "raw": r}
+
+    def notes(self, res):
+        return []
+
+
+PACED = ["http-rate-1k", "http-rate-10k", "http-rate-30k", "http-one-conn",
+         "h2-rate-1k", "h2-rate-10k", "h2-rate-30k", "h2-one-conn",
+         "https-rate-1k", "https-rate-10k", "https-rate-30k", "https-one-conn"]
+
+
 SCENARIOS = {c.name: c for c in (HttpSmall, HttpFilters, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
                                  ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, IdleWs, HttpsSmall, HttpsConn,
-                                 HttpsResume, H2Small, GrpcUnary, HttpGzip, ConfigReplicas)}
+                                 HttpsResume, H2Small, GrpcUnary, HttpGzip, ConfigReplicas,
+                                 HttpRate1k, HttpRate10k, HttpRate30k, HttpOneConn, H2Rate1k, H2Rate10k,
+                                 H2Rate30k, H2OneConn, HttpsRate1k, HttpsRate10k, HttpsRate30k, HttpsOneConn)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],
@@ -1965,4 +2193,5 @@ GROUPS = {
     "tls": ["https-small", "https-conn", "https-resume"],
     "h2": ["h2-small", "grpc-unary"],
     "config": ["config-replicas"],
+    "paced": PACED,
 }

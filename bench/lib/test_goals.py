@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pool  # noqa: E402
 from report import deploy_goal_line, per_round, round_ratios  # noqa: E402
-from scenarios import GrpcUnary, HttpFilters, HttpGzip, HttpSmall  # noqa: E402
+import oha  # noqa: E402
+from scenarios import GrpcUnary, H2Rate30k, HttpFilters, HttpGzip, HttpOneConn, HttpSmall, h2load_log_percentiles  # noqa: E402
 
 OPTS = {"seconds": 10, "rounds": 3}
 
@@ -123,6 +124,71 @@ class RoundRatios(unittest.TestCase):
     def test_nothing_to_say(self):
         self.assertIsNone(round_ratios(rounds({"weir": 8.0, "haproxy": 10.0}), (0.8, ("haproxy",), False)))
         self.assertIsNone(round_ratios(rounds({"weir": 8.0}), None))
+
+
+class Paced(unittest.TestCase):
+    """The paced scenarios: what oha's and h2load's outputs are read as, and a rate not held."""
+
+    def test_oha_report(self):
+        # the shape of `oha --output-format json` (times in seconds)
+        report = {"summary": {"successRate": 1.0, "total": 10.002, "requestsPerSec": 29990.1},
+                  "latencyPercentiles": {"p10": 0.0001, "p50": 0.00021, "p90": 0.0004, "p99": 0.0012,
+                                         "p99.9": 0.0051, "p99.99": 0.009},
+                  "statusCodeDistribution": {"200": 299_000, "502": 2},
+                  "errorDistribution": {"connection closed before message completed": 3,
+                                        "aborted due to deadline": 50}}
+        r = oha.summary(report, 30000, 10)
+        self.assertEqual((r["ok"], r["failed"], r["aborted"]), (299_000, 5, 50))
+        self.assertAlmostEqual(r["rps"], 29_900)
+        self.assertAlmostEqual(r["held"], 0.99667, places=4)
+        self.assertAlmostEqual(r["p50_ms"], 0.21)
+        self.assertAlmostEqual(r["p99_ms"], 1.2)
+        self.assertAlmostEqual(r["p999_ms"], 5.1)
+        empty = oha.summary({}, 1000, 10)
+        self.assertEqual((empty["ok"], empty["failed"], empty["p99_ms"]), (0, 0, None))
+
+    def test_oha_is_an_open_loop(self):
+        import os
+        os.environ["BENCH_OHA"] = sys.executable  # any executable: only the argv is looked at
+        argv = oha.args("http://127.0.0.1:1/small", 10000, 50, 10, http2=True)
+        for flag in ("--latency-correction", "-w", "--http2"):
+            self.assertIn(flag, argv)
+        self.assertEqual(argv[argv.index("-q") + 1], "10000")
+        self.assertEqual(argv[argv.index("-c") + 1], "50")
+
+    def test_h2load_log(self):
+        lines = [f"1700000000{i:06d}\t200\t{100 + i}" for i in range(1000)]
+        lines += ["1700000001000000\t503\t1", "1700000001000001\t-1\t5"]
+        r = h2load_log_percentiles("\n".join(lines) + "\n")
+        self.assertEqual(r["count"], 1000)
+        self.assertEqual((r["p50_ms"], r["p99_ms"], r["p999_ms"]), (0.599, 1.089, 1.098))
+        self.assertEqual(h2load_log_percentiles(""), {"count": 0})
+
+    def test_goal_needs_cpu_p99_and_the_rate(self):
+        sc = H2Rate30k(OPTS)
+        m = med(weir=8.0, haproxy=10.0, nginx=12.0)
+        for row, p99, held in (("weir", 0.9, 1.0), ("haproxy", 1.0, 1.0), ("nginx", 1.1, 0.8)):
+            m[row].update(p99_ms=p99, held=held)
+        line = sc.goal_line(m)
+        self.assertIn("**met**", line)
+        self.assertIn("Rate not held by nginx.", line)
+        m["weir"]["held"] = 0.9
+        self.assertIn("not met (rate not held)", sc.goal_line(m))
+        m["weir"]["held"], m["weir"]["p99_ms"] = 1.0, 1.05
+        self.assertIn("not met", sc.goal_line(m))
+        self.assertIn("p99 1.05 × haproxy's", sc.goal_line(m))
+        # a closed loop of one has no rate to hold
+        self.assertNotIn("Rate", HttpOneConn(OPTS).goal_line(med(weir=8.0, haproxy=10.0)))
+
+    def test_short_runs_are_named(self):
+        res = {"rounds": [{"round": 1, "proxy": "weir", "rps": 29_950.0, "held": 0.998},
+                          {"round": 1, "proxy": "nginx", "rps": 21_000.0, "held": 0.7}]}
+        lines = H2Rate30k(OPTS).notes(res)
+        self.assertIn("**Rate not held**", lines[0])
+        self.assertIn("nginx round 1 21000/s", lines[0])
+        self.assertNotIn("weir round", lines[0])
+        res["rounds"].pop()
+        self.assertIn("Every run held 30,000 req/s", H2Rate30k(OPTS).notes(res)[0])
 
 
 class Pooled(unittest.TestCase):
