@@ -2064,19 +2064,7 @@ class HttpRate(RateLoad, HttpScenario):
     peer_scenario = "http-small"
 
 
-class HttpRate1k(HttpRate):
-    name = title = "http-rate-1k"
-    rate = 1000
 
-
-class HttpRate10k(HttpRate):
-    name = title = "http-rate-10k"
-    rate = 10000
-
-
-class HttpRate30k(HttpRate):
-    name = title = "http-rate-30k"
-    rate = 30000
 
 
 class H2Rate(RateLoad, H2Scenario):
@@ -2084,19 +2072,7 @@ class H2Rate(RateLoad, H2Scenario):
     http2 = True
 
 
-class H2Rate1k(H2Rate):
-    name = title = "h2-rate-1k"
-    rate = 1000
 
-
-class H2Rate10k(H2Rate):
-    name = title = "h2-rate-10k"
-    rate = 10000
-
-
-class H2Rate30k(H2Rate):
-    name = title = "h2-rate-30k"
-    rate = 30000
 
 
 class HttpsRate(RateLoad, TlsScenario):
@@ -2104,22 +2080,32 @@ class HttpsRate(RateLoad, TlsScenario):
     compared = ("weir",)
 
 
-class HttpsRate1k(HttpsRate):
-    name = title = "https-rate-1k"
-    rate = 1000
 
 
-class HttpsRate10k(HttpsRate):
-    name = title = "https-rate-10k"
-    rate = 10000
+
+RATES = (1000, 10000, 30000)
 
 
-class HttpsRate30k(HttpsRate):
-    name = title = "https-rate-30k"
-    rate = 30000
+def at_rates(base, prefix):
+    """`base` at each of RATES: one scenario each, named `PREFIX-rate-Nk`."""
+    return [type(f"{base.__name__}{r // 1000}k", (base,),
+                 {"name": f"{prefix}-rate-{r // 1000}k", "title": f"{prefix}-rate-{r // 1000}k", "rate": r})
+            for r in RATES]
 
 
-class HttpOneConn(OneConnLoad, HttpScenario):
+HTTP_RATES, H2_RATES, HTTPS_RATES = at_rates(HttpRate, "http"), at_rates(H2Rate, "h2"), at_rates(HttpsRate, "https")
+
+
+class WrkOneConn(OneConnLoad):
+    """The one-connection loop over HTTP/1.1 (plain or TLS): wrk -c1 -t1, with its p99.9."""
+
+    def load(self, ctx, seconds, warmup=False):
+        m = HttpScenario.load(self, ctx, seconds, warmup)
+        m["p999_ms"] = m["wrk"]["p999_us"] / 1000
+        return m
+
+
+class HttpOneConn(WrkOneConn, HttpScenario):
     """wrk -c1 -t1 (wrk's percentiles: it sends the next request when the answer is in)."""
     name = title = "http-one-conn"
 
@@ -2127,13 +2113,8 @@ class HttpOneConn(OneConnLoad, HttpScenario):
         return (f"{self.title}: one keep-alive connection, one request at a time back to back, `GET {self.path}` "
                 f"({self.body_len} B), wrk -c1 -t1; upstreams and configs as http-small")
 
-    def load(self, ctx, seconds, warmup=False):
-        m = HttpScenario.load(self, ctx, seconds, warmup)
-        m["p999_ms"] = m["wrk"]["p999_us"] / 1000
-        return m
 
-
-class HttpsOneConn(OneConnLoad, TlsScenario):
+class HttpsOneConn(WrkOneConn, TlsScenario):
     name = title = "https-one-conn"
     compared = ("weir",)
 
@@ -2141,11 +2122,6 @@ class HttpsOneConn(OneConnLoad, TlsScenario):
         return (f"{self.title}: one TLS connection (one handshake), one request at a time back to back, "
                 f"`GET {self.path}` ({self.body_len} B), wrk -c1 -t1 over TLS 1.3 (as https-small); upstreams "
                 f"and configs as https-small")
-
-    def load(self, ctx, seconds, warmup=False):
-        m = HttpScenario.load(self, ctx, seconds, warmup)
-        m["p999_ms"] = m["wrk"]["p999_us"] / 1000
-        return m
 
 
 class H2OneConn(OneConnLoad, H2Scenario):
@@ -2174,16 +2150,13 @@ class H2OneConn(OneConnLoad, H2Scenario):
         return []
 
 
-PACED = ["http-rate-1k", "http-rate-10k", "http-rate-30k", "http-one-conn",
-         "h2-rate-1k", "h2-rate-10k", "h2-rate-30k", "h2-one-conn",
-         "https-rate-1k", "https-rate-10k", "https-rate-30k", "https-one-conn"]
+PACED = [c.name for c in (*HTTP_RATES, HttpOneConn, *H2_RATES, H2OneConn, *HTTPS_RATES, HttpsOneConn)]
 
 
 SCENARIOS = {c.name: c for c in (HttpSmall, HttpFilters, HttpLarge, HttpLargePaced, HttpConn, TcpStream, TcpConn, Capacity, ResilienceFlap,
                                  ResilienceIdle, ResilienceRolling, IdleHttp, IdleTcp, IdleWs, HttpsSmall, HttpsConn,
                                  HttpsResume, H2Small, GrpcUnary, HttpGzip, ConfigReplicas,
-                                 HttpRate1k, HttpRate10k, HttpRate30k, HttpOneConn, H2Rate1k, H2Rate10k,
-                                 H2Rate30k, H2OneConn, HttpsRate1k, HttpsRate10k, HttpsRate30k, HttpsOneConn)}
+                                 *HTTP_RATES, HttpOneConn, *H2_RATES, H2OneConn, *HTTPS_RATES, HttpsOneConn)}
 GROUPS = {
     "all": list(SCENARIOS),
     "perf": ["http-small", "http-large", "http-conn", "tcp-stream", "tcp-conn"],

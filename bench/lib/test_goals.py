@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pool  # noqa: E402
 from report import deploy_goal_line, per_round, round_ratios  # noqa: E402
 import oha  # noqa: E402
-from scenarios import GrpcUnary, H2Rate30k, HttpFilters, HttpGzip, HttpOneConn, HttpSmall, h2load_log_percentiles  # noqa: E402
+from scenarios import SCENARIOS, GrpcUnary, HttpFilters, HttpGzip, HttpOneConn, HttpSmall, h2load_log_percentiles  # noqa: E402
 
 OPTS = {"seconds": 10, "rounds": 3}
 
@@ -165,7 +165,7 @@ class Paced(unittest.TestCase):
         self.assertEqual(h2load_log_percentiles(""), {"count": 0})
 
     def test_goal_needs_cpu_p99_and_the_rate(self):
-        sc = H2Rate30k(OPTS)
+        sc = SCENARIOS["h2-rate-30k"](OPTS)
         m = med(weir=8.0, haproxy=10.0, nginx=12.0)
         for row, p99, held in (("weir", 0.9, 1.0), ("haproxy", 1.0, 1.0), ("nginx", 1.1, 0.8)):
             m[row].update(p99_ms=p99, held=held)
@@ -183,12 +183,12 @@ class Paced(unittest.TestCase):
     def test_short_runs_are_named(self):
         res = {"rounds": [{"round": 1, "proxy": "weir", "rps": 29_950.0, "held": 0.998},
                           {"round": 1, "proxy": "nginx", "rps": 21_000.0, "held": 0.7}]}
-        lines = H2Rate30k(OPTS).notes(res)
+        lines = SCENARIOS["h2-rate-30k"](OPTS).notes(res)
         self.assertIn("**Rate not held**", lines[0])
         self.assertIn("nginx round 1 21000/s", lines[0])
         self.assertNotIn("weir round", lines[0])
         res["rounds"].pop()
-        self.assertIn("Every run held 30,000 req/s", H2Rate30k(OPTS).notes(res)[0])
+        self.assertIn("Every run held 30,000 req/s", SCENARIOS["h2-rate-30k"](OPTS).notes(res)[0])
 
 
 class Pooled(unittest.TestCase):
