@@ -14,23 +14,12 @@ use weir_store::{Change, Kind, Precondition};
 use weir_testkit::HttpUpstream;
 
 mod common;
-use common::{listener_addr, state, Memory};
+use common::{listener_addr, one_route, state, Memory};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_source_commits_and_follows_changes_made_elsewhere() {
     let backend = HttpUpstream::spawn("a").await.unwrap();
-    let source = Memory::new(state(
-        1,
-        &[
-            (Kind::Listener, "web", json!({ "bind": "127.0.0.1:0" })),
-            (
-                Kind::Route,
-                "all",
-                json!({ "listener": "web", "pool": "app" }),
-            ),
-            (Kind::Pool, "app", json!({})),
-        ],
-    ));
+    let source = Memory::new(one_route(1));
     let proxy = Proxy::new();
     let config = RunningConfig::start(proxy.clone(), source.clone()).unwrap();
     assert_eq!(config.source_info().mode, "memory");

@@ -20,7 +20,7 @@ use weir_store::{Change, Kind, Precondition};
 use weir_testkit::{client, HttpUpstream};
 
 mod common;
-use common::{listener_addr, state, Memory};
+use common::{listener_addr, one_route, Memory};
 
 #[derive(Default)]
 struct Toy {
@@ -87,18 +87,7 @@ async fn a_pools_endpoints_come_from_an_endpoint_source_and_the_rest_from_the_co
         HttpUpstream::spawn("a").await.unwrap(),
         HttpUpstream::spawn("b").await.unwrap(),
     );
-    let source = Memory::new(state(
-        1,
-        &[
-            (Kind::Listener, "web", json!({ "bind": "127.0.0.1:0" })),
-            (
-                Kind::Route,
-                "all",
-                json!({ "listener": "web", "pool": "app" }),
-            ),
-            (Kind::Pool, "app", json!({})),
-        ],
-    ));
+    let source = Memory::new(one_route(1));
     let proxy = Proxy::new();
     let config = RunningConfig::start(proxy.clone(), source).unwrap();
     let web = listener_addr(&proxy);

@@ -139,19 +139,12 @@ impl Source for FileSource {
         changes: Vec<Change>,
         check: Check<'_, Checked>,
     ) -> Result<Commit<Checked>, Refused> {
-        let applied =
-            weir_store::apply::<crate::compile::Invalid>((**current).clone(), changes.clone())
-                .map_err(super::refused)?;
-        let checked = check(&applied.state, &super::keys(&changes))?;
+        let commit = super::commit_in_memory(current, changes.clone(), check)?;
         self.now
             .lock()
             .unwrap()
-            .set_overlay_from(&changes, &applied.state);
-        Ok(Commit {
-            committed: applied.committed,
-            state: Arc::new(applied.state),
-            checked,
-        })
+            .set_overlay_from(&changes, &commit.state);
+        Ok(commit)
     }
 
     fn rereads(&self) -> bool {

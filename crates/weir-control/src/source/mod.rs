@@ -131,6 +131,23 @@ pub type Renewal<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<std::time::Duration, HeartbeatError>> + Send + 'a>,
 >;
 
+/// A commit for a source that keeps its state in memory (a file's registrations, a test's):
+/// `changes` applied to `current` with their preconditions, then `check` on the result.
+pub fn commit_in_memory(
+    current: &State,
+    changes: Vec<Change>,
+    check: Check<'_, crate::checked::Checked>,
+) -> Result<Commit<crate::checked::Checked>, Refused> {
+    let keys = keys(&changes);
+    let applied = weir_store::apply::<Invalid>(current.clone(), changes).map_err(refused)?;
+    let checked = check(&applied.state, &keys)?;
+    Ok(Commit {
+        committed: applied.committed,
+        state: Arc::new(applied.state),
+        checked,
+    })
+}
+
 /// The resources `changes` write.
 pub fn keys(changes: &[Change]) -> Vec<(Kind, String)> {
     changes

@@ -51,6 +51,27 @@ pub fn state(revision: u64, items: &[(Kind, &str, serde_json::Value)]) -> State 
     s
 }
 
+/// A listener on any free port whose one route sends everything to pool `app`, which lists
+/// no endpoint of its own.
+pub fn one_route(revision: u64) -> State {
+    state(
+        revision,
+        &[
+            (
+                Kind::Listener,
+                "web",
+                serde_json::json!({ "bind": "127.0.0.1:0" }),
+            ),
+            (
+                Kind::Route,
+                "all",
+                serde_json::json!({ "listener": "web", "pool": "app" }),
+            ),
+            (Kind::Pool, "app", serde_json::json!({})),
+        ],
+    )
+}
+
 impl Source for Memory {
     fn describe(&self) -> (&'static str, String) {
         ("memory", "test".into())
@@ -69,18 +90,7 @@ impl Source for Memory {
         changes: Vec<Change>,
         check: Check<'_, Checked>,
     ) -> Result<Commit<Checked>, Refused> {
-        let keys = weir_control::source::keys(&changes);
-        let applied =
-            weir_store::apply::<()>((**current).clone(), changes).map_err(|e| match e {
-                weir_store::CommitError::NotFound { index } => Refused::NotFound { index },
-                e => panic!("{e:?}"),
-            })?;
-        let checked = check(&applied.state, &keys)?;
-        Ok(Commit {
-            committed: applied.committed,
-            state: Arc::new(applied.state),
-            checked,
-        })
+        weir_control::source::commit_in_memory(current, changes, check)
     }
 
     fn watch(&self) -> Option<mpsc::Receiver<()>> {
