@@ -1,0 +1,108 @@
+//! The DNS endpoint source: one follower task per (pool, name) the running config lists,
+//! each pool's set the union of its names' last good answers, sent whenever it changes. One
+//! sender task sends the sets, so they reach weir in the order they were made.
+
+use std::sync::Arc;
+
+use tokio::runtime::Handle;
+use tracing::error;
+use weir_config::Config;
+use weir_control::{EndpointSource, Sets};
+
+use crate::follow::follow;
+use crate::shared::Shared;
+use crate::wanted::{self, Key};
+
+/// Backends given by DNS name (`addr = "HOST:PORT"`, `srv = "_SERVICE._PROTO.NAME"`).
+#[derive(Default)]
+pub struct Dns {
+    shared: Arc<Shared>,
+}
+
+/// Sends each batch of changed sets until weir stops listening.
+async fn send(shared: Arc<Shared>, sets: Sets) {
+    loop {
+        shared.changed.notified().await;
+        for set in shared.take_dirty() {
+            if sets.send(set).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+impl EndpointSource for Dns {
+    fn name(&self) -> &'static str {
+        "dns"
+    }
+
+    fn start(&self, sets: Sets) {
+        let runtime = Handle::current();
+        runtime.spawn(send(self.shared.clone(), sets));
+        self.shared.state.lock().unwrap().runtime = Some(runtime);
+    }
+
+    fn configured(&self, config: &Arc<Config>) {
+        let mut s = self.shared.state.lock().unwrap();
+        let Some(runtime) = s.runtime.clone() else {
+            return;
+        };
+        let settings = wanted::settings(config);
+        let mut wanted = wanted::names(config);
+        if s.settings.as_ref() != Some(&settings) {
+            // New resolvers or bounds: every name starts over (its last answer keeps serving).
+            for (_, (_, task)) in s.tasks.drain() {
+                task.abort();
+            }
+            s.resolver = match crate::resolver::build(&settings.resolvers) {
+                Ok(r) => Some(Arc::new(r)),
+                Err(e) => {
+                    error!("cannot set up the DNS resolver, names are not followed: {e}");
+                    None
+                }
+            };
+            s.settings = Some(settings.clone());
+        }
+        let gone: Vec<Key> = s
+            .tasks
+            .keys()
+            .filter(|k| !wanted.contains(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some((_, task)) = s.tasks.remove(&key) {
+                task.abort();
+            }
+            weir_metrics::dns::remove_name(&key.0, &key.1.name.to_string());
+        }
+        // Answers of names no longer listed leave their pools' sets.
+        let mut emptied = Vec::new();
+        for (pool, by_name) in s.answers.iter_mut() {
+            let before = by_name.len();
+            by_name.retain(|named, _| wanted.contains(&(pool.clone(), named.clone())));
+            if by_name.len() != before {
+                emptied.push(pool.clone());
+            }
+        }
+        for pool in emptied {
+            s.dirty.insert(pool);
+            self.shared.changed.notify_one();
+        }
+        let Some(resolver) = s.resolver.clone() else {
+            return;
+        };
+        wanted.retain(|k| !s.tasks.contains_key(k));
+        for key in wanted {
+            s.next_generation += 1;
+            let generation = s.next_generation;
+            let task = runtime.spawn(follow(
+                key.clone(),
+                generation,
+                resolver.clone(),
+                settings.clone(),
+                self.shared.clone(),
+            ));
+            s.tasks.insert(key, (generation, task.abort_handle()));
+        }
+    }
+}
