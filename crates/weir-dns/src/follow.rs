@@ -28,8 +28,8 @@ pub(crate) async fn follow(
 ) {
     let (pool, named) = &key;
     let name = named.name.to_string();
-    // The last result's failure (None: it was good), for logging once per change.
-    let mut last: Option<Option<Failure>> = None;
+    // The last result (`ok`, or a failure's label), for logging once per change of state.
+    let mut last: Option<&'static str> = None;
     let mut retry = settings.min_ttl.max(Duration::from_secs(1));
     loop {
         let outcome = match tokio::time::timeout(LIMIT, resolve(&resolver, named)).await {
@@ -37,7 +37,7 @@ pub(crate) async fn follow(
             Err(_) => Err(Failure::Timeout),
         };
         let now = Instant::now();
-        let (wait, failure, addresses) = match outcome {
+        let (wait, failure, addresses): (_, Option<Failure>, Vec<String>) = match outcome {
             Ok(answer) => {
                 retry = settings.min_ttl.max(Duration::from_secs(1));
                 let ttl = answer.valid_until.saturating_duration_since(now);
@@ -47,7 +47,7 @@ pub(crate) async fn follow(
                     .iter()
                     .map(|e| e.addr.to_string())
                     .collect();
-                if last != Some(None) {
+                if last != Some("ok") {
                     info!(
                         "pool {pool}: {name} resolves to {} addresses (asked again in {wait:?})",
                         answer.endpoints.len()
@@ -58,7 +58,7 @@ pub(crate) async fn follow(
             }
             Err(f) => {
                 let kept = shared.kept(&key);
-                if last.as_ref() != Some(&Some(f.clone())) {
+                if last != Some(f.result()) {
                     warn!(
                         "pool {pool}: {name} does not resolve now ({f}); keeping its last {} addresses, trying again",
                         kept.len()
@@ -69,7 +69,8 @@ pub(crate) async fn follow(
                 (wait, Some(f), kept)
             }
         };
-        dns::count(pool, failure.as_ref().map_or("ok", Failure::result));
+        let result = failure.as_ref().map_or("ok", Failure::result);
+        dns::count(pool, result);
         if !shared.current(&key, generation) {
             return;
         }
@@ -77,13 +78,13 @@ pub(crate) async fn follow(
             pool,
             &name,
             NameState {
-                result: failure.as_ref().map_or("ok", Failure::result),
+                result,
                 error: failure.as_ref().map(|f| f.to_string()),
                 addresses,
                 next_query: now + wait,
             },
         );
-        last = Some(failure);
+        last = Some(result);
         tokio::time::sleep(wait).await;
     }
 }
