@@ -212,6 +212,13 @@ async fn the_ttl_paces_queries_and_a_dead_server_keeps_the_last_answer() {
         assert!(start.elapsed() < WAIT, "no failed resolution counted:\n{m}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // The API and the dashboard show it, with the address kept.
+    let stats: serde_json::Value =
+        serde_json::from_str(&client::get(w.admin, "/api/v1/stats").await.unwrap().text()).unwrap();
+    let name = &pool_stats(&stats, "app")["names"][0];
+    assert_eq!(name["name"], format!("api.weir.test:{port}"), "{stats}");
+    assert_ne!(name["result"], "ok", "{stats}");
+    assert_eq!(name["addresses"], serde_json::json!([a.addr().to_string()]));
     // A few more tries fail while traffic goes on.
     tokio::time::sleep(Duration::from_secs(4)).await;
     let warned = w.log_text().matches("does not resolve now").count();
