@@ -414,6 +414,7 @@ async fn a_name_that_does_not_resolve_yet_starts_empty_and_fills_in() {
     let w = Weir::start(&toml, &[listen]);
     let r = client::get(listen, "/").await.unwrap();
     assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(r.header("x-weir-reason"), Some("no_healthy_endpoint"));
     let _dns = blocking(move || {
         dns.set_hosts(&[("127.0.0.2", "late.weir.test")]);
         dns
