@@ -1,12 +1,14 @@
-//! The resolver weir asks: the `[global] resolvers` when listed, else the system's
-//! configuration (`/etc/resolv.conf`, `/etc/hosts`). Its cache is off: each follower keeps
-//! its answer for as long as the TTL (bounded by `dns_min_ttl`/`dns_max_ttl`) says, then asks
-//! the server again, so a cache would only hide a change.
+//! The resolver weir asks: the `[global] resolvers` when listed (and only they: not
+//! `/etc/hosts`), else the system's configuration (`/etc/resolv.conf`, `/etc/hosts`), as
+//! read when the resolver is built (at start, or when the DNS settings change). Its cache is
+//! off: each follower keeps its answer for as long as the TTL (bounded by
+//! `dns_min_ttl`/`dns_max_ttl`) says, then asks the server again, so a cache would only hide
+//! a change.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig};
+use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolveHosts, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::net::NetError;
 use hickory_resolver::TokioResolver;
@@ -36,6 +38,9 @@ pub(crate) fn build(servers: &[SocketAddr]) -> Result<TokioResolver, NetError> {
         }
     };
     let opts = builder.options_mut();
+    if !servers.is_empty() {
+        opts.use_hosts_file = ResolveHosts::Never;
+    }
     opts.cache_size = 0;
     opts.timeout = TIMEOUT;
     opts.attempts = ATTEMPTS;

@@ -84,3 +84,55 @@ impl Shared {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_config::DnsName;
+
+    fn key(pool: &str, host: &str) -> Key {
+        let name = DnsName::Host {
+            host: host.into(),
+            port: 80,
+        };
+        (pool.into(), NamedEndpoint { name, weight: 1 })
+    }
+
+    fn ep(addr: &str) -> Endpoint {
+        Endpoint {
+            addr: addr.parse().unwrap(),
+            weight: 1,
+        }
+    }
+
+    #[test]
+    fn a_pools_set_is_the_union_of_its_names_and_a_stale_follower_is_ignored() {
+        let shared = Shared::default();
+        let (a, b) = (key("app", "a.internal"), key("app", "b.internal"));
+        {
+            let mut s = shared.state.lock().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            let idle = rt.spawn(async {}).abort_handle();
+            s.tasks.insert(a.clone(), (1, idle.clone()));
+            s.tasks.insert(b.clone(), (2, idle));
+        }
+        shared.answer(&a, 1, vec![ep("10.0.0.1:80")]);
+        shared.answer(&b, 2, vec![ep("10.0.0.2:80")]);
+        // An answer from a follower that was replaced does not count.
+        shared.answer(&a, 7, vec![ep("10.0.0.9:80")]);
+        let sets = shared.take_dirty();
+        assert_eq!(sets.len(), 1);
+        assert_eq!(sets[0].pool, "app");
+        assert_eq!(
+            sets[0].endpoints,
+            vec![ep("10.0.0.1:80"), ep("10.0.0.2:80")]
+        );
+        // The same answer again changes nothing.
+        shared.answer(&a, 1, vec![ep("10.0.0.1:80")]);
+        assert!(shared.take_dirty().is_empty());
+        assert_eq!(shared.kept(&a), ["10.0.0.1:80"]);
+        assert!(!shared.current(&a, 7));
+    }
+}
