@@ -997,6 +997,13 @@ pub(crate) fn endpoints(sink: &mut Sink<'_>, pool: &str, v: &read::Val<'_>) -> V
                 continue;
             }
             (None, Some(v)) => {
+                if let Some(w) = t.get("weight") {
+                    sink.error(
+                        w.span(),
+                        "an `srv` endpoint takes its weights from its SRV records; remove `weight`",
+                    );
+                    continue;
+                }
                 let Some(s) = read::string(sink, v) else {
                     continue;
                 };

@@ -72,6 +72,12 @@ fn each_mistake_is_an_error_at_its_place() {
         "not both",
     );
     one_error(
+        "[pools.app]\nendpoints = [{ srv = \"_h._tcp.a\", weight = 2 }]\n",
+        2,
+        44,
+        "remove `weight`",
+    );
+    one_error(
         "[global]\nresolvers = [\"dns.internal\"]\n",
         2,
         14,

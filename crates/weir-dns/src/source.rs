@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::runtime::Handle;
 use tracing::error;
-use weir_config::Config;
+use weir_config::{Config, DnsName, NamedEndpoint};
 use weir_control::{EndpointSource, Sets};
 
 use crate::follow::follow;
@@ -75,16 +75,40 @@ impl EndpointSource for Dns {
             }
             weir_metrics::dns::remove_name(&key.0, &key.1.name.to_string());
         }
-        // Answers of names no longer listed leave their pools' sets.
-        let mut emptied = Vec::new();
+        // Answers of names no longer listed leave their pools' sets; a name listed again
+        // with another weight keeps its addresses, reweighted, rather than leave the pool
+        // until its new follower answers.
+        let mut changed = Vec::new();
         for (pool, by_name) in s.answers.iter_mut() {
-            let before = by_name.len();
-            by_name.retain(|named, _| wanted.contains(&(pool.clone(), named.clone())));
-            if by_name.len() != before {
-                emptied.push(pool.clone());
+            let stale: Vec<NamedEndpoint> = by_name
+                .keys()
+                .filter(|named| !wanted.contains(&(pool.clone(), (*named).clone())))
+                .cloned()
+                .collect();
+            for old in stale {
+                let Some(endpoints) = by_name.remove(&old) else {
+                    continue;
+                };
+                changed.push(pool.clone());
+                let again = wanted
+                    .iter()
+                    .find(|(p, n)| p == pool && n.name == old.name)
+                    .map(|(_, n)| n.clone());
+                if let Some(new) = again {
+                    let reweighted = endpoints
+                        .into_iter()
+                        .map(|mut e| {
+                            if matches!(new.name, DnsName::Host { .. }) {
+                                e.weight = new.weight;
+                            }
+                            e
+                        })
+                        .collect();
+                    by_name.insert(new, reweighted);
+                }
             }
         }
-        for pool in emptied {
+        for pool in changed {
             s.dirty.insert(pool);
             self.shared.changed.notify_one();
         }

@@ -168,6 +168,56 @@ async fn records_added_changed_and_removed_under_load_lose_no_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reload_that_reweighs_a_name_keeps_its_addresses_serving() {
+    let ups = backends(&["a", "b"]).await;
+    let port = ups[0].addr().port();
+    let dns = blocking(|| {
+        Dnsmasq::start(
+            &[
+                ("127.0.0.2", "api.weir.test"),
+                ("127.0.0.3", "api.weir.test"),
+            ],
+            60,
+        )
+    })
+    .await;
+    let listen = free_addr();
+    let eps = |w: u32| format!("{{ addr = \"api.weir.test:{port}\", weight = {w} }}");
+    let w = Weir::start(&config(listen, dns.addr(), &eps(1), ""), &[listen]);
+    first_answer(listen).await;
+    let go = Arc::new(AtomicBool::new(true));
+    let running = go.clone();
+    let load = tokio::spawn(load_while(listen, 4, Method::GET, (1, 5), move || {
+        running.load(Relaxed)
+    }));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let outcome = w.reload(&config(listen, dns.addr(), &eps(7), ""));
+    assert!(outcome.contains("config reloaded"), "{outcome}");
+    let start = Instant::now();
+    loop {
+        let stats: serde_json::Value =
+            serde_json::from_str(&client::get(w.admin, "/api/v1/stats").await.unwrap().text())
+                .unwrap();
+        let weights: Vec<_> = pool_stats(&stats, "app")["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["weight"].clone())
+            .collect();
+        if weights == [7, 7] {
+            break;
+        }
+        assert!(start.elapsed() < WAIT, "weights {weights:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    go.store(false, Relaxed);
+    assert_clean("a name reweighed", &load.await.unwrap());
+    // The TTL is 60 s: the reweighing needed no new answer, nor did the pool lose one.
+    assert!(!w.log_text().contains("endpoints of pool app from dns: 0"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_ttl_paces_queries_and_a_dead_server_keeps_the_last_answer() {
     let ups = backends(&["a", "b"]).await;
     let (a, b) = (ups[0].clone(), ups[1].clone());
