@@ -1,9 +1,9 @@
 //! The resolver weir asks: the `[global] resolvers` when listed (and only they: not
-//! `/etc/hosts`), else the system's configuration (`/etc/resolv.conf`, `/etc/hosts`), as
-//! read when the resolver is built (at start, or when the DNS settings change). Its cache is
-//! off: each follower keeps its answer for as long as the TTL (bounded by
-//! `dns_min_ttl`/`dns_max_ttl`) says, then asks the server again, so a cache would only hide
-//! a change.
+//! `/etc/hosts`), else the system's configuration (`/etc/resolv.conf`, `/etc/hosts`), as read
+//! when the resolver is built (when a name is first followed, and again after the DNS settings
+//! change). Its cache is off: each follower keeps its answer for as long as the TTL (bounded
+//! by `dns_min_ttl`/`dns_max_ttl`) says, then asks the server again, so a cache would only
+//! hide a change.
 
 use std::net::SocketAddr;
 use std::time::Duration;

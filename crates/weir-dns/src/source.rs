@@ -54,13 +54,7 @@ impl EndpointSource for Dns {
             for (_, (_, task)) in s.tasks.drain() {
                 task.abort();
             }
-            s.resolver = match crate::resolver::build(&settings.resolvers) {
-                Ok(r) => Some(Arc::new(r)),
-                Err(e) => {
-                    error!("cannot set up the DNS resolver, names are not followed: {e}");
-                    None
-                }
-            };
+            s.resolver = None;
             s.settings = Some(settings.clone());
         }
         let gone: Vec<Key> = s
@@ -112,10 +106,23 @@ impl EndpointSource for Dns {
             s.dirty.insert(pool);
             self.shared.changed.notify_one();
         }
+        wanted.retain(|k| !s.tasks.contains_key(k));
+        if wanted.is_empty() {
+            return;
+        }
+        // Built when a name first needs it: a config without names reads no resolv.conf.
+        if s.resolver.is_none() {
+            match crate::resolver::build(&settings.resolvers) {
+                Ok(r) => s.resolver = Some(Arc::new(r)),
+                Err(e) => {
+                    error!("cannot set up the DNS resolver, names are not followed: {e}");
+                    return;
+                }
+            }
+        }
         let Some(resolver) = s.resolver.clone() else {
             return;
         };
-        wanted.retain(|k| !s.tasks.contains_key(k));
         for key in wanted {
             s.next_generation += 1;
             let generation = s.next_generation;

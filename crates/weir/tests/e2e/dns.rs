@@ -340,6 +340,50 @@ async fn a_name_with_64_addresses_is_64_endpoints() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn health_checks_judge_each_address_of_a_name() {
+    let ups = backends(&["up"]).await;
+    let port = ups[0].addr().port();
+    // 127.0.0.3 has nothing listening at the port: that address alone is down.
+    let dns = blocking(|| {
+        Dnsmasq::start(
+            &[
+                ("127.0.0.2", "api.weir.test"),
+                ("127.0.0.3", "api.weir.test"),
+            ],
+            60,
+        )
+    })
+    .await;
+    let listen = free_addr();
+    let eps = format!("{{ addr = \"api.weir.test:{port}\" }}");
+    let toml = config(listen, dns.addr(), &eps, "")
+        + "\n[pools.app.health]\ncheck = \"tcp\"\ninterval = \"200ms\"\ntimeout = \"100ms\"\n";
+    let w = Weir::start(&toml, &[listen]);
+    let down = format!("127.0.0.3:{port}");
+    let start = Instant::now();
+    loop {
+        let stats: serde_json::Value =
+            serde_json::from_str(&client::get(w.admin, "/api/v1/stats").await.unwrap().text())
+                .unwrap();
+        let states: Vec<(String, bool)> = pool_stats(&stats, "app")["endpoints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| (e["addr"].as_str().unwrap().to_owned(), e["healthy"] == true))
+            .collect();
+        if states.len() == 2 && states.iter().all(|(a, healthy)| *healthy == (*a != down)) {
+            break;
+        }
+        assert!(start.elapsed() < WAIT, "{states:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for _ in 0..40 {
+        let r = client::get(listen, "/").await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_tcp_pool_by_name() {
     let up = TcpUpstream::echo_on("127.0.0.2:0".parse().unwrap(), "db", true)
         .await
