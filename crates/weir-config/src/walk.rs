@@ -358,7 +358,8 @@ fn global(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Global {
             }
         }
     }
-    if let Some(d) = t.duration(sink, "dns_min_ttl", false) {
+    // Zero would ask again without pause for a name whose TTL is 0.
+    if let Some(d) = t.duration(sink, "dns_min_ttl", true) {
         g.dns_min_ttl = d;
     }
     if let Some(d) = t.duration(sink, "dns_max_ttl", true) {

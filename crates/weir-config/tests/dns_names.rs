@@ -84,6 +84,12 @@ fn each_mistake_is_an_error_at_its_place() {
         "invalid address",
     );
     one_error(
+        "[global]\ndns_min_ttl = \"0s\"\n",
+        2,
+        15,
+        "greater than 0",
+    );
+    one_error(
         "[global]\ndns_min_ttl = \"1m\"\ndns_max_ttl = \"10s\"\n",
         2,
         15,

@@ -59,9 +59,12 @@ pub(crate) async fn follow(
             Err(f) => {
                 let kept = shared.kept(&key);
                 if last != Some(f.result()) {
+                    let keeping = match kept.len() {
+                        0 => "the pool has no endpoint from it until it does".to_owned(),
+                        n => format!("keeping its last {n} addresses"),
+                    };
                     warn!(
-                        "pool {pool}: {name} does not resolve now ({f}); keeping its last {} addresses, trying again",
-                        kept.len()
+                        "pool {pool}: {name} does not resolve now ({f}); {keeping}, trying again"
                     );
                 }
                 let wait = retry;
