@@ -670,7 +670,7 @@
         const n_addr = (n.addresses || []).length;
         const next = fmtMs(num(n.next_query_in_ms));
         const text = bad
-          ? `${n.name}: ${n.result} (${n.error || "no answer"}), keeping ${n_addr} addresses; next query in ${next}`
+          ? `${n.name}: ${n.result} (${n.error || "no answer"}), ${n_addr ? `keeping its last ${n_addr} addresses` : "no endpoint from it yet"}; next query in ${next}`
           : `${n.name}: ${n_addr} addresses; next query in ${next}`;
         return h("p", {
           class: "dns-name" + (bad ? " bad" : ""),
