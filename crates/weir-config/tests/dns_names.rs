@@ -83,12 +83,7 @@ fn each_mistake_is_an_error_at_its_place() {
         14,
         "invalid address",
     );
-    one_error(
-        "[global]\ndns_min_ttl = \"0s\"\n",
-        2,
-        15,
-        "greater than 0",
-    );
+    one_error("[global]\ndns_min_ttl = \"0s\"\n", 2, 15, "greater than 0");
     one_error(
         "[global]\ndns_min_ttl = \"1m\"\ndns_max_ttl = \"10s\"\n",
         2,
