@@ -14,8 +14,10 @@ cd "$(dirname "$0")"
 # start real etcd members and write into them with etcdctl; protobuf-compiler: the etcd
 # client crate compiles etcd's .proto files with protoc (weir's `etcd` feature). nghttp2-client:
 # h2load drives release/train.sh, the workload of the profile-guided build, which a test runs.
+# dnsmasq-base: the tests of backends by DNS name run dnsmasq as a plain process (no service)
+# on loopback, answering from a hosts file they rewrite.
 DEBS=(openssl ca-certificates curl haproxy nginx python3-brotli python3-zstandard apache2-utils
-  etcd-server etcd-client protobuf-compiler nghttp2-client)
+  etcd-server etcd-client protobuf-compiler nghttp2-client dnsmasq-base)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -627,8 +627,10 @@
       ),
       tbody,
     );
-    el.append(head, chartRow, h("div", { class: "scroll" }, table));
-    return { el, balance, stats, charts, tbody };
+    // The DNS names the pool follows, when it has any.
+    const names = h("div", { class: "names" });
+    el.append(head, names, chartRow, h("div", { class: "scroll" }, table));
+    return { el, balance, stats, charts, tbody, names };
   }
 
   function stat(k, v, opts) {
@@ -660,6 +662,24 @@
       stat("endpoints", `${nActive}/${endpoints.length} active`, { id: "endpoints", bad: nDown > 0 }),
       stat("answers", classes.el, { id: "statuses", data: classes.data }),
       stat("errors", errorChips(p.errors), { id: "errors" }),
+    );
+
+    card.names.replaceChildren(
+      ...(p.names || []).map((n) => {
+        const bad = n.result !== "ok";
+        const n_addr = (n.addresses || []).length;
+        const next = fmtMs(num(n.next_query_in_ms));
+        const text = bad
+          ? `${n.name}: ${n.result} (${n.error || "no answer"}), ${n_addr ? `keeping its last ${n_addr} addresses` : "no endpoint from it yet"}; next query in ${next}`
+          : `${n.name}: ${n_addr} addresses; next query in ${next}`;
+        return h("p", {
+          class: "dns-name" + (bad ? " bad" : ""),
+          "data-name": n.name,
+          "data-result": n.result,
+          title: (n.addresses || []).join(" "),
+          text,
+        });
+      }),
     );
 
     for (const c of card.charts) drawChart(c, samples, now, span);

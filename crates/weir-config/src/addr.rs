@@ -1,7 +1,8 @@
 //! Socket addresses with messages that say what is wrong, not just "invalid".
 //!
-//! Only `IP:PORT` literals: weir does not resolve names yet, and silently
-//! resolving once at load time would pin a DNS answer forever.
+//! Only `IP:PORT` literals here: an endpoint given by name (`HOST:PORT`) is read by
+//! `dns_name.rs` and followed by an endpoint source, never resolved once at load time
+//! (which would pin a DNS answer forever); a listener binds an address, not a name.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -72,7 +73,7 @@ fn explain(s: &str) -> String {
         && bare.chars().any(|c| c.is_ascii_alphabetic())
     {
         return format!(
-            "invalid address \"{s}\": `{bare}` is a hostname; only IP:PORT literals are supported (hostnames are not resolved), {example}"
+            "invalid address \"{s}\": `{bare}` is a hostname; a bind address is IP:PORT, {example}"
         );
     }
     format!("invalid address \"{s}\": `{host}` is not an IP address; expected IP:PORT, {example}")

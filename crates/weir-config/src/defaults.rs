@@ -7,6 +7,11 @@ use std::time::Duration;
 use crate::model::Balance;
 
 pub const DRAIN_GRACE: Duration = Duration::from_secs(30);
+/// Bounds on how long a DNS answer is kept before it is asked again.
+pub const DNS_MIN_TTL: Duration = Duration::from_secs(1);
+pub const DNS_MAX_TTL: Duration = Duration::from_secs(300);
+/// The port of a `resolvers` entry written without one.
+pub const DNS_PORT: u16 = 53;
 pub const ADMIN_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 9901);
 
@@ -53,6 +58,9 @@ impl Default for crate::model::Global {
     fn default() -> Self {
         crate::model::Global {
             drain_grace: DRAIN_GRACE,
+            resolvers: Vec::new(),
+            dns_min_ttl: DNS_MIN_TTL,
+            dns_max_ttl: DNS_MAX_TTL,
         }
     }
 }
@@ -134,6 +142,7 @@ impl Default for crate::model::Pool {
         crate::model::Pool {
             balance: BALANCE,
             endpoints: Vec::new(),
+            named: Vec::new(),
             max_conn: MAX_CONN,
             max_conn_total: 0,
             max_queue: MAX_QUEUE,

@@ -15,6 +15,7 @@ mod certificate_check;
 mod cidr;
 mod client_addr;
 mod diagnostic;
+mod dns_name;
 mod duration;
 mod fifo;
 pub mod filter;
@@ -26,6 +27,7 @@ mod input;
 mod json;
 mod listener_path;
 mod load_error;
+mod names_check;
 pub mod path;
 mod read;
 mod request_path;
@@ -43,11 +45,13 @@ mod whole_file;
 pub use addr::is_loopback;
 pub use cidr::Cidr;
 pub use diagnostic::{Diagnostic, Diagnostics, Omitted, Severity, MAX_DIAGNOSTICS};
+pub use dns_name::endpoint_target;
 pub use fifo::FIFO_WAIT;
 pub use filter::Filter;
 pub use input::{read_source, read_token, TokenError, MAX_CONFIG_BYTES, MAX_TOKEN_BYTES};
 pub use load_error::LoadError;
 pub use model::*;
+pub use names_check::NameLookup;
 pub use resources::{FieldProblem, ResourceChange, ResourceKind, Resources};
 pub use send_proxy::SendProxy;
 pub use span::MAX_EXCERPT_CHARS;
@@ -70,19 +74,27 @@ pub struct Loaded {
 pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
     let file = path.display().to_string();
     let source = read_source(path)?;
-    Ok(parse(&source, &file, Files::Read)?)
+    Ok(parse(&source, &file, Files::Read, None)?)
+}
+
+/// [`load_file`], and each endpoint given by name looked up with `lookup`: one that does not
+/// resolve is a warning at its line and column (`weir check`).
+pub fn load_file_looking_up(path: &Path, lookup: NameLookup<'_>) -> Result<Loaded, LoadError> {
+    let file = path.display().to_string();
+    let source = read_source(path)?;
+    Ok(parse(&source, &file, Files::Read, Some(lookup))?)
 }
 
 /// Validates a config file's text already read (a reload) exactly as [`load_file`] does,
 /// reading the files it names (token file, certificates); `file` names it in diagnostics.
 pub fn parse_file_text(source: &str, file: &str) -> Result<Loaded, Diagnostics> {
-    parse(source, file, Files::Read)
+    parse(source, file, Files::Read, None)
 }
 
 /// Parses and validates `source`; `file` is the name used in diagnostics.
 /// Reads no other file.
 pub fn parse_str(source: &str, file: &str) -> Result<Loaded, Diagnostics> {
-    parse(source, file, Files::Skip)
+    parse(source, file, Files::Skip, None)
 }
 
 /// Whether what is validated is a whole config file, whose rules ([`whole_file`]) apply and
@@ -93,7 +105,12 @@ enum Files {
     Skip,
 }
 
-fn parse(source: &str, file: &str, files: Files) -> Result<Loaded, Diagnostics> {
+fn parse(
+    source: &str,
+    file: &str,
+    files: Files,
+    lookup: Option<NameLookup<'_>>,
+) -> Result<Loaded, Diagnostics> {
     let map = span::SourceMap::new(source, file);
     let mut sink = read::Sink::new(&map);
     // Recoverable parsing gives every syntax error plus a best-effort tree, so
@@ -132,6 +149,9 @@ fn parse(source: &str, file: &str, files: Files) -> Result<Loaded, Diagnostics> 
         tls_files::check(&mut sink, &walked, std::time::SystemTime::now());
         filter_check::check_files(&mut sink, &walked);
     }
+    if let Some(lookup) = lookup {
+        names_check::check(&mut sink, &walked, lookup);
+    }
     let (diags, omitted) = sink.finish();
     if diags.iter().any(|d| d.severity == Severity::Error) {
         return Err(Diagnostics {
@@ -158,11 +178,16 @@ pub fn summary(cfg: &Config) -> String {
     let n =
         |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
     let endpoints = cfg.pools.values().map(|p| p.endpoints.len()).sum();
-    format!(
+    let named: usize = cfg.pools.values().map(|p| p.named.len()).sum();
+    let mut line = format!(
         "{}, {}, {}, {}",
         n(cfg.listeners.len(), "listener"),
         n(cfg.routes.len(), "route"),
         n(cfg.pools.len(), "pool"),
         n(endpoints, "endpoint"),
-    )
+    );
+    if named > 0 {
+        line += &format!(", {}", n(named, "endpoint name"));
+    }
+    line
 }

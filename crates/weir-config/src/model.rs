@@ -28,6 +28,13 @@ pub struct Global {
     /// How long in-flight requests and sessions may take to finish on
     /// shutdown or when their listener is removed. Default 30 s.
     pub drain_grace: Duration,
+    /// DNS servers that resolve endpoints given by name; empty = the system's
+    /// (`/etc/resolv.conf`, `/etc/hosts`).
+    pub resolvers: Vec<SocketAddr>,
+    /// A name's answer is asked again after its TTL, but never sooner than this. Default 1 s.
+    pub dns_min_ttl: Duration,
+    /// ... and never later than this. Default 5 min.
+    pub dns_max_ttl: Duration,
 }
 
 /// `[admin]`: where the admin API, metrics and dashboard listen.
@@ -220,6 +227,9 @@ pub enum Balance {
 pub struct Pool {
     pub balance: Balance,
     pub endpoints: Vec<Endpoint>,
+    /// Endpoints given by a DNS name: each address the name has now is an endpoint
+    /// (an endpoint source resolves them; the data plane sees only addresses).
+    pub named: Vec<NamedEndpoint>,
     /// Per endpoint in-flight cap; 0 = no limit.
     pub max_conn: u32,
     /// Pool-wide in-flight cap across all endpoints; 0 = no limit.
@@ -320,6 +330,33 @@ pub struct Endpoint {
     pub addr: SocketAddr,
     /// 1..=1000. Default 1.
     pub weight: u32,
+}
+
+/// `{ addr = "api.internal:8080" }` or `{ srv = "_http._tcp.api.internal" }`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NamedEndpoint {
+    pub name: DnsName,
+    /// Each address's weight (1..=1000); SRV records carry their own.
+    pub weight: u32,
+}
+
+/// What a named endpoint resolves.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DnsName {
+    /// Every A and AAAA record of `host`, each at `port`.
+    Host { host: String, port: u16 },
+    /// The SRV records of a name: targets, ports and weights.
+    Srv(String),
+}
+
+/// As the config writes it: `host:port`, or the SRV name (which has no port).
+impl std::fmt::Display for DnsName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DnsName::Host { host, port } => write!(f, "{host}:{port}"),
+            DnsName::Srv(name) => f.write_str(name),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -15,7 +15,7 @@ use crate::diagnostic::{Omitted, MAX_DIAGNOSTICS};
 use crate::json::{self, Paths};
 use crate::model::{Admin, CertificateResource, Config, Endpoint, Global, Listener, Pool, Route};
 use crate::read::{self, Sink};
-use crate::walk::{self, ListenerAt, PoolAt, RouteAt, Walked};
+use crate::walk::{self, Listed, ListenerAt, PoolAt, RouteAt, Walked};
 
 /// What a resource is (the admin API's kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -23,7 +23,7 @@ pub enum ResourceKind {
     Listener,
     Route,
     Pool,
-    /// Named `POOL/ADDR`.
+    /// Named `POOL/ADDR`: an `IP:PORT`, a `HOST:PORT` or an SRV name.
     Endpoint,
     Certificate,
     /// `[filters.NAME]`: a step routes chain by name.
@@ -52,7 +52,7 @@ pub struct Resources {
     /// Each resource's field paths in `paths`, dropped when it is read again.
     ranges: HashMap<(ResourceKind, String), Range<usize>>,
     /// By pool, then address as named: a pool's endpoints are resources of their own.
-    endpoints: HashMap<String, BTreeMap<String, Endpoint>>,
+    endpoints: HashMap<String, BTreeMap<String, Listed>>,
     /// What a certificate outside its dates is when read.
     dates: Dates,
 }
@@ -62,7 +62,7 @@ enum Saved {
     Listener(Option<(Listener, ListenerAt)>),
     Route(Option<(Route, RouteAt)>),
     Pool(Option<Box<(Pool, PoolAt)>>),
-    Endpoint(Option<Endpoint>),
+    Endpoint(Option<Listed>),
     Certificate(Option<Box<(CertificateResource, CertificateAt)>>),
     Filter(Option<(Option<crate::filter::Filter>, crate::filter::FilterAt)>),
 }
@@ -186,7 +186,7 @@ impl Resources {
                 // The address is the resource's name; a lease's ttl is not a config key.
                 let mut spec = spec.as_object().cloned().unwrap_or_default();
                 spec.remove("ttl");
-                spec.insert("addr".into(), Value::String(addr.to_owned()));
+                spec.insert(name_key(addr).into(), Value::String(addr.to_owned()));
                 let spec = Value::Object(spec);
                 let mut nums = json::Numbers::new();
                 json::numbers(&spec, &mut nums);
@@ -324,17 +324,41 @@ impl Resources {
 
     /// A pool's endpoints in the model, in name order (as a file that lists them sorted).
     fn sync_endpoints(&mut self, pool: &str) {
-        let list: Vec<Endpoint> = self
+        let mut list: Vec<Endpoint> = Vec::new();
+        let mut named = Vec::new();
+        let mut spans = Vec::new();
+        for e in self
             .endpoints
             .get(pool)
-            .map(|m| m.values().cloned().collect())
-            .unwrap_or_default();
-        if list.is_empty() {
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            match e {
+                Listed::Addr(e) => list.push(e.clone()),
+                Listed::Named(e, span) => {
+                    named.push(e.clone());
+                    spans.push(span.clone());
+                }
+            }
+        }
+        if list.is_empty() && named.is_empty() {
             self.endpoints.remove(pool);
         }
         if let Some(p) = self.walked.config.pools.get_mut(pool) {
             p.endpoints = list;
+            p.named = named;
         }
+        if let Some(at) = self.walked.pools.get_mut(pool) {
+            at.named = spans;
+        }
+    }
+}
+
+/// The key an endpoint resource's name is read as: an SRV name has no port.
+fn name_key(addr: &str) -> &'static str {
+    match addr.starts_with('_') && !addr.contains(':') {
+        true => "srv",
+        false => "addr",
     }
 }
 

@@ -13,13 +13,14 @@ use crate::certificate::{self, CertificateAt};
 use crate::client_addr;
 use crate::filter::FilterAt;
 use crate::model::{
-    AccessLog, Admin, Balance, Config, Endpoint, Global, HashKey, Health, HealthCheck,
-    InitialState, Listener, NoHealthy, Pool, Protocol, Retry, Route, UpstreamProtocol,
+    AccessLog, Admin, Balance, Config, DnsName, Endpoint, Global, HashKey, Health, HealthCheck,
+    InitialState, Listener, NamedEndpoint, NoHealthy, Pool, Protocol, Retry, Route,
+    UpstreamProtocol,
 };
 use crate::read::{self, Fields, Sink, Span};
 use crate::request_path::check_path;
 use crate::tls::{ListenerTlsAt, PoolTlsAt};
-use crate::{defaults, host, tls};
+use crate::{defaults, dns_name, host, tls};
 
 const ROOT_KEYS: &[&str] = &[
     "global",
@@ -30,7 +31,7 @@ const ROOT_KEYS: &[&str] = &[
     "certificates",
     "filters",
 ];
-const GLOBAL_KEYS: &[&str] = &["drain_grace"];
+const GLOBAL_KEYS: &[&str] = &["drain_grace", "resolvers", "dns_min_ttl", "dns_max_ttl"];
 const ADMIN_KEYS: &[&str] = &["listen", "token_file"];
 const LISTENER_KEYS: &[&str] = &[
     "bind",
@@ -89,7 +90,7 @@ const POOL_KEYS: &[&str] = &[
     "tls",
     "send_proxy",
 ];
-const ENDPOINT_KEYS: &[&str] = &["addr", "weight"];
+const ENDPOINT_KEYS: &[&str] = &["addr", "srv", "weight"];
 const HEALTH_KEYS: &[&str] = &[
     "check",
     "path",
@@ -224,6 +225,8 @@ pub(crate) struct PoolAt {
     /// `response_timeout` is absent or valid, so rules comparing with it apply.
     pub response_timeout_ok: bool,
     pub tls: PoolTlsAt,
+    /// Each of `named`'s names, in order.
+    pub named: Vec<Span>,
 }
 
 /// No resources, default settings.
@@ -346,7 +349,43 @@ fn global(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> Global {
     if let Some(d) = t.duration(sink, "drain_grace", false) {
         g.drain_grace = d;
     }
+    if let Some(v) = t.get("resolvers") {
+        if let Some(items) = read::array(sink, v) {
+            for item in items.iter() {
+                if let Some(a) = resolver(sink, item) {
+                    g.resolvers.push(a);
+                }
+            }
+        }
+    }
+    // Zero would ask again without pause for a name whose TTL is 0.
+    if let Some(d) = t.duration(sink, "dns_min_ttl", true) {
+        g.dns_min_ttl = d;
+    }
+    if let Some(d) = t.duration(sink, "dns_max_ttl", true) {
+        g.dns_max_ttl = d;
+    }
+    if g.dns_min_ttl > g.dns_max_ttl {
+        if let Some(v) = t.get("dns_min_ttl").or(t.get("dns_max_ttl")) {
+            sink.error(
+                v.span(),
+                format!(
+                    "dns_min_ttl ({:?}) is above dns_max_ttl ({:?})",
+                    g.dns_min_ttl, g.dns_max_ttl
+                ),
+            );
+        }
+    }
     g
+}
+
+/// A `resolvers` entry: `IP` (port 53) or `IP:PORT`.
+fn resolver(sink: &mut Sink<'_>, v: &read::Val<'_>) -> Option<SocketAddr> {
+    let s = read::string(sink, v)?;
+    if let Ok(ip) = s.parse::<std::net::IpAddr>() {
+        return Some(SocketAddr::new(ip, defaults::DNS_PORT));
+    }
+    read::addr_value(sink, v, Use::Endpoint)
 }
 
 fn admin(sink: &mut Sink<'_>, t: &Fields<'_, '_>) -> (Admin, Option<Span>) {
@@ -655,13 +694,22 @@ pub(crate) fn pool(sink: &mut Sink<'_>, name: &str, t: &Fields<'_, '_>) -> (Pool
         per_try_timeout: None,
         response_timeout_ok: true,
         tls: PoolTlsAt::default(),
+        named: Vec::new(),
     };
 
     if let Some(b) = t.choice(sink, "balance", BALANCES) {
         p.balance = b;
     }
     if let Some(v) = t.get("endpoints") {
-        p.endpoints = endpoints(sink, name, v);
+        for e in endpoints(sink, name, v) {
+            match e {
+                Listed::Addr(e) => p.endpoints.push(e),
+                Listed::Named(e, span) => {
+                    p.named.push(e);
+                    at.named.push(span);
+                }
+            }
+        }
     }
     if let Some(n) = t.int(sink, "max_conn", defaults::LIMIT_RANGE) {
         p.max_conn = n;
@@ -907,13 +955,20 @@ fn parse_hash_key(s: &str) -> Result<HashKey, String> {
     }
 }
 
-pub(crate) fn endpoints(sink: &mut Sink<'_>, pool: &str, v: &read::Val<'_>) -> Vec<Endpoint> {
+/// An entry of a pool's `endpoints`: an address, or a DNS name that an endpoint source
+/// follows (with the span of the name, for `weir check`'s warning when it does not resolve).
+pub(crate) enum Listed {
+    Addr(Endpoint),
+    Named(NamedEndpoint, Span),
+}
+
+pub(crate) fn endpoints(sink: &mut Sink<'_>, pool: &str, v: &read::Val<'_>) -> Vec<Listed> {
     let Some(items) = read::array(sink, v) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    // addr → where it was first listed, for the duplicate message.
-    let mut seen: HashMap<SocketAddr, usize> = HashMap::new();
+    // addr or name → where it was first listed, for the duplicate message.
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for item in items.iter() {
         let DeValue::Table(map) = item.get_ref() else {
             let hint = item
@@ -934,26 +989,84 @@ pub(crate) fn endpoints(sink: &mut Sink<'_>, pool: &str, v: &read::Val<'_>) -> V
         let weight = t
             .int(sink, "weight", defaults::WEIGHT_RANGE)
             .unwrap_or(defaults::WEIGHT);
-        let Some(addr_v) = t.require(sink, "addr", "endpoint", "\"127.0.0.1:9001\"") else {
-            continue;
+        let (v, entry) = match (t.get("addr"), t.get("srv")) {
+            (Some(_), Some(srv)) => {
+                sink.error(
+                    srv.span(),
+                    "an endpoint has `addr` or `srv`, not both (SRV records give the ports)",
+                );
+                continue;
+            }
+            (None, Some(v)) => {
+                if let Some(w) = t.get("weight") {
+                    sink.error(
+                        w.span(),
+                        "an `srv` endpoint takes its weights from its SRV records; remove `weight`",
+                    );
+                    continue;
+                }
+                let Some(s) = read::string(sink, v) else {
+                    continue;
+                };
+                match dns_name::srv(s) {
+                    Ok(name) => (v, named(DnsName::Srv(name), weight, v)),
+                    Err(e) => {
+                        sink.error(v.span(), e);
+                        continue;
+                    }
+                }
+            }
+            _ => {
+                let Some(v) = t.require(sink, "addr", "endpoint", "\"127.0.0.1:9001\"") else {
+                    continue;
+                };
+                let Some(entry) = endpoint_addr(sink, v, weight) else {
+                    continue;
+                };
+                (v, entry)
+            }
         };
-        let Some(addr) = read::addr_value(sink, addr_v, Use::Endpoint) else {
-            continue;
+        let key = match &entry {
+            Listed::Addr(e) => e.addr.to_string(),
+            Listed::Named(e, _) => e.name.to_string(),
         };
-        if let Some(&first) = seen.get(&addr) {
+        if let Some(&first) = seen.get(&key) {
             let line = sink.line_of(first);
             sink.error(
-                addr_v.span(),
+                v.span(),
                 format!(
-                    "duplicate endpoint {addr} in pool `{pool}` (already listed on line {line})"
+                    "duplicate endpoint {key} in pool `{pool}` (already listed on line {line})"
                 ),
             );
             continue;
         }
-        seen.insert(addr, addr_v.span().start);
-        out.push(Endpoint { addr, weight });
+        seen.insert(key, v.span().start);
+        out.push(entry);
     }
     out
+}
+
+/// `addr`: `IP:PORT`, else `HOST:PORT`; an error says why it is neither.
+fn endpoint_addr(sink: &mut Sink<'_>, v: &read::Val<'_>, weight: u32) -> Option<Listed> {
+    let s = read::string(sink, v)?;
+    let as_ip = crate::addr::parse(s, Use::Endpoint);
+    if let Ok(addr) = as_ip {
+        return Some(Listed::Addr(Endpoint { addr, weight }));
+    }
+    // Only a name is tried as one: an IP written wrong gets the address's message.
+    let err = match dns_name::looks_named(s) {
+        true => match dns_name::host_port(s) {
+            Ok((host, port)) => return Some(named(DnsName::Host { host, port }, weight, v)),
+            Err(e) => e,
+        },
+        false => as_ip.unwrap_err(),
+    };
+    sink.error(v.span(), err);
+    None
+}
+
+fn named(name: DnsName, weight: u32, v: &read::Val<'_>) -> Listed {
+    Listed::Named(NamedEndpoint { name, weight }, v.span())
 }
 
 fn health(sink: &mut Sink<'_>, t: &Fields<'_, '_>, at: &mut PoolAt) -> Health {

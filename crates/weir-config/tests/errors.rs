@@ -174,10 +174,28 @@ fn bad_socket_addresses() {
     );
     one_error("[admin]\nlisten = \"::1:9901\"\n", 2, 10, "brackets");
     one_error(
-        "[pools.app]\nendpoints = [{ addr = \"backend.local:80\" }]\n",
+        "[pools.app]\nendpoints = [{ addr = \"backend..local:80\" }]\n",
         2,
         23,
-        "only IP:PORT literals are supported",
+        "empty label",
+    );
+    one_error(
+        "[pools.app]\nendpoints = [{ addr = \"backend.local\" }]\n",
+        2,
+        23,
+        "missing port",
+    );
+    one_error(
+        "[pools.app]\nendpoints = [{ srv = \"backend.local\" }]\n",
+        2,
+        22,
+        "_SERVICE._PROTO.NAME",
+    );
+    one_error(
+        "[listeners.web]\nbind = \"localhost:80\"\n",
+        2,
+        8,
+        "a bind address is IP:PORT",
     );
     one_error(
         "[pools.app]\nendpoints = [{ addr = \"0.0.0.0:80\" }]\n",

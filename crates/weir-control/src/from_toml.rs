@@ -70,9 +70,11 @@ fn endpoints(pool: &str, eps: Value, out: &mut Specs) -> Result<(), FromTomlErro
         let Value::Object(mut ep) = item else {
             return Err(err("each endpoint must be a table".into()));
         };
-        let addr = match ep.remove("addr") {
-            Some(Value::String(a)) => canonical_addr(&a),
-            _ => return Err(err("an endpoint without `addr`".into())),
+        // An SRV entry is named by its SRV name, which has no port.
+        let addr = match (ep.remove("addr"), ep.remove("srv")) {
+            (Some(Value::String(a)), None) => canonical_addr(&a),
+            (None, Some(Value::String(srv))) => srv,
+            _ => return Err(err("an endpoint without `addr` (or `srv`)".into())),
         };
         out.insert(
             (Kind::Endpoint, endpoint_name(pool, &addr)),

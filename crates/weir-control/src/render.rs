@@ -139,10 +139,15 @@ fn endpoints(out: &mut Rendered, state: &State, pool: &str, path: &str) {
             let end = line.chars().count() - 1;
             origins.push((start..end, format!("{ep}/{k}")));
         };
-        item(&mut line, "addr", value(&Value::String(addr.to_owned())));
+        // An SRV name has no port: the resource name tells the key.
+        let name_key = match addr.starts_with('_') && !addr.contains(':') {
+            true => "srv",
+            false => "addr",
+        };
+        item(&mut line, name_key, value(&Value::String(addr.to_owned())));
         if let Some(spec) = v.body.as_object() {
             for (k, val) in spec {
-                if k != "ttl" && k != "addr" && !val.is_null() {
+                if k != "ttl" && k != "addr" && k != "srv" && !val.is_null() {
                     item(&mut line, k, value(val));
                 }
             }

@@ -8,6 +8,7 @@ pub mod admin_auth;
 pub mod clock;
 pub mod config_apply;
 pub mod config_store;
+pub mod dns;
 pub mod global;
 pub mod hist;
 pub mod log_limit;

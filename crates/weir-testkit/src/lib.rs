@@ -14,6 +14,7 @@ mod body;
 pub mod certs;
 pub mod client;
 mod conn;
+pub mod dnsmasq;
 pub mod etcd;
 #[cfg(feature = "grpc")]
 pub mod grpc;

@@ -61,8 +61,8 @@ pub async fn start(
 }
 
 /// Where pools' endpoints may come from besides the config (the discovery seam,
-/// `weir_control::discovery`): one entry per endpoint source. None is built in yet; DNS names
-/// and Kubernetes EndpointSlices each take a line here.
+/// `weir_control::discovery`): one entry per endpoint source. Kubernetes EndpointSlices
+/// will take a line here.
 fn endpoint_sources() -> Vec<Arc<dyn EndpointSource>> {
-    Vec::new()
+    vec![Arc::new(weir_dns::Dns::default())]
 }

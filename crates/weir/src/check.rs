@@ -10,7 +10,8 @@ pub fn check(args: CheckArgs) -> ExitCode {
     let mut failed = false;
     for path in &args.files {
         let name = path.display();
-        match weir_config::load_file(path) {
+        // A name that does not resolve now is a warning: weir starts with it.
+        match weir_config::load_file_looking_up(path, &weir_dns::lookup_now) {
             Ok(loaded) => {
                 for w in &loaded.warnings {
                     eprintln!("{w}\n");

@@ -1,7 +1,6 @@
 //! What an `/api/v1/...` path names.
 
 use percent_encoding::percent_decode_str;
-use weir_control::from_toml::canonical_addr;
 use weir_store::{endpoint_name, Kind};
 
 use super::problem::Problem;
@@ -69,12 +68,13 @@ fn name(raw: &str) -> Result<String, Problem> {
 fn endpoint(pool: &str, addr: &str) -> Result<String, Problem> {
     let pool = name(pool)?;
     let addr = decode(addr)?;
-    if addr.parse::<std::net::SocketAddr>().is_err() {
-        return Err(Problem::bad_request(format!(
-            "invalid endpoint address {addr:?}: expected IP:PORT, e.g. 10.0.0.1:8080 or [::1]:8080"
-        )));
-    }
-    Ok(endpoint_name(&pool, &canonical_addr(&addr)))
+    // IP:PORT, HOST:PORT (every address the name resolves to) or an SRV name.
+    let addr = weir_config::endpoint_target(&addr).map_err(|why| {
+        Problem::bad_request(format!(
+            "{why} (an endpoint is IP:PORT, HOST:PORT or an SRV name, e.g. 10.0.0.1:8080, api.internal:8080)"
+        ))
+    })?;
+    Ok(endpoint_name(&pool, &addr))
 }
 
 fn decode(raw: &str) -> Result<String, Problem> {

@@ -392,6 +392,18 @@ impl Collector for Weir {
                 )],
             )?;
         }
+        let dns: Vec<(Labels, u64)> = weir_metrics::dns::counts()
+            .into_iter()
+            .map(|((pool, result), n)| (vec![("pool", pool), ("result", result.to_string())], n))
+            .collect();
+        if !dns.is_empty() {
+            counter(
+                &mut enc,
+                "weir_dns_resolutions",
+                "Resolutions of the endpoints pools give by DNS name, by pool and result (ok; empty: no such name or no address records; failed; timeout). Whatever the result, the last good answer keeps serving.",
+                &dns,
+            )?;
+        }
         counter(
             &mut enc,
             "weir_admin_auth_failures",

@@ -161,6 +161,25 @@ pub struct PoolStats {
     pub statuses: Statuses,
     pub latency_ms: Latency,
     pub endpoints: Vec<EndpointStats>,
+    /// The endpoints the pool gives by DNS name, as last resolved (absent without any).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<NameStats>,
+}
+
+/// A DNS name a pool follows.
+#[derive(Debug, Serialize)]
+pub struct NameStats {
+    /// As the config writes it: `HOST:PORT` or an SRV name.
+    pub name: String,
+    /// The last resolution's result: `ok`, `empty`, `failed` or `timeout`.
+    pub result: &'static str,
+    /// Why the last resolution failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The addresses serving from it: the last good answer's.
+    pub addresses: Vec<String>,
+    /// When it is asked again.
+    pub next_query_in_ms: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -258,7 +277,22 @@ fn pool_stats(p: &PoolRt, balance: Balance, tallies: &Tallies, history: &History
         statuses: t.statuses,
         latency_ms: Latency::of(&merged),
         endpoints,
+        names: names(&p.name),
     }
+}
+
+fn names(pool: &str) -> Vec<NameStats> {
+    let now = std::time::Instant::now();
+    weir_metrics::dns::names(pool)
+        .into_iter()
+        .map(|(name, s)| NameStats {
+            name,
+            result: s.result,
+            error: s.error,
+            addresses: s.addresses,
+            next_query_in_ms: s.next_query.saturating_duration_since(now).as_millis() as u64,
+        })
+        .collect()
 }
 
 pub fn stats(snap: &Snapshot, history: &History) -> Stats {

@@ -1,10 +1,7 @@
 //! `weir ctl pool ...`: pools and their endpoints.
 
-use std::net::SocketAddr;
-
 use clap::Subcommand;
 use serde_json::{json, Map, Value};
-use weir_control::from_toml::canonical_addr;
 
 use super::client::{ApiError, Client};
 use super::error::CtlError;
@@ -20,8 +17,9 @@ pub enum PoolCommand {
     /// defaults of docs/CONFIG.md.
     Create {
         name: String,
-        /// An endpoint, IP:PORT with an optional :WEIGHT (`10.0.0.1:80:5`,
-        /// `[::1]:80`); repeat for more.
+        /// An endpoint, IP:PORT or HOST:PORT (every address the name resolves to) with an
+        /// optional :WEIGHT (`10.0.0.1:80:5`, `[::1]:80`, `api.internal:8080`), or an SRV
+        /// name (`_http._tcp.api.internal`); repeat for more.
         #[arg(long = "endpoint", value_name = "ADDR[:WEIGHT]", value_parser = parse_endpoint)]
         endpoints: Vec<(String, Option<u32>)>,
         /// round_robin | least_conn | random | p2c | ewma | hash | sticky
@@ -49,8 +47,9 @@ pub enum PoolCommand {
     /// Add an endpoint to a pool; fails if it is already there.
     AddEndpoint {
         pool: String,
-        /// IP:PORT
-        addr: SocketAddr,
+        /// IP:PORT, HOST:PORT or an SRV name
+        #[arg(value_parser = parse_target)]
+        addr: String,
         #[arg(long, value_name = "N")]
         weight: Option<u32>,
     },
@@ -60,8 +59,9 @@ pub enum PoolCommand {
     /// is 0: the wanted state holds, so scripts can repeat this safely.
     RemoveEndpoint {
         pool: String,
-        /// IP:PORT
-        addr: SocketAddr,
+        /// IP:PORT, HOST:PORT or an SRV name
+        #[arg(value_parser = parse_target)]
+        addr: String,
     },
     /// Delete a pool and its endpoints.
     ///
@@ -139,7 +139,6 @@ pub fn run(client: &Client, cmd: PoolCommand) -> Result<(), CtlError> {
             println!("endpoint {addr} added to pool {pool} (version {v})");
         }
         PoolCommand::RemoveEndpoint { pool, addr } => {
-            let addr = addr.to_string();
             let d = delete(client, &endpoint_path(&pool, &addr))?;
             report_delete(&format!("endpoint {addr} of pool {pool}"), d);
         }
@@ -174,19 +173,25 @@ fn endpoint_spec(weight: Option<u32>) -> Value {
     }
 }
 
-/// `IP:PORT` or `IP:PORT:WEIGHT`; IPv6 in brackets. The address is spelled canonically so
-/// it names the same resource as the config file's spelling would.
+/// An endpoint's address as the API names it: `IP:PORT`, `HOST:PORT` or an SRV name, spelled
+/// canonically so it names the same resource as the config file's spelling would.
+fn parse_target(s: &str) -> Result<String, String> {
+    weir_config::endpoint_target(s)
+}
+
+/// An endpoint ([`parse_target`]) with an optional `:WEIGHT`; IPv6 in brackets.
 fn parse_endpoint(s: &str) -> Result<(String, Option<u32>), String> {
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        return Ok((a.to_string(), None));
+    if let Ok(a) = weir_config::endpoint_target(s) {
+        return Ok((a, None));
     }
-    let bad = || format!("`{s}` is not IP:PORT or IP:PORT:WEIGHT");
+    let bad =
+        || format!("`{s}` is not IP:PORT, HOST:PORT or an SRV name, with an optional :WEIGHT");
     let (addr, weight) = s.rsplit_once(':').ok_or_else(bad)?;
-    addr.parse::<SocketAddr>().map_err(|_| bad())?;
+    let addr = weir_config::endpoint_target(addr).map_err(|_| bad())?;
     let weight = weight
         .parse::<u32>()
         .map_err(|_| format!("`{weight}` in `{s}` is not a weight (a positive integer)"))?;
-    Ok((canonical_addr(addr), Some(weight)))
+    Ok((addr, Some(weight)))
 }
 
 #[cfg(test)]
@@ -209,7 +214,15 @@ mod tests {
         );
         assert!(parse_endpoint("10.0.0.1").is_err());
         assert!(parse_endpoint("10.0.0.1:80:x").is_err());
-        assert!(parse_endpoint("host:80").is_err());
+        assert_eq!(
+            parse_endpoint("api.internal:80:4").unwrap(),
+            ("api.internal:80".into(), Some(4))
+        );
+        assert_eq!(
+            parse_endpoint("_http._tcp.api.internal").unwrap(),
+            ("_http._tcp.api.internal".into(), None)
+        );
+        assert!(parse_endpoint("a b:80").is_err());
     }
 
     #[test]

@@ -1,6 +1,5 @@
 //! `weir ctl register`: keep a command registered as an endpoint (a lease) while it runs.
 
-use std::net::SocketAddr;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitCode, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,9 +18,9 @@ pub struct RegisterArgs {
     /// The pool to join.
     #[arg(long)]
     pub pool: String,
-    /// The command's IP:PORT, as weir should reach it.
-    #[arg(long)]
-    pub addr: SocketAddr,
+    /// The command's IP:PORT (or HOST:PORT), as weir should reach it.
+    #[arg(long, value_parser = weir_config::endpoint_target)]
+    pub addr: String,
     #[arg(long, value_name = "N")]
     pub weight: Option<u32>,
     /// How long weir keeps the endpoint without a heartbeat (1s..1h).
@@ -170,7 +169,7 @@ pub fn register(client: &Client, args: RegisterArgs) -> Result<ExitCode, CtlErro
     spec.insert("ttl".into(), json!(args.ttl));
     let mut reg = Registration {
         client,
-        path: endpoint_path(&args.pool, &args.addr.to_string()),
+        path: endpoint_path(&args.pool, &args.addr),
         spec: Value::Object(spec),
         what: format!("{} in pool {} (ttl {})", args.addr, args.pool, args.ttl),
         lease: Lease::Missing,

@@ -211,6 +211,49 @@ fn add_and_remove_endpoint() {
 }
 
 #[test]
+fn endpoints_by_dns_name_through_ctl_and_export() {
+    let s = Store::start();
+    s.ok(&[
+        "pool",
+        "create",
+        "app",
+        "--endpoint",
+        "api.weir.test:8080:3",
+        "--endpoint",
+        "_http._tcp.api.weir.test",
+    ]);
+    s.ok(&["pool", "add-endpoint", "app", "db.weir.test:5432"]);
+    assert_eq!(
+        s.endpoints("app"),
+        [
+            ("_http._tcp.api.weir.test".to_string(), Value::Null),
+            ("api.weir.test:8080".to_string(), Value::from(3)),
+            ("db.weir.test:5432".to_string(), Value::Null),
+        ]
+    );
+    let (code, _, err) = s.ctl(&["pool", "add-endpoint", "app", "api..weir.test:80"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("empty label"), "{err}");
+
+    let toml = s.ok(&["export"]);
+    assert!(
+        toml.contains(r#"{ addr = "api.weir.test:8080", weight = 3 }"#),
+        "{toml}"
+    );
+    assert!(
+        toml.contains(r#"{ srv = "_http._tcp.api.weir.test" }"#),
+        "{toml}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "export.toml", &toml);
+    assert_eq!(s.ok(&["apply", "-f", &f]).trim(), "no changes");
+
+    s.ok(&["pool", "remove-endpoint", "app", "db.weir.test:5432"]);
+    s.ok(&["pool", "remove-endpoint", "app", "_http._tcp.api.weir.test"]);
+    assert_eq!(s.endpoints("app").len(), 1);
+}
+
+#[test]
 fn pool_create_is_all_or_nothing_and_names_what_exists() {
     let s = Store::start();
     s.ok(&["pool", "create", "app", "--endpoint", "127.0.0.1:9001"]);

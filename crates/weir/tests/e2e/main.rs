@@ -24,6 +24,7 @@ mod client_identity;
 mod compress;
 mod ctl;
 mod demo;
+mod dns;
 mod draining;
 mod duplicates;
 mod ejection;

@@ -16,9 +16,9 @@ use weir_testkit::{HttpUpstream, Latency};
 use crate::common::{endpoints, free_addr, one_pool, Weir};
 
 #[derive(Default)]
-struct Tally {
-    ok: AtomicU64,
-    failed: AtomicU64,
+pub(crate) struct Tally {
+    pub ok: AtomicU64,
+    pub failed: AtomicU64,
     /// The first few failures, for the assertion message.
     samples: std::sync::Mutex<Vec<String>>,
 }
@@ -43,14 +43,29 @@ async fn load(
     pace: (u64, u64),
     until: Instant,
 ) -> Arc<Tally> {
+    load_while(listen, clients, method, pace, move || {
+        Instant::now() < until
+    })
+    .await
+}
+
+/// [`load`] for as long as `go` says (a test that changes something under load and then
+/// stops it).
+pub(crate) async fn load_while(
+    listen: SocketAddr,
+    clients: usize,
+    method: Method,
+    pace: (u64, u64),
+    go: impl Fn() -> bool + Clone + Send + 'static,
+) -> Arc<Tally> {
     let tally = Arc::new(Tally::default());
     let tasks: Vec<_> = (0..clients)
         .map(|c| {
-            let (tally, method) = (tally.clone(), method.clone());
+            let (tally, method, go) = (tally.clone(), method.clone(), go.clone());
             tokio::spawn(async move {
                 let mut conn = HttpConn::connect(listen).await.unwrap();
                 let mut n = 0u64;
-                while Instant::now() < until {
+                while go() {
                     n += 1;
                     let body = Bytes::from(format!("client {c} request {n}"));
                     let (path, sent) = if method == Method::POST {
@@ -118,7 +133,7 @@ async fn spawn_fast(names: &[&str]) -> Vec<Arc<HttpUpstream>> {
     v
 }
 
-fn assert_clean(scenario: &str, t: &Tally) {
+pub(crate) fn assert_clean(scenario: &str, t: &Tally) {
     // (see assert_only_delivered_posts_fail for the one allowed exception)
     let (ok, failed) = (t.ok.load(Relaxed), t.failed.load(Relaxed));
     assert!(ok > 100, "{scenario}: only {ok} requests went through");
