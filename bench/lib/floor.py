@@ -28,6 +28,9 @@ REL = ROOT / "target" / "release"
 HOST = "127.0.0.1"
 PROXY_PORT, UP_PORT, ADMIN_PORT = 18171, 19171, 18172
 TICK = os.sysconf("SC_CLK_TCK")
+# Counted one by one beside the total, for the per-request breakdown.
+SYSCALLS = ("epoll_wait", "epoll_pwait", "recvfrom", "sendto", "readv", "writev", "read", "write",
+            "recvmsg", "sendmsg", "io_uring_enter", "futex")
 WEIR_TOML = """[global]
 drain_grace = "1s"
 [admin]
@@ -108,15 +111,17 @@ def measure(variant: str, load: str, seconds: int, cfg: Path, tmp: Path) -> dict
             run_load(load, 1, tmp)  # warm-up: connections, caches
             u0, s0, r0 = cpu(p.pid)
             perf_out = tmp / "perf.txt"
-            perf = subprocess.Popen(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-p", str(p.pid),
+            events = ",".join(["raw_syscalls:sys_enter", *(f"syscalls:sys_enter_{c}" for c in SYSCALLS)])
+            perf = subprocess.Popen(["perf", "stat", "-x,", "-e", events, "-p", str(p.pid),
                                      "-o", str(perf_out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.3)  # perf attached
             r = run_load(load, seconds, tmp)
             perf.send_signal(signal.SIGINT)
             perf.wait(timeout=30)
             u1, s1, r1 = cpu(p.pid)
-            sysc = next(int(ln.split(",")[0]) for ln in perf_out.read_text().splitlines()
-                        if "raw_syscalls" in ln)
+            counts = {ln.split(",")[2].split(":")[1].removeprefix("sys_enter_"): int(ln.split(",")[0])
+                      for ln in perf_out.read_text().splitlines() if ",syscalls:" in ln or ",raw_syscalls:" in ln}
+            sysc = counts.pop("sys_enter")
         finally:
             p.send_signal(signal.SIGTERM)
             try:
@@ -126,7 +131,8 @@ def measure(variant: str, load: str, seconds: int, cfg: Path, tmp: Path) -> dict
                 p.wait()
         wait_closed(PROXY_PORT)
     n = r["ok"]
-    return {**r, "rps": n / seconds, "sys_per_req": sysc / n, "user_us": (u1 - u0) / n * 1e6,
+    top = ", ".join(f"{c} {k / n:.2f}" for c, k in sorted(counts.items(), key=lambda x: -x[1]) if k / n >= 0.01)
+    return {**r, "rps": n / seconds, "sys_per_req": sysc / n, "breakdown": top, "user_us": (u1 - u0) / n * 1e6,
             "sys_us": (s1 - s0) / n * 1e6, "run_us": (r1 - r0) / n * 1e6}
 
 
@@ -148,7 +154,9 @@ def main() -> None:
     a = ap.parse_args()
     variants, loads = a.variants.split(","), a.loads.split(",")
     tmp = Path(tempfile.mkdtemp(prefix="weir-floor-"))
-    cfg = tmp / "weir.toml"
+    # weir watches its config's directory: the logs written beside it would wake it.
+    (tmp / "config").mkdir()
+    cfg = tmp / "config" / "weir.toml"
     cfg.write_text(WEIR_TOML.format(host=HOST, port=PROXY_PORT, up=UP_PORT, admin=ADMIN_PORT))
     up_log = open(tmp / "upstream.log", "w")
     up = subprocess.Popen(["taskset", "-c", "1", REL / "fake-upstream", "--listen", f"{HOST}:{UP_PORT}",
@@ -163,7 +171,7 @@ def main() -> None:
                     res.setdefault((load, v), []).append(m)
                     print(f"round {rnd} {load:14} {v:24} {m['rps']:8.0f} req/s  "
                           f"{m['sys_per_req']:5.2f} syscalls/req  cpu {m['user_us']:5.1f}u+{m['sys_us']:5.1f}s (ran {m['run_us']:5.1f}) µs/req  "
-                          f"p50 {m['p50_ms']:.3f} p99 {m['p99_ms']:.3f} ms", flush=True)
+                          f"p50 {m['p50_ms']:.3f} p99 {m['p99_ms']:.3f} ms  [{m['breakdown']}]", flush=True)
     finally:
         up.terminate()
         up.wait()
