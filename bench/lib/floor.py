@@ -10,6 +10,7 @@ request (user and system, /proc/PID/stat) and p50/p99 latency."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import socket
@@ -22,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import oha  # noqa: E402
+from scenarios import h2load_log_percentiles, parse_h2load  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 REL = ROOT / "target" / "release"
@@ -90,18 +92,21 @@ def h2load(conns: int, seconds: int, log: Path) -> dict:
     out = subprocess.run(["taskset", "-c", "1", "h2load", "--h1", "-c", str(conns), "-m", "1", "-D", str(seconds),
                           "--log-file", str(log), f"http://{HOST}:{PROXY_PORT}/"],
                          capture_output=True, text=True, timeout=seconds + 60).stdout
-    line = next(ln for ln in out.splitlines() if ln.startswith("requests:"))
-    ok = int(line.split(",")[3].split()[0])  # "requests: N total, N started, N done, N succeeded, ..."
-    lat = sorted(int(ln.split("\t")[2]) for ln in log.read_text().splitlines() if ln.strip())
+    r = parse_h2load(out)
+    pct = h2load_log_percentiles(log.read_text())
     log.unlink()
-    return {"ok": ok, "p50_ms": lat[len(lat) // 2] / 1000, "p99_ms": lat[len(lat) * 99 // 100] / 1000}
+    if r["succeeded"] != r["done"] or not pct["count"]:
+        raise SystemExit(f"h2load: {r['done'] - r['succeeded']} of {r['done']} requests failed")
+    return {"ok": r["succeeded"], "p50_ms": pct["p50_ms"], "p99_ms": pct["p99_ms"]}
 
 
 def paced(rate: int, conns: int, seconds: int) -> dict:
     argv = ["taskset", "-c", "1", *oha.args(f"http://{HOST}:{PROXY_PORT}/", rate, conns, seconds, False)]
-    import json
     p = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
-    return oha.summary(json.loads(p.stdout), rate, seconds)
+    r = oha.summary(json.loads(p.stdout), rate, seconds)
+    if r["failed"]:
+        raise SystemExit(f"oha: {r['failed']} requests failed: {r['error_kinds']}")
+    return r
 
 
 def measure(variant: str, load: str, seconds: int, cfg: Path, tmp: Path) -> dict:

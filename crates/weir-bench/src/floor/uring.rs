@@ -31,6 +31,8 @@ const MAX_CONNS: usize = 2048;
 const ACCEPT: u64 = 1;
 const RECV: u64 = 2; // + side
 const SEND: u64 = 4; // + side
+/// How long a turn that submitted sends waits for one completion more than them.
+const SEND_WAIT_BOUND: types::Timespec = types::Timespec::new().nsec(1_000_000);
 /// A connection's two sockets.
 const CLIENT: usize = 0;
 const UPSTREAM: usize = 1;
@@ -52,14 +54,16 @@ pub fn run(args: &Args) -> crate::Res {
         free: Vec::new(),
         fixed,
         upstream: args.upstream,
+        listen_fd: listener.as_raw_fd(),
         bufs: BufRing::new(&ring.submitter())?,
         out: Vec::with_capacity(RING_ENTRIES as usize),
         sends: 0,
+        in_flight: 0,
     };
     p.out.push(
         opcode::AcceptMulti::new(types::Fd(listener.as_raw_fd()))
             .build()
-            .user_data((ACCEPT << 56) | listener.as_raw_fd() as u64),
+            .user_data(ACCEPT << 56),
     );
     let mut sends = 0;
     loop {
@@ -75,9 +79,20 @@ pub fn run(args: &Args) -> crate::Res {
         sq.sync();
         // Sends on loopback almost always complete inside the enter that submits
         // them: waiting for one completion more than that skips an enter per send.
-        let want = if args.wake_on_send { 1 } else { 1 + sends };
-        if let Err(e) = submitter.submit_and_wait(want) {
-            if !matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) {
+        // Only when no older send is in flight (its completion would count), and
+        // bounded: a send that blocks may be the only completion still to come.
+        let older = p.in_flight - sends;
+        let res = if args.wake_on_send || sends == 0 || older > 0 {
+            submitter.submit_and_wait(1)
+        } else {
+            let bound = types::SubmitArgs::new().timespec(&SEND_WAIT_BOUND);
+            submitter.submit_with_args(1 + sends, &bound)
+        };
+        if let Err(e) = res {
+            if !matches!(
+                e.raw_os_error(),
+                Some(libc::EINTR | libc::EBUSY | libc::ETIME)
+            ) {
                 return Err(e.into());
             }
         }
@@ -108,10 +123,13 @@ struct Proxy {
     free: Vec<usize>,
     fixed: bool,
     upstream: SocketAddr,
+    listen_fd: RawFd,
     bufs: BufRing,
     /// This turn's submissions.
     out: Vec<squeue::Entry>,
+    /// Sends pushed this turn, and sends in flight (those included).
     sends: usize,
+    in_flight: usize,
 }
 
 impl Proxy {
@@ -126,7 +144,7 @@ impl Proxy {
                 }
                 if !cqueue::more(flags) {
                     self.out.push(
-                        opcode::AcceptMulti::new(types::Fd(self.listen_fd_of(data)))
+                        opcode::AcceptMulti::new(types::Fd(self.listen_fd))
                             .build()
                             .user_data(data),
                     );
@@ -155,6 +173,7 @@ impl Proxy {
             }
             _ => {
                 let side = (op - SEND) as usize;
+                self.in_flight -= 1;
                 self.bufs.push(bid);
                 let c = self.conns[i].as_mut().expect("live connection");
                 c.sending[side] = false;
@@ -170,11 +189,6 @@ impl Proxy {
                 self.free_if_done(sub, i);
             }
         }
-    }
-
-    /// The listener's descriptor rides in the accept's user data's low bits.
-    fn listen_fd_of(&self, data: u64) -> RawFd {
-        data as u32 as RawFd
     }
 
     fn open(&mut self, sub: &Submitter, client: RawFd) -> std::io::Result<()> {
@@ -195,8 +209,18 @@ impl Proxy {
             self.conns.len() - 1
         });
         if self.fixed {
-            assert!(i < MAX_CONNS, "more than {MAX_CONNS} connections");
-            sub.register_files_update(2 * i as u32, &fds)?;
+            let registered = match i < MAX_CONNS {
+                true => sub.register_files_update(2 * i as u32, &fds).map(drop),
+                false => Err(std::io::Error::other("too many connections")),
+            };
+            if let Err(e) = registered {
+                for fd in fds {
+                    // SAFETY: both descriptors are ours and used nowhere else yet.
+                    unsafe { libc::close(fd) };
+                }
+                self.free.push(i);
+                return Err(e);
+            }
         }
         self.conns[i] = Some(Conn {
             fds,
@@ -257,6 +281,7 @@ impl Proxy {
         self.out
             .push(e.user_data(((SEND + side as u64) << 56) | (u64::from(bid) << 32) | i as u64));
         self.sends += 1;
+        self.in_flight += 1;
     }
 
     /// Ends both receives (a shutdown completes them with 0); the connection is
