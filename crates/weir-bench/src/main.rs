@@ -122,16 +122,16 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         threads: usize,
     },
+    /// The kernel floor of a keep-alive HTTP/1.1 proxy, on epoll or io_uring:
+    /// one thread, one upstream connection per client connection (a
+    /// measurement, see docs/BENCHMARKS.md). Runs until killed.
+    Floor(floor::Args),
     /// HTTPS (TLS 1.3, rustls) load: CONCURRENCY loops of GET PATH for
     /// DURATION seconds, each on a new connection with a full handshake
     /// (`Connection: close`, no session cache), or with --resume resuming
     /// sessions from a shared cache, or with --keep-alive on one connection
     /// per loop. Prints counts, handshake kinds, cipher suites and latency
     /// percentiles as JSON.
-    /// The kernel floor of a keep-alive HTTP/1.1 proxy, on epoll or io_uring:
-    /// one thread, one upstream connection per client connection (a
-    /// measurement, see docs/BENCHMARKS.md). Runs until killed.
-    Floor(floor::Args),
     Https {
         #[arg(long)]
         connect: SocketAddr,
