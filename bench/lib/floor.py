@@ -26,7 +26,7 @@ import oha  # noqa: E402
 from scenarios import h2load_log_percentiles, parse_h2load  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-REL = ROOT / "target" / "release"
+REL = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "release"
 HOST = "127.0.0.1"
 PROXY_PORT, UP_PORT, ADMIN_PORT = 18171, 19171, 18172
 TICK = os.sysconf("SC_CLK_TCK")
