@@ -13,6 +13,7 @@
 //! weir-bench conns  --connect 127.0.0.1:18080 --concurrency 50 --duration 10
 //! weir-bench paced  --connect 127.0.0.1:18080 --clients 16 --method POST --path /echo \
 //!                   --body-size 32 --check-echo --pace 34-46 --duration 12
+//! weir-bench floor  --mode epoll|uring --listen 127.0.0.1:18080 --upstream 127.0.0.1:19001
 //! weir-bench https  --connect 127.0.0.1:18080 --concurrency 50 --duration 10 [--keep-alive | --resume]
 //! ```
 
@@ -121,6 +122,10 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         threads: usize,
     },
+    /// The kernel floor of a keep-alive HTTP/1.1 proxy, on epoll or io_uring:
+    /// one thread, one upstream connection per client connection (a
+    /// measurement, see docs/BENCHMARKS.md). Runs until killed.
+    Floor(floor::Args),
     /// HTTPS (TLS 1.3, rustls) load: CONCURRENCY loops of GET PATH for
     /// DURATION seconds, each on a new connection with a full handshake
     /// (`Connection: close`, no session cache), or with --resume resuming
@@ -206,6 +211,7 @@ fn main() -> ExitCode {
             }),
             Err(e) => Err(e.into()),
         },
+        Cmd::Floor(args) => floor::run(args),
         Cmd::Https {
             connect,
             server_name,
@@ -239,6 +245,7 @@ fn main() -> ExitCode {
 
 type Res = Result<(), Box<dyn std::error::Error>>;
 
+mod floor;
 mod https;
 mod paced;
 
