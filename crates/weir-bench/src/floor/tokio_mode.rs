@@ -29,7 +29,7 @@ async fn conn(mut client: TcpStream, upstream: SocketAddr) -> std::io::Result<()
     let mut up = TcpStream::connect(upstream).await?;
     client.set_nodelay(true)?;
     up.set_nodelay(true)?;
-    let mut buf = vec![0u8; super::BUF_SIZE];
+    let mut buf = vec![0u8; super::args::BUF_SIZE];
     let (mut requests, mut responses) = (RequestFramer::default(), ResponseFramer::default());
     loop {
         // Forward the request's chunks until its head has ended...

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU16, Ordering};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Submitter};
 
+use super::args::{Args, BUF_SIZE};
 use super::http::{RequestFramer, ResponseFramer};
-use super::{Args, BUF_SIZE};
 
 const RING_ENTRIES: u32 = 1024;
 /// Provided buffers (a power of two), BUF_SIZE each: 16 MiB in all.
