@@ -184,7 +184,9 @@ where
     conn.serve(handler, ctl, max_head)
 }
 
-/// What [`ConnIo::next_head`] found.
+/// What [`ConnIo::next_head`] found. The head inline, as `Option<Head>` had it: boxing it
+/// would cost an allocation per request.
+#[allow(clippy::large_enum_variant)]
 enum Next {
     Head(Head),
     /// No bytes of a next request are here (a read just found none): the connection waits
