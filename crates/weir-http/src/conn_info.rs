@@ -4,6 +4,7 @@
 //! about it in.
 
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use http::{HeaderName, HeaderValue};
@@ -28,15 +29,29 @@ pub struct ConnInfo {
     /// weir's own replaces the client's.
     pub trusted: Option<Arc<[weir_config::Cidr]>>,
     pub state: Arc<ConnState>,
-    /// The TLS session, on a TLS listener.
-    pub tls: Option<Box<TlsInfo>>,
+    /// The TLS session, on a TLS listener (boxed with what only TLS connections need: a
+    /// plain connection's context stays small).
+    pub tls: Option<Box<ClientTls>>,
+    /// This hop's `Forwarded` element, made at the first request (after `tls` is known).
+    forwarded: OnceLock<HeaderValue>,
+}
+
+/// A TLS connection's session, and where its client certificate goes upstream.
+pub struct ClientTls {
+    pub info: TlsInfo,
     /// Where the verified client certificate's subject goes upstream (any value
     /// the client sent under that name is removed).
     pub identity_header: Option<HeaderName>,
     /// Where its `x-forwarded-client-cert` element goes (`client_cert_header`), the same way.
     pub cert_header: Option<HeaderName>,
-    /// This hop's `Forwarded` element, made at the first request (after `tls` is known).
-    forwarded: OnceLock<HeaderValue>,
+}
+
+impl Deref for ClientTls {
+    type Target = TlsInfo;
+
+    fn deref(&self) -> &TlsInfo {
+        &self.info
+    }
 }
 
 impl ConnInfo {
@@ -48,8 +63,6 @@ impl ConnInfo {
             trusted: None,
             state: ConnState::new(),
             tls: None,
-            identity_header: None,
-            cert_header: None,
             proxy_tlvs: None,
             forwarded: OnceLock::new(),
         }

@@ -5,54 +5,80 @@
 //! endpoint's cut, the timeout watchdog).
 //! `select!` would poll every watcher on every wake-up, which costs a few
 //! mutex operations each (cancellation tokens); here each side gets a
-//! waker that notes it fired, so a wake-up polls only its own side.
+//! waker that notes it fired, so a wake-up polls only its own side. Both
+//! wakers share one small allocation (a connection keeps it all its life).
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
-/// Notes that it fired, then wakes the task.
-struct Flag {
-    fired: AtomicBool,
+/// Which side was woken since its last poll, and the task to wake. Both sides' wakers
+/// point here (one allocation per race: a connection holds one as long as it lives).
+struct Flags {
+    fired: [AtomicBool; 2],
     task: Waker,
 }
 
-impl Wake for Flag {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
+const MAIN: usize = 0;
+const WATCH: usize = 1;
 
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.fired.store(true, Ordering::Release);
-        self.task.wake_by_ref();
+/// A side's waker: the `Flags` pointer with the side in its lowest bit (`Flags` is
+/// aligned to 8), owning one count of the `Arc`.
+static SIDE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, release);
+
+fn flags_of(p: *const ()) -> (*const Flags, usize) {
+    ((p as usize & !1) as *const Flags, p as usize & 1)
+}
+
+unsafe fn clone(p: *const ()) -> RawWaker {
+    // SAFETY: `p` is a side waker's: its `Arc` lives while the waker does.
+    unsafe { Arc::increment_strong_count(flags_of(p).0) };
+    RawWaker::new(p, &SIDE)
+}
+
+unsafe fn wake(p: *const ()) {
+    // SAFETY: as `wake_by_ref`, then the waker's own count is given back.
+    unsafe {
+        wake_by_ref(p);
+        release(p);
     }
 }
 
-struct Side {
-    flag: Arc<Flag>,
-    waker: Waker,
+unsafe fn wake_by_ref(p: *const ()) {
+    let (flags, side) = flags_of(p);
+    // SAFETY: the waker holds a count (or borrows one held by the race).
+    let flags = unsafe { &*flags };
+    flags.fired[side].store(true, Ordering::Release);
+    flags.task.wake_by_ref();
 }
 
-impl Side {
-    fn new(task: &Waker) -> Self {
-        let flag = Arc::new(Flag {
-            fired: AtomicBool::new(true),
+unsafe fn release(p: *const ()) {
+    // SAFETY: the count this waker owned.
+    unsafe { Arc::decrement_strong_count(flags_of(p).0) };
+}
+
+impl Flags {
+    fn new(task: &Waker) -> Arc<Flags> {
+        const _: () = assert!(std::mem::align_of::<Flags>() >= 2);
+        Arc::new(Flags {
+            fired: [AtomicBool::new(true), AtomicBool::new(true)],
             task: task.clone(),
-        });
-        Side {
-            waker: Waker::from(flag.clone()),
-            flag,
-        }
+        })
     }
 
-    /// Polls `f` if this side was woken since its last poll.
-    fn poll<F: Future>(&self, f: Pin<&mut F>) -> Poll<F::Output> {
-        if !self.flag.fired.swap(false, Ordering::AcqRel) {
+    /// Polls `f`, the race's `side`, if that side was woken since its last poll.
+    fn poll<F: Future>(self: &Arc<Self>, side: usize, f: Pin<&mut F>) -> Poll<F::Output> {
+        if !self.fired[side].swap(false, Ordering::AcqRel) {
             return Poll::Pending;
         }
-        f.poll(&mut Context::from_waker(&self.waker))
+        let p = (Arc::as_ptr(self) as usize | side) as *const ();
+        // SAFETY: a borrowed waker: never dropped, it gives back no count, and the race's
+        // `Arc` outlives the poll; a clone of it takes a count of its own.
+        let waker = ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(p, &SIDE)) });
+        f.poll(&mut Context::from_waker(&waker))
     }
 }
 
@@ -66,7 +92,7 @@ pin_project_lite::pin_project! {
         main: M,
         #[pin]
         watch: W,
-        sides: Option<(Side, Side)>,
+        flags: Option<Arc<Flags>>,
     }
 }
 
@@ -78,7 +104,7 @@ where
     Race {
         main,
         watch,
-        sides: None,
+        flags: None,
     }
 }
 
@@ -94,14 +120,14 @@ where
         // New wakers only if the task's own changed (never, in a tokio
         // task): both sides are then polled once to register them.
         if !this
-            .sides
+            .flags
             .as_ref()
-            .is_some_and(|(m, _)| m.flag.task.will_wake(cx.waker()))
+            .is_some_and(|f| f.task.will_wake(cx.waker()))
         {
-            *this.sides = Some((Side::new(cx.waker()), Side::new(cx.waker())));
+            *this.flags = Some(Flags::new(cx.waker()));
         }
-        let (m, w) = this.sides.as_ref().expect("set above");
-        if m.poll(this.main).is_ready() || w.poll(this.watch).is_ready() {
+        let f = this.flags.as_ref().expect("set above");
+        if f.poll(MAIN, this.main).is_ready() || f.poll(WATCH, this.watch).is_ready() {
             return Poll::Ready(());
         }
         Poll::Pending

@@ -17,6 +17,7 @@ use tracing::{debug, warn};
 use weir_config::Protocol;
 
 use weir_http::client_addr::trusts;
+use weir_http::conn_info::ClientTls;
 use weir_metrics::reason::Reason;
 use weir_metrics::{Held, GLOBAL};
 use weir_pipeline::http::conn::{serve as serve_http, ClientLimits};
@@ -325,7 +326,7 @@ fn dispatch(
                 idle_timeout: l.idle_timeout,
                 max_header_bytes: l.max_header_bytes,
             };
-            let mut ctx = ConnCtx::new(shared, slot, client, local);
+            let mut ctx = ConnCtx::new(shared, slot, client, local, limits);
             ctx.conn.proxy_tlvs = tlvs;
             // Behind trusted proxies: whether this peer is one (its X-Forwarded-For is then
             // read, weir-http's `client_addr.rs`). A listener without the list pays nothing.
@@ -337,14 +338,11 @@ fn dispatch(
                     stream,
                     server.clone(),
                     ctx,
-                    limits,
                     drain.clone(),
                     kill.clone(),
+                    open,
                 ));
-                tracker.spawn(async move {
-                    conn.await;
-                    drop(open);
-                });
+                tracker.spawn(conn);
                 return;
             }
             let stream = match stream.into_std() {
@@ -354,17 +352,16 @@ fn dispatch(
                     return;
                 }
             };
-            let ctx = Arc::new(ctx);
-            // Boxed where built: spawning moves a future three times
-            // (task cell, scheduler, first poll), and these are
-            // kilobytes (a TCP session's 1.8 KB was ~1.3k instructions
-            // of memcpy per connection); a box moves as a pointer.
-            let stream = ClientStream::plain(stream);
-            let conn = Box::pin(serve_http(stream, ctx, limits, drain.clone(), kill.clone()));
-            tracker.spawn(async move {
-                conn.await;
-                drop(open);
-            });
+            // Not boxed: the connection's future is its small waiting state (a few
+            // hundred bytes, `conn::serve`), so it lives in the task's own allocation.
+            let conn = serve_http(
+                ClientStream::plain(stream),
+                Arc::new(ctx),
+                drain.clone(),
+                kill.clone(),
+                open,
+            );
+            tracker.spawn(conn);
         }
         Protocol::Tcp => {
             if !l.filters.admits(client.ip()) {
@@ -457,9 +454,9 @@ async fn serve_https(
     sock: Sock,
     server: Arc<TlsServer>,
     mut ctx: ConnCtx,
-    limits: ClientLimits,
     drain: CancellationToken,
     kill: CancellationToken,
+    open: Held,
 ) {
     let Ok(sock) = sock.into_tokio() else {
         return;
@@ -469,16 +466,18 @@ async fn serve_https(
         _ = kill.cancelled() => None,
     };
     let Some(conn) = conn else { return };
-    ctx.conn.tls = Some(Box::new(conn.info.clone()));
-    ctx.conn.identity_header = server.identity_header.clone();
-    ctx.conn.cert_header = server.cert_header.clone();
+    ctx.conn.tls = Some(Box::new(ClientTls {
+        info: conn.info.clone(),
+        identity_header: server.identity_header.clone(),
+        cert_header: server.cert_header.clone(),
+    }));
     drop(server);
     serve_http(
         ClientStream::Tls(Box::new(conn)),
         Arc::new(ctx),
-        limits,
         drain,
         kill,
+        open,
     )
     .await;
 }

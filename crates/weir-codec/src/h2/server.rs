@@ -81,21 +81,21 @@ type TunnelRun<'h> = Pin<Box<dyn Future<Output = StreamId> + Send + 'h>>;
 /// Serves the connection until the client closes it, an error ends it, or a drain's GOAWAY
 /// has let every stream finish.
 ///
-/// `idle` is cancelled when the connection has been idle too long: GOAWAY (NO_ERROR, the
-/// last stream id) goes out before the close, so a client whose new stream crossed it
+/// `ctl.idle` is cancelled when the connection has been idle too long: GOAWAY (NO_ERROR,
+/// the last stream id) goes out before the close, so a client whose new stream crossed it
 /// knows the stream was not processed and may send it again.
 pub async fn run<H>(
     conn: Handoff,
     handler: &H,
     ctl: &DrainFlags,
     drain: &CancellationToken,
-    idle: &CancellationToken,
     limits: Limits,
 ) where
     H: Serve<ReqBody: StreamBody>,
     <H::Body as Body>::Error: Display + Send + 'static,
 {
     // GOAWAY on a drain or an idle timeout is sent here.
+    let idle = ctl.idle.get_or_init(CancellationToken::new);
     ctl.goes_away.store(true, Relaxed);
     let mut io = Joined::new(conn.read, conn.reader, conn.writer);
     let mut l = Loop {

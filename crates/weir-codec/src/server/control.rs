@@ -3,7 +3,10 @@
 //! protocol, so the owner never asks which one it is.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::OnceLock;
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 /// The drain state a connection shares with the task that runs it.
 #[derive(Debug, Default)]
@@ -16,6 +19,10 @@ pub struct DrainFlags {
     /// telling the client first (HTTP/2's GOAWAY): the owner cancels the drain or idle token
     /// and lets it, rather than setting `draining` or dropping the connection.
     pub goes_away: AtomicBool,
+    /// Cancelled by the owner when the connection was idle too long, for a codec that
+    /// says goodbye first (HTTP/2's GOAWAY). Made by that codec: an HTTP/1.1 connection,
+    /// which the owner simply drops, pays nothing for it.
+    pub idle: OnceLock<CancellationToken>,
 }
 
 /// What a client may ask of weir on one connection.

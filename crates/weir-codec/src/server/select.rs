@@ -10,7 +10,9 @@
 //!    that may still begin it are waited for, so the choice never depends on how the
 //!    client's bytes were cut.
 //! 3. Serving: the chosen codec gets the stream with the bytes already read, and serves it
-//!    until it ends.
+//!    until it ends, or (HTTP/1.1) until it waits for its next request: the owner then
+//!    holds the small [`h1::Idle`] and resumes it when bytes come, so that an idle
+//!    keep-alive connection holds none of the request machinery.
 //!
 //! The first read is the one the HTTP/1.1 codec would make (same size, through the same
 //! reader), and its bytes are the codec's first buffer: HTTP/1.1 pays no extra system call
@@ -79,17 +81,17 @@ pub fn by_first_bytes(read: &[u8]) -> Option<Protocol> {
     }
 }
 
-/// Serves a client connection until it ends: chooses its protocol, then that protocol's
-/// codec serves it with `service`. `ctl`, `drain` and `idle` are the owner's say over it
-/// (see [`DrainFlags`]).
-pub async fn run<S>(
+/// Serves a client connection until it ends or pauses, as HTTP/1.1, waiting for its next
+/// request or switched to another protocol (then its [`h1::Pause`]): chooses its protocol, then that protocol's codec serves it with
+/// `service`. `ctl` and `drain` are the owner's say over it (see [`DrainFlags`]).
+pub async fn run<'a, S>(
     stream: ClientStream,
-    service: &S,
-    ctl: &DrainFlags,
+    service: &'a S,
+    ctl: &'a DrainFlags,
     drain: &CancellationToken,
-    idle: &CancellationToken,
     limits: Limits,
-) where
+) -> Option<h1::Pause<'a>>
+where
     S: Serve,
     S::ReqBody: From<ReqBody> + From<RequestBody> + Default + Send,
     <S::Body as Body>::Error: Display + Send + 'static,
@@ -106,7 +108,7 @@ pub async fn run<S>(
             Step::Sniffing => match sniff(&mut conn, service).await {
                 Some(p) => Step::Serving(p),
                 // The client left (or the read failed) before it said.
-                None => return,
+                None => return None,
             },
             Step::Serving(Protocol::Http1) => {
                 return h1::serve(conn, service, ctl, limits.max_head).await
@@ -114,7 +116,8 @@ pub async fn run<S>(
             // Boxed: inline, HTTP/2's state would enlarge every connection's future, idle
             // HTTP/1.1 ones too.
             Step::Serving(Protocol::Http2) => {
-                return Box::pin(h2::run(conn, service, ctl, drain, idle, limits)).await
+                Box::pin(h2::run(conn, service, ctl, drain, limits)).await;
+                return None;
             }
         };
     }

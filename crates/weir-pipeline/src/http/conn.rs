@@ -4,7 +4,7 @@
 //! and a hard stop when the drain grace runs out. Nothing here names a protocol.
 
 use std::fmt::Display;
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,13 +19,16 @@ use crate::http::forward::{handle, refused, refused_request};
 use crate::http::upgrade;
 use crate::race::race;
 use weir_codec::client_body::ClientBody;
-use weir_codec::server::{self, DrainFlags, Limits, Serve, Switched};
+use weir_codec::h1::server::Pause;
+use weir_codec::server::{self, Limits, Serve, Switched};
 use weir_http::body::ProxyBody;
 use weir_http::conn_state::{ConnState, Verdict};
 use weir_http::error::error_response_as;
 use weir_metrics::reason::Reason;
+use weir_metrics::Held;
 use weir_transport::ClientStream;
 
+#[derive(Debug, Clone, Copy)]
 pub struct ClientLimits {
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
@@ -77,78 +80,117 @@ const MAX_STREAMS: u32 = 128;
 /// before an idle connection closes.
 const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
-pub async fn serve(
+/// Serves a client connection until it closes, is closed by a drain or a client timeout,
+/// or is cut when the drain grace runs out. `open` (the open-connections gauge) is held
+/// as long as the connection.
+///
+/// The future is the connection's whole state while it waits, kept small: the two sides
+/// of a race, made here (a plain function, not an `async fn`, whose arguments and locals
+/// would keep places of their own beside the race's copies), each owning what it needs.
+/// Between requests an HTTP/1.1 connection is only its `Idle` (its socket's halves) on the
+/// serving side; the codec's future serving requests is boxed when a request's first
+/// bytes come and freed when the connection waits again.
+pub fn serve(
     stream: ClientStream,
     ctx: Arc<ConnCtx>,
-    limits: ClientLimits,
     drain: CancellationToken,
     kill: CancellationToken,
-) {
-    let state: Arc<ConnState> = ctx.conn.state.clone();
-    let proxy = Proxy(ctx);
-    let ctl = DrainFlags::default();
-    let idle = CancellationToken::new();
-    let server_limits = Limits {
-        max_head: limits.max_header_bytes,
-        max_streams: MAX_STREAMS,
-        stall: limits.idle_timeout,
+    open: Held,
+) -> impl Future<Output = ()> + Send {
+    let proxy = Proxy(ctx.clone());
+    let conn_drain = drain.clone();
+    let conn = async move {
+        let limits = Limits {
+            max_head: proxy.0.limits.max_header_bytes,
+            max_streams: MAX_STREAMS,
+            stall: proxy.0.limits.idle_timeout,
+        };
+        // Each box is awaited in a statement of its own, so it is freed before what it
+        // handed back is waited on (a match on the `await` would keep it to the match's end).
+        let next = Box::pin(server::run(
+            stream,
+            &proxy,
+            &proxy.0.ctl,
+            &conn_drain,
+            limits,
+        ))
+        .await;
+        let mut idle = match next {
+            Some(Pause::Idle(idle)) => idle,
+            Some(Pause::Relay(relay)) => return relay.await,
+            None => return,
+        };
+        loop {
+            let Some(read) = poll_fn(|cx| idle.poll_arrival(cx, &proxy)).await else {
+                idle.close();
+                return;
+            };
+            let max_head = proxy.0.limits.max_header_bytes;
+            let next = Box::pin(idle.resume(read, &proxy, &proxy.0.ctl, max_head)).await;
+            idle = match next {
+                Some(Pause::Idle(idle)) => idle,
+                Some(Pause::Relay(relay)) => return relay.await,
+                None => return,
+            };
+        }
     };
-    // Boxed: the connection's future is kilobytes; here it is built once
-    // in place, where every `async` layer above would copy it again.
-    let conn = Box::pin(server::run(
-        stream,
-        &proxy,
-        &ctl,
-        &drain,
-        &idle,
-        server_limits,
-    ));
-    let watch = async {
+    let watch = async move {
+        // Owned here, dropped with the connection's future; read through `ctx` each time
+        // rather than kept in locals: each would take a place in every connection's state.
+        let _ = &open;
         let watchdog = tokio::time::sleep(ConnState::period(
-            limits.header_timeout,
-            limits.idle_timeout,
+            ctx.limits.header_timeout,
+            ctx.limits.idle_timeout,
         ));
         tokio::pin!(watchdog);
         let mut draining = false;
         loop {
             // Kill only ever follows a drain, so a connection waits on one
-            // token at a time: registering with both cost every connection.
+            // token at a time: registering with both cost every connection
+            // (and the waiting future of each would be in every connection's state).
+            let token = if draining { &kill } else { &drain };
             tokio::select! {
                 biased;
-                _ = drain.cancelled(), if !draining => {
+                _ = token.cancelled() => {
+                    if draining {
+                        return;
+                    }
                     // A codec that says goodbye (HTTP/2's GOAWAY) does it itself and ends
                     // when its requests have.
-                    if ctl.goes_away.load(Relaxed) {
+                    if ctx.ctl.goes_away.load(Relaxed) {
                         draining = true;
                         continue;
                     }
                     // Idle connections close now; a request in flight
                     // finishes and its response carries `Connection: close`.
-                    if !ctl.busy.load(Relaxed) {
+                    if !ctx.ctl.busy.load(Relaxed) {
                         return;
                     }
-                    ctl.draining.store(true, Relaxed);
+                    ctx.ctl.draining.store(true, Relaxed);
                     draining = true;
                 }
-                _ = kill.cancelled(), if draining => return,
                 _ = watchdog.as_mut() => {
-                    match state.verdict(limits.header_timeout, limits.idle_timeout) {
+                    match ctx.conn.state.verdict(ctx.limits.header_timeout, ctx.limits.idle_timeout) {
                         Verdict::Expired => {
                             debug!("client connection timed out");
-                            if !ctl.goes_away.load(Relaxed) {
+                            if !ctx.ctl.goes_away.load(Relaxed) {
                                 return;
                             }
-                            // Goodbye first (HTTP/2's GOAWAY), and the end once it went
-                            // out; a client that never reads it does not hold the socket.
-                            idle.cancel();
-                            tokio::time::sleep(GOAWAY_GRACE).await;
-                            return;
+                            break;
                         }
                         Verdict::CheckAt(t) => watchdog.as_mut().reset(Instant::from_std(t)),
                     }
                 }
             }
         }
+        // Goodbye first (HTTP/2's GOAWAY), and the end once it went out; a client that
+        // never reads it does not hold the socket. The watchdog's timer times the grace
+        // (a second timer would be in every connection's state).
+        if let Some(idle) = ctx.ctl.idle.get() {
+            idle.cancel();
+        }
+        watchdog.as_mut().reset(Instant::now() + GOAWAY_GRACE);
+        watchdog.await;
     };
-    race(conn, watch).await;
+    race(conn, watch)
 }

@@ -17,21 +17,22 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::Request;
 use http_body::Body;
 use tokio::time::Sleep;
+use tokio_util::io::poll_read_buf;
 use tracing::debug;
 
 use super::body::ReqBody;
-use super::reader::{Home, Reader};
+use super::reader::{Home, Reader, READ_CHUNK};
 use super::respond::{self, Asked, Framing, Length};
 use super::write::Writer;
 use crate::server::control::DrainFlags;
 use crate::server::handoff::Handoff;
 use crate::server::serve::{Serve, Switched};
 use weir_h1::request::{self as parse, Head};
-use weir_transport::ClientStream;
+use weir_transport::{ClientReader, ClientStream, ClientWriter};
 
 /// What follows an exchange.
 enum After<B> {
@@ -52,19 +53,117 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// at most, and then the upstream exchange is cancelled as always.
 const WATCH_DELAY: Duration = Duration::from_millis(5);
 
-/// Serves a connection known to speak HTTP/1.1, nothing read from it yet, until it closes.
+/// Serves a connection known to speak HTTP/1.1, nothing read from it yet, until it closes
+/// (waiting between requests too: for the codec's own tests).
 pub async fn run<H>(stream: ClientStream, handler: &H, ctl: &DrainFlags, max_head: usize)
 where
     H: Serve,
     H::ReqBody: From<ReqBody>,
     <H::Body as Body>::Error: Display,
 {
-    serve(Handoff::new(stream), handler, ctl, max_head).await
+    let mut next = serve(Handoff::new(stream), handler, ctl, max_head).await;
+    loop {
+        let mut idle = match next {
+            Some(Pause::Idle(idle)) => idle,
+            Some(Pause::Relay(relay)) => return relay.await,
+            None => return,
+        };
+        let Some(read) = poll_fn(|cx| idle.poll_arrival(cx, handler)).await else {
+            return;
+        };
+        next = idle.resume(read, handler, ctl, max_head).await;
+    }
 }
 
-/// Serves the connection until it closes, starting with the bytes already read from it
-/// (the protocol selection's). Heads over `max_head` get 431.
-pub async fn serve<H>(stream: Handoff, handler: &H, ctl: &DrainFlags, max_head: usize)
+/// Where serving an HTTP/1.1 connection stopped with the connection still open, for its
+/// owner: both outlive the requests' future, which the owner frees first.
+pub enum Pause<'a> {
+    /// Waiting for its next request.
+    Idle(Idle),
+    /// A request switched protocols (`101`): the relay that carries it until it ends
+    /// ([`Serve::switched`]).
+    Relay(Pin<Box<dyn Future<Output = ()> + Send + 'a>>),
+}
+
+/// An HTTP/1.1 connection waiting for its next request: the stream's two halves and
+/// nothing else (no buffer, no request state), so that an idle keep-alive connection
+/// costs little more than its socket. Its owner waits with [`Idle::poll_arrival`], then
+/// serves what came with [`Idle::resume`] (in a future it boxes for the requests' time:
+/// see `pipeline/http/conn.rs`).
+pub struct Idle {
+    reader: ClientReader,
+    writer: ClientWriter,
+    /// Where a request body reads from (made at the connection's first body, kept).
+    home: Option<Arc<Home>>,
+    /// The last read found the socket empty, in this task's poll: its waker is registered,
+    /// so the first wait reads nothing (another read would find nothing either).
+    armed: bool,
+}
+
+impl Idle {
+    /// `Ready(Some(bytes))` once the next request's first bytes came, `Ready(None)` when
+    /// the client closed the connection (or it failed). While none came, it holds no
+    /// buffer (one is lent to each read and given back).
+    pub fn poll_arrival<H: Serve>(
+        &mut self,
+        cx: &mut Context<'_>,
+        handler: &H,
+    ) -> Poll<Option<BytesMut>> {
+        if std::mem::take(&mut self.armed) {
+            return Poll::Pending;
+        }
+        let mut read = BytesMut::with_capacity(READ_CHUNK);
+        match poll_read_buf(Pin::new(&mut self.reader), cx, &mut read) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(n)) if n > 0 => {
+                handler.request_arriving();
+                Poll::Ready(Some(read))
+            }
+            // EOF or an error: the connection is over, closed without a write shutdown
+            // (closing the socket sends the FIN).
+            Poll::Ready(_) => Poll::Ready(None),
+        }
+    }
+
+    /// Serves the requests that begin with `read` (the bytes [`Idle::poll_arrival`] gave)
+    /// until the connection closes or waits again.
+    pub fn resume<'a, H>(
+        self,
+        read: BytesMut,
+        handler: &'a H,
+        ctl: &'a DrainFlags,
+        max_head: usize,
+    ) -> impl Future<Output = Option<Pause<'a>>> + 'a
+    where
+        H: Serve,
+        H::ReqBody: From<ReqBody>,
+        <H::Body as Body>::Error: Display,
+    {
+        let conn = ConnIo {
+            reader: Some(Reader::resume(self.reader, read)),
+            w: Writer::new(self.writer),
+            home: self.home,
+            peeked: false,
+            watch_from: None,
+        };
+        conn.serve(handler, ctl, max_head)
+    }
+
+    /// Closes the connection without a write shutdown (closing the socket sends the FIN).
+    pub fn close(self) {
+        self.writer.forget();
+    }
+}
+
+/// Serves the connection, starting with the bytes already read from it (the protocol
+/// selection's), until it closes or waits for its next request: then it is handed back as
+/// [`Idle`]. Heads over `max_head` get 431.
+pub fn serve<'a, H>(
+    stream: Handoff,
+    handler: &'a H,
+    ctl: &'a DrainFlags,
+    max_head: usize,
+) -> impl Future<Output = Option<Pause<'a>>> + 'a
 where
     H: Serve,
     H::ReqBody: From<ReqBody>,
@@ -75,66 +174,26 @@ where
         read,
         writer,
     } = stream;
-    let mut conn = ConnIo {
+    let conn = ConnIo {
         reader: Some(Reader::resume(reader, read)),
         w: Writer::new(writer),
         home: None,
         peeked: false,
         watch_from: None,
     };
-    loop {
-        let Some(head) = conn.next_head(handler, max_head).await else {
-            break;
-        };
-        ctl.busy.store(true, Relaxed);
-        // Boxed for the request's life only: an exchange (the handler's
-        // future in it) is most of a connection's state (6.6 KB of the
-        // proxy's, measured); inline, it would stay allocated while the
-        // connection idles between requests.
-        let keep = match Box::pin(conn.exchange(handler, head, ctl)).await {
-            After::Next => true,
-            After::Close => false,
-            After::Switch(body) => {
-                // Still busy: a drain lets the switched connection run until
-                // its grace is over, as it does a request in flight.
-                // The EOF watch's timer and the body's home go now, not when the
-                // relay ends: it may last for hours.
-                let ConnIo {
-                    reader,
-                    w,
-                    home,
-                    watch_from,
-                    ..
-                } = conn;
-                drop((home, watch_from));
-                let Some((reader, read)) = reader.map(Reader::into_parts) else {
-                    return;
-                };
-                let client = Switched::Connection(Handoff {
-                    reader,
-                    read,
-                    writer: w.into_io(),
-                });
-                // Boxed: inline, the relay's state would enlarge every
-                // connection's future, idle ones too.
-                Box::pin(handler.switched(body, client)).await;
-                return;
-            }
-        };
-        ctl.busy.store(false, Relaxed);
-        // The EOF watch's timer (boxed, 112 B) is for a request in flight: an idle
-        // connection does not keep it until its next request.
-        conn.watch_from = None;
-        if !keep || ctl.draining.load(Relaxed) {
-            break;
-        }
-    }
-    // With the read half here, dropping it next closes the socket; if a
-    // request body still holds it somewhere, the FIN must not wait for that.
-    conn.reclaim();
-    if conn.reader.is_some() {
-        conn.w.close();
-    }
+    conn.serve(handler, ctl, max_head)
+}
+
+/// What [`ConnIo::next_head`] found. The head inline, as `Option<Head>` had it: boxing it
+/// would cost an allocation per request.
+#[allow(clippy::large_enum_variant)]
+enum Next {
+    Head(Head),
+    /// No bytes of a next request are here (a read just found none): the connection waits
+    /// as [`Idle`].
+    Idle,
+    /// The connection is over (EOF, an error, or a head weir refused and answered).
+    Over,
 }
 
 struct ConnIo {
@@ -151,11 +210,99 @@ struct ConnIo {
 }
 
 impl ConnIo {
-    /// The next request head; `None` when the connection is over (EOF, an
-    /// error, or a head weir refused and answered).
-    async fn next_head<H: Serve>(&mut self, handler: &H, max_head: usize) -> Option<Head> {
-        let r = self.reader.as_mut()?;
-        let w = &mut self.w;
+    /// Requests, one after another (pipelined ones from the buffer), until the connection
+    /// closes or no bytes of a next one are here.
+    async fn serve<'a, H>(
+        mut self,
+        handler: &'a H,
+        ctl: &DrainFlags,
+        max_head: usize,
+    ) -> Option<Pause<'a>>
+    where
+        H: Serve,
+        H::ReqBody: From<ReqBody>,
+        <H::Body as Body>::Error: Display,
+    {
+        loop {
+            let head = match self.next_head(handler, max_head).await {
+                Next::Head(head) => head,
+                Next::Idle => return self.into_idle(),
+                Next::Over => break,
+            };
+            ctl.busy.store(true, Relaxed);
+            let keep = match self.exchange(handler, head, ctl).await {
+                After::Next => true,
+                After::Close => false,
+                After::Switch(body) => {
+                    // Still busy: a drain lets the switched connection run until
+                    // its grace is over, as it does a request in flight.
+                    // The EOF watch's timer and the body's home go now, not when the
+                    // relay ends: it may last for hours.
+                    let ConnIo {
+                        reader,
+                        w,
+                        home,
+                        watch_from,
+                        ..
+                    } = self;
+                    drop((home, watch_from));
+                    let (reader, read) = reader.map(Reader::into_parts)?;
+                    let client = Switched::Connection(Handoff {
+                        reader,
+                        read,
+                        writer: w.into_io(),
+                    });
+                    // Handed to the owner, which frees the requests' future (kilobytes)
+                    // before it carries the relay (which may last for hours).
+                    return Some(Pause::Relay(Box::pin(handler.switched(body, client))));
+                }
+            };
+            ctl.busy.store(false, Relaxed);
+            // The EOF watch's timer (boxed, 112 B) is for a request in flight.
+            self.watch_from = None;
+            if !keep || ctl.draining.load(Relaxed) {
+                break;
+            }
+        }
+        // With the read half here, dropping it next closes the socket; if a
+        // request body still holds it somewhere, the FIN must not wait for that.
+        self.reclaim();
+        if self.reader.is_some() {
+            self.w.close();
+        }
+        None
+    }
+
+    /// The connection between requests, once a read (in this poll) found nothing: its
+    /// halves, its buffers given back.
+    fn into_idle<'a>(self) -> Option<Pause<'a>> {
+        let ConnIo {
+            reader, w, home, ..
+        } = self;
+        let (reader, _) = reader?.into_parts();
+        Some(Pause::Idle(Idle {
+            reader,
+            writer: w.into_io(),
+            home,
+            armed: true,
+        }))
+    }
+
+    /// The next request head; [`Next::Idle`] when no bytes of one are here (the owner
+    /// waits for them, see [`Idle`]).
+    async fn next_head<H: Serve>(&mut self, handler: &H, max_head: usize) -> Next {
+        let Some(r) = self.reader.as_mut() else {
+            return Next::Over;
+        };
+        if r.buf.is_empty() {
+            // One read first, into the buffer the last request left (no allocation): the
+            // next request may be here already. Nothing: the connection waits as `Idle`.
+            match poll_fn(|cx| Poll::Ready(r.poll_fill(cx))).await {
+                Poll::Pending => return Next::Idle,
+                Poll::Ready(Ok(0) | Err(_)) => return Next::Over,
+                Poll::Ready(Ok(_)) => handler.request_arriving(),
+            }
+        }
         r.acked = false;
         let parsed = poll_fn(|cx| loop {
             if !r.buf.is_empty() {
@@ -166,15 +313,9 @@ impl ConnIo {
                 }
             }
             match r.poll_fill(cx) {
-                Poll::Pending if !r.buf.is_empty() => {
+                Poll::Pending => {
                     // Part of the head is here, the rest is not.
                     r.awaiting_rest();
-                    return Poll::Pending;
-                }
-                Poll::Pending => {
-                    // Waiting for the next request: hold no buffers meanwhile.
-                    r.release_idle();
-                    w.release_idle();
                     return Poll::Pending;
                 }
                 // EOF (mid-head too: hyper answered nothing either) or an error.
@@ -184,7 +325,8 @@ impl ConnIo {
         })
         .await;
         match parsed {
-            Ok(head) => head,
+            Ok(Some(head)) => Next::Head(head),
+            Ok(None) => Next::Over,
             Err(e) => {
                 debug!("refused request: {e}");
                 if let Some(status) = e.status() {
@@ -192,7 +334,7 @@ impl ConnIo {
                     respond::refusal(&mut self.w.buf, status);
                     let _ = poll_fn(|cx| self.w.poll_flush(cx)).await;
                 }
-                None
+                Next::Over
             }
         }
     }

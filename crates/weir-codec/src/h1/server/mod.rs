@@ -13,8 +13,9 @@
 //! - `body`: the request body handed to the handler;
 //! - `respond`: the response head and its framing;
 //! - `write`: the bytes going out, copied or queued for a vectored write;
-//! - `conn`: one connection: keep-alive, pipelining, `100 Continue`,
-//!   draining an unread request body, noticing a client that left; each request
+//! - `conn`: one connection: keep-alive (between requests, the small `Idle` its owner
+//!   holds), pipelining, `100 Continue`, draining an unread request body, noticing a
+//!   client that left; each request
 //!   goes to the pipeline through `server::Serve`, as HTTP/2's do.
 
 mod body;
@@ -30,7 +31,7 @@ mod differential;
 mod tests;
 
 pub use body::ReqBody;
-pub use conn::{run, serve};
+pub use conn::{run, serve, Idle, Pause};
 pub use error::BodyError;
 pub use weir_h1::request::{MAX_HEADERS, MAX_URI_LEN};
 pub use weir_h1::ParseError;

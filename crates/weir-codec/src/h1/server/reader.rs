@@ -21,7 +21,7 @@ use weir_transport::ClientReader;
 
 /// Reads start with this much room (hyper's first read size too); a read
 /// that fills the room doubles it, up to `MAX_READ`, for large uploads.
-const READ_CHUNK: usize = 8 * 1024;
+pub(crate) const READ_CHUNK: usize = 8 * 1024;
 const MAX_READ: usize = 256 * 1024;
 
 pub(crate) struct Reader {
@@ -81,17 +81,6 @@ impl Reader {
             self.read_size *= 2;
         }
         Poll::Ready(Ok(n))
-    }
-
-    /// Between requests, when the next one has not arrived: gives the read
-    /// buffer back, so that an idle keep-alive connection holds none (nginx
-    /// and HAProxy do the same). The next read allocates a fresh one; a
-    /// request still holding bytes of the old one keeps them alive.
-    pub fn release_idle(&mut self) {
-        if self.buf.is_empty() && self.buf.capacity() > 0 {
-            self.buf = BytesMut::new();
-            self.read_size = READ_CHUNK;
-        }
     }
 
     /// The read half and the bytes read past the last request head (after a

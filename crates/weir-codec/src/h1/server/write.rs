@@ -45,15 +45,6 @@ impl Writer {
         }
     }
 
-    /// Between requests: the buffer back to the allocator (see
-    /// `Reader::release_idle`).
-    pub fn release_idle(&mut self) {
-        if self.at == self.buf.len() && self.queue.is_empty() {
-            self.buf = Vec::new();
-            self.at = 0;
-        }
-    }
-
     /// The connection is over. Closing the socket (once the read half is
     /// dropped too) sends the FIN after whatever is queued; the `shutdown`
     /// tokio would do first on drop is a system call that adds nothing.

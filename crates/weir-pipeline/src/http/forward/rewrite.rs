@@ -49,14 +49,15 @@ pub fn for_upstream<'c, B>(
     if let Some(u) = upgrade {
         crate::http::upgrade::keep(h, u);
     }
-    let client_cert = ctx.conn.tls.as_ref().and_then(|t| t.client.as_deref());
-    if let Some(name) = &ctx.conn.identity_header {
+    let tls = ctx.conn.tls.as_deref();
+    let client_cert = tls.and_then(|t| t.client.as_deref());
+    if let Some(name) = tls.and_then(|t| t.identity_header.as_ref()) {
         h.remove(name);
         if let Some(c) = client_cert {
             h.insert(name.clone(), c.subject.clone());
         }
     }
-    if let Some(name) = &ctx.conn.cert_header {
+    if let Some(name) = tls.and_then(|t| t.cert_header.as_ref()) {
         h.remove(name);
         if let Some(c) = client_cert {
             h.insert(name.clone(), c.forwarded.clone());
