@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
+pub use crate::http::conn_ctx::ClientLimits;
 use crate::http::conn_ctx::ConnCtx;
 use crate::http::forward::{handle, refused, refused_request};
 use crate::http::upgrade;
@@ -27,13 +28,6 @@ use weir_http::error::error_response_as;
 use weir_metrics::reason::Reason;
 use weir_metrics::Held;
 use weir_transport::ClientStream;
-
-#[derive(Debug, Clone, Copy)]
-pub struct ClientLimits {
-    pub header_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub max_header_bytes: usize,
-}
 
 /// The proxy as every server codec's [`Serve`].
 struct Proxy(Arc<ConnCtx>);

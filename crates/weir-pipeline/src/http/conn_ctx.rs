@@ -4,11 +4,19 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::http::conn::ClientLimits;
 use crate::snapshot::SnapshotCell;
 use weir_codec::server::DrainFlags;
 use weir_http::conn_info::ConnInfo;
+
+/// The listener's limits for a client connection.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientLimits {
+    pub header_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_header_bytes: usize,
+}
 
 pub struct ConnCtx {
     pub shared: Arc<SnapshotCell>,
