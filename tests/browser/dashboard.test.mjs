@@ -259,7 +259,7 @@ async function main() {
   rmSync(SCREENSHOT, { force: true });
   rmSync(CERTS_SCREENSHOT, { force: true });
   tmp = mkdtempSync(path.join(os.tmpdir(), "weir-browser-"));
-  const [listenPort, adminPort, portA, portB, tlsPort, replicaAdminPort, noEtcdPort, deadPort, failPort] = await freePorts(9);
+  const [listenPort, adminPort, portA, portB, tlsPort, replicaAdminPort, noEtcdPort, deadPort, failPort, deadDnsPort] = await freePorts(10);
   const listenUrl = `http://127.0.0.1:${listenPort}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const addrA = `127.0.0.1:${portA}`;
@@ -283,6 +283,7 @@ async function main() {
     "no console errors",
     "screenshot saved",
     "a replica lists a stored resource that does not validate, with why; this one (a file) does not",
+    "a pool's DNS name that does not resolve is shown in red, with why, no endpoint from it, and when it is asked next",
   ];
 
   const started = await check("weir starts with its admin server", async () => {
@@ -310,6 +311,8 @@ certificates = [
     configText = (withTls) => `# written by tests/browser/dashboard.test.mjs
 [global]
 drain_grace = "1s"
+# No DNS server listens here: the pool "named" follows a name that never resolves.
+resolvers = ["127.0.0.1:${deadDnsPort}"]
 
 [listeners.web]
 bind = "127.0.0.1:${listenPort}"
@@ -357,6 +360,15 @@ interval = "300ms"
 timeout = "200ms"
 fall = 1
 no_healthy = "fail_closed"
+
+# A pool by DNS name, whose resolver does not answer.
+[routes.named]
+listener = "web"
+path_prefix = "/named/"
+pool = "named"
+
+[pools.named]
+endpoints = [{ addr = "api.weir.test:8080" }]
 `;
     writeFileSync(config, configText(true));
     weir = start("weir", WEIR_BIN, ["run", "-c", config, "--admin", `127.0.0.1:${adminPort}`, "--threads", "2"]);
@@ -771,6 +783,27 @@ no_healthy = "fail_closed"
     }
     if (await page.$("#invalid:not([hidden])")) throw new Error("the file-mode dashboard lists resources held back");
     return "listed on the replica with why, none on the file-mode weir";
+  });
+
+  await check(later[16], async () => {
+    const line = 'section.pool[data-pool="named"] .dns-name[data-name="api.weir.test:8080"]';
+    await eventually(
+      async () => (await attr(line, "data-result")) !== null && (await attr(line, "data-result")) !== "ok",
+      30_000,
+      async () => `no failed DNS name on the "named" pool's card within 30 s: ${await pageSummary()}`,
+    );
+    const cls = (await attr(line, "class")) ?? "";
+    if (!cls.split(" ").includes("bad")) throw new Error(`the failing name is not marked bad: class "${cls}"`);
+    const text = (await page.textContent(line)) ?? "";
+    for (const want of ["api.weir.test:8080", "no endpoint from it yet"]) {
+      if (!text.includes(want)) throw new Error(`the name's line does not say "${want}": "${text}"`);
+    }
+    const color = await page.$eval(line, (e) => getComputedStyle(e).color);
+    const muted = await page.$eval("body", (e) => getComputedStyle(e).color);
+    if (color === muted) throw new Error(`the failing name is drawn in the page's plain colour ${color}`);
+    if (!/next query in \d|being asked now/.test(text)) throw new Error(`the name's line does not say when it is asked next: "${text}"`);
+    if (text.includes("in 0.00 ms")) throw new Error(`the name's line counts down to nothing: "${text}"`);
+    return text;
   });
 }
 

@@ -668,10 +668,12 @@
       ...(p.names || []).map((n) => {
         const bad = n.result !== "ok";
         const n_addr = (n.addresses || []).length;
-        const next = fmtMs(num(n.next_query_in_ms));
+        // Past its time, the next query is out (a slow server's answer can take seconds).
+        const wait = num(n.next_query_in_ms);
+        const next = wait > 0 ? `next query in ${fmtMs(wait)}` : "being asked now";
         const text = bad
-          ? `${n.name}: ${n.result} (${n.error || "no answer"}), ${n_addr ? `keeping its last ${n_addr} addresses` : "no endpoint from it yet"}; next query in ${next}`
-          : `${n.name}: ${n_addr} addresses; next query in ${next}`;
+          ? `${n.name}: ${n.result} (${n.error || "no answer"}), ${n_addr ? `keeping its last ${n_addr} addresses` : "no endpoint from it yet"}; ${next}`
+          : `${n.name}: ${n_addr} addresses; ${next}`;
         return h("p", {
           class: "dns-name" + (bad ? " bad" : ""),
           "data-name": n.name,
