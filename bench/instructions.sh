@@ -20,13 +20,18 @@ cd "$(dirname "$0")/.."
 N="${1:-20000}"
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)"; exit 1; }
 command -v h2load >/dev/null || { echo "needs h2load (apt-get install nghttp2-client)"; exit 1; }
-cargo build -q --release -p weir -p weir-testkit
+# The features bench/run.sh builds with: a narrower build would rebuild fake-upstream
+# without its WebSocket echo, and the memory group's idle-ws would fail until rebuilt.
+cargo build -q --release -p weir -p weir-testkit --features weir/etcd,weir-testkit/ws
 weir="${WEIR_BIN:-target/release/weir}"
 out=$(mktemp -d /tmp/weir-instructions.XXXXXX)
-trap 'pkill -f "$out/" 2>/dev/null || true; rm -rf "$out"' EXIT
+# The upstream's command line does not name $out: its pid is kept to stop it.
+up_pid=
+trap '[ -n "$up_pid" ] && kill "$up_pid" 2>/dev/null; pkill -f "$out/" 2>/dev/null || true; rm -rf "$out"' EXIT
 base=$((21000 + RANDOM % 2000))
 listen="127.0.0.1:$base" up="127.0.0.1:$((base + 1))"
 target/release/fake-upstream --listen "$up" --name app >"$out/upstream.log" 2>&1 &
+up_pid=$!
 for _ in $(seq 100); do curl -s -o /dev/null "http://$up/" && break; sleep 0.1; done
 # The scenario's chain, users file and request headers, taken from the bench itself.
 python3 - "$out" "$listen" "$up" <<'PY'
