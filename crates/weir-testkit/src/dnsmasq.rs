@@ -137,7 +137,9 @@ impl Dnsmasq {
         while !self.spawn() {
             assert!(
                 Instant::now() < deadline,
-                "dnsmasq did not start again:\n{}",
+                "dnsmasq did not start again on port {}: {}\n{}",
+                self.port,
+                std::fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default(),
                 self.log()
             );
             sleep(Duration::from_millis(200));
@@ -171,7 +173,10 @@ impl Dnsmasq {
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(
+                std::fs::File::create(self.dir.path().join("stderr"))
+                    .map_or_else(|_| Stdio::null(), Stdio::from),
+            )
             .spawn()
             .expect("dnsmasq (apt-get install dnsmasq-base)");
         let deadline = Instant::now() + DEADLINE;
@@ -204,15 +209,34 @@ fn write_hosts(path: &std::path::Path, hosts: &[(&str, &str)]) {
     std::fs::write(path, text).unwrap();
 }
 
-/// A port free for both UDP and TCP on 127.0.0.1 now (dnsmasq takes both).
+/// A port free for both UDP and TCP on 127.0.0.1 now (dnsmasq takes both), below the kernel's
+/// ephemeral range. A port from that range, left free while a test has dnsmasq killed, may
+/// become the local port of another test's outgoing connection (the memory tests open
+/// thousands), and dnsmasq could not bind it again for as long as that connection lasts.
 fn free_udp_and_tcp_port() -> u16 {
+    const LOWEST: u16 = 10_000;
+    let ephemeral = ephemeral_low();
     loop {
-        let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let port = udp.local_addr().unwrap().port();
-        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+        let port = if ephemeral > LOWEST + 1000 {
+            rand::random_range(LOWEST..ephemeral)
+        } else {
+            // An ephemeral range that leaves no room below it: take the kernel's pick.
+            let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+            udp.local_addr().unwrap().port()
+        };
+        let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port));
+        if udp.is_ok() && TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
             return port;
         }
     }
+}
+
+/// The lowest port the kernel hands out to sockets bound to port 0 or connecting.
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768)
 }
 
 /// Whether a DNS server on `port` answers a query (for `ready.weir.test` A): any reply will do.

@@ -19,6 +19,12 @@ use crate::resilience::{assert_clean, load_while};
 
 const WAIT: Duration = Duration::from_secs(30);
 
+/// `api.weir.test` with two addresses (the first two of [`backends`]).
+const TWO_ADDRESSES: [(&str, &str); 2] = [
+    ("127.0.0.2", "api.weir.test"),
+    ("127.0.0.3", "api.weir.test"),
+];
+
 /// `n` backends on 127.0.0.2.., all on one port, answering with their name.
 async fn backends(names: &[&str]) -> Vec<Arc<HttpUpstream>> {
     let mut port = 0;
@@ -171,16 +177,7 @@ async fn records_added_changed_and_removed_under_load_lose_no_request() {
 async fn a_reload_that_reweighs_a_name_keeps_its_addresses_serving() {
     let ups = backends(&["a", "b"]).await;
     let port = ups[0].addr().port();
-    let dns = blocking(|| {
-        Dnsmasq::start(
-            &[
-                ("127.0.0.2", "api.weir.test"),
-                ("127.0.0.3", "api.weir.test"),
-            ],
-            60,
-        )
-    })
-    .await;
+    let dns = blocking(|| Dnsmasq::start(&TWO_ADDRESSES, 60)).await;
     let listen = free_addr();
     let eps = |w: u32| format!("{{ addr = \"api.weir.test:{port}\", weight = {w} }}");
     let w = Weir::start(&config(listen, dns.addr(), &eps(1), ""), &[listen]);
@@ -344,16 +341,7 @@ async fn health_checks_judge_each_address_of_a_name() {
     let ups = backends(&["up"]).await;
     let port = ups[0].addr().port();
     // 127.0.0.3 has nothing listening at the port: that address alone is down.
-    let dns = blocking(|| {
-        Dnsmasq::start(
-            &[
-                ("127.0.0.2", "api.weir.test"),
-                ("127.0.0.3", "api.weir.test"),
-            ],
-            60,
-        )
-    })
-    .await;
+    let dns = blocking(|| Dnsmasq::start(&TWO_ADDRESSES, 60)).await;
     let listen = free_addr();
     let eps = format!("{{ addr = \"api.weir.test:{port}\" }}");
     let toml = config(listen, dns.addr(), &eps, "")

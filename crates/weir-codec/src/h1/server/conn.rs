@@ -139,14 +139,7 @@ impl Idle {
         H::ReqBody: From<ReqBody>,
         <H::Body as Body>::Error: Display,
     {
-        let conn = ConnIo {
-            reader: Some(Reader::resume(self.reader, read)),
-            w: Writer::new(self.writer),
-            home: self.home,
-            peeked: false,
-            watch_from: None,
-        };
-        conn.serve(handler, ctl, max_head)
+        ConnIo::new(self.reader, read, self.writer, self.home).serve(handler, ctl, max_head)
     }
 
     /// Closes the connection without a write shutdown (closing the socket sends the FIN).
@@ -174,14 +167,7 @@ where
         read,
         writer,
     } = stream;
-    let conn = ConnIo {
-        reader: Some(Reader::resume(reader, read)),
-        w: Writer::new(writer),
-        home: None,
-        peeked: false,
-        watch_from: None,
-    };
-    conn.serve(handler, ctl, max_head)
+    ConnIo::new(reader, read, writer, None).serve(handler, ctl, max_head)
 }
 
 /// What [`ConnIo::next_head`] found. The head inline, as `Option<Head>` had it: boxing it
@@ -210,6 +196,22 @@ struct ConnIo {
 }
 
 impl ConnIo {
+    /// The connection serving again from `read`, the bytes already read from it.
+    fn new(
+        reader: ClientReader,
+        read: BytesMut,
+        writer: ClientWriter,
+        home: Option<Arc<Home>>,
+    ) -> ConnIo {
+        ConnIo {
+            reader: Some(Reader::resume(reader, read)),
+            w: Writer::new(writer),
+            home,
+            peeked: false,
+            watch_from: None,
+        }
+    }
+
     /// Requests, one after another (pipelined ones from the buffer), until the connection
     /// closes or no bytes of a next one are here.
     async fn serve<'a, H>(
