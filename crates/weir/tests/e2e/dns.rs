@@ -80,6 +80,19 @@ async fn serves(up: &HttpUpstream, what: &str) -> Duration {
     start.elapsed()
 }
 
+/// Waits until each of `ups` has answered `n` more requests than when called.
+async fn served_each(ups: &[Arc<HttpUpstream>], n: u64, what: &str) {
+    let start = Instant::now();
+    let before: Vec<_> = ups.iter().map(|u| u.requests()).collect();
+    while ups.iter().zip(&before).any(|(u, b)| u.requests() < b + n) {
+        assert!(
+            start.elapsed() < WAIT,
+            "{what}: not {n} requests on each backend"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Waits until `up` gets no more requests (its address left the pool and drained).
 async fn left(up: &HttpUpstream, what: &str) {
     let start = Instant::now();
@@ -187,7 +200,8 @@ async fn a_reload_that_reweighs_a_name_keeps_its_addresses_serving() {
     let load = tokio::spawn(load_while(listen, 4, Method::GET, (1, 5), move || {
         running.load(Relaxed)
     }));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Load on both addresses before the reload and after it.
+    served_each(&ups, 60, "before the reload").await;
     let outcome = w.reload(&config(listen, dns.addr(), &eps(7), ""));
     assert!(outcome.contains("config reloaded"), "{outcome}");
     let start = Instant::now();
@@ -207,7 +221,7 @@ async fn a_reload_that_reweighs_a_name_keeps_its_addresses_serving() {
         assert!(start.elapsed() < WAIT, "weights {weights:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    served_each(&ups, 60, "after the reload").await;
     go.store(false, Relaxed);
     assert_clean("a name reweighed", &load.await.unwrap());
     // The TTL is 60 s: the reweighing needed no new answer, nor did the pool lose one.
