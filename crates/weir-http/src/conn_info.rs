@@ -5,14 +5,14 @@
 
 use std::net::SocketAddr;
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue};
 use weir_transport::proxy_protocol::Tlvs;
 use weir_transport::TlsInfo;
 
 use crate::conn_state::ConnState;
-use crate::headers::{client_ip_value, forwarded_value, Forwarding};
+use crate::headers::{client_ip_value, client_values, Forwarding};
 
 pub struct ConnInfo {
     /// The peer, or the source a PROXY protocol header named.
@@ -22,18 +22,21 @@ pub struct ConnInfo {
     /// The address the client connected to (a PROXY header's destination, else weir's
     /// side of the socket), for the PROXY headers of `send_proxy` pools.
     pub local: SocketAddr,
-    /// The TLVs of the connection's v2 PROXY header, passed on in those headers.
-    pub proxy_tlvs: Option<Tlvs>,
+    /// The TLVs of the connection's v2 PROXY header, passed on in those headers (boxed:
+    /// few connections have them, and every connection pays for this field).
+    pub proxy_tlvs: Option<Box<Tlvs>>,
     /// The listener's `trusted_proxies`, when `client` is one of them: its requests'
     /// `X-Forwarded-For` is believed and appended to (`client_addr.rs`); otherwise
     /// weir's own replaces the client's.
     pub trusted: Option<Arc<[weir_config::Cidr]>>,
-    pub state: Arc<ConnState>,
+    pub state: ConnState,
     /// The TLS session, on a TLS listener (boxed with what only TLS connections need: a
     /// plain connection's context stays small).
     pub tls: Option<Box<ClientTls>>,
-    /// This hop's `Forwarded` element, made at the first request (after `tls` is known).
-    forwarded: OnceLock<HeaderValue>,
+    /// This hop's `Forwarded` element, made with the connection and again when its TLS
+    /// session is set (made once, rather than at its first request: a `OnceLock` would
+    /// cost every connection 8 bytes more).
+    forwarded: HeaderValue,
 }
 
 /// A TLS connection's session, and where its client certificate goes upstream.
@@ -56,25 +59,30 @@ impl Deref for ClientTls {
 
 impl ConnInfo {
     pub fn new(client: SocketAddr, local: SocketAddr) -> ConnInfo {
+        let (client_ip, forwarded) = client_values(&client_ip_value(client.ip()), "http");
         ConnInfo {
             client,
-            client_ip: client_ip_value(client.ip()),
+            forwarded,
+            client_ip,
             local,
             trusted: None,
             state: ConnState::new(),
             tls: None,
             proxy_tlvs: None,
-            forwarded: OnceLock::new(),
         }
+    }
+
+    /// The connection's TLS session, once its handshake is done.
+    pub fn set_tls(&mut self, tls: ClientTls) {
+        self.tls = Some(Box::new(tls));
+        (self.client_ip, self.forwarded) = client_values(&self.client_ip, self.proto());
     }
 
     /// What the upstream is told about the client (`headers::add_forwarded`).
     pub fn forwarding(&self) -> Forwarding<'_> {
         Forwarding {
             client: &self.client_ip,
-            forwarded: self
-                .forwarded
-                .get_or_init(|| forwarded_value(&self.client_ip, self.proto())),
+            forwarded: &self.forwarded,
             proto: self.proto(),
         }
     }

@@ -6,9 +6,12 @@
 //! Everything here is touched only from the connection's own task, so relaxed
 //! atomics suffice; they are atomics only because the guard travels inside
 //! the response body, which must be `Send`.
+//!
+//! The state lives inline in the connection's shared context (16 bytes, no allocation of
+//! its own: every idle connection pays for it); the guard holds that context.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 const IDLE: u8 = 0;
@@ -17,11 +20,23 @@ const BUSY: u8 = 2;
 
 #[derive(Debug)]
 pub struct ConnState {
-    base: Instant,
     phase: AtomicU8,
-    /// Milliseconds since `base` when the current phase began.
+    /// Milliseconds since `epoch()` when the current phase began.
     since: AtomicU64,
     busy: AtomicU32,
+}
+
+/// What holds a connection's state and outlives its responses (the connection's shared
+/// context): a response body's guard keeps it.
+pub trait StateHome: Send + Sync + 'static {
+    fn conn_state(&self) -> &ConnState;
+}
+
+/// The instant phase times count from: one for the process, so a connection does not
+/// keep one of its own.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
 }
 
 /// What the connection's watchdog should do now.
@@ -32,24 +47,25 @@ pub enum Verdict {
     CheckAt(Instant),
 }
 
+impl Default for ConnState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ConnState {
     /// A new connection starts waiting for its first request head.
-    pub fn new() -> Arc<Self> {
-        Arc::new(ConnState {
-            base: Instant::now(),
+    pub fn new() -> Self {
+        ConnState {
             phase: AtomicU8::new(HEAD),
-            since: AtomicU64::new(0),
+            since: AtomicU64::new(now_ms()),
             busy: AtomicU32::new(0),
-        })
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.base.elapsed().as_millis() as u64
+        }
     }
 
     fn enter(&self, phase: u8) {
         self.phase.store(phase, Relaxed);
-        self.since.store(self.now_ms(), Relaxed);
+        self.since.store(now_ms(), Relaxed);
     }
 
     /// Bytes of a request head arrived from the client.
@@ -62,10 +78,11 @@ impl ConnState {
 
     /// A request head was parsed; until the returned guard drops (response
     /// fully sent) no client timeout applies.
-    pub fn begin_request(self: &Arc<Self>) -> BusyGuard {
-        self.busy.fetch_add(1, Relaxed);
-        self.phase.store(BUSY, Relaxed);
-        BusyGuard(self.clone())
+    pub fn begin_request(home: Arc<dyn StateHome>) -> BusyGuard {
+        let state = home.conn_state();
+        state.busy.fetch_add(1, Relaxed);
+        state.phase.store(BUSY, Relaxed);
+        BusyGuard(home)
     }
 
     /// The watchdog is not woken on phase changes (that would cost a timer
@@ -79,7 +96,7 @@ impl ConnState {
             HEAD => header_timeout,
             _ => return Verdict::CheckAt(recheck),
         };
-        let since = self.base + Duration::from_millis(self.since.load(Relaxed));
+        let since = epoch() + Duration::from_millis(self.since.load(Relaxed));
         let deadline = since + limit;
         if now >= deadline {
             Verdict::Expired
@@ -96,13 +113,25 @@ impl ConnState {
 
 /// Held by a request's response body; dropping the last one makes the
 /// connection idle.
-#[derive(Debug)]
-pub struct BusyGuard(Arc<ConnState>);
+pub struct BusyGuard(Arc<dyn StateHome>);
+
+impl std::fmt::Debug for BusyGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BusyGuard")
+            .field(self.0.conn_state())
+            .finish()
+    }
+}
 
 impl Drop for BusyGuard {
     fn drop(&mut self) {
-        if self.0.busy.fetch_sub(1, Relaxed) == 1 {
-            self.0.enter(IDLE);
+        let state = self.0.conn_state();
+        if state.busy.fetch_sub(1, Relaxed) == 1 {
+            state.enter(IDLE);
         }
     }
+}
+
+fn now_ms() -> u64 {
+    epoch().elapsed().as_millis() as u64
 }

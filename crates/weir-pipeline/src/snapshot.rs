@@ -53,6 +53,8 @@ pub struct ListenerSnap {
     /// An upgraded connection (WebSocket) silent both ways this long is closed.
     pub upgrade_idle_timeout: Duration,
     pub max_header_bytes: usize,
+    /// The three above, as each HTTP connection keeps them (one shared copy).
+    pub client_limits: Arc<crate::http::conn_ctx::ClientLimits>,
     /// A tcp listener with `sni_routing`: its hello-stage counts (`routes` then holds
     /// its `sni` routes, looked up like hosts).
     pub passthrough: Option<Arc<Passthrough>>,
@@ -372,6 +374,11 @@ impl Snapshot {
                 idle_timeout: l.idle_timeout,
                 upgrade_idle_timeout: l.upgrade_idle_timeout,
                 max_header_bytes: l.max_header_bytes,
+                client_limits: Arc::new(crate::http::conn_ctx::ClientLimits {
+                    header_timeout: l.header_timeout,
+                    idle_timeout: l.idle_timeout,
+                    max_header_bytes: l.max_header_bytes,
+                }),
                 passthrough: counts,
                 tls: listener_tls.get(name).cloned(),
                 trusted: (!l.trusted_proxies.is_empty()).then(|| l.trusted_proxies.clone().into()),

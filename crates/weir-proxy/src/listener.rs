@@ -20,7 +20,7 @@ use weir_http::client_addr::trusts;
 use weir_http::conn_info::ClientTls;
 use weir_metrics::reason::Reason;
 use weir_metrics::{Held, GLOBAL};
-use weir_pipeline::http::conn::{serve as serve_http, ClientLimits};
+use weir_pipeline::http::conn::serve as serve_http;
 use weir_pipeline::http::conn_ctx::ConnCtx;
 use weir_pipeline::race::race;
 use weir_pipeline::snapshot::ListenerSnap;
@@ -321,13 +321,8 @@ fn dispatch(
     };
     match l.protocol {
         Protocol::Http => {
-            let limits = ClientLimits {
-                header_timeout: l.header_timeout,
-                idle_timeout: l.idle_timeout,
-                max_header_bytes: l.max_header_bytes,
-            };
-            let mut ctx = ConnCtx::new(shared, slot, client, local, limits);
-            ctx.conn.proxy_tlvs = tlvs;
+            let mut ctx = ConnCtx::new(shared, slot, client, local, l.client_limits.clone());
+            ctx.conn.proxy_tlvs = tlvs.map(Box::new);
             // Behind trusted proxies: whether this peer is one (its X-Forwarded-For is then
             // read, weir-http's `client_addr.rs`). A listener without the list pays nothing.
             if let Some(t) = &l.trusted {
@@ -466,11 +461,11 @@ async fn serve_https(
         _ = kill.cancelled() => None,
     };
     let Some(conn) = conn else { return };
-    ctx.conn.tls = Some(Box::new(ClientTls {
+    ctx.conn.set_tls(ClientTls {
         info: conn.info.clone(),
         identity_header: server.identity_header.clone(),
         cert_header: server.cert_header.clone(),
-    }));
+    });
     drop(server);
     serve_http(
         ClientStream::Tls(Box::new(conn)),

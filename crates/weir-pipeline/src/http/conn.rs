@@ -5,8 +5,10 @@
 
 use std::fmt::Display;
 use std::future::{poll_fn, Future};
+use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -19,8 +21,9 @@ use crate::http::conn_ctx::ConnCtx;
 use crate::http::forward::{handle, refused, refused_request};
 use crate::http::upgrade;
 use crate::race::race;
+use bytes::BytesMut;
 use weir_codec::client_body::ClientBody;
-use weir_codec::h1::server::Pause;
+use weir_codec::h1::server::{Idle, Pause};
 use weir_codec::server::{self, Limits, Serve, Switched};
 use weir_http::body::ProxyBody;
 use weir_http::conn_state::{ConnState, Verdict};
@@ -68,6 +71,66 @@ impl Serve for Proxy {
     }
 }
 
+/// Where the serving side of a connection is: one owned value the connection's future
+/// polls, rather than an `async` block, whose awaits kept the values each matched on in
+/// places of their own (measured: 120 bytes of state against 200, in every connection).
+enum Serving<'a, F, G> {
+    /// The protocol's requests from the start: its selection, then its codec.
+    First(Pin<Box<F>>),
+    /// An HTTP/1.1 connection between requests: its socket's halves and nothing else.
+    Waiting(Idle),
+    /// HTTP/1.1 requests again, from the first bytes of the one that ended the wait.
+    Again(Pin<Box<G>>),
+    /// A request switched protocols (`101`): the relay that carries it.
+    Relay(Pin<Box<dyn Future<Output = ()> + Send + 'a>>),
+    Over,
+}
+
+impl<'a, F, G> Serving<'a, F, G>
+where
+    F: Future<Output = Option<Pause<'a>>>,
+    G: Future<Output = Option<Pause<'a>>>,
+{
+    /// What comes after serving stopped with `pause`. The box that served is freed when
+    /// this replaces it, before the connection waits.
+    fn after(pause: Option<Pause<'a>>) -> Self {
+        match pause {
+            Some(Pause::Idle(idle)) => Serving::Waiting(idle),
+            Some(Pause::Relay(relay)) => Serving::Relay(relay),
+            None => Serving::Over,
+        }
+    }
+
+    /// Polls until the connection is over or must wait; `resume` starts serving again
+    /// from a request's first bytes (`Idle::resume`, whose type has no name to write).
+    fn poll(
+        &mut self,
+        cx: &mut Context<'_>,
+        proxy: &Proxy,
+        resume: impl Fn(Idle, BytesMut) -> G,
+    ) -> Poll<()> {
+        loop {
+            match self {
+                Serving::First(serve) => *self = Serving::after(ready!(serve.as_mut().poll(cx))),
+                Serving::Again(serve) => *self = Serving::after(ready!(serve.as_mut().poll(cx))),
+                Serving::Waiting(idle) => {
+                    let read = ready!(idle.poll_arrival(cx, proxy));
+                    let Serving::Waiting(idle) = std::mem::replace(self, Serving::Over) else {
+                        unreachable!("matched above")
+                    };
+                    let Some(read) = read else {
+                        idle.close();
+                        return Poll::Ready(());
+                    };
+                    *self = Serving::Again(Box::pin(resume(idle, read)));
+                }
+                Serving::Relay(relay) => return relay.as_mut().poll(cx),
+                Serving::Over => return Poll::Ready(()),
+            }
+        }
+    }
+}
+
 /// Requests a client may have open at once on a connection that carries several (HTTP/2).
 const MAX_STREAMS: u32 = 128;
 /// How long the goodbye of a connection that says one (HTTP/2's GOAWAY) may take to go out
@@ -99,34 +162,12 @@ pub fn serve(
             max_streams: MAX_STREAMS,
             stall: proxy.0.limits.idle_timeout,
         };
-        // Each box is awaited in a statement of its own, so it is freed before what it
-        // handed back is waited on (a match on the `await` would keep it to the match's end).
-        let next = Box::pin(server::run(
-            stream,
-            &proxy,
-            &proxy.0.ctl,
-            &conn_drain,
-            limits,
-        ))
-        .await;
-        let mut idle = match next {
-            Some(Pause::Idle(idle)) => idle,
-            Some(Pause::Relay(relay)) => return relay.await,
-            None => return,
-        };
-        loop {
-            let Some(read) = poll_fn(|cx| idle.poll_arrival(cx, &proxy)).await else {
-                idle.close();
-                return;
-            };
-            let max_head = proxy.0.limits.max_header_bytes;
-            let next = Box::pin(idle.resume(read, &proxy, &proxy.0.ctl, max_head)).await;
-            idle = match next {
-                Some(Pause::Idle(idle)) => idle,
-                Some(Pause::Relay(relay)) => return relay.await,
-                None => return,
-            };
-        }
+        let proxy = &proxy;
+        let first = server::run(stream, proxy, &proxy.0.ctl, &conn_drain, limits);
+        let mut serving = Serving::First(Box::pin(first));
+        let max_head = proxy.0.limits.max_header_bytes;
+        let resume = |idle: Idle, read| idle.resume(read, proxy, &proxy.0.ctl, max_head);
+        poll_fn(move |cx| serving.poll(cx, proxy, resume)).await
     };
     let watch = async move {
         // Owned here, dropped with the connection's future; read through `ctx` each time

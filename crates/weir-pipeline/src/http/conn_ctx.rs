@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::snapshot::SnapshotCell;
 use weir_codec::server::DrainFlags;
 use weir_http::conn_info::ConnInfo;
+use weir_http::conn_state::{ConnState, StateHome};
 
 /// The listener's limits for a client connection.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +19,8 @@ pub struct ClientLimits {
     pub max_header_bytes: usize,
 }
 
+/// Kept at most 240 bytes, so that with its `Arc`'s counts it fills a 256-byte block:
+/// every idle connection has one (`memory::idle_keep_alive_connections_*`).
 pub struct ConnCtx {
     pub shared: Arc<SnapshotCell>,
     pub slot: usize,
@@ -25,8 +28,8 @@ pub struct ConnCtx {
     /// What the connection's watch (drains, timeouts) and its codec share.
     pub ctl: DrainFlags,
     /// The listener's limits for the client (kept here, not in the connection's waiting
-    /// state: see `conn::serve`).
-    pub limits: ClientLimits,
+    /// state: see `conn::serve`; shared by the listener's connections).
+    pub limits: Arc<ClientLimits>,
 }
 
 impl ConnCtx {
@@ -35,7 +38,7 @@ impl ConnCtx {
         slot: usize,
         client: SocketAddr,
         local: SocketAddr,
-        limits: ClientLimits,
+        limits: Arc<ClientLimits>,
     ) -> ConnCtx {
         ConnCtx {
             shared,
@@ -44,5 +47,27 @@ impl ConnCtx {
             ctl: DrainFlags::default(),
             limits,
         }
+    }
+}
+
+impl StateHome for ConnCtx {
+    fn conn_state(&self) -> &ConnState {
+        &self.conn.state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every idle connection holds one: 240 bytes and its `Arc`'s 16 fill a 256-byte
+    /// allocator block, and a field more would take the next (320).
+    #[test]
+    fn a_connection_context_fits_its_block() {
+        assert!(
+            std::mem::size_of::<ConnCtx>() <= 240,
+            "{}",
+            std::mem::size_of::<ConnCtx>()
+        );
     }
 }

@@ -43,6 +43,7 @@ mod sub;
 mod tries_failed;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
 use http::{Request, Response};
@@ -51,6 +52,7 @@ use crate::http::tries::{self, Attempts, Ended};
 use crate::router::Target;
 use weir_codec::client_body::ClientBody;
 use weir_http::body::ProxyBody;
+use weir_http::conn_state::ConnState;
 use weir_http::error::error_response;
 use weir_http::grpc;
 use weir_upstream::upbody::prepare;
@@ -71,11 +73,11 @@ pub use refused::{refused, refused_request};
 // the request (256 bytes) passed down three levels, that was ~1 KiB more in every request's
 // future, and a copy of the request at each level (`-Zprint-type-sizes`).
 pub fn handle<'a>(
-    ctx: &'a ConnCtx,
+    ctx: &'a Arc<ConnCtx>,
     req: Request<ClientBody>,
 ) -> impl Future<Output = Response<ProxyBody>> + 'a {
     let start = Instant::now();
-    let busy = ctx.conn.state.begin_request();
+    let busy = ConnState::begin_request(ctx.clone());
     let mut acct = Accounting::default();
     // Behind trusted proxies, the client their headers name (the connection's otherwise).
     if let Some(trusted) = &ctx.conn.trusted {
@@ -198,7 +200,7 @@ fn proxy<'a>(
             deadline,
             proxy_header: pool.send_proxy.map(|v| {
                 let addrs = Some((client, ctx.conn.local));
-                weir_transport::proxy_protocol::header(v, addrs, ctx.conn.proxy_tlvs.as_ref())
+                weir_transport::proxy_protocol::header(v, addrs, ctx.conn.proxy_tlvs.as_deref())
             }),
         })
         .await;

@@ -33,7 +33,7 @@ impl Pipeline for ConnCtx {
                         false => 0,
                     };
                     let from = SocketAddr::new(client, port);
-                    let tlvs = self.conn.proxy_tlvs.as_ref();
+                    let tlvs = self.conn.proxy_tlvs.as_deref();
                     let proxy_header = pool.send_proxy.map(|v| {
                         weir_transport::proxy_protocol::header(
                             v,
