@@ -1409,15 +1409,23 @@ class IdleMemory(Scenario):
     def variants(self):
         return [Variant("weir", "weir", 1), Variant("haproxy", "haproxy"), Variant("nginx", "nginx")]
 
+    nginx_location = ""
+
     def start(self, ctx, v, upstreams, tag):
-        p = start_proxy(ctx, v, self.protocol, upstreams, tag)
+        PROCS.no_thp = True
+        try:
+            p = start_proxy(ctx, v, self.protocol, upstreams, tag, nginx_location=self.nginx_location)
+        finally:
+            PROCS.no_thp = False
         self._proc = p
         return p
 
     def describe(self):
         return (f"{self.title}: {self.conns} {self.what}, each after one exchange, then idle; the proxy's "
                 f"VmRSS (all its processes) before, {self.settle_s} s after the last one opened, and "
-                f"5 s after they all closed (a warm-up exchange first, so 'before' is a used proxy)")
+                f"5 s after they all closed (a warm-up exchange first, so 'before' is a used proxy); "
+                f"every proxy runs with transparent huge pages off, so its resident set grows by 4 KiB "
+                f"pages, not 2 MiB ones")
 
     def exchange(self, s) -> None:
         raise NotImplementedError
@@ -1501,15 +1509,10 @@ class IdleWs(IdleMemory):
     what, unit_name, goal_kib = "WebSocket connections (upgraded, one message echoed)", "WebSocket", 8
     # nginx relays an upgrade with its standard WebSocket lines (its `Connection ""` is
     # then not sent, an empty value); weir and HAProxy (mode http) relay upgrades as they are.
-    nginx_ws = 'proxy_set_header Upgrade $http_upgrade;\n            proxy_set_header Connection "upgrade";'
+    nginx_location = 'proxy_set_header Upgrade $http_upgrade;\n            proxy_set_header Connection "upgrade";'
 
     def start_upstreams(self, ctx):
         return [start_fake_upstream(ctx, 1, ["--ws-echo"])]
-
-    def start(self, ctx, v, upstreams, tag):
-        p = start_proxy(ctx, v, self.protocol, upstreams, tag, nginx_location=self.nginx_ws)
-        self._proc = p
-        return p
 
     def exchange(self, s):
         import base64
