@@ -39,7 +39,7 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
-/// What the connection's watchdog should do now.
+/// What the connection's watch (its listener's, weir-pipeline `http/watch.rs`) should do now.
 pub enum Verdict {
     /// Close the connection: the client took too long.
     Expired,
@@ -85,9 +85,9 @@ impl ConnState {
         BusyGuard(home)
     }
 
-    /// The watchdog is not woken on phase changes (that would cost a timer
-    /// operation per request); instead it looks at least every half of the
-    /// shorter timeout, so a deadline is enforced within 1.5× its value.
+    /// The watch is not told of phase changes (that would cost it a lock per
+    /// request); instead it looks at least every half of the shorter timeout,
+    /// so a deadline is enforced within 1.5× its value.
     pub fn verdict(&self, header_timeout: Duration, idle_timeout: Duration) -> Verdict {
         let now = Instant::now();
         let recheck = now + Self::period(header_timeout, idle_timeout);
@@ -105,7 +105,7 @@ impl ConnState {
         }
     }
 
-    /// How often the watchdog looks at a connection at the latest.
+    /// How often the watch looks at a connection at the latest.
     pub fn period(header_timeout: Duration, idle_timeout: Duration) -> Duration {
         header_timeout.min(idle_timeout) / 2
     }

@@ -1,8 +1,9 @@
 //! Two futures raced in one task, each polled only when it was woken.
 //!
-//! A client connection or a TCP session is a busy future (woken a few times
-//! per request) beside watchers that almost never fire (drain, kill, an
-//! endpoint's cut, the timeout watchdog).
+//! A TCP session or an upgraded connection's relay is a busy future (woken
+//! at every read) beside watchers that almost never fire (kill, an
+//! endpoint's cut). (An HTTP connection has no watcher of its own: its
+//! listener's `http/watch.rs` wakes it.)
 //! `select!` would poll every watcher on every wake-up, which costs a few
 //! mutex operations each (cancellation tokens); here each side gets a
 //! waker that notes it fired, so a wake-up polls only its own side. Both

@@ -22,6 +22,7 @@ use weir_metrics::reason::Reason;
 use weir_metrics::{Held, GLOBAL};
 use weir_pipeline::http::conn::serve as serve_http;
 use weir_pipeline::http::conn_ctx::ConnCtx;
+use weir_pipeline::http::watch::Watch;
 use weir_pipeline::race::race;
 use weir_pipeline::snapshot::ListenerSnap;
 use weir_pipeline::snapshot::SnapshotCell;
@@ -104,7 +105,12 @@ pub fn start(bound: Bound, slot: usize, shared: Arc<SnapshotCell>) -> io::Result
         running.kill.clone(),
         running.tracker.clone(),
     );
-    tokio::spawn(accept_loop(listener, slot, shared, drain, kill, tracker));
+    // The listener's HTTP connections' timeouts, drain and kill: one task, ended by the kill.
+    let watch = Watch::new();
+    tokio::spawn(watch.clone().run(drain.clone(), kill.clone()));
+    tokio::spawn(accept_loop(
+        listener, slot, shared, drain, kill, tracker, watch,
+    ));
     Ok(running)
 }
 
@@ -115,6 +121,7 @@ async fn accept_loop(
     drain: CancellationToken,
     kill: CancellationToken,
     tracker: TaskTracker,
+    watch: Arc<Watch>,
 ) {
     // Made once: a `cancelled()` per accepted connection would register
     // and unregister with the token each time.
@@ -153,6 +160,7 @@ async fn accept_loop(
             drain: drain.clone(),
             kill: kill.clone(),
             tracker: tracker.clone(),
+            watch: watch.clone(),
             open,
         };
         if let Some(errors) = &l.proxy_protocol {
@@ -185,6 +193,8 @@ struct ConnStart {
     drain: CancellationToken,
     kill: CancellationToken,
     tracker: TaskTracker,
+    /// Where an HTTP connection's timeouts, drain and kill come from.
+    watch: Arc<Watch>,
     /// The connection counts as open until its task ends.
     open: Held,
 }
@@ -306,6 +316,7 @@ fn dispatch(
         drain,
         kill,
         tracker,
+        watch,
         open,
     } = c;
     // A wildcard bind does not say which address the client reached; looked up only for
@@ -335,6 +346,7 @@ fn dispatch(
                     ctx,
                     drain.clone(),
                     kill.clone(),
+                    watch,
                     open,
                 ));
                 tracker.spawn(conn);
@@ -353,7 +365,7 @@ fn dispatch(
                 ClientStream::plain(stream),
                 Arc::new(ctx),
                 drain.clone(),
-                kill.clone(),
+                watch,
                 open,
             );
             tracker.spawn(conn);
@@ -451,6 +463,7 @@ async fn serve_https(
     mut ctx: ConnCtx,
     drain: CancellationToken,
     kill: CancellationToken,
+    watch: Arc<Watch>,
     open: Held,
 ) {
     let Ok(sock) = sock.into_tokio() else {
@@ -467,11 +480,12 @@ async fn serve_https(
         cert_header: server.cert_header.clone(),
     });
     drop(server);
+    drop(kill);
     serve_http(
         ClientStream::Tls(Box::new(conn)),
         Arc::new(ctx),
         drain,
-        kill,
+        watch,
         open,
     )
     .await;

@@ -2,7 +2,7 @@
 //! serving it share, and the limits the codec holds the client to: the same for every
 //! protocol, so the owner never asks which one it is.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -19,6 +19,9 @@ pub struct DrainFlags {
     /// telling the client first (HTTP/2's GOAWAY): the owner cancels the drain or idle token
     /// and lets it, rather than setting `draining` or dropping the connection.
     pub goes_away: AtomicBool,
+    /// What the owner told the connection (its bits are the owner's: a drain, an end),
+    /// read by the connection's task each time it is woken.
+    pub signal: AtomicU8,
     /// Cancelled by the owner when the connection was idle too long, for a codec that
     /// says goodbye first (HTTP/2's GOAWAY). Made by that codec: an HTTP/1.1 connection,
     /// which the owner simply drops, pays nothing for it.

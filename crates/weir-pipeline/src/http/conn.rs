@@ -1,32 +1,28 @@
 //! Serving one client connection: weir-codec's server side (`server::run`: the protocol
 //! ALPN or the first bytes name, then its codec) with `forward::handle` as what serves
-//! each request, plus the client timeouts (see `conn_state`), graceful close on drain,
-//! and a hard stop when the drain grace runs out. Nothing here names a protocol.
+//! each request, plus what the listener's `watch` tells it: its client timeouts (see
+//! `conn_state`), graceful close on drain, and a hard stop when the drain grace runs out.
+//! Nothing here names a protocol.
 
 use std::fmt::Display;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::Duration;
 
+use bytes::BytesMut;
 use http::{Request, Response};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::debug;
 
 pub use crate::http::conn_ctx::ClientLimits;
 use crate::http::conn_ctx::ConnCtx;
 use crate::http::forward::{handle, refused, refused_request};
 use crate::http::upgrade;
-use crate::race::race;
-use bytes::BytesMut;
+use crate::http::watch::{drained_out, must_end, Seated, Watch};
 use weir_codec::client_body::ClientBody;
 use weir_codec::h1::server::{Idle, Pause};
 use weir_codec::server::{self, Limits, Serve, Switched};
 use weir_http::body::ProxyBody;
-use weir_http::conn_state::{ConnState, Verdict};
 use weir_http::error::error_response_as;
 use weir_metrics::reason::Reason;
 use weir_metrics::Held;
@@ -106,8 +102,8 @@ where
     fn poll(
         &mut self,
         cx: &mut Context<'_>,
-        proxy: &Proxy,
-        resume: impl Fn(Idle, BytesMut) -> G,
+        proxy: &'a Proxy,
+        resume: impl Fn(Idle, BytesMut, &'a Proxy) -> G,
     ) -> Poll<()> {
         loop {
             match self {
@@ -122,7 +118,7 @@ where
                         idle.close();
                         return Poll::Ready(());
                     };
-                    *self = Serving::Again(Box::pin(resume(idle, read)));
+                    *self = Serving::Again(Box::pin(resume(idle, read, proxy)));
                 }
                 Serving::Relay(relay) => return relay.as_mut().poll(cx),
                 Serving::Over => return Poll::Ready(()),
@@ -133,99 +129,59 @@ where
 
 /// Requests a client may have open at once on a connection that carries several (HTTP/2).
 const MAX_STREAMS: u32 = 128;
-/// How long the goodbye of a connection that says one (HTTP/2's GOAWAY) may take to go out
-/// before an idle connection closes.
-const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves a client connection until it closes, is closed by a drain or a client timeout,
-/// or is cut when the drain grace runs out. `open` (the open-connections gauge) is held
-/// as long as the connection.
+/// or is cut when the drain grace runs out (those come from the listener's `watch`,
+/// whose seat the connection takes at its first poll). `open` (the open-connections
+/// gauge) is held as long as the connection.
 ///
-/// The future is the connection's whole state while it waits, kept small: the two sides
-/// of a race, made here (a plain function, not an `async fn`, whose arguments and locals
-/// would keep places of their own beside the race's copies), each owning what it needs.
-/// Between requests an HTTP/1.1 connection is only its `Idle` (its socket's halves) on the
-/// serving side; the codec's future serving requests is boxed when a request's first
-/// bytes come and freed when the connection waits again.
+/// The future is the connection's whole state while it waits, kept small: made here (a
+/// plain function, not an `async fn`, whose arguments and locals would keep places of
+/// their own beside the block's copies), owning what it needs. Between requests an
+/// HTTP/1.1 connection is only its `Idle` (its socket's halves) and its seat; the codec's
+/// future serving requests is boxed when a request's first bytes come and freed when the
+/// connection waits again.
 pub fn serve(
     stream: ClientStream,
     ctx: Arc<ConnCtx>,
     drain: CancellationToken,
-    kill: CancellationToken,
+    watch: Arc<Watch>,
     open: Held,
 ) -> impl Future<Output = ()> + Send {
-    let proxy = Proxy(ctx.clone());
-    let conn_drain = drain.clone();
-    let conn = async move {
+    let proxy = Proxy(ctx);
+    async move {
+        // Owned by the block and used in place: moved into locals, each would take a
+        // second place in every connection's state.
+        let _ = &open;
         let limits = Limits {
             max_head: proxy.0.limits.max_header_bytes,
             max_streams: MAX_STREAMS,
             stall: proxy.0.limits.idle_timeout,
         };
         let proxy = &proxy;
-        let first = server::run(stream, proxy, &proxy.0.ctl, &conn_drain, limits);
+        let first = server::run(stream, proxy, &proxy.0.ctl, &drain, limits);
         let mut serving = Serving::First(Box::pin(first));
-        let max_head = proxy.0.limits.max_header_bytes;
-        let resume = |idle: Idle, read| idle.resume(read, proxy, &proxy.0.ctl, max_head);
-        poll_fn(move |cx| serving.poll(cx, proxy, resume)).await
-    };
-    let watch = async move {
-        // Owned here, dropped with the connection's future; read through `ctx` each time
-        // rather than kept in locals: each would take a place in every connection's state.
-        let _ = &open;
-        let watchdog = tokio::time::sleep(ConnState::period(
-            ctx.limits.header_timeout,
-            ctx.limits.idle_timeout,
-        ));
-        tokio::pin!(watchdog);
-        let mut draining = false;
-        loop {
-            // Kill only ever follows a drain, so a connection waits on one
-            // token at a time: registering with both cost every connection
-            // (and the waiting future of each would be in every connection's state).
-            let token = if draining { &kill } else { &drain };
-            tokio::select! {
-                biased;
-                _ = token.cancelled() => {
-                    if draining {
-                        return;
-                    }
-                    // A codec that says goodbye (HTTP/2's GOAWAY) does it itself and ends
-                    // when its requests have.
-                    if ctx.ctl.goes_away.load(Relaxed) {
-                        draining = true;
-                        continue;
-                    }
-                    // Idle connections close now; a request in flight
-                    // finishes and its response carries `Connection: close`.
-                    if !ctx.ctl.busy.load(Relaxed) {
-                        return;
-                    }
-                    ctx.ctl.draining.store(true, Relaxed);
-                    draining = true;
-                }
-                _ = watchdog.as_mut() => {
-                    match ctx.conn.state.verdict(ctx.limits.header_timeout, ctx.limits.idle_timeout) {
-                        Verdict::Expired => {
-                            debug!("client connection timed out");
-                            if !ctx.ctl.goes_away.load(Relaxed) {
-                                return;
-                            }
-                            break;
-                        }
-                        Verdict::CheckAt(t) => watchdog.as_mut().reset(Instant::from_std(t)),
-                    }
-                }
+        let mut seat = Seated::new(&watch);
+        poll_fn(move |cx| {
+            seat.take(&proxy.0, cx.waker());
+            if must_end(&proxy.0.ctl) {
+                return Poll::Ready(());
             }
-        }
-        // Goodbye first (HTTP/2's GOAWAY), and the end once it went out; a client that
-        // never reads it does not hold the socket. The watchdog's timer times the grace
-        // (a second timer would be in every connection's state).
-        if let Some(idle) = ctx.ctl.idle.get() {
-            idle.cancel();
-        }
-        watchdog.as_mut().reset(Instant::now() + GOAWAY_GRACE);
-        watchdog.await;
-    };
-    race(conn, watch)
+            // Served first: a request whose bytes are here when the drain comes is
+            // answered (its response closing the connection), not dropped.
+            match serving.poll(cx, proxy, resume) {
+                Poll::Pending if drained_out(&proxy.0.ctl) => Poll::Ready(()),
+                done => done,
+            }
+        })
+        .await
+    }
+}
+
+/// Serves an HTTP/1.1 connection's requests again from the first bytes of the next
+/// (`Serving::poll`'s `resume`: a function, not a closure, so that it takes no place in
+/// the connection's state).
+fn resume(idle: Idle, read: BytesMut, proxy: &Proxy) -> impl Future<Output = Option<Pause<'_>>> {
+    let max_head = proxy.0.limits.max_header_bytes;
+    idle.resume(read, proxy, &proxy.0.ctl, max_head)
 }
