@@ -37,6 +37,15 @@ pub struct SnapshotCell {
     pub snapshot: arc_swap::ArcSwap<Snapshot>,
 }
 
+/// A listener's limits for each of its client connections (which keep the ones they were
+/// accepted under).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientLimits {
+    pub header_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_header_bytes: usize,
+}
+
 #[derive(Debug, Clone)]
 pub struct ListenerSnap {
     pub name: Arc<str>,
@@ -54,7 +63,7 @@ pub struct ListenerSnap {
     pub upgrade_idle_timeout: Duration,
     pub max_header_bytes: usize,
     /// The three above, as each HTTP connection keeps them (one shared copy).
-    pub client_limits: Arc<crate::http::conn_ctx::ClientLimits>,
+    pub client_limits: Arc<ClientLimits>,
     /// A tcp listener with `sni_routing`: its hello-stage counts (`routes` then holds
     /// its `sni` routes, looked up like hosts).
     pub passthrough: Option<Arc<Passthrough>>,
@@ -374,7 +383,7 @@ impl Snapshot {
                 idle_timeout: l.idle_timeout,
                 upgrade_idle_timeout: l.upgrade_idle_timeout,
                 max_header_bytes: l.max_header_bytes,
-                client_limits: Arc::new(crate::http::conn_ctx::ClientLimits {
+                client_limits: Arc::new(ClientLimits {
                     header_timeout: l.header_timeout,
                     idle_timeout: l.idle_timeout,
                     max_header_bytes: l.max_header_bytes,

@@ -4,20 +4,12 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
+pub use crate::snapshot::ClientLimits;
 use crate::snapshot::SnapshotCell;
 use weir_codec::server::DrainFlags;
 use weir_http::conn_info::ConnInfo;
 use weir_http::conn_state::{ConnState, StateHome};
-
-/// The listener's limits for a client connection.
-#[derive(Debug, Clone, Copy)]
-pub struct ClientLimits {
-    pub header_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub max_header_bytes: usize,
-}
 
 /// Kept at most 240 bytes, so that with its `Arc`'s counts it fills a 256-byte block:
 /// every idle connection has one (`memory::idle_keep_alive_connections_*`).
