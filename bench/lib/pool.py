@@ -6,9 +6,11 @@ so a bound that the two rows sit near (http-filters' five-filter chain at 1.1 ×
 met in some runs and not in others. Pooling the rounds of every run of the same build says
 where the ratio is and how sure that is:
 
-    python3 bench/lib/pool.py SCENARIO ROW/BASE [ROW/BASE ...] [--bound X] [RUN_DIR ...]
+    python3 bench/lib/pool.py SCENARIO ROW/BASE [ROW/BASE ...] [--bound X] [--metric M] [RUN_DIR ...]
 
 e.g. `python3 bench/lib/pool.py http-filters weir-chain-pgo/weir-pgo weir-chain/weir --bound 1.1`.
+`--metric` pools another column of the rounds than CPU per unit (`cpu_total`), e.g.
+`--metric p99_ms` for the tail.
 RUN_DIRs default to every run under bench/out that holds the scenario. Pool only runs of the
 same build: each run's line names the weir it ran (a changed binary is another sample).
 
@@ -61,12 +63,14 @@ def verdict(lo: float, hi: float, bound: float) -> str:
     return f"not decided at {bound:g}: the interval holds it"
 
 
-def report(runs: list[Run], row: str, base: str, bound: float | None) -> list[str]:
+def report(runs: list[Run], row: str, base: str, bound: float | None,
+           metric: str = "cpu_total") -> list[str]:
     used = [r for r in runs if r.ratios]
     if not used:
         return [f"{row} ÷ {base}: no run has both rows."]
     pooled = [x for r in used for x in r.ratios]
-    lines = [f"{row}'s CPU ÷ {base}'s, per round, pooled over {len(used)} run(s), {len(pooled)} rounds:"]
+    what = "CPU" if metric == "cpu_total" else metric
+    lines = [f"{row}'s {what} ÷ {base}'s, per round, pooled over {len(used)} run(s), {len(pooled)} rounds:"]
     for r in used:
         lines.append(f"  {r.name}  weir {r.weir}  {len(r.ratios)} rounds, median {statistics.median(r.ratios):.3f}")
     med = statistics.median(pooled)
@@ -109,16 +113,19 @@ def load(scenario: str, dirs: list[Path]) -> list[tuple[str, dict, dict]]:
 
 
 def main(argv: list[str]) -> int:
-    args, bound = [], None
+    args, bound, metric = [], None, "cpu_total"
     it = iter(argv)
     try:
         for a in it:
             if a == "--bound":
                 bound = float(next(it))
+            elif a == "--metric":
+                metric = next(it)
             else:
                 args.append(a)
     except (StopIteration, ValueError):
-        print("--bound takes a number, e.g. --bound 1.1", file=sys.stderr)
+        print("--bound takes a number (e.g. --bound 1.1), --metric a column (e.g. --metric p99_ms)",
+              file=sys.stderr)
         return 2
     if len(args) < 2 or "/" not in args[1]:
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
@@ -133,8 +140,9 @@ def main(argv: list[str]) -> int:
         print(f"no run of {scenario} in {len(dirs)} director(ies)", file=sys.stderr)
         return 1
     for row, base in pairs:
-        runs = [Run(name, which(versions, row), per_round(res, row, base)) for name, versions, res in found]
-        print("\n".join(report(runs, row, base, bound)))
+        runs = [Run(name, which(versions, row), per_round(res, row, base, metric))
+                for name, versions, res in found]
+        print("\n".join(report(runs, row, base, bound, metric)))
     return 0
 
 

@@ -29,12 +29,13 @@ def cell(fmt: str, v) -> str:
     return "–" if v is None else fmt.format(v)
 
 
-def per_round(res: dict, row: str, base: str) -> list[float]:
-    """`row`'s CPU per unit ÷ `base`'s, round by round, in round order (rounds where both ran):
-    the two ran seconds to a minute apart, so the machine's drift between rounds cancels."""
+def per_round(res: dict, row: str, base: str, metric: str = "cpu_total") -> list[float]:
+    """`row`'s CPU per unit (or another `metric`, e.g. `p99_ms`) ÷ `base`'s, round by round,
+    in round order (rounds where both ran): the two ran seconds to a minute apart, so the
+    machine's drift between rounds cancels."""
     by_round: dict = {}
     for m in res.get("rounds", []):
-        by_round.setdefault(m["round"], {})[m["proxy"]] = m.get("cpu_total")
+        by_round.setdefault(m["round"], {})[m["proxy"]] = m.get(metric)
     return [r[row] / r[base] for _, r in sorted(by_round.items()) if r.get(row) and r.get(base)]
 
 
