@@ -105,7 +105,8 @@ pub fn start(bound: Bound, slot: usize, shared: Arc<SnapshotCell>) -> io::Result
         running.kill.clone(),
         running.tracker.clone(),
     );
-    // The listener's HTTP connections' timeouts, drain and kill: one task, ended by the kill.
+    // The listener's HTTP connections' timeouts, drain and kill: one task, ended by the kill
+    // (or once drained with no connection left).
     let watch = Watch::new();
     tokio::spawn(watch.clone().run(drain.clone(), kill.clone()));
     tokio::spawn(accept_loop(
@@ -480,7 +481,6 @@ async fn serve_https(
         cert_header: server.cert_header.clone(),
     });
     drop(server);
-    drop(kill);
     serve_http(
         ClientStream::Tls(Box::new(conn)),
         Arc::new(ctx),
