@@ -399,6 +399,26 @@ mod tests {
         assert_eq!(h["forwarded"], "for=\"[::1]\";proto=http");
     }
 
+    /// A connection's two values: the address, and its `Forwarded` element whose bytes the
+    /// address is a slice of (one allocation for both), for IPv4 and bracketed IPv6.
+    #[test]
+    fn client_values_share_their_bytes() {
+        for (ip, client, forwarded) in [
+            ("192.0.2.7", "192.0.2.7", "for=192.0.2.7;proto=https"),
+            (
+                "2001:db8::5",
+                "2001:db8::5",
+                "for=\"[2001:db8::5]\";proto=https",
+            ),
+        ] {
+            let (c, f) = client_values(&client_ip_value(ip.parse().unwrap()), "https");
+            assert_eq!(c, client);
+            assert_eq!(f, forwarded);
+            let whole = f.as_bytes().as_ptr_range();
+            assert!(whole.contains(&c.as_bytes().as_ptr()), "{ip}: not a slice");
+        }
+    }
+
     #[test]
     fn replaces_forwarded_for_from_an_untrusted_peer() {
         let mut h = HeaderMap::new();

@@ -11,7 +11,7 @@ use crate::common::{endpoints, free_addr, one_pool, Weir};
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigterm_lets_in_flight_requests_finish() {
     let up = HttpUpstream::builder("a")
-        .latency(Latency::Fixed(Duration::from_millis(1000)))
+        .latency(Latency::Fixed(Duration::from_millis(3000)))
         .spawn()
         .await
         .unwrap();
@@ -27,11 +27,20 @@ async fn sigterm_lets_in_flight_requests_finish() {
     let inflight: Vec<_> = (0..10)
         .map(|_| tokio::spawn(async move { client::get(listen, "/").await }))
         .collect();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Waited for, not slept on: a loaded machine may take a while to send all ten.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while up.in_flight() < 10 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(up.in_flight(), 10);
 
     w.signal(libc::SIGTERM);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The listener's watch closes the idle connection as soon as the drain reaches it;
+    // the in-flight requests take the upstream's latency, far longer.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !idle.is_closed() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(
         idle.is_closed(),
         "idle keep-alive connection not closed on shutdown"
